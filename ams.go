@@ -1,0 +1,51 @@
+// Package ams holds the domain of the Assistant Messaging Service: its
+// records (users, API keys, assistants, conversations, messages, events),
+// the interfaces of the parts that store and process them, and the error
+// type that every layer returns. It imports nothing else of the project;
+// storage engines, the HTTP server, assistant engines and the CLI are
+// subpackages that depend on it.
+package ams
+
+import (
+	"context"
+	"time"
+)
+
+// Version is the service version, reported in User-Agent headers and the
+// OpenAPI document.
+const Version = "0.1.0"
+
+// Clock returns the current time. Production code uses time.Now; tests
+// inject a clock they control so that time-dependent logic (rate-limit
+// windows, retry schedules, expiry) is tested without sleeping.
+type Clock func() time.Time
+
+// Now returns the clock's current time in UTC, truncated to milliseconds,
+// the precision every stored timestamp has.
+func (c Clock) Now() time.Time {
+	if c == nil {
+		return time.Now().UTC().Truncate(time.Millisecond)
+	}
+	return c().UTC().Truncate(time.Millisecond)
+}
+
+// Auth is the authenticated caller of a request: the account, and the
+// credential with the permissions it holds.
+type Auth struct {
+	User        *User
+	KeyID       string // key_ id of the API key, when authenticated by one
+	Permissions Permissions
+}
+
+type authKey struct{}
+
+// NewContextWithAuth returns a copy of ctx that carries a.
+func NewContextWithAuth(ctx context.Context, a *Auth) context.Context {
+	return context.WithValue(ctx, authKey{}, a)
+}
+
+// AuthFromContext returns the caller stored in ctx, or nil.
+func AuthFromContext(ctx context.Context) *Auth {
+	a, _ := ctx.Value(authKey{}).(*Auth)
+	return a
+}

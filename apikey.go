@@ -1,0 +1,98 @@
+package ams
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Permission is one of the five permissions a key or token may hold.
+type Permission string
+
+// The permissions of the interface. Admin grants everything.
+const (
+	PermRead         Permission = "read"
+	PermWrite        Permission = "write"
+	PermAdmin        Permission = "admin"
+	PermMessages     Permission = "messages"
+	PermIntegrations Permission = "integrations"
+)
+
+// AllPermissions lists the permissions in their canonical order.
+var AllPermissions = []Permission{PermRead, PermWrite, PermAdmin, PermMessages, PermIntegrations}
+
+// Permissions is a set of permissions, kept sorted in canonical order.
+type Permissions []Permission
+
+// ParsePermissions parses a list separated by commas, spaces or '+'.
+// It rejects unknown words and an empty list.
+func ParsePermissions(s string) (Permissions, error) {
+	fields := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '+' })
+	var ps Permissions
+	for _, f := range fields {
+		p := Permission(strings.ToLower(f))
+		if !slices.Contains(AllPermissions, p) {
+			return nil, fmt.Errorf("unknown permission %q (want read, write, admin, messages or integrations)", f)
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return nil, fmt.Errorf("no permission given")
+	}
+	return ps.normalize(), nil
+}
+
+func (ps Permissions) normalize() Permissions {
+	var out Permissions
+	for _, p := range AllPermissions {
+		if slices.Contains(ps, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Allows reports whether the set holds admin or any one of want.
+func (ps Permissions) Allows(want ...Permission) bool {
+	for _, p := range ps {
+		if p == PermAdmin || slices.Contains(want, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// String joins the permissions with commas.
+func (ps Permissions) String() string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = string(p)
+	}
+	return strings.Join(s, ",")
+}
+
+// APIKey is a long-lived secret credential of a user. Only the hash of the
+// secret is stored; the secret itself is shown once, on creation.
+type APIKey struct {
+	ID          string      `json:"id"`
+	Object      string      `json:"object"` // "api_key"
+	UserID      string      `json:"user_id"`
+	Name        string      `json:"name"`
+	Hint        string      `json:"hint"` // e.g. "ams_sk_…Xy3Z", enough to recognise the key
+	Hash        string      `json:"-"`
+	Permissions Permissions `json:"permissions"`
+	CreatedAt   time.Time   `json:"created_at"`
+	LastUsedAt  *time.Time  `json:"last_used_at"`
+	ExpiresAt   *time.Time  `json:"expires_at"`
+	RevokedAt   *time.Time  `json:"revoked_at"`
+}
+
+// KeyHint returns the displayable hint of a secret: its prefix and its last
+// four characters.
+func KeyHint(secret string) string {
+	if len(secret) < len(PrefixSecretKey)+4 {
+		return PrefixSecretKey + "…"
+	}
+	return PrefixSecretKey + "…" + secret[len(secret)-4:]
+}

@@ -1,0 +1,117 @@
+package ams
+
+import (
+	"context"
+	"time"
+)
+
+// Assistant is one of a user's AI assistants.
+type Assistant struct {
+	ID           string    `json:"id"`
+	Object       string    `json:"object"` // "assistant"
+	UserID       string    `json:"-"`
+	Name         string    `json:"name"`
+	Description  string    `json:"description"`
+	Instructions string    `json:"instructions"`
+	Model        string    `json:"model"` // chooses the engine; "builtin" is the embedded one
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// ModelBuiltin is the model name of the built-in engine, the default.
+const ModelBuiltin = "builtin"
+
+// Conversation is a thread of messages between a user's program and one
+// assistant.
+type Conversation struct {
+	ID            string    `json:"id"`
+	Object        string    `json:"object"` // "conversation"
+	UserID        string    `json:"-"`
+	AssistantID   string    `json:"assistant_id"`
+	Title         string    `json:"title"` // the start of the first inbound message
+	MessageCount  int       `json:"message_count"`
+	LastMessageAt time.Time `json:"last_message_at"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+}
+
+// Message directions.
+const (
+	DirectionInbound  = "inbound"  // from the user's program to the assistant
+	DirectionOutbound = "outbound" // from the assistant
+)
+
+// Message is one message of a conversation.
+type Message struct {
+	ID             string    `json:"id"`
+	Object         string    `json:"object"` // "message"
+	UserID         string    `json:"-"`
+	AssistantID    string    `json:"assistant_id"`
+	ConversationID string    `json:"conversation_id"`
+	Direction      string    `json:"direction"`
+	Content        string    `json:"content"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+}
+
+// MaxMessageLength is the longest message text accepted, in bytes.
+const MaxMessageLength = 32 * 1024
+
+// Reply is what an engine answers to a conversation.
+type Reply struct {
+	Content string
+}
+
+// Engine produces an assistant's reply. history is the conversation so
+// far, oldest first, ending with the inbound message to answer. The
+// built-in engine needs no model; model-backed engines plug in beside it.
+type Engine interface {
+	Reply(ctx context.Context, a *Assistant, history []*Message) (*Reply, error)
+}
+
+// Event is a record of something that happened, delivered to webhooks and
+// listed at GET /v1/events. It is written in the same transaction as the
+// change that caused it.
+type Event struct {
+	ID        string         `json:"id"`
+	Object    string         `json:"object"` // "event"
+	UserID    string         `json:"-"`
+	Type      string         `json:"type"`
+	CreatedAt time.Time      `json:"created_at"`
+	Data      map[string]any `json:"data"`
+}
+
+// Event types of the interface.
+const (
+	EventMessageCreated          = "message.created"
+	EventMessageUpdated          = "message.updated"
+	EventMessageDeleted          = "message.deleted"
+	EventTaskCreated             = "task.created"
+	EventTaskCompleted           = "task.completed"
+	EventTaskUpdated             = "task.updated"
+	EventTaskReminder            = "task.reminder"
+	EventEventCreated            = "event.created"
+	EventEventUpdated            = "event.updated"
+	EventEventReminder           = "event.reminder"
+	EventIntegrationConnected    = "integration.connected"
+	EventIntegrationDisconnected = "integration.disconnected"
+	EventIntegrationError        = "integration.error"
+)
+
+// MessageCreatedEvent returns the message.created event for m.
+func MessageCreatedEvent(m *Message) *Event {
+	return &Event{
+		ID:        NewID(PrefixEvent),
+		Object:    "event",
+		UserID:    m.UserID,
+		Type:      EventMessageCreated,
+		CreatedAt: m.CreatedAt,
+		Data: map[string]any{
+			"message_id":      m.ID,
+			"assistant_id":    m.AssistantID,
+			"conversation_id": m.ConversationID,
+			"content":         m.Content,
+			"direction":       m.Direction,
+		},
+	}
+}

@@ -1,0 +1,82 @@
+package ams
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Plan is an account's subscription plan, which sets its rate limits.
+type Plan string
+
+// The plans of the interface. Enterprise figures are set per account.
+const (
+	PlanStandard     Plan = "standard"
+	PlanProfessional Plan = "professional"
+	PlanEnterprise   Plan = "enterprise"
+)
+
+// Default enterprise figures, used until `ams users update --rpm --rpd`
+// sets the account's own.
+const (
+	DefaultEnterpriseRPM = 1000
+	DefaultEnterpriseRPD = 1_000_000
+)
+
+// ParsePlan returns the plan named s.
+func ParsePlan(s string) (Plan, error) {
+	switch p := Plan(strings.ToLower(strings.TrimSpace(s))); p {
+	case PlanStandard, PlanProfessional, PlanEnterprise:
+		return p, nil
+	}
+	return "", fmt.Errorf("unknown plan %q (want standard, professional or enterprise)", s)
+}
+
+// Limits are the request allowances of an account.
+type Limits struct {
+	PerMinute int `json:"requests_per_minute"`
+	PerDay    int `json:"requests_per_day"`
+}
+
+// User is an account holder. In ams one user is one account: every record
+// belongs to exactly one user, and every query is scoped to it.
+type User struct {
+	ID           string    `json:"id"`
+	Email        string    `json:"email"`
+	PasswordHash string    `json:"-"`
+	Plan         Plan      `json:"plan"`
+	RPM          int       `json:"requests_per_minute_override,omitempty"` // enterprise only; 0: default
+	RPD          int       `json:"requests_per_day_override,omitempty"`    // enterprise only; 0: default
+	Timezone     string    `json:"timezone"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// Limits returns the account's rate limits: the plan's figures, or for
+// enterprise accounts the per-account ones.
+func (u *User) Limits() Limits {
+	switch u.Plan {
+	case PlanProfessional:
+		return Limits{PerMinute: 120, PerDay: 50_000}
+	case PlanEnterprise:
+		l := Limits{PerMinute: DefaultEnterpriseRPM, PerDay: DefaultEnterpriseRPD}
+		if u.RPM > 0 {
+			l.PerMinute = u.RPM
+		}
+		if u.RPD > 0 {
+			l.PerDay = u.RPD
+		}
+		return l
+	default:
+		return Limits{PerMinute: 60, PerDay: 10_000}
+	}
+}
+
+// UserUpdate lists the fields of a user to change; nil fields are kept.
+type UserUpdate struct {
+	Plan         *Plan
+	RPM          *int
+	RPD          *int
+	Timezone     *string
+	PasswordHash *string
+}
