@@ -96,3 +96,14 @@ func KeyHint(secret string) string {
 	}
 	return PrefixSecretKey + "…" + secret[len(secret)-4:]
 }
+
+// NewAPIKey makes a new key for the user and returns its secret, to be
+// shown once, and the record to store, which holds only the secret's hash.
+func NewAPIKey(userID, name string, perms Permissions, now time.Time, expiresAt *time.Time) (string, *APIKey) {
+	secret := NewSecret(PrefixSecretKey)
+	return secret, &APIKey{
+		ID: NewID(PrefixAPIKey), Object: "api_key", UserID: userID, Name: name,
+		Hint: KeyHint(secret), Hash: HashSecret(secret), Permissions: perms,
+		CreatedAt: now, ExpiresAt: expiresAt,
+	}
+}

@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/password"
+	"github.com/spf13/cobra"
+)
+
+func newUsersCmd(sf *storeFlags) *cobra.Command {
+	cmd := &cobra.Command{Use: "users", Short: "Create and update accounts"}
+	var email, plan, tz string
+	var pwStdin bool
+	create := &cobra.Command{
+		Use:   "create --email E [--plan standard|professional|enterprise] [--password-stdin]",
+		Short: "Create an account; prints its user id",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmdContext(cmd)
+			p, err := ams.ParsePlan(plan)
+			if err != nil {
+				return err
+			}
+			if err := validateEmail(email); err != nil {
+				return err
+			}
+			if _, err := time.LoadLocation(tz); err != nil {
+				return fmt.Errorf("unknown timezone %q", tz)
+			}
+			u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: strings.ToLower(email), Plan: p, Timezone: tz}
+			if pwStdin {
+				if u.PasswordHash, err = readPassword(cmd.InOrStdin()); err != nil {
+					return err
+				}
+			}
+			store, err := openStore(ctx, sf)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			u.CreatedAt = ams.Clock(nil).Now()
+			u.UpdatedAt = u.CreatedAt
+			if err := store.CreateUser(ctx, u); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), u.ID)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&email, "email", "", "the account's e-mail address (required)")
+	create.Flags().StringVar(&plan, "plan", "standard", "standard, professional or enterprise")
+	create.Flags().StringVar(&tz, "timezone", "UTC", "IANA time zone of the account")
+	create.Flags().BoolVar(&pwStdin, "password-stdin", false, "read a password (for the account pages) from standard input")
+	create.MarkFlagRequired("email")
+
+	var uEmail, uPlan, uTZ string
+	var rpm, rpd int
+	var uPwStdin bool
+	update := &cobra.Command{
+		Use:   "update --email E [--plan P] [--rpm N] [--rpd N] [--timezone TZ] [--password-stdin]",
+		Short: "Change an account's plan, enterprise limits, time zone or password",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmdContext(cmd)
+			var upd ams.UserUpdate
+			f := cmd.Flags()
+			if f.Changed("plan") {
+				p, err := ams.ParsePlan(uPlan)
+				if err != nil {
+					return err
+				}
+				upd.Plan = &p
+			}
+			if f.Changed("rpm") {
+				if rpm < 0 {
+					return fmt.Errorf("--rpm must be 0 (plan default) or more")
+				}
+				upd.RPM = &rpm
+			}
+			if f.Changed("rpd") {
+				if rpd < 0 {
+					return fmt.Errorf("--rpd must be 0 (plan default) or more")
+				}
+				upd.RPD = &rpd
+			}
+			if f.Changed("timezone") {
+				if _, err := time.LoadLocation(uTZ); err != nil {
+					return fmt.Errorf("unknown timezone %q", uTZ)
+				}
+				upd.Timezone = &uTZ
+			}
+			if uPwStdin {
+				h, err := readPassword(cmd.InOrStdin())
+				if err != nil {
+					return err
+				}
+				upd.PasswordHash = &h
+			}
+			store, err := openStore(ctx, sf)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			u, err := store.FindUserByEmail(ctx, uEmail)
+			if err != nil {
+				return err
+			}
+			if (upd.RPM != nil || upd.RPD != nil) && planAfter(u, upd) != ams.PlanEnterprise {
+				return fmt.Errorf("--rpm and --rpd apply to enterprise accounts only (this one is %s)", planAfter(u, upd))
+			}
+			u, err = store.UpdateUser(ctx, u.ID, upd, ams.Clock(nil).Now())
+			if err != nil {
+				return err
+			}
+			l := u.Limits()
+			fmt.Fprintf(cmd.OutOrStdout(), "%s plan=%s rpm=%d rpd=%d timezone=%s\n", u.ID, u.Plan, l.PerMinute, l.PerDay, u.Timezone)
+			return nil
+		},
+	}
+	update.Flags().StringVar(&uEmail, "email", "", "the account's e-mail address (required)")
+	update.Flags().StringVar(&uPlan, "plan", "", "standard, professional or enterprise")
+	update.Flags().IntVar(&rpm, "rpm", 0, "enterprise requests per minute (0: default)")
+	update.Flags().IntVar(&rpd, "rpd", 0, "enterprise requests per day (0: default)")
+	update.Flags().StringVar(&uTZ, "timezone", "", "IANA time zone of the account")
+	update.Flags().BoolVar(&uPwStdin, "password-stdin", false, "read a new password from standard input")
+	update.MarkFlagRequired("email")
+	cmd.AddCommand(create, update)
+	return cmd
+}
+
+func planAfter(u *ams.User, upd ams.UserUpdate) ams.Plan {
+	if upd.Plan != nil {
+		return *upd.Plan
+	}
+	return u.Plan
+}
+
+func validateEmail(e string) error {
+	at := strings.LastIndexByte(e, '@')
+	if at < 1 || at == len(e)-1 || strings.ContainsAny(e, " \t\r\n<>") || len(e) > 254 || !utf8.ValidString(e) {
+		return fmt.Errorf("%q is not an e-mail address", e)
+	}
+	return nil
+}
+
+func readPassword(r io.Reader) (string, error) {
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return "", fmt.Errorf("read password: %w", err)
+	}
+	return password.Hash(strings.TrimRight(line, "\r\n"))
+}
+
+func newKeysCmd(sf *storeFlags) *cobra.Command {
+	cmd := &cobra.Command{Use: "keys", Short: "Create, list and revoke API keys"}
+	var email, name, perms string
+	var expiresIn time.Duration
+	create := &cobra.Command{
+		Use:   "create --email E --name N --permissions read,messages",
+		Short: "Create an API key; prints the key, once, and nothing else on stdout",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmdContext(cmd)
+			ps, err := ams.ParsePermissions(perms)
+			if err != nil {
+				return err
+			}
+			if strings.TrimSpace(name) == "" || len(name) > 100 {
+				return fmt.Errorf("--name must be 1 to 100 characters")
+			}
+			store, err := openStore(ctx, sf)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			u, err := store.FindUserByEmail(ctx, email)
+			if err != nil {
+				return err
+			}
+			now := ams.Clock(nil).Now()
+			var exp *time.Time
+			if expiresIn > 0 {
+				t := now.Add(expiresIn)
+				exp = &t
+			}
+			secret, k := ams.NewAPIKey(u.ID, name, ps, now, exp)
+			if err := store.CreateKey(ctx, k); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), "created", k.ID, "for", u.Email, "with", ps.String(), "- store the key now, it is not shown again")
+			fmt.Fprintln(cmd.OutOrStdout(), secret)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&email, "email", "", "the account's e-mail address (required)")
+	create.Flags().StringVar(&name, "name", "", "a name to recognise the key by (required)")
+	create.Flags().StringVar(&perms, "permissions", "", "comma-separated: read, write, admin, messages, integrations (required)")
+	create.Flags().DurationVar(&expiresIn, "expires-in", 0, "expire the key after this long (e.g. 2160h for 90 days); 0: never")
+	for _, f := range []string{"email", "name", "permissions"} {
+		create.MarkFlagRequired(f)
+	}
+
+	var lEmail string
+	listCmd := &cobra.Command{
+		Use:   "list --email E",
+		Short: "List an account's API keys (never their secrets)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmdContext(cmd)
+			store, err := openStore(ctx, sf)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			u, err := store.FindUserByEmail(ctx, lEmail)
+			if err != nil {
+				return err
+			}
+			keys, err := store.ListKeys(ctx, u.ID)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tKEY\tPERMISSIONS\tCREATED\tLAST USED\tSTATUS")
+			now := ams.Clock(nil).Now()
+			for _, k := range keys {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Hint, k.Permissions, k.CreatedAt.Format(time.RFC3339),
+					fmtTime(k.LastUsedAt), keyStatus(k, now))
+			}
+			return tw.Flush()
+		},
+	}
+	listCmd.Flags().StringVar(&lEmail, "email", "", "the account's e-mail address (required)")
+	listCmd.MarkFlagRequired("email")
+
+	revoke := &cobra.Command{
+		Use:   "revoke KEY_ID",
+		Short: "Revoke an API key; it is refused from its next request on",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmdContext(cmd)
+			store, err := openStore(ctx, sf)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			k, err := store.RevokeKey(ctx, "", args[0], ams.Clock(nil).Now())
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s (%s) at %s\n", k.ID, k.Name, k.RevokedAt.Format(time.RFC3339))
+			return nil
+		},
+	}
+	cmd.AddCommand(create, listCmd, revoke)
+	return cmd
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return t.Format(time.RFC3339)
+}
+
+func keyStatus(k *ams.APIKey, now time.Time) string {
+	switch {
+	case k.RevokedAt != nil:
+		return "revoked"
+	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
+		return "expired"
+	case now.Sub(k.CreatedAt) > 90*24*time.Hour:
+		return "active (older than 90 days: rotate it)"
+	}
+	return "active"
+}
+
+func newAssistantsCmd(sf *storeFlags) *cobra.Command {
+	cmd := &cobra.Command{Use: "assistants", Short: "Create assistants"}
+	var email, name, desc, instr, model string
+	create := &cobra.Command{
+		Use:   "create --email E --name N",
+		Short: "Create an assistant; prints its id",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmdContext(cmd)
+			if strings.TrimSpace(name) == "" || len(name) > 100 {
+				return fmt.Errorf("--name must be 1 to 100 characters")
+			}
+			if model != ams.ModelBuiltin {
+				return fmt.Errorf("unknown model %q: this version has the %q engine", model, ams.ModelBuiltin)
+			}
+			store, err := openStore(ctx, sf)
+			if err != nil {
+				return err
+			}
+			defer store.Close()
+			u, err := store.FindUserByEmail(ctx, email)
+			if err != nil {
+				return err
+			}
+			a := newAssistant(u.ID, name, desc, instr, model)
+			if err := store.CreateAssistant(ctx, a); err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), a.ID)
+			return nil
+		},
+	}
+	create.Flags().StringVar(&email, "email", "", "the account's e-mail address (required)")
+	create.Flags().StringVar(&name, "name", "", "the assistant's name (required)")
+	create.Flags().StringVar(&desc, "description", "", "what the assistant is for")
+	create.Flags().StringVar(&instr, "instructions", "", "instructions that guide its replies")
+	create.Flags().StringVar(&model, "model", ams.ModelBuiltin, "the engine that runs it")
+	create.MarkFlagRequired("email")
+	create.MarkFlagRequired("name")
+	cmd.AddCommand(create)
+	return cmd
+}
+
+func newAssistant(userID, name, desc, instr, model string) *ams.Assistant {
+	now := ams.Clock(nil).Now()
+	return &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), Object: "assistant", UserID: userID, Name: name,
+		Description: desc, Instructions: instr, Model: model, CreatedAt: now, UpdatedAt: now}
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Run:   func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), "ams", ams.Version) },
+	}
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/amsdev/ams"
+)
+
+const (
+	devEmail         = "dev@example.com"
+	devKeyName       = "dev"
+	devAssistantName = "Dev Assistant"
+)
+
+// devBootstrap makes sure the dev user and its assistant exist, replaces
+// the previous dev key with a new one (a key is shown only once, so each
+// start prints a fresh one), and prints all three with a first request.
+func devBootstrap(ctx context.Context, store ams.Store, base string, w io.Writer) error {
+	now := ams.Clock(nil).Now()
+	u, err := store.FindUserByEmail(ctx, devEmail)
+	if ams.IsNotFound(err) {
+		u = &ams.User{ID: ams.NewID(ams.PrefixUser), Email: devEmail, Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
+		err = store.CreateUser(ctx, u)
+	}
+	if err != nil {
+		return err
+	}
+	keys, err := store.ListKeys(ctx, u.ID)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if k.Name == devKeyName && k.RevokedAt == nil {
+			if _, err := store.RevokeKey(ctx, u.ID, k.ID, now); err != nil {
+				return err
+			}
+		}
+	}
+	perms := ams.Permissions{ams.PermRead, ams.PermWrite, ams.PermMessages, ams.PermIntegrations}
+	secret, key := ams.NewAPIKey(u.ID, devKeyName, perms, now, nil)
+	if err := store.CreateKey(ctx, key); err != nil {
+		return err
+	}
+	var asst *ams.Assistant
+	page, err := store.ListAssistants(ctx, u.ID, ams.ListParams{Limit: 100, Order: ams.OrderAsc})
+	if err != nil {
+		return err
+	}
+	for _, a := range page.Data {
+		if a.Name == devAssistantName {
+			asst = a
+			break
+		}
+	}
+	if asst == nil {
+		asst = newAssistant(u.ID, devAssistantName, "The assistant of the dev account.", "", ams.ModelBuiltin)
+		if err := store.CreateAssistant(ctx, asst); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(w, `ams is running in dev mode at %s
+
+  user       %s (%s, plan %s)
+  API key    %s
+             (%s: %s; a new key is printed at each start)
+  assistant  %s (%s)
+
+Send your first message:
+
+  curl -s %s/v1/messages \
+    -H "Authorization: Bearer %s" \
+    -H "Content-Type: application/json" \
+    -d '{"assistant_id": "%s", "message": "Hello! What can you do?"}'
+
+`, base, u.Email, u.ID, u.Plan, secret, key.ID, perms.String(), asst.ID, asst.Name, base, secret, asst.ID)
+	return nil
+}

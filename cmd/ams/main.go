@@ -1,0 +1,79 @@
+// Command ams is the Assistant Messaging Service: `ams serve` runs the API,
+// and the other subcommands bootstrap accounts, keys and assistants from a
+// shell, on the same store, also while a server runs.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "ams:", err)
+		os.Exit(1)
+	}
+}
+
+// storeFlags are the flags every subcommand takes to find the store.
+type storeFlags struct {
+	dataDir     string
+	databaseURL string
+}
+
+func newRoot() *cobra.Command {
+	sf := &storeFlags{}
+	root := &cobra.Command{
+		Use:           "ams",
+		Short:         "ams, the Assistant Messaging Service",
+		Long:          "ams runs the Assistant Messaging Service API (ams serve) and manages its accounts, API keys and assistants.\nEvery flag can also be set with an AMS_* environment variable: --data-dir is AMS_DATA_DIR.",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			return bindEnv(cmd)
+		},
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&sf.dataDir, "data-dir", "./ams-data", "directory of the embedded SQLite store and the e-mail outbox (env AMS_DATA_DIR)")
+	pf.StringVar(&sf.databaseURL, "database-url", "", "database URL; empty uses SQLite under --data-dir (env AMS_DATABASE_URL)")
+	root.AddCommand(newServeCmd(sf), newUsersCmd(sf), newKeysCmd(sf), newAssistantsCmd(sf), newVersionCmd())
+	return root
+}
+
+// bindEnv sets every flag not given on the command line from its AMS_*
+// variable (AMS_ plus the flag name in upper case, dashes as underscores).
+func bindEnv(cmd *cobra.Command) error {
+	var errs []error
+	visit := func(f *pflag.Flag) {
+		if f.Changed {
+			return
+		}
+		if v, ok := os.LookupEnv(envName(f.Name)); ok {
+			if err := f.Value.Set(v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", envName(f.Name), err))
+			}
+			f.Changed = true
+		}
+	}
+	cmd.Flags().VisitAll(visit)
+	cmd.InheritedFlags().VisitAll(visit)
+	return errors.Join(errs...)
+}
+
+func envName(flag string) string {
+	return "AMS_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// signalContext is set by serve; other commands use a plain context.
+func cmdContext(cmd *cobra.Command) context.Context {
+	if ctx := cmd.Context(); ctx != nil {
+		return ctx
+	}
+	return context.Background()
+}

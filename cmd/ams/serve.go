@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/engine/builtin"
+	amshttp "github.com/amsdev/ams/http"
+	"github.com/amsdev/ams/messaging"
+	"github.com/amsdev/ams/openapi"
+	"github.com/amsdev/ams/ratelimit"
+	"github.com/spf13/cobra"
+)
+
+// serveConfig holds the flags of ams serve.
+type serveConfig struct {
+	addr            string
+	baseURL         string
+	dev             bool
+	logLevel        string
+	logFormat       string
+	shutdownTimeout time.Duration
+}
+
+func newServeCmd(sf *storeFlags) *cobra.Command {
+	cfg := &serveConfig{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the API server",
+		Long: `Run the ams API server.
+
+Every flag has an environment variable: AMS_ plus the flag name in upper case
+with dashes as underscores (--addr is AMS_ADDR, --dev is AMS_DEV=1).
+SIGINT or SIGTERM shut it down gracefully: it stops accepting connections and
+lets requests in flight finish (up to --shutdown-timeout).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serve(ctx, sf, cfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "address to listen on (env AMS_ADDR)")
+	f.StringVar(&cfg.baseURL, "base-url", "", "public URL of the service, used in links (env AMS_BASE_URL; default http://<addr>)")
+	f.BoolVar(&cfg.dev, "dev", false, "development mode: print a ready user, API key and assistant (env AMS_DEV)")
+	f.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error (env AMS_LOG_LEVEL)")
+	f.StringVar(&cfg.logFormat, "log-format", "json", "json or text (env AMS_LOG_FORMAT)")
+	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long requests in flight may take to finish on shutdown (env AMS_SHUTDOWN_TIMEOUT)")
+	return cmd
+}
+
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format must be json or text, not %q", format)
+}
+
+func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr io.Writer) error {
+	logger, err := newLogger(stderr, cfg.logLevel, cfg.logFormat)
+	if err != nil {
+		return err
+	}
+	store, err := openStore(ctx, sf)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	engine := builtin.New()
+	api := &amshttp.Server{
+		Store:   store,
+		Limiter: ratelimit.NewMemory(),
+		Messages: &messaging.Service{
+			Store: store,
+			EngineFor: func(a *ams.Assistant) (ams.Engine, error) {
+				if a.Model == ams.ModelBuiltin || a.Model == "" {
+					return engine, nil
+				}
+				return nil, ams.Errorf(ams.EINVALID, "model_not_supported", "Assistant '%s' uses model '%s', which this server does not run.", a.ID, a.Model)
+			},
+		},
+		Logger:  logger,
+		OpenAPI: openapi.Document,
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	base := cfg.baseURL
+	if base == "" {
+		base = "http://" + ln.Addr().String()
+	}
+	base = strings.TrimRight(base, "/")
+	if cfg.dev {
+		if err := devBootstrap(ctx, store, base, stdout); err != nil {
+			ln.Close()
+			return fmt.Errorf("dev bootstrap: %w", err)
+		}
+	}
+	srv := &http.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      120 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	logger.Info("ams listening", "addr", ln.Addr().String(), "base_url", base, "data_dir", sf.dataDir, "dev", cfg.dev, "version", ams.Version)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: finishing requests in flight", "timeout", cfg.shutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}

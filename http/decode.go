@@ -1,0 +1,154 @@
+package http
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/amsdev/ams"
+)
+
+// decodeJSON reads the request body into v, refusing malformed JSON,
+// unknown fields, wrong types and trailing data, each with an error that
+// names the parameter at fault.
+func decodeJSON(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err != nil {
+			return jsonError(err)
+		}
+		return ams.Errorf(ams.EINVALID, "invalid_json", "The request body must hold a single JSON object.")
+	}
+	return nil
+}
+
+func jsonError(err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return bodyReadError(err)
+	case errors.Is(err, io.EOF):
+		return ams.Errorf(ams.EINVALID, "invalid_json", "The request body is empty; it must be a JSON object.")
+	case errors.As(err, &syn), errors.Is(err, io.ErrUnexpectedEOF):
+		return ams.Errorf(ams.EINVALID, "invalid_json", "The request body is not valid JSON.")
+	case errors.As(err, &typ):
+		if typ.Field == "" {
+			return ams.Errorf(ams.EINVALID, "invalid_json", "The request body must be a JSON object.")
+		}
+		return ams.ParamError("invalid_type", typ.Field, "'%s' must be of type %s, not %s.", typ.Field, jsonTypeName(typ.Type.Kind().String()), typ.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return ams.ParamError("unknown_parameter", field, "Unknown parameter '%s'.", field)
+	}
+	return ams.Errorf(ams.EINVALID, "invalid_json", "The request body could not be decoded as JSON.")
+}
+
+func jsonTypeName(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	case "map", "struct":
+		return "object"
+	default:
+		return "number"
+	}
+}
+
+// query checks a request's query parameters: any not in allowed (besides
+// the list parameters when list is true) is refused.
+func checkQuery(q url.Values, list bool, allowed ...string) error {
+	for k := range q {
+		if list && slices.Contains([]string{"limit", "after", "before", "order"}, k) {
+			continue
+		}
+		if !slices.Contains(allowed, k) {
+			return ams.ParamError("unknown_parameter", k, "Unknown query parameter '%s'.", k)
+		}
+	}
+	return nil
+}
+
+// listParams parses limit, after, before and order.
+func listParams(r *http.Request, filters ...string) (ams.ListParams, error) {
+	q := r.URL.Query()
+	if err := checkQuery(q, true, filters...); err != nil {
+		return ams.ListParams{}, err
+	}
+	p := ams.ListParams{Limit: 20, Order: ams.OrderDesc, After: q.Get("after"), Before: q.Get("before")}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return p, ams.ParamError("parameter_invalid", "limit", "'limit' must be an integer from 1 to 100.")
+		}
+		p.Limit = n
+	}
+	if p.After != "" && p.Before != "" {
+		return p, ams.ParamError("parameter_invalid", "before", "Give at most one of 'after' and 'before'.")
+	}
+	switch o := q.Get("order"); o {
+	case "", ams.OrderDesc:
+	case ams.OrderAsc:
+		p.Order = ams.OrderAsc
+	default:
+		return p, ams.ParamError("parameter_invalid", "order", "'order' must be 'asc' or 'desc'.")
+	}
+	return p, nil
+}
+
+// listBody is the list envelope of DESIGN.md.
+type listBody[T any] struct {
+	Object  string  `json:"object"`
+	Data    []T     `json:"data"`
+	FirstID *string `json:"first_id"`
+	LastID  *string `json:"last_id"`
+	HasMore bool    `json:"has_more"`
+}
+
+// writeList answers a page as the list envelope.
+func writeList[T any](w http.ResponseWriter, page *ams.Page[T], id func(T) string) error {
+	b := listBody[T]{Object: "list", Data: page.Data, HasMore: page.HasMore}
+	if n := len(page.Data); n > 0 {
+		first, last := id(page.Data[0]), id(page.Data[n-1])
+		b.FirstID, b.LastID = &first, &last
+	}
+	return writeJSON(w, http.StatusOK, b)
+}
+
+// writeJSON answers v as JSON with status.
+func writeJSON(w http.ResponseWriter, status int, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode response: %w", err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	w.WriteHeader(status)
+	_, err = w.Write(append(body, '\n'))
+	return err
+}
+
+// pathID returns the {id} path value if it has the prefix; otherwise the
+// record cannot exist and the answer is 404.
+func pathID(r *http.Request, object, prefix string) (string, error) {
+	id := r.PathValue("id")
+	if !ams.HasPrefixID(id, prefix) {
+		return "", ams.NotFound(object, id)
+	}
+	return id, nil
+}

@@ -1,0 +1,80 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/amsdev/ams"
+)
+
+// errorBody is the documented error envelope of every non-2xx /v1 answer.
+type errorBody struct {
+	Error     errorDetail `json:"error"`
+	RequestID string      `json:"request_id"`
+}
+
+type errorDetail struct {
+	Type    string `json:"type"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Param   string `json:"param,omitempty"`
+}
+
+var kindStatus = map[ams.ErrorKind]int{
+	ams.EINTERNAL:        http.StatusInternalServerError,
+	ams.EINVALID:         http.StatusBadRequest,
+	ams.EUNAUTHENTICATED: http.StatusUnauthorized,
+	ams.EFORBIDDEN:       http.StatusForbidden,
+	ams.ENOTFOUND:        http.StatusNotFound,
+	ams.EMETHOD:          http.StatusMethodNotAllowed,
+	ams.ECONFLICT:        http.StatusConflict,
+	ams.ETOOLARGE:        http.StatusRequestEntityTooLarge,
+	ams.EUNSUPPORTED:     http.StatusUnsupportedMediaType,
+	ams.ERATELIMIT:       http.StatusTooManyRequests,
+	ams.EUPSTREAM:        http.StatusBadGateway,
+	ams.EUNAVAILABLE:     http.StatusServiceUnavailable,
+}
+
+// errorType returns the error body's type for an HTTP status.
+func errorType(status int) string {
+	switch {
+	case status == 401:
+		return "authentication_error"
+	case status == 403:
+		return "permission_error"
+	case status == 429:
+		return "rate_limit_error"
+	case status >= 500:
+		return "api_error"
+	default:
+		return "invalid_request_error"
+	}
+}
+
+// writeError answers err with the documented error body. Errors that are
+// not *ams.Error are internal: they are logged with the request id and the
+// caller sees only a generic message.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *ams.Error
+	if !errors.As(err, &e) {
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			// The client went away; there is no one to answer.
+			s.Logger.Info("request canceled by client", "request_id", requestID(r.Context()), "path", r.URL.Path)
+			e = &ams.Error{Kind: ams.EUNAVAILABLE, Code: "request_canceled", Message: "The request was canceled."}
+		} else {
+			s.Logger.Error("internal error", "request_id", requestID(r.Context()), "method", r.Method, "path", r.URL.Path, "err", err)
+			e = &ams.Error{Kind: ams.EINTERNAL, Code: "internal_error",
+				Message: "An internal error occurred. If it persists, contact support with the request id."}
+		}
+	}
+	status := kindStatus[e.Kind]
+	switch status {
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	}
+	writeJSON(w, status, errorBody{
+		Error:     errorDetail{Type: errorType(status), Code: e.Code, Message: e.Message, Param: e.Param},
+		RequestID: requestID(r.Context()),
+	})
+}

@@ -1,0 +1,182 @@
+package http
+
+import (
+	"net/http"
+	"slices"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/messaging"
+)
+
+func auth(r *http.Request) *ams.Auth { return ams.AuthFromContext(r.Context()) }
+
+func (s *Server) getOpenAPI(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, err := w.Write(s.OpenAPI)
+	return err
+}
+
+func (s *Server) listAssistants(w http.ResponseWriter, r *http.Request) error {
+	p, err := listParams(r)
+	if err != nil {
+		return err
+	}
+	page, err := s.Store.ListAssistants(r.Context(), auth(r).User.ID, p)
+	if err != nil {
+		return err
+	}
+	return writeList(w, page, func(a *ams.Assistant) string { return a.ID })
+}
+
+func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "assistant", ams.PrefixAssistant)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	a, err := s.Store.FindAssistant(r.Context(), auth(r).User.ID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, a)
+}
+
+// createMessageRequest is the body of POST /v1/messages.
+type createMessageRequest struct {
+	AssistantID    *string `json:"assistant_id"`
+	Message        *string `json:"message"`
+	ConversationID *string `json:"conversation_id"`
+}
+
+func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	var req createMessageRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.AssistantID == nil {
+		return ams.ParamError("parameter_missing", "assistant_id", "Missing required parameter 'assistant_id'.")
+	}
+	if req.Message == nil {
+		return ams.ParamError("parameter_missing", "message", "Missing required parameter 'message'.")
+	}
+	if !ams.HasPrefixID(*req.AssistantID, ams.PrefixAssistant) {
+		return ams.ParamError("parameter_invalid", "assistant_id", "'assistant_id' must be an assistant id (ast_...).")
+	}
+	in := messaging.SendInput{AssistantID: *req.AssistantID, Message: *req.Message}
+	if req.ConversationID != nil {
+		if !ams.HasPrefixID(*req.ConversationID, ams.PrefixConversation) {
+			return ams.ParamError("parameter_invalid", "conversation_id", "'conversation_id' must be a conversation id (conv_...).")
+		}
+		in.ConversationID = *req.ConversationID
+	}
+	reply, err := s.Messages.Send(r.Context(), auth(r).User.ID, in)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/messages/"+reply.ID)
+	return writeJSON(w, http.StatusCreated, reply)
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "message", ams.PrefixMessage)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	m, err := s.Store.FindMessage(r.Context(), auth(r).User.ID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, m)
+}
+
+func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error {
+	p, err := listParams(r, "assistant_id")
+	if err != nil {
+		return err
+	}
+	page, err := s.Store.ListConversations(r.Context(), auth(r).User.ID, r.URL.Query().Get("assistant_id"), p)
+	if err != nil {
+		return err
+	}
+	return writeList(w, page, func(c *ams.Conversation) string { return c.ID })
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "conversation", ams.PrefixConversation)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	c, err := s.Store.FindConversation(r.Context(), auth(r).User.ID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) listConversationMessages(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "conversation", ams.PrefixConversation)
+	if err != nil {
+		return err
+	}
+	p, err := listParams(r)
+	if err != nil {
+		return err
+	}
+	userID := auth(r).User.ID
+	if _, err := s.Store.FindConversation(r.Context(), userID, id); err != nil {
+		return err
+	}
+	page, err := s.Store.ListMessages(r.Context(), userID, id, p)
+	if err != nil {
+		return err
+	}
+	return writeList(w, page, func(m *ams.Message) string { return m.ID })
+}
+
+func (s *Server) listIntegrations(w http.ResponseWriter, r *http.Request) error {
+	p, err := listParams(r)
+	if err != nil {
+		return err
+	}
+	page, err := s.Store.ListIntegrations(r.Context(), auth(r).User.ID, p)
+	if err != nil {
+		return err
+	}
+	return writeList(w, page, func(i *ams.Integration) string { return i.ID })
+}
+
+// EventTypes lists the event types a client may filter and subscribe to.
+var EventTypes = []string{
+	ams.EventMessageCreated, ams.EventMessageUpdated, ams.EventMessageDeleted,
+	ams.EventTaskCreated, ams.EventTaskCompleted, ams.EventTaskUpdated, ams.EventTaskReminder,
+	ams.EventEventCreated, ams.EventEventUpdated, ams.EventEventReminder,
+	ams.EventIntegrationConnected, ams.EventIntegrationDisconnected, ams.EventIntegrationError,
+}
+
+func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
+	p, err := listParams(r, "type")
+	if err != nil {
+		return err
+	}
+	typ := r.URL.Query().Get("type")
+	if typ != "" && !slices.Contains(EventTypes, typ) && typ != "webhook.ping" {
+		return ams.ParamError("parameter_invalid", "type", "Unknown event type '%s'.", typ)
+	}
+	page, err := s.Store.ListEvents(r.Context(), auth(r).User.ID, typ, p)
+	if err != nil {
+		return err
+	}
+	return writeList(w, page, func(e *ams.Event) string { return e.ID })
+}

@@ -1,0 +1,326 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+type requestIDKey struct{}
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// statusWriter records the status code written, for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// withRequestID gives every request an id (X-Request-Id on the answer),
+// recovers panics into a 500, and writes one access-log line.
+func (s *Server) withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := ams.NewID(ams.PrefixRequest)
+		w.Header().Set("X-Request-Id", id)
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				s.writeError(sw, r, fmt.Errorf("panic: %v", p))
+			}
+			s.Logger.LogAttrs(r.Context(), levelFor(sw.status), "request",
+				slogString("request_id", id), slogString("method", r.Method), slogString("path", r.URL.Path),
+				slogInt("status", sw.status), slogDuration("duration", time.Since(start)),
+				slogString("account", accountOf(r.Context())))
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+func accountOf(ctx context.Context) string {
+	if a := ams.AuthFromContext(ctx); a != nil {
+		return a.User.ID
+	}
+	return ""
+}
+
+// wrap turns an error-returning handler into an http.Handler.
+func (s *Server) wrap(h func(http.ResponseWriter, *http.Request) error) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// endpoint wraps a route's handler with authentication, rate limiting, the
+// permission check, body checks and idempotency.
+func (s *Server) endpoint(rt Route) http.Handler {
+	return s.wrap(func(w http.ResponseWriter, r *http.Request) error {
+		if rt.Permissions == nil {
+			return rt.Handler(w, r)
+		}
+		auth, err := s.authenticate(r)
+		if err != nil {
+			return err
+		}
+		r = r.WithContext(ams.NewContextWithAuth(r.Context(), auth))
+		if err := s.rateLimit(w, r, auth); err != nil {
+			return err
+		}
+		if !auth.Permissions.Allows(rt.Permissions...) {
+			scope := make([]string, len(rt.Permissions))
+			for i, p := range rt.Permissions {
+				scope[i] = string(p)
+			}
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s"`, strings.Join(scope, " ")))
+			return ams.Errorf(ams.EFORBIDDEN, "insufficient_scope",
+				"This request needs one of these permissions: %s. The credential has: %s.", strings.Join(scope, ", "), auth.Permissions.String())
+		}
+		if r.Method == http.MethodPost || r.Method == http.MethodPatch || r.Method == http.MethodPut {
+			if err := checkBody(r); err != nil {
+				return err
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		}
+		if key := r.Header.Get("Idempotency-Key"); key != "" && r.Method == http.MethodPost {
+			return s.idempotent(w, r, auth, key, rt.Handler)
+		}
+		return rt.Handler(w, r)
+	})
+}
+
+// checkBody refuses bodies that are too large or not JSON.
+func checkBody(r *http.Request) error {
+	if r.ContentLength > MaxBodyBytes {
+		return ams.Errorf(ams.ETOOLARGE, "request_too_large", "The request body is larger than %d bytes.", MaxBodyBytes)
+	}
+	if r.ContentLength == 0 {
+		return nil
+	}
+	ct := r.Header.Get("Content-Type")
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return ams.Errorf(ams.EUNSUPPORTED, "unsupported_media_type",
+			"Request bodies must be JSON with Content-Type: application/json (got %q).", ct)
+	}
+	return nil
+}
+
+// authenticate resolves the bearer credential of r.
+func (s *Server) authenticate(r *http.Request) (*ams.Auth, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "missing_credentials",
+			"No credentials were given. Send an API key or access token as 'Authorization: Bearer <token>'.")
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "invalid_authorization_header",
+			"The Authorization header must have the form 'Bearer <token>'.")
+	}
+	if !strings.HasPrefix(token, ams.PrefixSecretKey) {
+		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "invalid_api_key", "The API key or token is not valid.")
+	}
+	key, user, err := s.Store.AuthenticateKey(r.Context(), ams.HashSecret(token))
+	if ams.IsNotFound(err) {
+		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "invalid_api_key", "The API key or token is not valid.")
+	} else if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	if key.RevokedAt != nil {
+		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "api_key_revoked", "This API key has been revoked. Create a new one.")
+	}
+	if key.ExpiresAt != nil && !now.Before(*key.ExpiresAt) {
+		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "api_key_expired", "This API key has expired. Create a new one.")
+	}
+	s.touch(r.Context(), key.ID, now)
+	return &ams.Auth{User: user, KeyID: key.ID, Permissions: key.Permissions}, nil
+}
+
+// touch records a key's use at most once a minute per key and process, so
+// that last_used_at costs no write on most requests.
+func (s *Server) touch(ctx context.Context, keyID string, now time.Time) {
+	minute := now.Unix() / 60
+	if prev, ok := s.touched.Load(keyID); ok && prev.(int64) == minute {
+		return
+	}
+	s.touched.Store(keyID, minute)
+	if err := s.Store.TouchKey(context.WithoutCancel(ctx), keyID, now); err != nil {
+		s.Logger.Warn("record key use", "key", keyID, "err", err)
+	}
+}
+
+// rateLimit counts the request against the account's limits and sets the
+// rate-limit headers; over a limit it answers 429 with Retry-After.
+func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, auth *ams.Auth) error {
+	now := s.now()
+	limits := auth.User.Limits()
+	d, err := s.Limiter.Take(r.Context(), auth.User.ID, limits, now)
+	if err != nil {
+		return fmt.Errorf("rate limiter: %w", err)
+	}
+	t := d.Tightest()
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(t.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(t.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(t.Reset), 10))
+	h.Set("RateLimit-Policy", fmt.Sprintf(`"minute";q=%d;w=60, "day";q=%d;w=86400`, limits.PerMinute, limits.PerDay))
+	h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, t.Name, t.Remaining, secondsUntil(now, t.Reset)))
+	if !d.Allowed {
+		retry := secondsUntil(now, now.Add(d.RetryAfter(now)))
+		h.Set("Retry-After", strconv.FormatInt(retry, 10))
+		return ams.Errorf(ams.ERATELIMIT, "rate_limit_exceeded",
+			"Rate limit exceeded: your plan allows %d requests per minute and %d per day. Retry after %d seconds.",
+			limits.PerMinute, limits.PerDay, retry)
+	}
+	return nil
+}
+
+func ceilUnix(t time.Time) int64 {
+	s := t.Unix()
+	if t.Nanosecond() > 0 {
+		s++
+	}
+	return s
+}
+
+// secondsUntil returns whole seconds from now until t, rounded up, at
+// least 1 when t is in the future.
+func secondsUntil(now, t time.Time) int64 {
+	d := t.Sub(now)
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// recorder captures a response so that it can be stored for idempotent
+// replay while it is also written to the client.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	body   bytes.Buffer
+}
+
+func (w *recorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	w.body.Write(b)
+	return w.ResponseWriter.Write(b)
+}
+
+// idempotent runs h once per (account, Idempotency-Key): a repeat with the
+// same method, path and body replays the stored answer; with another body,
+// or while the first is still running, it is a 409. Only successful answers
+// are stored: a request that failed changed nothing and may be retried with
+// the same key.
+func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Auth, key string, h func(http.ResponseWriter, *http.Request) error) error {
+	if len(key) > 255 || strings.IndexFunc(key, func(c rune) bool { return c < 0x21 || c > 0x7e }) >= 0 {
+		return &ams.Error{Kind: ams.EINVALID, Code: "parameter_invalid", Param: "Idempotency-Key",
+			Message: "The Idempotency-Key header must be 1 to 255 printable ASCII characters."}
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return bodyReadError(err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	sum := sha256.New()
+	fmt.Fprintf(sum, "%s %s\n", r.Method, r.URL.RequestURI())
+	sum.Write(body)
+	rec := &ams.IdempotencyRecord{UserID: auth.User.ID, Key: key, RequestHash: hex.EncodeToString(sum.Sum(nil)), CreatedAt: s.now()}
+	old, err := s.Store.BeginIdempotent(r.Context(), rec)
+	if err != nil {
+		return err
+	}
+	if old != nil {
+		switch {
+		case !ams.SecretsEqual(old.RequestHash, rec.RequestHash):
+			return ams.Errorf(ams.ECONFLICT, "idempotency_key_reused",
+				"Idempotency-Key '%s' was used with another request; use a new key for a new request.", key)
+		case !old.Done:
+			return ams.Errorf(ams.ECONFLICT, "idempotency_key_in_use",
+				"A request with Idempotency-Key '%s' is still being processed; retry later.", key)
+		}
+		for k, v := range old.Header {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.WriteHeader(old.Status)
+		_, err := w.Write(old.Body)
+		return err
+	}
+	rw := &recorder{ResponseWriter: w}
+	herr := h(rw, r)
+	if herr != nil {
+		s.writeError(rw, r, herr)
+	}
+	ctx := context.WithoutCancel(r.Context())
+	if rw.status >= 200 && rw.status < 300 {
+		rec.Done, rec.Status, rec.Body = true, rw.status, rw.body.Bytes()
+		rec.Header = map[string]string{"Content-Type": w.Header().Get("Content-Type")}
+		if loc := w.Header().Get("Location"); loc != "" {
+			rec.Header["Location"] = loc
+		}
+		if err := s.Store.FinishIdempotent(ctx, rec); err != nil {
+			s.Logger.Error("store idempotent response", "request_id", requestID(ctx), "err", err)
+		}
+	} else if err := s.Store.ReleaseIdempotent(ctx, auth.User.ID, key); err != nil {
+		s.Logger.Error("release idempotency key", "request_id", requestID(ctx), "err", err)
+	}
+	return nil
+}
+
+// bodyReadError maps an error reading the request body.
+func bodyReadError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return ams.Errorf(ams.ETOOLARGE, "request_too_large", "The request body is larger than %d bytes.", MaxBodyBytes)
+	}
+	return ams.Errorf(ams.EINVALID, "invalid_body", "The request body could not be read.")
+}

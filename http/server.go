@@ -1,0 +1,116 @@
+// Package http serves the ams API over HTTP: routing, authentication,
+// permissions, rate limits, idempotency and the JSON conventions of
+// DESIGN.md. Handlers are thin: they decode, call the store or a domain
+// service, and encode; every error goes through one function that maps it
+// to the documented error body.
+package http
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/messaging"
+)
+
+// MaxBodyBytes is the largest request body accepted (1 MiB).
+const MaxBodyBytes = 1 << 20
+
+// Server holds the dependencies of the API handlers.
+type Server struct {
+	Store    ams.Store
+	Limiter  ams.RateLimiter
+	Messages *messaging.Service
+	Clock    ams.Clock
+	Logger   *slog.Logger
+	// OpenAPI is the document served at GET /v1/openapi.json.
+	OpenAPI []byte
+
+	routes   []Route
+	mux      *http.ServeMux
+	known    *http.ServeMux // the API routes only: tells 405 from 404
+	touched  sync.Map       // key id -> unix minute of the last recorded use
+	initOnce sync.Once
+}
+
+// Route is one API operation: its method and path pattern, the permissions
+// of which the caller needs one (nil: no authentication), and its handler.
+type Route struct {
+	Method      string
+	Pattern     string
+	Permissions []ams.Permission
+	Handler     func(w http.ResponseWriter, r *http.Request) error
+}
+
+// Routes returns the API operations, for the OpenAPI conformance test.
+func (s *Server) Routes() []Route {
+	s.init()
+	return s.routes
+}
+
+func (s *Server) init() {
+	s.initOnce.Do(func() {
+		if s.Logger == nil {
+			s.Logger = slog.Default()
+		}
+		read, msgs := ams.PermRead, ams.PermMessages
+		s.routes = []Route{
+			{"GET", "/v1/openapi.json", nil, s.getOpenAPI},
+			{"GET", "/v1/assistants", perms(read), s.listAssistants},
+			{"GET", "/v1/assistants/{id}", perms(read), s.getAssistant},
+			{"POST", "/v1/messages", perms(msgs), s.createMessage},
+			{"GET", "/v1/messages/{id}", perms(read, msgs), s.getMessage},
+			{"GET", "/v1/conversations", perms(read, msgs), s.listConversations},
+			{"GET", "/v1/conversations/{id}", perms(read, msgs), s.getConversation},
+			{"GET", "/v1/conversations/{id}/messages", perms(read, msgs), s.listConversationMessages},
+			{"GET", "/v1/integrations", perms(read, ams.PermIntegrations), s.listIntegrations},
+			{"GET", "/v1/events", perms(read), s.listEvents},
+		}
+		s.mux = http.NewServeMux()
+		s.known = http.NewServeMux()
+		for _, rt := range s.routes {
+			s.mux.Handle(rt.Method+" "+rt.Pattern, s.endpoint(rt))
+			s.known.Handle(rt.Method+" "+rt.Pattern, http.NotFoundHandler())
+		}
+		s.mux.Handle("/v1/", s.wrap(s.unmatched))
+	})
+}
+
+func perms(p ...ams.Permission) []ams.Permission { return p }
+
+// Handler returns the HTTP handler of the whole API.
+func (s *Server) Handler() http.Handler {
+	s.init()
+	return s.withRequestID(s.mux)
+}
+
+// Mux returns the server's mux, on which other parts (OAuth, account pages,
+// operations endpoints) register their routes outside /v1.
+func (s *Server) Mux() *http.ServeMux {
+	s.init()
+	return s.mux
+}
+
+// unmatched answers requests that match no route: 405 with Allow when the
+// path exists under other methods, 404 otherwise.
+func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) error {
+	var allow []string
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		r2 := r.Clone(r.Context())
+		r2.Method = m
+		if _, p := s.known.Handler(r2); p != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		return ams.Errorf(ams.EMETHOD, "method_not_allowed", "%s is not allowed on %s; allowed: %s.", r.Method, r.URL.Path, strings.Join(allow, ", "))
+	}
+	return ams.Errorf(ams.ENOTFOUND, "route_not_found", "Unrecognized request URL (%s %s).", r.Method, r.URL.Path)
+}
+
+// now returns the server clock's time.
+func (s *Server) now() time.Time { return s.Clock.Now() }

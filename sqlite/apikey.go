@@ -1,0 +1,145 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+const keyCols = `k.id, k.user_id, k.name, k.hint, k.hash, k.permissions, k.created_at, k.last_used_at, k.expires_at, k.revoked_at`
+
+func keyScanTargets(k *ams.APIKey, perms *string, created *int64, used, expires, revoked *sql.NullInt64) []any {
+	return []any{&k.ID, &k.UserID, &k.Name, &k.Hint, &k.Hash, perms, created, used, expires, revoked}
+}
+
+func finishKey(k *ams.APIKey, perms string, created int64, used, expires, revoked sql.NullInt64) error {
+	ps, err := ams.ParsePermissions(perms)
+	if err != nil {
+		return fmt.Errorf("stored permissions of %s: %w", k.ID, err)
+	}
+	k.Object = "api_key"
+	k.Permissions = ps
+	k.CreatedAt = fromMS(created)
+	k.LastUsedAt, k.ExpiresAt, k.RevokedAt = fromNullMS(used), fromNullMS(expires), fromNullMS(revoked)
+	return nil
+}
+
+func readKey(s scanner, extra ...any) (*ams.APIKey, error) {
+	var k ams.APIKey
+	var perms string
+	var created int64
+	var used, expires, revoked sql.NullInt64
+	if err := s.Scan(append(keyScanTargets(&k, &perms, &created, &used, &expires, &revoked), extra...)...); err != nil {
+		return nil, err
+	}
+	return &k, finishKey(&k, perms, created, used, expires, revoked)
+}
+
+// CreateKey stores k (with its hash, never its secret).
+func (db *DB) CreateKey(ctx context.Context, k *ams.APIKey) error {
+	_, err := db.write.ExecContext(ctx, `INSERT INTO api_keys (id, user_id, name, hint, hash, permissions, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		k.ID, k.UserID, k.Name, k.Hint, k.Hash, k.Permissions.String(), ms(k.CreatedAt), nullMS(k.ExpiresAt))
+	if err != nil {
+		return fmt.Errorf("insert api key: %w", err)
+	}
+	return nil
+}
+
+// ListKeys returns the user's keys, newest first, revoked ones included.
+func (db *DB) ListKeys(ctx context.Context, userID string) ([]*ams.APIKey, error) {
+	rows, err := db.read.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.user_id = ? ORDER BY k.seq DESC`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("list api keys: %w", err)
+	}
+	defer rows.Close()
+	var out []*ams.APIKey
+	for rows.Next() {
+		k, err := readKey(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan api key: %w", err)
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// FindKey returns the key with id; ENOTFOUND if none.
+func (db *DB) FindKey(ctx context.Context, id string) (*ams.APIKey, error) {
+	k, err := readKey(db.read.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ams.NotFound("api_key", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find api key: %w", err)
+	}
+	return k, nil
+}
+
+// RevokeKey marks the key revoked (keeping the first revocation time). An
+// empty userID matches any user (the operator's CLI); otherwise a key of
+// another user is ENOTFOUND.
+func (db *DB) RevokeKey(ctx context.Context, userID, id string, now time.Time) (*ams.APIKey, error) {
+	cond, args := "id = ?", []any{ms(now), id}
+	if userID != "" {
+		cond += " AND user_id = ?"
+		args = append(args, userID)
+	}
+	res, err := db.write.ExecContext(ctx, `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE `+cond, args...)
+	if err != nil {
+		return nil, fmt.Errorf("revoke api key: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return nil, ams.NotFound("api_key", id)
+	}
+	return db.FindKeyFresh(ctx, id)
+}
+
+// FindKeyFresh reads the key through the write connection, so it sees the
+// connection's own latest write.
+func (db *DB) FindKeyFresh(ctx context.Context, id string) (*ams.APIKey, error) {
+	k, err := readKey(db.write.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.id = ?`, id))
+	if err != nil {
+		return nil, fmt.Errorf("find api key: %w", err)
+	}
+	return k, nil
+}
+
+// AuthenticateKey finds the key whose secret hashes to hash, with its user.
+func (db *DB) AuthenticateKey(ctx context.Context, hash string) (*ams.APIKey, *ams.User, error) {
+	var u ams.User
+	var uc, uu int64
+	row := db.read.QueryRowContext(ctx, `SELECT `+keyCols+`, `+prefixed("u.", userCols)+`
+		FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.hash = ?`, hash)
+	k, err := readKey(row, &u.ID, &u.Email, &u.PasswordHash, &u.Plan, &u.RPM, &u.RPD, &u.Timezone, &uc, &uu)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil, ams.NotFound("api_key", "")
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("authenticate api key: %w", err)
+	}
+	u.CreatedAt, u.UpdatedAt = fromMS(uc), fromMS(uu)
+	return k, &u, nil
+}
+
+// TouchKey records that the key was used at now.
+func (db *DB) TouchKey(ctx context.Context, id string, now time.Time) error {
+	if _, err := db.write.ExecContext(ctx, `UPDATE api_keys SET last_used_at = ? WHERE id = ?`, ms(now), id); err != nil {
+		return fmt.Errorf("touch api key: %w", err)
+	}
+	return nil
+}
+
+// prefixed qualifies each column of a comma-separated list with p.
+func prefixed(p, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		parts[i] = p + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
+}

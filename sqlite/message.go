@@ -1,0 +1,242 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/amsdev/ams"
+)
+
+const assistantCols = `id, user_id, name, description, instructions, model, created_at, updated_at`
+
+func scanAssistant(s scanner) (*ams.Assistant, error) {
+	a := &ams.Assistant{Object: "assistant"}
+	var c, u int64
+	if err := s.Scan(&a.ID, &a.UserID, &a.Name, &a.Description, &a.Instructions, &a.Model, &c, &u); err != nil {
+		return nil, err
+	}
+	a.CreatedAt, a.UpdatedAt = fromMS(c), fromMS(u)
+	return a, nil
+}
+
+// CreateAssistant stores a.
+func (db *DB) CreateAssistant(ctx context.Context, a *ams.Assistant) error {
+	_, err := db.write.ExecContext(ctx, `INSERT INTO assistants (`+assistantCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.ID, a.UserID, a.Name, a.Description, a.Instructions, a.Model, ms(a.CreatedAt), ms(a.UpdatedAt))
+	if err != nil {
+		return fmt.Errorf("insert assistant: %w", err)
+	}
+	return nil
+}
+
+// FindAssistant returns the user's assistant; ENOTFOUND if it does not
+// exist or belongs to another user.
+func (db *DB) FindAssistant(ctx context.Context, userID, id string) (*ams.Assistant, error) {
+	a, err := scanAssistant(db.read.QueryRowContext(ctx, `SELECT `+assistantCols+` FROM assistants WHERE id = ? AND user_id = ?`, id, userID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ams.NotFound("assistant", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find assistant: %w", err)
+	}
+	return a, nil
+}
+
+// ListAssistants returns a page of the user's assistants.
+func (db *DB) ListAssistants(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Assistant], error) {
+	return list(ctx, db.read, assistantCols, "assistants", "user_id = ?", []any{userID}, p, scanAssistant)
+}
+
+const conversationCols = `id, user_id, assistant_id, title, message_count, last_message_at, created_at, updated_at`
+
+func scanConversation(s scanner) (*ams.Conversation, error) {
+	c := &ams.Conversation{Object: "conversation"}
+	var last, cr, up int64
+	if err := s.Scan(&c.ID, &c.UserID, &c.AssistantID, &c.Title, &c.MessageCount, &last, &cr, &up); err != nil {
+		return nil, err
+	}
+	c.LastMessageAt, c.CreatedAt, c.UpdatedAt = fromMS(last), fromMS(cr), fromMS(up)
+	return c, nil
+}
+
+// FindConversation returns the user's conversation; ENOTFOUND otherwise.
+func (db *DB) FindConversation(ctx context.Context, userID, id string) (*ams.Conversation, error) {
+	c, err := scanConversation(db.read.QueryRowContext(ctx, `SELECT `+conversationCols+` FROM conversations WHERE id = ? AND user_id = ?`, id, userID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ams.NotFound("conversation", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find conversation: %w", err)
+	}
+	return c, nil
+}
+
+// ListConversations returns a page of the user's conversations, of one
+// assistant when assistantID is set.
+func (db *DB) ListConversations(ctx context.Context, userID, assistantID string, p ams.ListParams) (*ams.Page[*ams.Conversation], error) {
+	where, args := "user_id = ?", []any{userID}
+	if assistantID != "" {
+		where, args = where+" AND assistant_id = ?", append(args, assistantID)
+	}
+	return list(ctx, db.read, conversationCols, "conversations", where, args, p, scanConversation)
+}
+
+const messageCols = `id, user_id, assistant_id, conversation_id, direction, content, created_at, updated_at`
+
+func scanMessage(s scanner) (*ams.Message, error) {
+	m := &ams.Message{Object: "message"}
+	var c, u int64
+	if err := s.Scan(&m.ID, &m.UserID, &m.AssistantID, &m.ConversationID, &m.Direction, &m.Content, &c, &u); err != nil {
+		return nil, err
+	}
+	m.CreatedAt, m.UpdatedAt = fromMS(c), fromMS(u)
+	return m, nil
+}
+
+// FindMessage returns the user's message; ENOTFOUND otherwise.
+func (db *DB) FindMessage(ctx context.Context, userID, id string) (*ams.Message, error) {
+	m, err := scanMessage(db.read.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE id = ? AND user_id = ?`, id, userID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ams.NotFound("message", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find message: %w", err)
+	}
+	return m, nil
+}
+
+// ListMessages returns a page of one conversation's messages.
+func (db *DB) ListMessages(ctx context.Context, userID, conversationID string, p ams.ListParams) (*ams.Page[*ams.Message], error) {
+	return list(ctx, db.read, messageCols, "messages", "conversation_id = ? AND user_id = ?", []any{conversationID, userID}, p, scanMessage)
+}
+
+// RecentMessages returns the last n messages of a conversation, oldest first.
+func (db *DB) RecentMessages(ctx context.Context, userID, conversationID string, n int) ([]*ams.Message, error) {
+	page, err := list(ctx, db.read, messageCols, "messages", "conversation_id = ? AND user_id = ?", []any{conversationID, userID},
+		ams.ListParams{Limit: n, Order: ams.OrderDesc}, scanMessage)
+	if err != nil {
+		return nil, err
+	}
+	out := page.Data
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// SaveExchange writes a conversation turn and its events in one
+// transaction: the new conversation (if any), the inbound message, the
+// reply, the conversation's counters, and the events.
+func (db *DB) SaveExchange(ctx context.Context, x *ams.Exchange) error {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if c := x.NewConversation; c != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.UserID, c.AssistantID, c.Title, 0, ms(c.LastMessageAt), ms(c.CreatedAt), ms(c.UpdatedAt)); err != nil {
+			return fmt.Errorf("insert conversation: %w", err)
+		}
+	}
+	// Count the turn into the conversation first: this also proves that
+	// the conversation exists and is the user's before anything is written.
+	var msgs []*ams.Message
+	for _, m := range []*ams.Message{x.Inbound, x.Reply} {
+		if m != nil {
+			msgs = append(msgs, m)
+		}
+	}
+	if len(msgs) > 0 {
+		last := msgs[len(msgs)-1]
+		res, err := tx.ExecContext(ctx, `UPDATE conversations SET message_count = message_count + ?, last_message_at = ?, updated_at = ?
+			WHERE id = ? AND user_id = ?`, len(msgs), ms(last.CreatedAt), ms(last.CreatedAt), x.ConversationID, last.UserID)
+		if err != nil {
+			return fmt.Errorf("update conversation: %w", err)
+		}
+		if k, _ := res.RowsAffected(); k == 0 {
+			return ams.NotFound("conversation", x.ConversationID)
+		}
+	}
+	for _, m := range msgs {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (`+messageCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			m.ID, m.UserID, m.AssistantID, m.ConversationID, m.Direction, m.Content, ms(m.CreatedAt), ms(m.UpdatedAt)); err != nil {
+			return fmt.Errorf("insert message: %w", err)
+		}
+	}
+	if err := insertEvents(ctx, tx, x.Events); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit exchange: %w", err)
+	}
+	return nil
+}
+
+// insertEvents writes events into the outbox within tx.
+func insertEvents(ctx context.Context, tx *sql.Tx, events []*ams.Event) error {
+	for _, e := range events {
+		data, err := json.Marshal(e.Data)
+		if err != nil {
+			return fmt.Errorf("encode event data: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO events (id, user_id, type, data, created_at) VALUES (?, ?, ?, ?, ?)`,
+			e.ID, e.UserID, e.Type, string(data), ms(e.CreatedAt)); err != nil {
+			return fmt.Errorf("insert event: %w", err)
+		}
+	}
+	return nil
+}
+
+const eventCols = `id, user_id, type, data, created_at`
+
+func scanEvent(s scanner) (*ams.Event, error) {
+	e := &ams.Event{Object: "event"}
+	var data string
+	var c int64
+	if err := s.Scan(&e.ID, &e.UserID, &e.Type, &data, &c); err != nil {
+		return nil, err
+	}
+	e.CreatedAt = fromMS(c)
+	if err := json.Unmarshal([]byte(data), &e.Data); err != nil {
+		return nil, fmt.Errorf("decode event %s: %w", e.ID, err)
+	}
+	return e, nil
+}
+
+// ListEvents returns a page of the user's events, of one type when set.
+func (db *DB) ListEvents(ctx context.Context, userID, eventType string, p ams.ListParams) (*ams.Page[*ams.Event], error) {
+	where, args := "user_id = ?", []any{userID}
+	if eventType != "" {
+		where, args = where+" AND type = ?", append(args, eventType)
+	}
+	return list(ctx, db.read, eventCols, "events", where, args, p, scanEvent)
+}
+
+const integrationCols = `id, user_id, provider, status, config, last_error, connected_at, created_at, updated_at`
+
+func scanIntegration(s scanner) (*ams.Integration, error) {
+	in := &ams.Integration{Object: "integration"}
+	var config string
+	var lastErr sql.NullString
+	var conn, c, u int64
+	if err := s.Scan(&in.ID, &in.UserID, &in.Provider, &in.Status, &config, &lastErr, &conn, &c, &u); err != nil {
+		return nil, err
+	}
+	if lastErr.Valid {
+		in.LastError = &lastErr.String
+	}
+	in.ConnectedAt, in.CreatedAt, in.UpdatedAt = fromMS(conn), fromMS(c), fromMS(u)
+	if err := json.Unmarshal([]byte(config), &in.Config); err != nil {
+		return nil, fmt.Errorf("decode integration config %s: %w", in.ID, err)
+	}
+	return in, nil
+}
+
+// ListIntegrations returns a page of the user's integrations.
+func (db *DB) ListIntegrations(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Integration], error) {
+	return list(ctx, db.read, integrationCols, "integrations", "user_id = ?", []any{userID}, p, scanIntegration)
+}

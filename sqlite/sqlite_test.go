@@ -1,0 +1,41 @@
+package sqlite_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/sqlite"
+	"github.com/amsdev/ams/storetest"
+)
+
+func open(t *testing.T) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestStore(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) ams.Store { return open(t) })
+}
+
+func TestMigrationsIdempotent(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ams.db")
+	for range 2 {
+		db, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := db.SchemaVersion(context.Background())
+		if err != nil || v != 1 {
+			t.Fatalf("schema version %d, %v", v, err)
+		}
+		db.Close()
+	}
+}

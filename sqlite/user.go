@@ -1,0 +1,97 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+const userCols = `id, email, password_hash, plan, rpm, rpd, timezone, created_at, updated_at`
+
+func scanUser(s scanner) (*ams.User, error) {
+	var u ams.User
+	var created, updated int64
+	if err := s.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.Plan, &u.RPM, &u.RPD, &u.Timezone, &created, &updated); err != nil {
+		return nil, err
+	}
+	u.CreatedAt, u.UpdatedAt = fromMS(created), fromMS(updated)
+	return &u, nil
+}
+
+// CreateUser stores u. The e-mail is compared case-insensitively; ECONFLICT
+// if it is taken.
+func (db *DB) CreateUser(ctx context.Context, u *ams.User) error {
+	_, err := db.write.ExecContext(ctx, `INSERT INTO users (`+userCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		u.ID, strings.ToLower(u.Email), u.PasswordHash, u.Plan, u.RPM, u.RPD, u.Timezone, ms(u.CreatedAt), ms(u.UpdatedAt))
+	if isUnique(err) {
+		return ams.Errorf(ams.ECONFLICT, "email_taken", "A user with e-mail %s already exists.", u.Email)
+	}
+	if err != nil {
+		return fmt.Errorf("insert user: %w", err)
+	}
+	return nil
+}
+
+// FindUser returns the user with id; ENOTFOUND if there is none.
+func (db *DB) FindUser(ctx context.Context, id string) (*ams.User, error) {
+	return findUser(ctx, db.read, "id = ?", id)
+}
+
+// FindUserByEmail returns the user with the e-mail; ENOTFOUND if none.
+func (db *DB) FindUserByEmail(ctx context.Context, email string) (*ams.User, error) {
+	return findUser(ctx, db.read, "email = ?", strings.ToLower(email))
+}
+
+type queryRower interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func findUser(ctx context.Context, q queryRower, cond string, arg any) (*ams.User, error) {
+	u, err := scanUser(q.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE `+cond, arg))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ams.NotFound("user", fmt.Sprint(arg))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find user: %w", err)
+	}
+	return u, nil
+}
+
+// UpdateUser changes the fields set in upd and returns the user.
+func (db *DB) UpdateUser(ctx context.Context, id string, upd ams.UserUpdate, now time.Time) (*ams.User, error) {
+	tx, err := db.write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	u, err := findUser(ctx, tx, "id = ?", id)
+	if err != nil {
+		return nil, err
+	}
+	if upd.Plan != nil {
+		u.Plan = *upd.Plan
+	}
+	if upd.RPM != nil {
+		u.RPM = *upd.RPM
+	}
+	if upd.RPD != nil {
+		u.RPD = *upd.RPD
+	}
+	if upd.Timezone != nil {
+		u.Timezone = *upd.Timezone
+	}
+	if upd.PasswordHash != nil {
+		u.PasswordHash = *upd.PasswordHash
+	}
+	u.UpdatedAt = now
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET plan = ?, rpm = ?, rpd = ?, timezone = ?, password_hash = ?, updated_at = ? WHERE id = ?`,
+		u.Plan, u.RPM, u.RPD, u.Timezone, u.PasswordHash, ms(now), id); err != nil {
+		return nil, fmt.Errorf("update user: %w", err)
+	}
+	return u, tx.Commit()
+}
