@@ -103,7 +103,11 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	page, err := s.Store.ListConversations(r.Context(), auth(r).User.ID, r.URL.Query().Get("assistant_id"), p)
+	asst := r.URL.Query().Get("assistant_id")
+	if asst != "" && !ams.HasPrefixID(asst, ams.PrefixAssistant) {
+		return ams.ParamError("parameter_invalid", "assistant_id", "'assistant_id' must be an assistant id (ast_...).")
+	}
+	page, err := s.Store.ListConversations(r.Context(), auth(r).User.ID, asst, p)
 	if err != nil {
 		return err
 	}

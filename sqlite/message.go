@@ -233,6 +233,9 @@ func scanIntegration(s scanner) (*ams.Integration, error) {
 	if err := json.Unmarshal([]byte(config), &in.Config); err != nil {
 		return nil, fmt.Errorf("decode integration config %s: %w", in.ID, err)
 	}
+	if in.Config == nil {
+		in.Config = map[string]any{}
+	}
 	return in, nil
 }
 

@@ -1,0 +1,265 @@
+// Package e2e runs the real ams binary and drives it from the outside: the
+// CLI, `ams serve --dev`, graceful shutdown and restart on the same store.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// amsBinary builds ./cmd/ams once per test run.
+func amsBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "ams-e2e-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "ams")
+		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/ams").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// run runs an ams subcommand to completion and returns its stdout.
+func run(t *testing.T, dataDir, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(amsBinary(t), args...)
+	cmd.Env = append(os.Environ(), "AMS_DATA_DIR="+dataDir)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("ams %s: %v\nstderr: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String()
+}
+
+// server is a running `ams serve`.
+type server struct {
+	cmd    *exec.Cmd
+	base   string
+	stdout string // what it printed before it was ready
+	logs   *bytes.Buffer
+}
+
+var baseRE = regexp.MustCompile(`ams is running in dev mode at (http://\S+)`)
+
+// startServe starts `ams serve --dev` on a free port and waits until it
+// has printed its dev credentials.
+func startServe(t *testing.T, dataDir string) *server {
+	t.Helper()
+	cmd := exec.Command(amsBinary(t), "serve", "--dev", "--addr", "127.0.0.1:0", "--shutdown-timeout", "20s")
+	cmd.Env = append(os.Environ(), "AMS_DATA_DIR="+dataDir)
+	logs := &bytes.Buffer{}
+	cmd.Stderr = logs
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &server{cmd: cmd, logs: logs}
+	t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			s.cmd.Process.Kill()
+			s.cmd.Wait()
+		}
+	})
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		var b strings.Builder
+		for sc.Scan() {
+			b.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), `"message": "Hello! What can you do?"`) {
+				s.stdout = b.String()
+				ready <- nil
+				io.Copy(io.Discard, out)
+				return
+			}
+		}
+		ready <- fmt.Errorf("ams serve ended before it was ready:\n%s\n%s", b.String(), logs.String())
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("ams serve not ready after 30s; stderr:\n%s", logs.String())
+	}
+	m := baseRE.FindStringSubmatch(s.stdout)
+	if m == nil {
+		t.Fatalf("no base URL in dev output:\n%s", s.stdout)
+	}
+	s.base = m[1]
+	return s
+}
+
+func (s *server) field(t *testing.T, re string) string {
+	t.Helper()
+	m := regexp.MustCompile(re).FindStringSubmatch(s.stdout)
+	if m == nil {
+		t.Fatalf("%s not found in dev output:\n%s", re, s.stdout)
+	}
+	return m[1]
+}
+
+func request(t *testing.T, method, url, key, body string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+func TestServeDevCLIAndGracefulShutdown(t *testing.T) {
+	dir := t.TempDir()
+	s := startServe(t, dir)
+	key := s.field(t, `API key\s+(ams_sk_\w+)`)
+	asst := s.field(t, `assistant\s+(ast_\w+)`)
+
+	// The printed walkthrough works: a message gets a reply.
+	st, reply := request(t, "POST", s.base+"/v1/messages", key, `{"assistant_id":"`+asst+`","message":"Hello! What can you do?"}`)
+	if st != 201 || reply["direction"] != "outbound" {
+		t.Fatalf("dev walkthrough: %d %v", st, reply)
+	}
+
+	// The CLI works on the same store while the server runs.
+	uid := strings.TrimSpace(run(t, dir, "", "users", "create", "--email", "cli@example.com", "--plan", "professional"))
+	if !strings.HasPrefix(uid, "usr_") {
+		t.Fatalf("users create printed %q", uid)
+	}
+	secret := strings.TrimSpace(run(t, dir, "", "keys", "create", "--email", "cli@example.com", "--name", "script", "--permissions", "read,messages"))
+	if !regexp.MustCompile(`^ams_sk_[0-9A-Za-z]{40}$`).MatchString(secret) {
+		t.Fatalf("keys create printed %q (want only the key)", secret)
+	}
+	aid := strings.TrimSpace(run(t, dir, "", "assistants", "create", "--email", "cli@example.com", "--name", "Helper"))
+	st, _ = request(t, "POST", s.base+"/v1/messages", secret, `{"assistant_id":"`+aid+`","message":"hi"}`)
+	if st != 201 {
+		t.Fatalf("CLI key and assistant: %d", st)
+	}
+	st, got := request(t, "GET", s.base+"/v1/assistants", secret, "")
+	if st != 200 || len(got["data"].([]any)) != 1 {
+		t.Fatalf("CLI user's assistants: %d %v", st, got)
+	}
+	list := run(t, dir, "", "keys", "list", "--email", "cli@example.com")
+	keyID := regexp.MustCompile(`(key_\w+)\s+script`).FindStringSubmatch(list)
+	if keyID == nil || strings.Contains(list, secret) || !strings.Contains(list, "read,messages") {
+		t.Fatalf("keys list:\n%s", list)
+	}
+	if out := run(t, dir, "", "users", "update", "--email", "cli@example.com", "--plan", "enterprise", "--rpm", "5000"); !strings.Contains(out, "rpm=5000") {
+		t.Fatalf("users update: %s", out)
+	}
+	run(t, dir, "", "keys", "revoke", keyID[1])
+	st, body := request(t, "GET", s.base+"/v1/assistants", secret, "")
+	if st != 401 || body["error"].(map[string]any)["code"] != "api_key_revoked" {
+		t.Fatalf("revoked key: %d %v", st, body)
+	}
+
+	// SIGTERM while a request is in flight: the request finishes and its
+	// message is stored.
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", s.base+"/v1/messages", pr)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	type result struct {
+		status int
+		body   map[string]any
+		err    error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		json.NewDecoder(resp.Body).Decode(&m)
+		done <- result{status: resp.StatusCode, body: m}
+	}()
+	fmt.Fprintf(pw, `{"assistant_id":"%s",`, asst)
+	time.Sleep(200 * time.Millisecond) // the server is now reading the body
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	fmt.Fprint(pw, `"message":"sent during shutdown"}`)
+	pw.Close()
+	res := <-done
+	if res.err != nil || res.status != 201 {
+		t.Fatalf("in-flight request during shutdown: %d %v %v", res.status, res.body, res.err)
+	}
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- s.cmd.Wait() }()
+	select {
+	case err := <-waitErr:
+		if err != nil {
+			t.Fatalf("ams serve exit: %v\n%s", err, s.logs.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("ams serve did not stop after SIGTERM")
+	}
+	if !strings.Contains(s.logs.String(), `"msg":"stopped"`) {
+		t.Fatalf("no clean stop in the log:\n%s", s.logs.String())
+	}
+
+	// Restart on the same data: the message accepted during shutdown is
+	// there, read with the new dev key.
+	s2 := startServe(t, dir)
+	key2 := s2.field(t, `API key\s+(ams_sk_\w+)`)
+	if key2 == key {
+		t.Fatal("dev key not renewed")
+	}
+	st, _ = request(t, "GET", s2.base+"/v1/assistants", key, "")
+	if st != 401 {
+		t.Fatalf("previous dev key still works: %d", st)
+	}
+	id := res.body["id"].(string)
+	st, m := request(t, "GET", s2.base+"/v1/messages/"+id, key2, "")
+	if st != 200 || m["conversation_id"] != res.body["conversation_id"] {
+		t.Fatalf("message after restart: %d %v", st, m)
+	}
+	if s2.field(t, `assistant\s+(ast_\w+)`) != asst {
+		t.Fatal("dev assistant not reused across restarts")
+	}
+}

@@ -1,0 +1,183 @@
+// Package builtin is the embedded default assistant engine of ams, the one
+// an assistant with model "builtin" runs. It needs no model and no network:
+// it recognises a small set of intents (greetings, help, introductions,
+// notes to remember, questions about the conversation so far, the date and
+// time) and answers everything else with a helpful fallback. Its replies
+// are deterministic, so tests can assert them.
+//
+// The engine keeps no state of its own: whatever it "remembers" it reads
+// back from the conversation history it is given.
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/amsdev/ams"
+)
+
+// ErrNothingToAnswer is returned by Reply when the history is empty or does
+// not end with an inbound message.
+var ErrNothingToAnswer = errors.New("builtin: history does not end with an inbound message")
+
+// Engine is the built-in assistant engine. It is safe for concurrent use.
+type Engine struct {
+	// Now returns the current time, used to answer questions about the
+	// date and time. New sets it to time.Now; nil means time.Now.
+	Now func() time.Time
+}
+
+var _ ams.Engine = (*Engine)(nil)
+
+// New returns the built-in engine, reading the system clock.
+func New() *Engine {
+	return &Engine{Now: time.Now}
+}
+
+// Reply answers the last message of history, which must be inbound; the
+// messages before it, of both directions, are the conversation so far,
+// oldest first. It returns ctx's error if ctx is done.
+func (e *Engine) Reply(ctx context.Context, a *ams.Assistant, history []*ams.Message) (*ams.Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(history) == 0 {
+		return nil, fmt.Errorf("%w: the history is empty", ErrNothingToAnswer)
+	}
+	last := history[len(history)-1]
+	if last == nil || last.Direction != ams.DirectionInbound {
+		return nil, ErrNothingToAnswer
+	}
+	if a == nil {
+		a = &ams.Assistant{}
+	}
+	now := time.Now
+	if e != nil && e.Now != nil {
+		now = e.Now
+	}
+	t := &turn{
+		assistant: a,
+		earlier:   history[:len(history)-1],
+		all:       history,
+		text:      clean(last.Content),
+		now:       now,
+	}
+	t.norm = normalize(t.text)
+	return &ams.Reply{Content: answer(t)}, nil
+}
+
+// turn is what the intents see of one message to answer.
+type turn struct {
+	assistant *ams.Assistant
+	earlier   []*ams.Message // the conversation before the message
+	all       []*ams.Message // earlier and the message
+	text      string         // the message, whitespace collapsed
+	norm      string         // the message normalized for matching
+	now       func() time.Time
+}
+
+// assistantName returns the name the assistant introduces itself with.
+func (t *turn) assistantName() string {
+	if n := strings.TrimSpace(t.assistant.Name); n != "" {
+		return n
+	}
+	return "your assistant"
+}
+
+// earlierInbound returns the text of the inbound messages before this one,
+// oldest first.
+func (t *turn) earlierInbound() []string {
+	var texts []string
+	for _, m := range t.earlier {
+		if m != nil && m.Direction == ams.DirectionInbound {
+			texts = append(texts, clean(m.Content))
+		}
+	}
+	return texts
+}
+
+// userName returns the name the user last gave, from this message or an
+// earlier one, or "".
+func (t *turn) userName() string {
+	if n := extractName(t.text); n != "" {
+		return n
+	}
+	in := t.earlierInbound()
+	for i := len(in) - 1; i >= 0; i-- {
+		if n := extractName(in[i]); n != "" {
+			return n
+		}
+	}
+	return ""
+}
+
+// notes returns the notes the user asked to remember before this message,
+// oldest first.
+func (t *turn) notes() []string {
+	var notes []string
+	for _, text := range t.earlierInbound() {
+		if n := extractNote(text); n != "" {
+			notes = append(notes, n)
+		}
+	}
+	return notes
+}
+
+// clean trims s, collapses its runs of white space and straightens curly
+// apostrophes and quotes.
+func clean(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.NewReplacer("\u2019", "'", "\u2018", "'", "\u201c", `"`, "\u201d", `"`).Replace(s)
+}
+
+// normalize returns s lower-cased with apostrophes removed ("what's" is
+// "whats", "I'm" is "im") and every other run of punctuation or space
+// turned into one space, so that patterns need not care about either.
+func normalize(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	space := true
+	for _, r := range s {
+		switch {
+		case r == '\'' || r == '`' || r == '\u2019' || r == '\u2018':
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(unicode.ToLower(r))
+			space = false
+		case !space:
+			b.WriteByte(' ')
+			space = true
+		}
+	}
+	return strings.TrimSuffix(b.String(), " ")
+}
+
+// excerpt returns s cut to at most max runes, with an ellipsis if cut. It
+// cuts at a word boundary when one is near the end.
+func excerpt(s string, max int) string {
+	s = clean(s)
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	r := []rune(s)[:max] // keep one more rune to see whether a word ends there
+	cut := max - 1
+	for i := max - 1; i > max*3/4; i-- {
+		if unicode.IsSpace(r[i]) {
+			cut = i
+			break
+		}
+	}
+	return strings.TrimRight(string(r[:cut]), " ,.;:") + "…"
+}
+
+// plural returns "1 message" or "n messages".
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

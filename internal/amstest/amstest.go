@@ -1,0 +1,138 @@
+// Package amstest starts a complete ams API server in-process for tests:
+// a real SQLite store in a temporary directory, the built-in engine, the
+// in-process rate limiter and a clock the test moves by hand.
+package amstest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/engine/builtin"
+	amshttp "github.com/amsdev/ams/http"
+	"github.com/amsdev/ams/messaging"
+	"github.com/amsdev/ams/openapi"
+	"github.com/amsdev/ams/ratelimit"
+	"github.com/amsdev/ams/sqlite"
+)
+
+// Clock is a clock that tests move by hand. It is safe for concurrent use.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// Add moves the clock forward by d.
+func (c *Clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// Start is the time every fixture's clock starts at: 10:00:00 UTC.
+var Start = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+// Fixture is a running server with one account ("ann@example.com",
+// standard plan), an API key of it with read, write, messages and
+// integrations, and an assistant.
+type Fixture struct {
+	T         *testing.T
+	Server    *httptest.Server
+	API       *amshttp.Server
+	Store     *sqlite.DB
+	Clock     *Clock
+	User      *ams.User
+	Key       string
+	Assistant *ams.Assistant
+}
+
+// Option changes how New builds the server.
+type Option func(*options)
+
+type options struct{ wrap func(*sqlite.DB) ams.Store }
+
+// WithStore makes the API use the store that wrap returns around the
+// fixture's database (to inject failures), instead of the database itself.
+func WithStore(wrap func(*sqlite.DB) ams.Store) Option {
+	return func(o *options) { o.wrap = wrap }
+}
+
+// New starts a fixture; everything is closed when the test ends.
+func New(t *testing.T, opts ...Option) *Fixture {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	o := options{wrap: func(db *sqlite.DB) ams.Store { return db }}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	store := o.wrap(db)
+	clock := &Clock{t: Start}
+	engine := builtin.New()
+	engine.Now = clock.Now
+	api := &amshttp.Server{
+		Store:   store,
+		Limiter: ratelimit.NewMemory(),
+		Clock:   clock.Now,
+		Messages: &messaging.Service{Store: store, Clock: clock.Now,
+			EngineFor: func(*ams.Assistant) (ams.Engine, error) { return engine, nil }},
+		OpenAPI: openapi.Document,
+		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	f := &Fixture{T: t, Server: srv, API: api, Store: db, Clock: clock}
+	f.User = f.NewUser("ann@example.com", ams.PlanStandard)
+	f.Key = f.NewKey(f.User, "read,write,messages,integrations")
+	f.Assistant = f.NewAssistant(f.User, "Ann's assistant")
+	return f
+}
+
+// NewUser creates an account.
+func (f *Fixture) NewUser(email string, plan ams.Plan) *ams.User {
+	f.T.Helper()
+	now := f.Clock.Now()
+	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: email, Plan: plan, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
+	if err := f.Store.CreateUser(context.Background(), u); err != nil {
+		f.T.Fatal(err)
+	}
+	return u
+}
+
+// NewKey creates an API key of u with the permissions and returns its secret.
+func (f *Fixture) NewKey(u *ams.User, perms string) string {
+	f.T.Helper()
+	ps, err := ams.ParsePermissions(perms)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	secret, k := ams.NewAPIKey(u.ID, "test", ps, f.Clock.Now(), nil)
+	if err := f.Store.CreateKey(context.Background(), k); err != nil {
+		f.T.Fatal(err)
+	}
+	return secret
+}
+
+// NewAssistant creates a built-in assistant of u.
+func (f *Fixture) NewAssistant(u *ams.User, name string) *ams.Assistant {
+	f.T.Helper()
+	now := f.Clock.Now()
+	a := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), Object: "assistant", UserID: u.ID, Name: name,
+		Description: "A test assistant.", Model: ams.ModelBuiltin, CreatedAt: now, UpdatedAt: now}
+	if err := f.Store.CreateAssistant(context.Background(), a); err != nil {
+		f.T.Fatal(err)
+	}
+	return a
+}
