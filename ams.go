@@ -6,10 +6,7 @@
 // subpackages that depend on it.
 package ams
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // Version is the service version, reported in User-Agent headers and the
 // OpenAPI document.
@@ -35,17 +32,4 @@ type Auth struct {
 	User        *User
 	KeyID       string // key_ id of the API key, when authenticated by one
 	Permissions Permissions
-}
-
-type authKey struct{}
-
-// NewContextWithAuth returns a copy of ctx that carries a.
-func NewContextWithAuth(ctx context.Context, a *Auth) context.Context {
-	return context.WithValue(ctx, authKey{}, a)
-}
-
-// AuthFromContext returns the caller stored in ctx, or nil.
-func AuthFromContext(ctx context.Context) *Auth {
-	a, _ := ctx.Value(authKey{}).(*Auth)
-	return a
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -25,9 +26,25 @@ var AllPermissions = []Permission{PermRead, PermWrite, PermAdmin, PermMessages, 
 // Permissions is a set of permissions, kept sorted in canonical order.
 type Permissions []Permission
 
+// parsed caches ParsePermissions of stored lists: there are only a few
+// distinct ones, and authentication parses one on every request.
+var parsed sync.Map // string -> Permissions
+
 // ParsePermissions parses a list separated by commas, spaces or '+'.
-// It rejects unknown words and an empty list.
+// It rejects unknown words and an empty list. The result is shared: do not
+// modify it.
 func ParsePermissions(s string) (Permissions, error) {
+	if ps, ok := parsed.Load(s); ok {
+		return ps.(Permissions), nil
+	}
+	ps, err := parsePermissions(s)
+	if err == nil && len(s) <= 64 {
+		parsed.Store(s, ps)
+	}
+	return ps, err
+}
+
+func parsePermissions(s string) (Permissions, error) {
 	fields := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '+' })
 	var ps Permissions
 	for _, f := range fields {

@@ -79,8 +79,11 @@ type Store interface {
 	UpdateUser(ctx context.Context, id string, upd UserUpdate, now time.Time) (*User, error)
 
 	// API keys. AuthenticateKey finds a key by the hash of its secret, with
-	// its user, whether revoked or not (the caller decides); ENOTFOUND if no
-	// key has that hash. TouchKey records a use.
+	// its user, whether revoked or expired or not (the caller decides);
+	// ENOTFOUND if no key has that hash. It runs on every request, so it
+	// fills only what authentication needs: the key's id, user id,
+	// permissions, expiry and revocation, and the user's id, e-mail, plan,
+	// limits and time zone. TouchKey records a use.
 	CreateKey(ctx context.Context, k *APIKey) error
 	ListKeys(ctx context.Context, userID string) ([]*APIKey, error)
 	FindKey(ctx context.Context, id string) (*APIKey, error)

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/amsdev/ams"
 )
@@ -130,16 +132,27 @@ func writeList[T any](w http.ResponseWriter, page *ams.Page[T], id func(T) strin
 	return writeJSON(w, http.StatusOK, b)
 }
 
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // writeJSON answers v as JSON with status.
 func writeJSON(w http.ResponseWriter, status int, v any) error {
-	body, err := json.Marshal(v)
-	if err != nil {
+	buf := bufPool.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			buf.Reset()
+			bufPool.Put(buf)
+		}
+	}()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil { // Encode ends with a newline
 		return fmt.Errorf("encode response: %w", err)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
 	w.WriteHeader(status)
-	_, err = w.Write(append(body, '\n'))
+	_, err := w.Write(buf.Bytes())
 	return err
 }
 

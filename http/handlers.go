@@ -8,8 +8,6 @@ import (
 	"github.com/amsdev/ams/messaging"
 )
 
-func auth(r *http.Request) *ams.Auth { return ams.AuthFromContext(r.Context()) }
-
 func (s *Server) getOpenAPI(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "public, max-age=300")

@@ -29,7 +29,7 @@ type response struct {
 	body   []byte
 }
 
-func (r *response) json(t *testing.T) map[string]any {
+func (r *response) json(t testing.TB) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(r.body, &m); err != nil {

@@ -17,12 +17,28 @@ import (
 	"github.com/amsdev/ams"
 )
 
-type requestIDKey struct{}
-
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+// reqState is what the middleware learns about a request: its id and,
+// once authenticated, its caller. One value in the context, set once, so
+// that authentication does not clone the request again.
+type reqState struct {
+	id   string
+	auth *ams.Auth
 }
+
+type reqStateKey struct{}
+
+func stateOf(ctx context.Context) *reqState {
+	st, _ := ctx.Value(reqStateKey{}).(*reqState)
+	if st == nil {
+		return &reqState{}
+	}
+	return st
+}
+
+func requestID(ctx context.Context) string { return stateOf(ctx).id }
+
+// auth returns the authenticated caller of r.
+func auth(r *http.Request) *ams.Auth { return stateOf(r.Context()).auth }
 
 // statusWriter records the status code written, for the access log.
 type statusWriter struct {
@@ -54,7 +70,8 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		start := time.Now()
 		id := ams.NewID(ams.PrefixRequest)
 		w.Header().Set("X-Request-Id", id)
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey{}, id))
+		st := &reqState{id: id}
+		r = r.WithContext(context.WithValue(r.Context(), reqStateKey{}, st))
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
@@ -66,15 +83,15 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 			s.Logger.LogAttrs(r.Context(), levelFor(sw.status), "request",
 				slogString("request_id", id), slogString("method", r.Method), slogString("path", r.URL.Path),
 				slogInt("status", sw.status), slogDuration("duration", time.Since(start)),
-				slogString("account", accountOf(r.Context())))
+				slogString("account", accountOf(st)))
 		}()
 		next.ServeHTTP(sw, r)
 	})
 }
 
-func accountOf(ctx context.Context) string {
-	if a := ams.AuthFromContext(ctx); a != nil {
-		return a.User.ID
+func accountOf(st *reqState) string {
+	if st.auth != nil {
+		return st.auth.User.ID
 	}
 	return ""
 }
@@ -99,7 +116,7 @@ func (s *Server) endpoint(rt Route) http.Handler {
 		if err != nil {
 			return err
 		}
-		r = r.WithContext(ams.NewContextWithAuth(r.Context(), auth))
+		stateOf(r.Context()).auth = auth
 		if err := s.rateLimit(w, r, auth); err != nil {
 			return err
 		}
@@ -199,11 +216,12 @@ func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, auth *ams.Aut
 	}
 	t := d.Tightest()
 	h := w.Header()
-	h.Set("X-RateLimit-Limit", strconv.Itoa(t.Limit))
-	h.Set("X-RateLimit-Remaining", strconv.Itoa(t.Remaining))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(t.Reset), 10))
-	h.Set("RateLimit-Policy", fmt.Sprintf(`"minute";q=%d;w=60, "day";q=%d;w=86400`, limits.PerMinute, limits.PerDay))
-	h.Set("RateLimit", fmt.Sprintf(`"%s";r=%d;t=%d`, t.Name, t.Remaining, secondsUntil(now, t.Reset)))
+	// Keys in canonical form, set directly: this runs on every request.
+	h["X-Ratelimit-Limit"] = []string{strconv.Itoa(t.Limit)}
+	h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(t.Remaining)}
+	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilUnix(t.Reset), 10)}
+	h["Ratelimit-Policy"] = []string{`"minute";q=` + strconv.Itoa(limits.PerMinute) + `;w=60, "day";q=` + strconv.Itoa(limits.PerDay) + `;w=86400`}
+	h["Ratelimit"] = []string{`"` + t.Name + `";r=` + strconv.Itoa(t.Remaining) + `;t=` + strconv.FormatInt(secondsUntil(now, t.Reset), 10)}
 	if !d.Allowed {
 		retry := secondsUntil(now, now.Add(d.RetryAfter(now)))
 		h.Set("Retry-After", strconv.FormatInt(retry, 10))

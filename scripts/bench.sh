@@ -5,6 +5,7 @@
 #  3. ams serve: POST /v1/messages with the built-in engine.
 # The account is on the enterprise plan with limits far above the load.
 # Usage: bash scripts/bench.sh [seconds per run, default 15]
+# LOG_LEVEL=warn drops the per-request access log (default: info, as ams serve).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR="${1:-15}"
@@ -27,7 +28,7 @@ KEY=$("$work/ams" keys create --email bench@example.com --name bench --permissio
 AST=$("$work/ams" assistants create --email bench@example.com --name Bench)
 
 "$work/bare" -addr 127.0.0.1:18090 & 
-"$work/ams" serve --addr 127.0.0.1:18080 --log-level warn 2>"$work/serve.log" &
+"$work/ams" serve --addr 127.0.0.1:18080 --log-level "${LOG_LEVEL:-info}" 2>"$work/serve.log" &
 for _ in $(seq 50); do
   curl -fs -o /dev/null http://127.0.0.1:18080/v1/openapi.json && curl -fs -o /dev/null http://127.0.0.1:18090/v1/messages/x && break
   sleep 0.1
@@ -47,7 +48,7 @@ wrk.body = '{"assistant_id":"$AST","message":"Hello! What can you do?"}'
 LUA
 
 rps() { awk '/Requests\/sec/ {print $2}'; }
-lat() { awk '/Latency/ {print $2" avg, "$4" max"}' ; }
+lat() { awk '/^ +Latency +[0-9]/ {print $2" avg, "$4" max"}'; }
 
 echo "== warm-up"
 wrk -t"$THREADS" -c"$CONNS" -d3s "http://127.0.0.1:18090/v1/messages/$MSG" >/dev/null

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -53,7 +52,7 @@ func (db *DB) CreateKey(ctx context.Context, k *ams.APIKey) error {
 
 // ListKeys returns the user's keys, newest first, revoked ones included.
 func (db *DB) ListKeys(ctx context.Context, userID string) ([]*ams.APIKey, error) {
-	rows, err := db.read.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.user_id = ? ORDER BY k.seq DESC`, userID)
+	rows, err := db.rq.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.user_id = ? ORDER BY k.seq DESC`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
@@ -71,7 +70,7 @@ func (db *DB) ListKeys(ctx context.Context, userID string) ([]*ams.APIKey, error
 
 // FindKey returns the key with id; ENOTFOUND if none.
 func (db *DB) FindKey(ctx context.Context, id string) (*ams.APIKey, error) {
-	k, err := readKey(db.read.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.id = ?`, id))
+	k, err := readKey(db.rq.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("api_key", id)
 	}
@@ -110,21 +109,33 @@ func (db *DB) FindKeyFresh(ctx context.Context, id string) (*ams.APIKey, error) 
 	return k, nil
 }
 
-// AuthenticateKey finds the key whose secret hashes to hash, with its user.
+// authQuery reads what authenticating a request needs, and no more: this
+// query runs on every API request.
+const authQuery = `SELECT k.id, k.permissions, k.expires_at, k.revoked_at, u.id, u.email, u.plan, u.rpm, u.rpd, u.timezone
+	FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.hash = ?`
+
+// AuthenticateKey finds the key whose secret hashes to hash, with its
+// user. The key has the fields authentication needs: id, user id,
+// permissions, expiry and revocation; the user has id, e-mail, plan,
+// limits and time zone.
 func (db *DB) AuthenticateKey(ctx context.Context, hash string) (*ams.APIKey, *ams.User, error) {
+	var k ams.APIKey
 	var u ams.User
-	var uc, uu int64
-	row := db.read.QueryRowContext(ctx, `SELECT `+keyCols+`, `+prefixed("u.", userCols)+`
-		FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.hash = ?`, hash)
-	k, err := readKey(row, &u.ID, &u.Email, &u.PasswordHash, &u.Plan, &u.RPM, &u.RPD, &u.Timezone, &uc, &uu)
+	var perms string
+	var expires, revoked sql.NullInt64
+	err := db.rq.QueryRowContext(ctx, authQuery, hash).Scan(&k.ID, &perms, &expires, &revoked, &u.ID, &u.Email, &u.Plan, &u.RPM, &u.RPD, &u.Timezone)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil, ams.NotFound("api_key", "")
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("authenticate api key: %w", err)
 	}
-	u.CreatedAt, u.UpdatedAt = fromMS(uc), fromMS(uu)
-	return k, &u, nil
+	if k.Permissions, err = ams.ParsePermissions(perms); err != nil {
+		return nil, nil, fmt.Errorf("stored permissions of %s: %w", k.ID, err)
+	}
+	k.Object, k.UserID, k.Hash = "api_key", u.ID, hash
+	k.ExpiresAt, k.RevokedAt = fromNullMS(expires), fromNullMS(revoked)
+	return &k, &u, nil
 }
 
 // TouchKey records that the key was used at now.
@@ -133,13 +144,4 @@ func (db *DB) TouchKey(ctx context.Context, id string, now time.Time) error {
 		return fmt.Errorf("touch api key: %w", err)
 	}
 	return nil
-}
-
-// prefixed qualifies each column of a comma-separated list with p.
-func prefixed(p, cols string) string {
-	parts := strings.Split(cols, ",")
-	for i, c := range parts {
-		parts[i] = p + strings.TrimSpace(c)
-	}
-	return strings.Join(parts, ", ")
 }

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -36,7 +37,74 @@ type DB struct {
 	path  string
 	write *sql.DB // one connection: all writes
 	read  *sql.DB // read-only pool
+	rq    reader  // the read pool with prepared statements cached
 }
+
+// reader runs read queries on a pool through prepared statements kept for
+// the life of the pool: parsing a statement costs more than running one of
+// these indexed lookups. database/sql prepares each on a connection the
+// first time that connection runs it.
+type reader struct {
+	db    *sql.DB
+	stmts sync.Map // query text -> *sql.Stmt
+}
+
+func (r *reader) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if s, ok := r.stmts.Load(query); ok {
+		return s.(*sql.Stmt), nil
+	}
+	s, err := r.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := r.stmts.LoadOrStore(query, s); loaded {
+		s.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return s, nil
+}
+
+// QueryRowContext runs a query expected to return at most one row.
+func (r *reader) QueryRowContext(ctx context.Context, query string, args ...any) rowScanner {
+	s, err := r.stmt(ctx, query)
+	if err != nil {
+		return errRow{err}
+	}
+	return s.QueryRowContext(ctx, args...)
+}
+
+// QueryContext runs a query.
+func (r *reader) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	s, err := r.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return s.QueryContext(ctx, args...)
+}
+
+func (r *reader) close() error {
+	r.stmts.Range(func(_, s any) bool { s.(*sql.Stmt).Close(); return true })
+	return r.db.Close()
+}
+
+// rowQuerier runs a one-row query: the reader, or a transaction through
+// txQuerier.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) rowScanner
+}
+
+type txQuerier struct{ *sql.Tx }
+
+func (t txQuerier) QueryRowContext(ctx context.Context, query string, args ...any) rowScanner {
+	return t.Tx.QueryRowContext(ctx, query, args...)
+}
+
+// rowScanner is what *sql.Row offers; errRow is one that failed to run.
+type rowScanner interface{ Scan(dest ...any) error }
+
+type errRow struct{ err error }
+
+func (e errRow) Scan(...any) error { return e.err }
 
 var _ ams.Store = (*DB)(nil)
 
@@ -77,6 +145,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	db.read.SetMaxOpenConns(n)
 	db.read.SetMaxIdleConns(n)
 	db.read.SetConnMaxLifetime(0)
+	db.rq.db = db.read
 	return db, nil
 }
 
@@ -85,7 +154,7 @@ func (db *DB) Path() string { return db.path }
 
 // Close closes both pools.
 func (db *DB) Close() error {
-	return errors.Join(db.read.Close(), db.write.Close())
+	return errors.Join(db.rq.close(), db.write.Close())
 }
 
 // Ping checks that the database answers.
@@ -154,7 +223,7 @@ func (db *DB) applyMigration(ctx context.Context, version int, name string) erro
 // SchemaVersion returns the highest applied migration number.
 func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
 	var v sql.NullInt64
-	err := db.read.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v)
+	err := db.rq.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v)
 	return int(v.Int64), err
 }
 
@@ -189,7 +258,7 @@ type scanner interface{ Scan(dest ...any) error }
 // list runs a cursor-paginated query. from is the table, where the scoping
 // condition (with args) that both the page and the cursor lookup must
 // match; cols the selected columns, read by scan.
-func list[T any](ctx context.Context, q *sql.DB, cols, from, where string, args []any, p ams.ListParams, scan func(scanner) (T, error)) (*ams.Page[T], error) {
+func list[T any](ctx context.Context, q *reader, cols, from, where string, args []any, p ams.ListParams, scan func(scanner) (T, error)) (*ams.Page[T], error) {
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 20

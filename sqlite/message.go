@@ -35,7 +35,7 @@ func (db *DB) CreateAssistant(ctx context.Context, a *ams.Assistant) error {
 // FindAssistant returns the user's assistant; ENOTFOUND if it does not
 // exist or belongs to another user.
 func (db *DB) FindAssistant(ctx context.Context, userID, id string) (*ams.Assistant, error) {
-	a, err := scanAssistant(db.read.QueryRowContext(ctx, `SELECT `+assistantCols+` FROM assistants WHERE id = ? AND user_id = ?`, id, userID))
+	a, err := scanAssistant(db.rq.QueryRowContext(ctx, `SELECT `+assistantCols+` FROM assistants WHERE id = ? AND user_id = ?`, id, userID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("assistant", id)
 	}
@@ -47,7 +47,7 @@ func (db *DB) FindAssistant(ctx context.Context, userID, id string) (*ams.Assist
 
 // ListAssistants returns a page of the user's assistants.
 func (db *DB) ListAssistants(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Assistant], error) {
-	return list(ctx, db.read, assistantCols, "assistants", "user_id = ?", []any{userID}, p, scanAssistant)
+	return list(ctx, &db.rq, assistantCols, "assistants", "user_id = ?", []any{userID}, p, scanAssistant)
 }
 
 const conversationCols = `id, user_id, assistant_id, title, message_count, last_message_at, created_at, updated_at`
@@ -64,7 +64,7 @@ func scanConversation(s scanner) (*ams.Conversation, error) {
 
 // FindConversation returns the user's conversation; ENOTFOUND otherwise.
 func (db *DB) FindConversation(ctx context.Context, userID, id string) (*ams.Conversation, error) {
-	c, err := scanConversation(db.read.QueryRowContext(ctx, `SELECT `+conversationCols+` FROM conversations WHERE id = ? AND user_id = ?`, id, userID))
+	c, err := scanConversation(db.rq.QueryRowContext(ctx, `SELECT `+conversationCols+` FROM conversations WHERE id = ? AND user_id = ?`, id, userID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("conversation", id)
 	}
@@ -81,7 +81,7 @@ func (db *DB) ListConversations(ctx context.Context, userID, assistantID string,
 	if assistantID != "" {
 		where, args = where+" AND assistant_id = ?", append(args, assistantID)
 	}
-	return list(ctx, db.read, conversationCols, "conversations", where, args, p, scanConversation)
+	return list(ctx, &db.rq, conversationCols, "conversations", where, args, p, scanConversation)
 }
 
 const messageCols = `id, user_id, assistant_id, conversation_id, direction, content, created_at, updated_at`
@@ -98,7 +98,7 @@ func scanMessage(s scanner) (*ams.Message, error) {
 
 // FindMessage returns the user's message; ENOTFOUND otherwise.
 func (db *DB) FindMessage(ctx context.Context, userID, id string) (*ams.Message, error) {
-	m, err := scanMessage(db.read.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE id = ? AND user_id = ?`, id, userID))
+	m, err := scanMessage(db.rq.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE id = ? AND user_id = ?`, id, userID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("message", id)
 	}
@@ -110,12 +110,12 @@ func (db *DB) FindMessage(ctx context.Context, userID, id string) (*ams.Message,
 
 // ListMessages returns a page of one conversation's messages.
 func (db *DB) ListMessages(ctx context.Context, userID, conversationID string, p ams.ListParams) (*ams.Page[*ams.Message], error) {
-	return list(ctx, db.read, messageCols, "messages", "conversation_id = ? AND user_id = ?", []any{conversationID, userID}, p, scanMessage)
+	return list(ctx, &db.rq, messageCols, "messages", "conversation_id = ? AND user_id = ?", []any{conversationID, userID}, p, scanMessage)
 }
 
 // RecentMessages returns the last n messages of a conversation, oldest first.
 func (db *DB) RecentMessages(ctx context.Context, userID, conversationID string, n int) ([]*ams.Message, error) {
-	page, err := list(ctx, db.read, messageCols, "messages", "conversation_id = ? AND user_id = ?", []any{conversationID, userID},
+	page, err := list(ctx, &db.rq, messageCols, "messages", "conversation_id = ? AND user_id = ?", []any{conversationID, userID},
 		ams.ListParams{Limit: n, Order: ams.OrderDesc}, scanMessage)
 	if err != nil {
 		return nil, err
@@ -213,7 +213,7 @@ func (db *DB) ListEvents(ctx context.Context, userID, eventType string, p ams.Li
 	if eventType != "" {
 		where, args = where+" AND type = ?", append(args, eventType)
 	}
-	return list(ctx, db.read, eventCols, "events", where, args, p, scanEvent)
+	return list(ctx, &db.rq, eventCols, "events", where, args, p, scanEvent)
 }
 
 const integrationCols = `id, user_id, provider, status, config, last_error, connected_at, created_at, updated_at`
@@ -241,5 +241,5 @@ func scanIntegration(s scanner) (*ams.Integration, error) {
 
 // ListIntegrations returns a page of the user's integrations.
 func (db *DB) ListIntegrations(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Integration], error) {
-	return list(ctx, db.read, integrationCols, "integrations", "user_id = ?", []any{userID}, p, scanIntegration)
+	return list(ctx, &db.rq, integrationCols, "integrations", "user_id = ?", []any{userID}, p, scanIntegration)
 }

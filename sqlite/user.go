@@ -39,19 +39,15 @@ func (db *DB) CreateUser(ctx context.Context, u *ams.User) error {
 
 // FindUser returns the user with id; ENOTFOUND if there is none.
 func (db *DB) FindUser(ctx context.Context, id string) (*ams.User, error) {
-	return findUser(ctx, db.read, "id = ?", id)
+	return findUser(ctx, &db.rq, "id = ?", id)
 }
 
 // FindUserByEmail returns the user with the e-mail; ENOTFOUND if none.
 func (db *DB) FindUserByEmail(ctx context.Context, email string) (*ams.User, error) {
-	return findUser(ctx, db.read, "email = ?", strings.ToLower(email))
+	return findUser(ctx, &db.rq, "email = ?", strings.ToLower(email))
 }
 
-type queryRower interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-func findUser(ctx context.Context, q queryRower, cond string, arg any) (*ams.User, error) {
+func findUser(ctx context.Context, q rowQuerier, cond string, arg any) (*ams.User, error) {
 	u, err := scanUser(q.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE `+cond, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("user", fmt.Sprint(arg))
@@ -69,7 +65,7 @@ func (db *DB) UpdateUser(ctx context.Context, id string, upd ams.UserUpdate, now
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	u, err := findUser(ctx, tx, "id = ?", id)
+	u, err := findUser(ctx, txQuerier{tx}, "id = ?", id)
 	if err != nil {
 		return nil, err
 	}

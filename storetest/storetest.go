@@ -119,8 +119,12 @@ func testAPIKeys(t *testing.T, s ams.Store) {
 		t.Fatalf("second revoke moved revoked_at to %v", rk.RevokedAt)
 	}
 	gk, _, err = s.AuthenticateKey(ctx, ams.HashSecret(secret))
-	if err != nil || gk.RevokedAt == nil || gk.LastUsedAt == nil || !gk.LastUsedAt.Equal(t0.Add(time.Minute)) {
-		t.Fatalf("revoked key as read back: %+v %v", gk, err)
+	if err != nil || gk.RevokedAt == nil {
+		t.Fatalf("revoked key as authenticated: %+v %v", gk, err)
+	}
+	fk, err := s.FindKey(ctx, k.ID)
+	if err != nil || fk.RevokedAt == nil || fk.LastUsedAt == nil || !fk.LastUsedAt.Equal(t0.Add(time.Minute)) || fk.Name != "ci" || !fk.CreatedAt.Equal(t0) {
+		t.Fatalf("revoked key as read back: %+v %v", fk, err)
 	}
 	keys, err := s.ListKeys(ctx, u.ID)
 	if err != nil || len(keys) != 1 || keys[0].Hash == secret {

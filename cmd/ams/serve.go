@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/engine/builtin"
 	amshttp "github.com/amsdev/ams/http"
+	"github.com/amsdev/ams/internal/logbuf"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/openapi"
 	"github.com/amsdev/ams/ratelimit"
@@ -76,8 +78,21 @@ func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format must be json or text, not %q", format)
 }
 
+// defaultGCPercent is the garbage collector's target when GOGC is not set.
+// The server's live heap is small (tens of MB), so letting it grow to five
+// times that before collecting costs little memory and saves ~10% CPU
+// under load (docs/benchmarks.md).
+const defaultGCPercent = 400
+
 func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr io.Writer) error {
-	logger, err := newLogger(stderr, cfg.logLevel, cfg.logFormat)
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(defaultGCPercent)
+	}
+	// Log lines are buffered and flushed every 100 ms (and at exit), so a
+	// busy server does not pay a system call per request.
+	logOut := logbuf.New(stderr, 64<<10, 100*time.Millisecond)
+	defer logOut.Close()
+	logger, err := newLogger(logOut, cfg.logLevel, cfg.logFormat)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ var Start = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 // standard plan), an API key of it with read, write, messages and
 // integrations, and an assistant.
 type Fixture struct {
-	T         *testing.T
+	T         testing.TB
 	Server    *httptest.Server
 	API       *amshttp.Server
 	Store     *sqlite.DB
@@ -67,7 +67,7 @@ func WithStore(wrap func(*sqlite.DB) ams.Store) Option {
 }
 
 // New starts a fixture; everything is closed when the test ends.
-func New(t *testing.T, opts ...Option) *Fixture {
+func New(t testing.TB, opts ...Option) *Fixture {
 	t.Helper()
 	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
 	if err != nil {
