@@ -111,6 +111,26 @@ type Store interface {
 	// Events.
 	ListEvents(ctx context.Context, userID, eventType string, p ListParams) (*Page[*Event], error)
 
+	// Webhooks. CreateWebhook stores w with its secret sealed.
+	// UpdateWebhook applies upd; deactivating a webhook (by the caller or
+	// through failing) cancels its pending deliveries. DeleteWebhook removes
+	// it with its deliveries.
+	CreateWebhook(ctx context.Context, w *Webhook) error
+	FindWebhook(ctx context.Context, userID, id string) (*Webhook, error)
+	ListWebhooks(ctx context.Context, userID string, p ListParams) (*Page[*Webhook], error)
+	UpdateWebhook(ctx context.Context, userID, id string, upd WebhookUpdate, now time.Time) (*Webhook, error)
+	DeleteWebhook(ctx context.Context, userID, id string) error
+	// PingWebhook stores the webhook.ping event e and queues it for webhook id
+	// only. EnqueueDelivery queues event eventID again for the webhook
+	// (redelivery). Both return ECONFLICT if the webhook is not active.
+	PingWebhook(ctx context.Context, userID, id string, e *Event) error
+	EnqueueDelivery(ctx context.Context, userID, webhookID, eventID string, now time.Time) error
+	ListDeliveries(ctx context.Context, userID, webhookID, eventID string, p ListParams) (*Page[*Delivery], error)
+	FindDelivery(ctx context.Context, userID, webhookID, id string) (*Delivery, error)
+	FindEvent(ctx context.Context, userID, id string) (*Event, error)
+
+	DeliveryQueue
+
 	// Idempotency. BeginIdempotent stores a running record for (userID,
 	// key) and returns nil, or returns the record already stored (done or
 	// still running). Records older than IdempotencyTTL are replaced.

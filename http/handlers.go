@@ -2,7 +2,6 @@ package http
 
 import (
 	"net/http"
-	"slices"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/messaging"
@@ -159,21 +158,13 @@ func (s *Server) listIntegrations(w http.ResponseWriter, r *http.Request) error 
 	return writeList(w, page, func(i *ams.Integration) string { return i.ID })
 }
 
-// EventTypes lists the event types a client may filter and subscribe to.
-var EventTypes = []string{
-	ams.EventMessageCreated, ams.EventMessageUpdated, ams.EventMessageDeleted,
-	ams.EventTaskCreated, ams.EventTaskCompleted, ams.EventTaskUpdated, ams.EventTaskReminder,
-	ams.EventEventCreated, ams.EventEventUpdated, ams.EventEventReminder,
-	ams.EventIntegrationConnected, ams.EventIntegrationDisconnected, ams.EventIntegrationError,
-}
-
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	p, err := listParams(r, "type")
 	if err != nil {
 		return err
 	}
 	typ := r.URL.Query().Get("type")
-	if typ != "" && !slices.Contains(EventTypes, typ) && typ != "webhook.ping" {
+	if typ != "" && !ams.IsEventType(typ) && typ != ams.EventWebhookPing {
 		return ams.ParamError("parameter_invalid", "type", "Unknown event type '%s'.", typ)
 	}
 	page, err := s.Store.ListEvents(r.Context(), auth(r).User.ID, typ, p)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/messaging"
+	"github.com/amsdev/ams/webhook/ssrf"
 )
 
 // MaxBodyBytes is the largest request body accepted (1 MiB).
@@ -28,6 +29,9 @@ type Server struct {
 	Logger   *slog.Logger
 	// OpenAPI is the document served at GET /v1/openapi.json.
 	OpenAPI []byte
+	// Guard validates webhook URLs (https, no internal addresses; in dev
+	// mode loopback and http are allowed).
+	Guard *ssrf.Guard
 
 	routes   []Route
 	mux      *http.ServeMux
@@ -56,7 +60,7 @@ func (s *Server) init() {
 		if s.Logger == nil {
 			s.Logger = slog.Default()
 		}
-		read, msgs := ams.PermRead, ams.PermMessages
+		read, write, msgs := ams.PermRead, ams.PermWrite, ams.PermMessages
 		s.routes = []Route{
 			{"GET", "/v1/openapi.json", nil, s.getOpenAPI},
 			{"GET", "/v1/assistants", perms(read), s.listAssistants},
@@ -68,6 +72,14 @@ func (s *Server) init() {
 			{"GET", "/v1/conversations/{id}/messages", perms(read, msgs), s.listConversationMessages},
 			{"GET", "/v1/integrations", perms(read, ams.PermIntegrations), s.listIntegrations},
 			{"GET", "/v1/events", perms(read), s.listEvents},
+			{"POST", "/v1/webhooks", perms(write), s.createWebhook},
+			{"GET", "/v1/webhooks", perms(read), s.listWebhooks},
+			{"GET", "/v1/webhooks/{id}", perms(read), s.getWebhook},
+			{"PATCH", "/v1/webhooks/{id}", perms(write), s.updateWebhook},
+			{"DELETE", "/v1/webhooks/{id}", perms(write), s.deleteWebhook},
+			{"POST", "/v1/webhooks/{id}/ping", perms(write), s.pingWebhook},
+			{"GET", "/v1/webhooks/{id}/deliveries", perms(read), s.listDeliveries},
+			{"POST", "/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", perms(write), s.redeliver},
 		}
 		s.mux = http.NewServeMux()
 		s.known = http.NewServeMux()

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/seal"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -34,11 +35,22 @@ var migrationFS embed.FS
 
 // DB is an open SQLite store.
 type DB struct {
-	path  string
-	write *sql.DB // one connection: all writes
-	read  *sql.DB // read-only pool
-	rq    reader  // the read pool with prepared statements cached
+	path   string
+	write  *sql.DB // one connection: all writes
+	read   *sql.DB // read-only pool
+	rq     reader  // the read pool with prepared statements cached
+	sealer *seal.Sealer
+	jobs   chan struct{} // signalled when a commit queued webhook jobs
 }
+
+// Option configures Open.
+type Option func(*openOptions)
+
+type openOptions struct{ secretKey []byte }
+
+// WithSecretKey sets the key that seals webhook secrets. Without it, Open
+// uses the key in secret.key beside the database file, creating it.
+func WithSecretKey(key []byte) Option { return func(o *openOptions) { o.secretKey = key } }
 
 // reader runs read queries on a pool through prepared statements kept for
 // the life of the pool: parsing a statement costs more than running one of
@@ -110,13 +122,26 @@ var _ ams.Store = (*DB)(nil)
 
 // Open opens (creating if needed) the database file at path and applies any
 // pending migrations.
-func Open(ctx context.Context, path string) (*DB, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty path")
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: resolve path: %w", err)
+	}
+	var o openOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.secretKey == nil {
+		if o.secretKey, err = seal.LoadOrCreateKeyFile(filepath.Join(filepath.Dir(abs), "secret.key")); err != nil {
+			return nil, err
+		}
+	}
+	sealer, err := seal.New(o.secretKey)
+	if err != nil {
+		return nil, err
 	}
 	pragmas := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"}
 	dsn := func(extra ...string) string {
@@ -126,7 +151,7 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		}
 		return "file:" + abs + "?" + q.Encode()
 	}
-	db := &DB{path: abs}
+	db := &DB{path: abs, sealer: sealer, jobs: make(chan struct{}, 1)}
 	if db.write, err = sql.Open("sqlite", dsn()+"&_txlock=immediate"); err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}

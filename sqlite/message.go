@@ -167,28 +167,74 @@ func (db *DB) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 			return fmt.Errorf("insert message: %w", err)
 		}
 	}
-	if err := insertEvents(ctx, tx, x.Events); err != nil {
+	queued, err := insertEvents(ctx, tx, x.Events)
+	if err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("commit exchange: %w", err)
 	}
+	db.signalJobs(queued)
 	return nil
 }
 
-// insertEvents writes events into the outbox within tx.
-func insertEvents(ctx context.Context, tx *sql.Tx, events []*ams.Event) error {
+// insertEvents writes events into the outbox within tx and queues a
+// delivery job for every active webhook subscribed to each event's type.
+// It returns how many jobs it queued.
+func insertEvents(ctx context.Context, tx *sql.Tx, events []*ams.Event) (int64, error) {
+	var queued int64
 	for _, e := range events {
-		data, err := json.Marshal(e.Data)
+		if err := insertEvent(ctx, tx, e); err != nil {
+			return 0, err
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
+			SELECT w.user_id, w.id, ?, ?, ?, ? FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
+			WHERE s.user_id = ? AND s.event_type = ? AND w.active = 1`,
+			e.ID, ms(e.CreatedAt), ms(e.CreatedAt), ms(e.CreatedAt), e.UserID, e.Type)
 		if err != nil {
-			return fmt.Errorf("encode event data: %w", err)
+			return 0, fmt.Errorf("queue deliveries: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO events (id, user_id, type, data, created_at) VALUES (?, ?, ?, ?, ?)`,
-			e.ID, e.UserID, e.Type, string(data), ms(e.CreatedAt)); err != nil {
-			return fmt.Errorf("insert event: %w", err)
-		}
+		n, _ := res.RowsAffected()
+		queued += n
+	}
+	return queued, nil
+}
+
+func insertEvent(ctx context.Context, tx *sql.Tx, e *ams.Event) error {
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return fmt.Errorf("encode event data: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO events (id, user_id, type, data, created_at) VALUES (?, ?, ?, ?, ?)`,
+		e.ID, e.UserID, e.Type, string(data), ms(e.CreatedAt)); err != nil {
+		return fmt.Errorf("insert event: %w", err)
 	}
 	return nil
+}
+
+// signalJobs wakes the delivery worker of this process if jobs were queued.
+func (db *DB) signalJobs(n int64) {
+	if n > 0 {
+		select {
+		case db.jobs <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// JobsReady is signalled when a commit of this process queued jobs.
+func (db *DB) JobsReady() <-chan struct{} { return db.jobs }
+
+// FindEvent returns the user's event; ENOTFOUND otherwise.
+func (db *DB) FindEvent(ctx context.Context, userID, id string) (*ams.Event, error) {
+	e, err := scanEvent(db.rq.QueryRowContext(ctx, `SELECT `+eventCols+` FROM events WHERE id = ? AND user_id = ?`, id, userID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ams.NotFound("event", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find event: %w", err)
+	}
+	return e, nil
 }
 
 const eventCols = `id, user_id, type, data, created_at`

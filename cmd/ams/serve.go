@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -19,9 +20,13 @@ import (
 	"github.com/amsdev/ams/engine/builtin"
 	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/internal/logbuf"
+	"github.com/amsdev/ams/mail"
+	"github.com/amsdev/ams/mailer"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/openapi"
 	"github.com/amsdev/ams/ratelimit"
+	"github.com/amsdev/ams/webhook"
+	"github.com/amsdev/ams/webhook/ssrf"
 	"github.com/spf13/cobra"
 )
 
@@ -33,6 +38,12 @@ type serveConfig struct {
 	logLevel        string
 	logFormat       string
 	shutdownTimeout time.Duration
+	smtpURL         string
+	mailFrom        string
+	retrySchedule   string
+	webhookLease    time.Duration
+	webhookWorkers  int
+	webhookPerHook  int
 }
 
 func newServeCmd(sf *storeFlags) *cobra.Command {
@@ -60,6 +71,12 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error (env AMS_LOG_LEVEL)")
 	f.StringVar(&cfg.logFormat, "log-format", "json", "json or text (env AMS_LOG_FORMAT)")
 	f.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 30*time.Second, "how long requests in flight may take to finish on shutdown (env AMS_SHUTDOWN_TIMEOUT)")
+	f.StringVar(&cfg.smtpURL, "smtp-url", "", "SMTP relay for e-mails, smtp://user:pass@host:port (env AMS_SMTP_URL; empty: .eml files in <data-dir>/outbox)")
+	f.StringVar(&cfg.mailFrom, "mail-from", mail.DefaultFrom, "From address of e-mails (env AMS_MAIL_FROM)")
+	f.StringVar(&cfg.retrySchedule, "webhook-retry-schedule", "0s,1m,5m,30m,2h", "delay before each webhook delivery attempt (env AMS_WEBHOOK_RETRY_SCHEDULE)")
+	f.DurationVar(&cfg.webhookLease, "webhook-lease", 15*time.Second, "how long a claimed delivery is reserved before another worker may take it (env AMS_WEBHOOK_LEASE)")
+	f.IntVar(&cfg.webhookWorkers, "webhook-concurrency", 64, "deliveries in flight at most (env AMS_WEBHOOK_CONCURRENCY)")
+	f.IntVar(&cfg.webhookPerHook, "webhook-concurrency-per-webhook", 8, "deliveries in flight to one webhook at most (env AMS_WEBHOOK_CONCURRENCY_PER_WEBHOOK)")
 	return cmd
 }
 
@@ -96,11 +113,23 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	if err != nil {
 		return err
 	}
+	schedule, err := webhook.ParseSchedule(cfg.retrySchedule)
+	if err != nil {
+		return fmt.Errorf("--webhook-retry-schedule: %w", err)
+	}
+	if cfg.webhookLease <= webhook.Timeout {
+		return fmt.Errorf("--webhook-lease must be longer than the %s delivery timeout", webhook.Timeout)
+	}
+	sender, err := mail.FromConfig(cfg.smtpURL, sf.dataDir, cfg.mailFrom)
+	if err != nil {
+		return fmt.Errorf("--smtp-url: %w", err)
+	}
 	store, err := openStore(ctx, sf)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	guard := &ssrf.Guard{AllowPrivate: cfg.dev}
 
 	engine := builtin.New()
 	api := &amshttp.Server{
@@ -117,6 +146,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		},
 		Logger:  logger,
 		OpenAPI: openapi.Document,
+		Guard:   guard,
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -143,6 +173,24 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	// Background work: webhook deliveries, queued e-mails, retention. It
+	// stops when ctx is done; deliveries in flight finish and are recorded.
+	var bg sync.WaitGroup
+	bgCtx, stopBackground := context.WithCancel(ctx)
+	defer func() { stopBackground(); bg.Wait() }()
+	worker := &webhook.Worker{Queue: store, Users: store, Client: webhook.NewClient(guard), Clock: api.Clock, Logger: logger,
+		Schedule: schedule, Lease: cfg.webhookLease, Concurrency: cfg.webhookWorkers, PerWebhook: cfg.webhookPerHook, BaseURL: base}
+	mails := &mailer.Mailer{Queue: store, Sender: sender, Clock: api.Clock, Logger: logger}
+	for _, run := range []func(context.Context) error{worker.Run, mails.Run, func(ctx context.Context) error { return janitor(ctx, store, logger) }} {
+		bg.Add(1)
+		go func() {
+			defer bg.Done()
+			if err := run(bgCtx); err != nil {
+				logger.Error("background worker stopped", "err", err)
+			}
+		}()
+	}
+
 	logger.Info("ams listening", "addr", ln.Addr().String(), "base_url", base, "data_dir", sf.dataDir, "dev", cfg.dev, "version", ams.Version)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -160,6 +208,27 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
+	stopBackground()
+	bg.Wait()
 	logger.Info("stopped")
 	return nil
+}
+
+// janitor deletes what is past its retention (events after 30 days,
+// idempotency keys after 24 hours), at start and every hour.
+func janitor(ctx context.Context, store ams.Store, logger *slog.Logger) error {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := store.Purge(ctx, ams.Clock(nil).Now()); err != nil && ctx.Err() == nil {
+			logger.Error("purge expired records", "err", err)
+		} else if n > 0 {
+			logger.Info("purged expired records", "rows", n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
 }

@@ -5,7 +5,10 @@ package amstest
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"net/http"
+	"strings"
 	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
@@ -20,6 +23,8 @@ import (
 	"github.com/amsdev/ams/openapi"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/sqlite"
+	"github.com/amsdev/ams/webhook"
+	"github.com/amsdev/ams/webhook/ssrf"
 )
 
 // Clock is a clock that tests move by hand. It is safe for concurrent use.
@@ -53,6 +58,9 @@ type Fixture struct {
 	User      *ams.User
 	Key       string
 	Assistant *ams.Assistant
+	// Worker delivers webhooks; it is not running: tests call RunOnce
+	// (after moving the clock) or start Run themselves.
+	Worker *webhook.Worker
 }
 
 // Option changes how New builds the server.
@@ -80,6 +88,7 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	}
 	store := o.wrap(db)
 	clock := &Clock{t: Start}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	engine := builtin.New()
 	engine.Now = clock.Now
 	api := &amshttp.Server{
@@ -89,11 +98,14 @@ func New(t testing.TB, opts ...Option) *Fixture {
 		Messages: &messaging.Service{Store: store, Clock: clock.Now,
 			EngineFor: func(*ams.Assistant) (ams.Engine, error) { return engine, nil }},
 		OpenAPI: openapi.Document,
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger:  logger,
+		Guard:   &ssrf.Guard{AllowPrivate: true},
 	}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	f := &Fixture{T: t, Server: srv, API: api, Store: db, Clock: clock}
+	f.Worker = &webhook.Worker{Queue: db, Users: db, Client: webhook.NewClient(api.Guard), Clock: clock.Now,
+		Logger: logger, BaseURL: srv.URL}
 	f.User = f.NewUser("ann@example.com", ams.PlanStandard)
 	f.Key = f.NewKey(f.User, "read,write,messages,integrations")
 	f.Assistant = f.NewAssistant(f.User, "Ann's assistant")
@@ -135,4 +147,51 @@ func (f *Fixture) NewAssistant(u *ams.User, name string) *ams.Assistant {
 		f.T.Fatal(err)
 	}
 	return a
+}
+
+// Response is an answer of Do.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body as an object.
+func (r *Response) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(r.Body, &m); err != nil {
+		t.Fatalf("response is not a JSON object: %v: %s", err, r.Body)
+	}
+	return m
+}
+
+// Do sends a request to the fixture's server with the fixture's key (key
+// "" sends no Authorization header) and a JSON body if body is not "".
+func (f *Fixture) Do(method, path, key, body string) *Response {
+	f.T.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, f.Server.URL+path, rd)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }

@@ -1,0 +1,268 @@
+package http
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/webhook/ssrf"
+)
+
+// Webhook secret bounds.
+const (
+	minSecretLength = 16
+	maxSecretLength = 256
+)
+
+// webhookRequest is the body of POST and PATCH /v1/webhooks.
+type webhookRequest struct {
+	URL    *string   `json:"url"`
+	Events *[]string `json:"events"`
+	Secret *string   `json:"secret"`
+	Active *bool     `json:"active"`
+}
+
+// checkURL validates a webhook URL with the SSRF guard.
+func (s *Server) checkURL(r *http.Request, u string) error {
+	if err := s.Guard.CheckURL(r.Context(), u); err != nil {
+		var ue *ssrf.URLError
+		if errors.As(err, &ue) {
+			return ams.ParamError("parameter_invalid", "url", "Invalid webhook URL: %s.", ue.Reason)
+		}
+		return err
+	}
+	return nil
+}
+
+func checkEvents(events []string) ([]string, error) {
+	if len(events) == 0 {
+		return nil, ams.ParamError("parameter_invalid", "events", "'events' must list at least one event type.")
+	}
+	for _, t := range events {
+		if !ams.IsEventType(t) {
+			return nil, ams.ParamError("parameter_invalid", "events", "Unknown event type '%s'. Known types: %s.", t, strings.Join(ams.EventTypes, ", "))
+		}
+	}
+	return events, nil
+}
+
+func checkSecret(secret string) error {
+	if n := utf8.RuneCountInString(secret); n < minSecretLength || len(secret) > maxSecretLength {
+		return ams.ParamError("parameter_invalid", "secret", "'secret' must be %d to %d characters.", minSecretLength, maxSecretLength)
+	}
+	if strings.IndexFunc(secret, func(c rune) bool { return c < 0x20 || c == 0x7f }) >= 0 {
+		return ams.ParamError("parameter_invalid", "secret", "'secret' must not contain control characters.")
+	}
+	return nil
+}
+
+func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	var req webhookRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	for _, m := range []struct {
+		missing bool
+		name    string
+	}{{req.URL == nil, "url"}, {req.Events == nil, "events"}, {req.Secret == nil, "secret"}} {
+		if m.missing {
+			return ams.ParamError("parameter_missing", m.name, "Missing required parameter '%s'.", m.name)
+		}
+	}
+	events, err := checkEvents(*req.Events)
+	if err != nil {
+		return err
+	}
+	if err := checkSecret(*req.Secret); err != nil {
+		return err
+	}
+	if err := s.checkURL(r, *req.URL); err != nil {
+		return err
+	}
+	now := s.now()
+	wh := &ams.Webhook{
+		ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: auth(r).User.ID, URL: *req.URL, Events: events,
+		Active: req.Active == nil || *req.Active, Status: ams.WebhookActive, Secret: *req.Secret, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.Store.CreateWebhook(r.Context(), wh); err != nil {
+		return err
+	}
+	wh, err = s.Store.FindWebhook(r.Context(), wh.UserID, wh.ID)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/webhooks/"+wh.ID)
+	return writeJSON(w, http.StatusCreated, wh)
+}
+
+func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
+	p, err := listParams(r)
+	if err != nil {
+		return err
+	}
+	page, err := s.Store.ListWebhooks(r.Context(), auth(r).User.ID, p)
+	if err != nil {
+		return err
+	}
+	return writeList(w, page, func(h *ams.Webhook) string { return h.ID })
+}
+
+func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "webhook", ams.PrefixWebhook)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	wh, err := s.Store.FindWebhook(r.Context(), auth(r).User.ID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, wh)
+}
+
+func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "webhook", ams.PrefixWebhook)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	var req webhookRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	upd := ams.WebhookUpdate{Active: req.Active, Secret: req.Secret, URL: req.URL}
+	if req.Events != nil {
+		if upd.Events, err = checkEvents(*req.Events); err != nil {
+			return err
+		}
+	}
+	if req.Secret != nil {
+		if err := checkSecret(*req.Secret); err != nil {
+			return err
+		}
+	}
+	userID := auth(r).User.ID
+	if _, err := s.Store.FindWebhook(r.Context(), userID, id); err != nil {
+		return err
+	}
+	if req.URL != nil {
+		if err := s.checkURL(r, *req.URL); err != nil {
+			return err
+		}
+	}
+	wh, err := s.Store.UpdateWebhook(r.Context(), userID, id, upd, s.now())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, wh)
+}
+
+func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "webhook", ams.PrefixWebhook)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	if err := s.Store.DeleteWebhook(r.Context(), auth(r).User.ID, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) pingWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "webhook", ams.PrefixWebhook)
+	if err != nil {
+		return err
+	}
+	if err := noBody(r); err != nil {
+		return err
+	}
+	userID := auth(r).User.ID
+	now := s.now()
+	e := &ams.Event{ID: ams.NewID(ams.PrefixEvent), Object: "event", UserID: userID, Type: ams.EventWebhookPing, CreatedAt: now,
+		Data: map[string]any{"webhook_id": id}}
+	if err := s.Store.PingWebhook(r.Context(), userID, id, e); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, e)
+}
+
+func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "webhook", ams.PrefixWebhook)
+	if err != nil {
+		return err
+	}
+	p, err := listParams(r, "event_id")
+	if err != nil {
+		return err
+	}
+	userID := auth(r).User.ID
+	if _, err := s.Store.FindWebhook(r.Context(), userID, id); err != nil {
+		return err
+	}
+	eventID := r.URL.Query().Get("event_id")
+	if eventID != "" && !ams.HasPrefixID(eventID, ams.PrefixEvent) {
+		return ams.ParamError("parameter_invalid", "event_id", "'event_id' must be an event id (evt_...).")
+	}
+	page, err := s.Store.ListDeliveries(r.Context(), userID, id, eventID, p)
+	if err != nil {
+		return err
+	}
+	return writeList(w, page, func(d *ams.Delivery) string { return d.ID })
+}
+
+// redelivery is the answer of POST .../deliveries/{id}/redeliver.
+type redelivery struct {
+	Object     string `json:"object"` // "webhook_redelivery"
+	WebhookID  string `json:"webhook_id"`
+	EventID    string `json:"event_id"`
+	DeliveryID string `json:"delivery_id"`
+	Status     string `json:"status"` // "queued"
+}
+
+func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "webhook", ams.PrefixWebhook)
+	if err != nil {
+		return err
+	}
+	dlv := r.PathValue("delivery_id")
+	if !ams.HasPrefixID(dlv, ams.PrefixDelivery) {
+		return ams.NotFound("delivery", dlv)
+	}
+	if err := noBody(r); err != nil {
+		return err
+	}
+	userID := auth(r).User.ID
+	d, err := s.Store.FindDelivery(r.Context(), userID, id, dlv)
+	if err != nil {
+		return err
+	}
+	if err := s.Store.EnqueueDelivery(r.Context(), userID, id, d.EventID, s.now()); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusAccepted, redelivery{Object: "webhook_redelivery", WebhookID: id, EventID: d.EventID, DeliveryID: d.ID, Status: "queued"})
+}
+
+// noBody refuses query parameters and any body other than empty or {}.
+func noBody(r *http.Request) error {
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	if r.ContentLength == 0 {
+		return nil
+	}
+	var v struct{}
+	return decodeJSON(r, &v)
+}

@@ -1,0 +1,144 @@
+package ams
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// Webhook statuses.
+const (
+	WebhookActive  = "active"  // deliveries succeed, or have not failed five times
+	WebhookFailing = "failing" // a delivery failed five times (or got 410): disabled
+)
+
+// EventWebhookPing is the type of the event POST /v1/webhooks/{id}/ping sends.
+const EventWebhookPing = "webhook.ping"
+
+// EventTypes lists the event types a webhook may subscribe to.
+var EventTypes = []string{
+	EventMessageCreated, EventMessageUpdated, EventMessageDeleted,
+	EventTaskCreated, EventTaskCompleted, EventTaskUpdated, EventTaskReminder,
+	EventEventCreated, EventEventUpdated, EventEventReminder,
+	EventIntegrationConnected, EventIntegrationDisconnected, EventIntegrationError,
+}
+
+// IsEventType reports whether t is one of EventTypes.
+func IsEventType(t string) bool { return slices.Contains(EventTypes, t) }
+
+// EventRetention is how long events are kept (and listed at GET /v1/events).
+const EventRetention = 30 * 24 * time.Hour
+
+// Webhook is an HTTPS endpoint that receives an account's events. Its
+// secret signs every delivery; it is never shown after creation.
+type Webhook struct {
+	ID        string    `json:"id"`
+	Object    string    `json:"object"` // "webhook"
+	UserID    string    `json:"-"`
+	URL       string    `json:"url"`
+	Events    []string  `json:"events"`
+	Active    bool      `json:"active"`
+	Status    string    `json:"status"`
+	Secret    string    `json:"-"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// WebhookUpdate lists the fields of a webhook to change; nil fields are kept.
+// Setting Active to true also clears a failing status.
+type WebhookUpdate struct {
+	URL    *string
+	Events []string // nil: keep
+	Active *bool
+	Secret *string
+}
+
+// Delivery is one attempt to deliver an event to a webhook.
+type Delivery struct {
+	ID           string    `json:"id"`     // dlv_
+	Object       string    `json:"object"` // "webhook_delivery"
+	UserID       string    `json:"-"`
+	WebhookID    string    `json:"webhook_id"`
+	EventID      string    `json:"event_id"`
+	EventType    string    `json:"event_type"`
+	Attempt      int       `json:"attempt"` // 1..5 within its delivery
+	URL          string    `json:"url"`
+	Success      bool      `json:"success"`
+	StatusCode   *int      `json:"status_code"` // nil when no HTTP answer came
+	DurationMS   int64     `json:"duration_ms"`
+	Error        *string   `json:"error"`
+	ResponseBody string    `json:"response_body"` // the first 1 KiB
+	CreatedAt    time.Time `json:"created_at"`
+}
+
+// MaxResponseExcerpt is how much of a receiver's answer is kept.
+const MaxResponseExcerpt = 1024
+
+// Job is a queued delivery of one event to one webhook, claimed by one
+// worker at a time under a lease.
+type Job struct {
+	Seq       int64
+	UserID    string
+	WebhookID string
+	Attempts  int // attempts made before this one
+	Event     *Event
+	URL       string
+	Secret    string
+}
+
+// JobOutcome says what happened to a job after an attempt.
+type JobOutcome int
+
+// Job outcomes.
+const (
+	JobSucceeded JobOutcome = iota // delivered
+	JobRetry                       // failed; try again at NextAt
+	JobFailed                      // failed for the last time (or 410): the webhook is marked failing
+)
+
+// AttemptResult is what the worker reports after an attempt.
+type AttemptResult struct {
+	Job      *Job
+	Delivery *Delivery
+	Outcome  JobOutcome
+	NextAt   time.Time // for JobRetry
+	// Email is queued, in the same transaction, when this attempt marks an
+	// active webhook failing.
+	Email *Email
+}
+
+// Email is an e-mail queued in the database and sent by the mailer.
+type Email struct {
+	ID       string
+	To       string
+	Subject  string
+	Text     string
+	Attempts int
+}
+
+// DeliveryQueue is the durable queue the webhook worker and mailer use.
+type DeliveryQueue interface {
+	// ClaimJobs leases up to limit due jobs (next attempt at or before now,
+	// webhook active, not leased) until now+lease, oldest first, at most
+	// perWebhook of one webhook less the ones the caller has in flight
+	// (inFlight, by webhook id), so that a slow receiver cannot take every
+	// slot. A job whose lease ran out (its worker died) is due again.
+	ClaimJobs(ctx context.Context, now time.Time, lease time.Duration, limit, perWebhook int, inFlight map[string]int) ([]*Job, error)
+	// RecordAttempt stores the attempt and the job's new state in one
+	// transaction; for JobFailed it marks the webhook failing and inactive,
+	// cancels its pending jobs, and queues r.Email — all only if the webhook
+	// was still active, so the owner gets one e-mail. It reports whether
+	// the webhook was marked failing by this call.
+	RecordAttempt(ctx context.Context, r *AttemptResult, now time.Time) (bool, error)
+	// JobsReady is signalled (without blocking) when a transaction has
+	// queued new jobs in this process.
+	JobsReady() <-chan struct{}
+	// ClaimEmails leases up to limit e-mails due at now.
+	ClaimEmails(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]*Email, error)
+	// FinishEmail marks an e-mail sent, or schedules its retry at retryAt
+	// (zero: give up).
+	FinishEmail(ctx context.Context, id string, sent bool, errText string, retryAt time.Time, now time.Time) error
+	// Purge deletes events older than EventRetention with their jobs and
+	// attempts, and idempotency keys older than IdempotencyTTL.
+	Purge(ctx context.Context, now time.Time) (int64, error)
+}

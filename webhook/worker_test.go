@@ -1,0 +1,455 @@
+package webhook_test
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/smtptest"
+	"github.com/amsdev/ams/mail"
+	"github.com/amsdev/ams/mailer"
+	"github.com/amsdev/ams/webhook"
+	"github.com/amsdev/ams/webhook/ssrf"
+)
+
+// received is one request a test receiver got.
+type received struct {
+	header http.Header
+	body   []byte
+	at     time.Time
+}
+
+// receiver is a test webhook endpoint whose answer the test sets.
+type receiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	got    []received
+	status int
+	clock  func() time.Time
+}
+
+func newReceiver(t *testing.T, clock func() time.Time) *receiver {
+	rc := &receiver{status: 200, clock: clock}
+	rc.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.got = append(rc.got, received{r.Header.Clone(), b, clock()})
+		status := rc.status
+		rc.mu.Unlock()
+		w.WriteHeader(status)
+		fmt.Fprintf(w, "answer %d from the receiver", status)
+	}))
+	t.Cleanup(rc.Close)
+	return rc
+}
+
+func (rc *receiver) requests() []received {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]received(nil), rc.got...)
+}
+
+func (rc *receiver) setStatus(s int) { rc.mu.Lock(); rc.status = s; rc.mu.Unlock() }
+
+const secret = "a-very-secret-signing-key"
+
+func createWebhook(t *testing.T, f *amstest.Fixture, url string, events ...string) string {
+	t.Helper()
+	ev, _ := json.Marshal(events)
+	r := f.Do("POST", "/v1/webhooks", f.Key, fmt.Sprintf(`{"url":%q,"events":%s,"secret":%q}`, url, ev, secret))
+	if r.Status != 201 {
+		t.Fatalf("create webhook: %d %s", r.Status, r.Body)
+	}
+	m := r.JSON(t)
+	if _, ok := m["secret"]; ok {
+		t.Fatal("the secret is returned")
+	}
+	return m["id"].(string)
+}
+
+func sendMessage(t *testing.T, f *amstest.Fixture, text string) map[string]any {
+	t.Helper()
+	r := f.Do("POST", "/v1/messages", f.Key, fmt.Sprintf(`{"assistant_id":%q,"message":%q}`, f.Assistant.ID, text))
+	if r.Status != 201 {
+		t.Fatalf("send: %d %s", r.Status, r.Body)
+	}
+	return r.JSON(t)
+}
+
+func runOnce(t *testing.T, f *amstest.Fixture) int {
+	t.Helper()
+	n, err := f.Worker.RunOnce(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestDeliverySignedWithBothSchemes(t *testing.T) {
+	f := amstest.New(t)
+	rc := newReceiver(t, f.Clock.Now)
+	wh := createWebhook(t, f, rc.URL+"/hook", "message.created")
+	reply := sendMessage(t, f, "Hello")
+	if n := runOnce(t, f); n != 2 {
+		t.Fatalf("delivered %d, want 2 (inbound and reply)", n)
+	}
+	got := rc.requests()
+	if len(got) != 2 {
+		t.Fatalf("receiver got %d requests", len(got))
+	}
+	var envs []map[string]any
+	for _, g := range got {
+		// X-Service-Signature: HMAC-SHA256 of the exact body, keyed with the secret.
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write(g.body)
+		want := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+		if !hmac.Equal([]byte(g.header.Get("X-Service-Signature")), []byte(want)) {
+			t.Fatalf("X-Service-Signature %q, want %q", g.header.Get("X-Service-Signature"), want)
+		}
+		var env map[string]any
+		if err := json.Unmarshal(g.body, &env); err != nil {
+			t.Fatal(err)
+		}
+		envs = append(envs, env)
+		// Standard Webhooks: v1,base64(HMAC(secret, id.timestamp.body)).
+		id, ts := g.header.Get("Webhook-Id"), g.header.Get("Webhook-Timestamp")
+		mac = hmac.New(sha256.New, []byte(secret))
+		mac.Write([]byte(id + "." + ts + "." + string(g.body)))
+		if g.header.Get("Webhook-Signature") != "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)) || id != env["id"] {
+			t.Fatalf("standard webhook headers: %v", g.header)
+		}
+		if sec, _ := strconv.ParseInt(ts, 10, 64); sec != f.Clock.Now().Unix() {
+			t.Fatalf("webhook-timestamp %s", ts)
+		}
+		if g.header.Get("Content-Type") != "application/json" || g.header.Get("X-Service-Event") != "message.created" ||
+			!strings.HasPrefix(g.header.Get("X-Service-Delivery"), "dlv_") || g.header.Get("User-Agent") != "ams-webhooks/"+ams.Version {
+			t.Fatalf("headers: %v", g.header)
+		}
+	}
+	dirs := map[string]map[string]any{}
+	for _, e := range envs {
+		if e["type"] != "message.created" || !strings.HasPrefix(e["id"].(string), "evt_") || e["created_at"] == nil {
+			t.Fatalf("envelope %v", e)
+		}
+		d := e["data"].(map[string]any)
+		dirs[d["direction"].(string)] = d
+	}
+	out := dirs["outbound"]
+	if out == nil || out["message_id"] != reply["id"] || out["content"] != reply["content"] || out["assistant_id"] != f.Assistant.ID || dirs["inbound"]["content"] != "Hello" {
+		t.Fatalf("message.created data: %v", dirs)
+	}
+	// The delivery log lists each attempt with its answer.
+	l := f.Do("GET", "/v1/webhooks/"+wh+"/deliveries", f.Key, "").JSON(t)
+	ds := l["data"].([]any)
+	if len(ds) != 2 {
+		t.Fatalf("deliveries: %v", l)
+	}
+	d := ds[0].(map[string]any)
+	if d["success"] != true || d["status_code"] != 200.0 || d["attempt"] != 1.0 || d["response_body"] != "answer 200 from the receiver" ||
+		d["error"] != nil || d["webhook_id"] != wh || !strings.HasPrefix(d["id"].(string), "dlv_") {
+		t.Fatalf("delivery record: %v", d)
+	}
+	// Nothing is delivered twice.
+	if n := runOnce(t, f); n != 0 {
+		t.Fatalf("delivered %d more", n)
+	}
+}
+
+func TestUnsubscribedAndOtherAccountsGetNothing(t *testing.T) {
+	f := amstest.New(t)
+	rc := newReceiver(t, f.Clock.Now)
+	createWebhook(t, f, rc.URL, "task.created")
+	other := f.NewUser("bob@example.com", ams.PlanStandard)
+	bobKey := f.NewKey(other, "write,messages")
+	bobAst := f.NewAssistant(other, "Bob's")
+	r := f.Do("POST", "/v1/messages", bobKey, fmt.Sprintf(`{"assistant_id":%q,"message":"hi"}`, bobAst.ID))
+	if r.Status != 201 {
+		t.Fatal(r.Status)
+	}
+	sendMessage(t, f, "hi")
+	if n := runOnce(t, f); n != 0 || len(rc.requests()) != 0 {
+		t.Fatalf("delivered %d", n)
+	}
+}
+
+// TestScheduleFailingAndOneEmail follows one delivery to a receiver that
+// always fails, on an injected clock: attempts at 0, 1m, 6m, 36m and
+// 2h36m, then the webhook is failing, its owner gets one e-mail through a
+// real SMTP server, and no attempt follows.
+func TestScheduleFailingAndOneEmail(t *testing.T) {
+	f := amstest.New(t)
+	rc := newReceiver(t, f.Clock.Now)
+	rc.setStatus(500)
+	smtpd := smtptest.Start(t)
+	sender, err := mail.NewSMTP(smtpd.URL(), mail.DefaultFrom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mails := &mailer.Mailer{Queue: f.Store, Sender: sender, Clock: f.Clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	wh := createWebhook(t, f, rc.URL, "message.created")
+	ping := f.Do("POST", "/v1/webhooks/"+wh+"/ping", f.Key, "")
+	if ping.Status != 202 {
+		t.Fatalf("ping: %d %s", ping.Status, ping.Body)
+	}
+	eventID := ping.JSON(t)["id"].(string)
+	start := f.Clock.Now()
+	offsets := []time.Duration{0, time.Minute, 6 * time.Minute, 36 * time.Minute, 156 * time.Minute}
+	for i, off := range offsets {
+		// Just before the attempt is due, nothing happens.
+		if i > 0 {
+			f.Clock.Add(off - f.Clock.Now().Sub(start) - time.Second)
+			if n := runOnce(t, f); n != 0 {
+				t.Fatalf("attempt %d came %v early", i+1, time.Second)
+			}
+			f.Clock.Add(time.Second)
+		}
+		if n := runOnce(t, f); n != 1 {
+			t.Fatalf("attempt %d at +%v: %d deliveries", i+1, off, n)
+		}
+		got := rc.requests()
+		if len(got) != i+1 || !got[i].at.Equal(start.Add(off)) || got[i].header.Get("Webhook-Id") != eventID {
+			t.Fatalf("attempt %d: %d requests, at %v (want +%v)", i+1, len(got), got[len(got)-1].at.Sub(start), off)
+		}
+		if i < len(offsets)-1 {
+			if st := f.Do("GET", "/v1/webhooks/"+wh, f.Key, "").JSON(t); st["status"] != "active" || st["active"] != true {
+				t.Fatalf("after attempt %d the webhook is %v", i+1, st)
+			}
+		}
+	}
+	st := f.Do("GET", "/v1/webhooks/"+wh, f.Key, "").JSON(t)
+	if st["status"] != "failing" || st["active"] != false {
+		t.Fatalf("after five failures: %v", st)
+	}
+	// Exactly one e-mail, to the owner.
+	for range 3 {
+		if _, err := mails.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := smtpd.Messages()
+	if len(msgs) != 1 || len(msgs[0].To) != 1 || msgs[0].To[0] != f.User.Email {
+		t.Fatalf("e-mails: %+v", msgs)
+	}
+	em, body := msgs[0].Parsed(t), msgs[0].Text(t)
+	if !strings.Contains(em.Header.Get("Subject"), "failing") || !strings.Contains(body, wh) || !strings.Contains(body, rc.URL) ||
+		!strings.Contains(body, `{"active": true}`) || !strings.Contains(body, "failed 5 times") {
+		t.Fatalf("e-mail: %v\n%s", em.Header, body)
+	}
+	// No more attempts, and new events are not queued for it.
+	f.Clock.Add(5 * time.Hour)
+	sendMessage(t, f, "anyone there?")
+	if n := runOnce(t, f); n != 0 || len(rc.requests()) != 5 {
+		t.Fatalf("after failing: %d deliveries, %d requests", n, len(rc.requests()))
+	}
+	// The delivery log has the five attempts, newest first.
+	l := f.Do("GET", "/v1/webhooks/"+wh+"/deliveries?event_id="+eventID, f.Key, "").JSON(t)
+	ds := l["data"].([]any)
+	if len(ds) != 5 || ds[0].(map[string]any)["attempt"] != 5.0 || ds[0].(map[string]any)["status_code"] != 500.0 ||
+		ds[0].(map[string]any)["success"] != false || ds[0].(map[string]any)["error"] != "the receiver answered 500" {
+		t.Fatalf("delivery log: %v", l)
+	}
+	// Ping and redelivery are refused while it is off.
+	if r := f.Do("POST", "/v1/webhooks/"+wh+"/ping", f.Key, ""); r.Status != 409 {
+		t.Fatalf("ping of a failing webhook: %d", r.Status)
+	}
+	// PATCH {"active": true} brings it back.
+	rc.setStatus(200)
+	up := f.Do("PATCH", "/v1/webhooks/"+wh, f.Key, `{"active": true}`).JSON(t)
+	if up["status"] != "active" || up["active"] != true {
+		t.Fatalf("re-enabled: %v", up)
+	}
+	dlv := ds[0].(map[string]any)["id"].(string)
+	rr := f.Do("POST", "/v1/webhooks/"+wh+"/deliveries/"+dlv+"/redeliver", f.Key, "")
+	if rr.Status != 202 || rr.JSON(t)["event_id"] != eventID {
+		t.Fatalf("redeliver: %d %s", rr.Status, rr.Body)
+	}
+	if n := runOnce(t, f); n != 1 {
+		t.Fatalf("redelivery: %d", n)
+	}
+	last := rc.requests()[5]
+	if last.header.Get("Webhook-Id") != eventID {
+		t.Fatalf("redelivered event id %s", last.header.Get("Webhook-Id"))
+	}
+	for range 2 {
+		mails.RunOnce(context.Background())
+	}
+	if len(smtpd.Messages()) != 1 {
+		t.Fatalf("%d e-mails in all", len(smtpd.Messages()))
+	}
+}
+
+// TestFailureModes delivers to receivers that fail in each way and checks
+// the recorded attempt.
+func TestFailureModes(t *testing.T) {
+	f := amstest.New(t)
+	redirectTarget := newReceiver(t, f.Clock.Now)
+	redirect := httptest.NewServer(http.RedirectHandler(redirectTarget.URL, http.StatusFound))
+	t.Cleanup(redirect.Close)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(webhook.Timeout + 2*time.Second):
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(slow.Close)
+	tlsServer := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	t.Cleanup(tlsServer.Close)
+	gone := newReceiver(t, f.Clock.Now)
+	gone.setStatus(410)
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	refused := "http://" + ln.Addr().String()
+	ln.Close()
+
+	cases := []struct {
+		name, url, errText string
+		status             any
+		failing            bool
+	}{
+		{"redirect", redirect.URL, "redirect (302) not followed", 302.0, false},
+		{"timeout", slow.URL, "timeout: no answer within 5s", nil, false},
+		{"connection refused", refused, "connection refused", nil, false},
+		{"TLS error", tlsServer.URL, "TLS error", nil, false},
+		{"gone", gone.URL, "410 Gone", 410.0, true},
+	}
+	ids := map[string]string{}
+	for _, c := range cases {
+		ids[c.name] = createWebhook(t, f, c.url, "message.created")
+	}
+	sendMessage(t, f, "hi")
+	start := time.Now()
+	if n := runOnce(t, f); n != 2*len(cases) {
+		t.Fatalf("attempts: %d", n)
+	}
+	if el := time.Since(start); el > webhook.Timeout+3*time.Second {
+		t.Fatalf("the attempts took %v: the slow receiver held the others up", el)
+	}
+	for _, c := range cases {
+		l := f.Do("GET", "/v1/webhooks/"+ids[c.name]+"/deliveries", f.Key, "").JSON(t)
+		d := l["data"].([]any)[0].(map[string]any)
+		if d["success"] != false || d["status_code"] != c.status || !strings.Contains(fmt.Sprint(d["error"]), c.errText) {
+			t.Errorf("%s: delivery %v", c.name, d)
+		}
+		st := f.Do("GET", "/v1/webhooks/"+ids[c.name], f.Key, "").JSON(t)
+		if (st["status"] == "failing") != c.failing {
+			t.Errorf("%s: webhook status %v", c.name, st["status"])
+		}
+	}
+	if len(redirectTarget.requests()) != 0 {
+		t.Fatal("the redirect was followed")
+	}
+	// After its 410 the receiver gets nothing more (both events of the
+	// message may have been in flight together before the answer).
+	before := len(gone.requests())
+	for _, c := range cases { // turning the others off cancels their retries
+		if !c.failing {
+			if r := f.Do("PATCH", "/v1/webhooks/"+ids[c.name], f.Key, `{"active": false}`); r.Status != 200 || r.JSON(t)["active"] != false {
+				t.Fatalf("disable %s: %d %s", c.name, r.Status, r.Body)
+			}
+		}
+	}
+	f.Clock.Add(time.Hour)
+	sendMessage(t, f, "again")
+	if n := runOnce(t, f); n != 0 {
+		t.Fatalf("%d deliveries after every webhook was off", n)
+	}
+	if len(gone.requests()) != before {
+		t.Fatalf("410 receiver got %d requests after it was marked failing", len(gone.requests())-before)
+	}
+}
+
+// TestSSRFBlockedAtDeliveryTime: a host that resolved to a public address
+// when the webhook was created, and to loopback when it is delivered, is
+// not reached.
+func TestSSRFBlockedAtDeliveryTime(t *testing.T) {
+	f := amstest.New(t)
+	rc := newReceiver(t, f.Clock.Now)
+	_, port, _ := net.SplitHostPort(rc.Listener.Addr().String())
+	var mu sync.Mutex
+	calls := 0
+	guard := &ssrf.Guard{Resolve: func(ctx context.Context, host string) ([]netip.Addr, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls == 1 {
+			return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+		}
+		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
+	}}
+	f.API.Guard = guard
+	f.Worker.Client = webhook.NewClient(guard)
+	wh := createWebhook(t, f, "https://rebind.example:"+port+"/hook", "message.created")
+	sendMessage(t, f, "hi")
+	runOnce(t, f)
+	if len(rc.requests()) != 0 {
+		t.Fatal("the internal receiver was reached")
+	}
+	d := f.Do("GET", "/v1/webhooks/"+wh+"/deliveries", f.Key, "").JSON(t)["data"].([]any)[0].(map[string]any)
+	if !strings.Contains(d["error"].(string), "internal address") || d["status_code"] != nil {
+		t.Fatalf("delivery: %v", d)
+	}
+	// And creating one for an internal address is refused outright.
+	for _, u := range []string{"https://127.0.0.1/x", "https://169.254.169.254/latest", "http://example.com/x", "https://rebind.example/x"} {
+		r := f.Do("POST", "/v1/webhooks", f.Key, fmt.Sprintf(`{"url":%q,"events":["message.created"],"secret":%q}`, u, secret))
+		if r.Status != 400 || r.JSON(t)["error"].(map[string]any)["param"] != "url" {
+			t.Errorf("%s: %d %s", u, r.Status, r.Body)
+		}
+	}
+}
+
+// TestSlowReceiverDoesNotDelayOthers: a receiver that hangs holds only its
+// own slots.
+func TestSlowReceiverDoesNotDelayOthers(t *testing.T) {
+	f := amstest.New(t)
+	release := make(chan struct{})
+	var hung sync.WaitGroup
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hung.Add(1)
+		defer hung.Done()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(func() { close(release); slow.Close() })
+	fast := newReceiver(t, time.Now)
+	createWebhook(t, f, slow.URL, "message.created")
+	for i := 0; i < 10; i++ { // 20 events for the slow receiver
+		sendMessage(t, f, "backlog")
+	}
+	f.Worker.Concurrency, f.Worker.PerWebhook = 4, 2
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Worker.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	time.Sleep(100 * time.Millisecond) // the slow receiver now holds its slots
+	createWebhook(t, f, fast.URL, "message.created")
+	sent := time.Now()
+	sendMessage(t, f, "urgent")
+	deadline := time.Now().Add(3 * time.Second)
+	for len(fast.requests()) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the fast receiver got %d deliveries in 3 s", len(fast.requests()))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if el := time.Since(sent); el > time.Second {
+		t.Fatalf("fast delivery took %v", el)
+	}
+}
