@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,9 +75,9 @@ var baseRE = regexp.MustCompile(`ams is running in dev mode at (http://\S+)`)
 
 // startServe starts `ams serve --dev` on a free port and waits until it
 // has printed its dev credentials.
-func startServe(t *testing.T, dataDir string) *server {
+func startServe(t *testing.T, dataDir string, extra ...string) *server {
 	t.Helper()
-	cmd := exec.Command(amsBinary(t), "serve", "--dev", "--addr", "127.0.0.1:0", "--shutdown-timeout", "20s")
+	cmd := exec.Command(amsBinary(t), append([]string{"serve", "--dev", "--addr", "127.0.0.1:0", "--shutdown-timeout", "20s"}, extra...)...)
 	cmd.Env = append(os.Environ(), "AMS_DATA_DIR="+dataDir)
 	logs := &bytes.Buffer{}
 	cmd.Stderr = logs
@@ -261,5 +263,98 @@ func TestServeDevCLIAndGracefulShutdown(t *testing.T) {
 	}
 	if s2.field(t, `assistant\s+(ast_\w+)`) != asst {
 		t.Fatal("dev assistant not reused across restarts")
+	}
+}
+
+// TestKillNineLosesNoDelivery kills `ams serve` with -9 while deliveries
+// are pending (the receiver fails at first), restarts it, and checks that
+// every event still arrives, with its event id.
+func TestKillNineLosesNoDelivery(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	ok := false
+	delivered := map[string]int{} // event id -> 2xx deliveries
+	attempts := 0
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		attempts++
+		if !ok {
+			w.WriteHeader(503)
+			return
+		}
+		delivered[r.Header.Get("Webhook-Id")]++
+	}))
+	defer rc.Close()
+	args := []string{"--webhook-retry-schedule", "0s,1s,1s,1s,1s", "--webhook-lease", "6s"}
+	s := startServe(t, dir, args...)
+	key := s.field(t, `API key\s+(ams_sk_\w+)`)
+	asst := s.field(t, `assistant\s+(ast_\w+)`)
+	st, wh := request(t, "POST", s.base+"/v1/webhooks", key, `{"url":"`+rc.URL+`","events":["message.created"],"secret":"0123456789abcdef0123"}`)
+	if st != 201 {
+		t.Fatalf("create webhook: %d %v", st, wh)
+	}
+	for i := 0; i < 10; i++ {
+		if st, m := request(t, "POST", s.base+"/v1/messages", key, `{"assistant_id":"`+asst+`","message":"hi"}`); st != 201 {
+			t.Fatalf("send: %d %v", st, m)
+		}
+	}
+	// Let some first attempts fail, then kill the process mid-flight.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := attempts
+		mu.Unlock()
+		if n >= 5 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := s.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Wait()
+	mu.Lock()
+	ok = true
+	mu.Unlock()
+
+	s2 := startServe(t, dir, args...)
+	key2 := s2.field(t, `API key\s+(ams_sk_\w+)`)
+	_, evs := request(t, "GET", s2.base+"/v1/events?type=message.created&limit=100", key2, "")
+	var want []string
+	for _, e := range evs["data"].([]any) {
+		want = append(want, e.(map[string]any)["id"].(string))
+	}
+	if len(want) != 20 {
+		t.Fatalf("%d message.created events stored, want 20", len(want))
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		mu.Lock()
+		missing := 0
+		for _, id := range want {
+			if delivered[id] == 0 {
+				missing++
+			}
+		}
+		mu.Unlock()
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 20 events never arrived after the restart\n%s", missing, s2.logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, n := range delivered {
+		if !slices.Contains(want, id) {
+			t.Fatalf("delivered an unknown event id %s", id)
+		}
+		if n != 1 {
+			t.Errorf("event %s delivered %d times after the restart", id, n)
+		}
 	}
 }

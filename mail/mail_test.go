@@ -153,7 +153,10 @@ func startServer(t *testing.T, be *testBackend, opts serverOptions) int {
 		_ = srv.Serve(l)
 	}()
 	t.Cleanup(func() {
+		// Close the listener too: srv.Close only closes the listeners
+		// Serve has registered, which it may not have done yet.
 		_ = srv.Close()
+		_ = l.Close()
 		<-done
 	})
 	return l.Addr().(*net.TCPAddr).Port

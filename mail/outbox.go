@@ -65,7 +65,10 @@ func (o *Outbox) format(now time.Time, to *mail.Address, m *Message) ([]byte, er
 	var b bytes.Buffer
 	header := func(name, value string) {
 		b.WriteString(name)
-		b.WriteString(": ")
+		b.WriteString(":")
+		if !strings.HasPrefix(value, "\r\n ") {
+			b.WriteString(" ")
+		}
 		b.WriteString(value)
 		b.WriteString("\r\n")
 	}
@@ -92,14 +95,15 @@ func (o *Outbox) format(now time.Time, to *mail.Address, m *Message) ([]byte, er
 	return b.Bytes(), nil
 }
 
-// encodeSubject returns the subject as RFC 2047 encoded words when it is
-// not plain ASCII, each word on its own folded line to keep lines short.
+// encodeSubject returns the subject as is when it is plain ASCII, else as
+// RFC 2047 encoded words, each on a folded line of its own, starting with
+// the first, so that no line exceeds the 76 characters RFC 2047 allows.
 func encodeSubject(s string) string {
 	enc := mime.QEncoding.Encode("utf-8", s)
 	if enc == s {
 		return s
 	}
-	return strings.ReplaceAll(enc, "?= =?", "?=\r\n =?")
+	return "\r\n " + strings.ReplaceAll(enc, "?= =?", "?=\r\n =?")
 }
 
 // writeFileAtomic writes data to a temporary file in path's folder, then

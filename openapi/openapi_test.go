@@ -25,6 +25,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/openapi"
+	"github.com/amsdev/ams/webhook"
 )
 
 var (
@@ -57,6 +58,19 @@ var contractOperations = map[string]string{
 	"GET /v1/integrations":                "listIntegrations",
 	"GET /v1/events":                      "listEvents",
 	"GET /v1/openapi.json":                "getOpenAPIDocument",
+}
+
+// webhookOperations are the webhook operations of DESIGN.md ("Events and
+// webhooks").
+var webhookOperations = map[string]string{
+	"POST /v1/webhooks":                                         "createWebhook",
+	"GET /v1/webhooks":                                          "listWebhooks",
+	"GET /v1/webhooks/{id}":                                     "getWebhook",
+	"PATCH /v1/webhooks/{id}":                                   "updateWebhook",
+	"DELETE /v1/webhooks/{id}":                                  "deleteWebhook",
+	"POST /v1/webhooks/{id}/ping":                               "pingWebhook",
+	"GET /v1/webhooks/{id}/deliveries":                          "listWebhookDeliveries",
+	"POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver": "redeliverWebhookDelivery",
 }
 
 // publicOperation is the one operation that needs no credentials.
@@ -101,11 +115,13 @@ func TestOperationsFunction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for key, id := range contractOperations {
-		if got, ok := ops[key]; !ok {
-			t.Errorf("Operations() lacks %s", key)
-		} else if got != id {
-			t.Errorf("Operations()[%q] = %q, want %q", key, got, id)
+	for _, want := range []map[string]string{contractOperations, webhookOperations} {
+		for key, id := range want {
+			if got, ok := ops[key]; !ok {
+				t.Errorf("Operations() lacks %s", key)
+			} else if got != id {
+				t.Errorf("Operations()[%q] = %q, want %q", key, got, id)
+			}
 		}
 	}
 	// Operations reads the JSON by hand: it must see what kin-openapi sees.
@@ -228,6 +244,18 @@ func checkResponses(t *testing.T, key string, op *openapi3.Operation) {
 		if r.Headers["X-Request-Id"] == nil {
 			t.Errorf("%s response lacks X-Request-Id", code)
 		}
+		if code == "204" {
+			// No Content: headers only.
+			if len(r.Content) != 0 {
+				t.Error("204 response has content")
+			}
+			for _, h := range rateLimitHeaders {
+				if r.Headers[h] == nil {
+					t.Errorf("%s response lacks %s", code, h)
+				}
+			}
+			continue
+		}
 		mt := r.Content.Get("application/json")
 		if mt == nil || mt.Schema == nil {
 			t.Errorf("%s response has no application/json schema", code)
@@ -262,15 +290,23 @@ func checkPost(t *testing.T, op *openapi3.Operation) {
 	if p := op.Parameters.GetByInAndName("header", "Idempotency-Key"); p == nil {
 		t.Error("POST lacks the Idempotency-Key header parameter")
 	}
-	if op.RequestBody == nil || !op.RequestBody.Value.Required {
-		t.Fatal("POST needs a required request body")
+	if op.RequestBody == nil {
+		t.Fatal("POST needs a request body")
 	}
 	mt := op.RequestBody.Value.Content.Get("application/json")
 	if mt == nil || mt.Schema == nil {
 		t.Fatal("POST body has no application/json schema")
 	}
-	if s := mt.Schema.Value; s.AdditionalProperties.Has == nil || *s.AdditionalProperties.Has || len(s.Required) == 0 {
-		t.Error("POST body schema needs required fields and additionalProperties: false")
+	s := mt.Schema.Value
+	closed := s.AdditionalProperties.Has != nil && !*s.AdditionalProperties.Has
+	if op.RequestBody.Value.Required {
+		if !closed || len(s.Required) == 0 {
+			t.Error("POST body schema needs required fields and additionalProperties: false")
+		}
+	} else if !closed || len(s.Properties) != 0 {
+		// A POST that takes no parameters (ping, redeliver) accepts no
+		// body or {}, and nothing else.
+		t.Error("an optional POST body must be the empty object: no properties and additionalProperties: false")
 	}
 	for _, status := range []int{400, 409, 413, 415} {
 		if op.Responses.Status(status) == nil {
@@ -303,6 +339,7 @@ func TestRecordSchemasAreClosed(t *testing.T) {
 	names := []string{
 		"Error", "Assistant", "Conversation", "Message", "Integration", "Task", "CalendarEvent",
 		"AssistantList", "ConversationList", "MessageList", "IntegrationList", "EventList",
+		"Webhook", "Delivery", "WebhookRedelivery", "WebhookList", "DeliveryList",
 		"EventData_message_created", "EventData_integration_error", "EventData_webhook_ping",
 	}
 	for _, typ := range eventTypes {
@@ -389,6 +426,28 @@ func TestRecordsMatchSchemas(t *testing.T) {
 	failing.Status, failing.LastError = "error", &lastErr
 	first, last := msg.ID, in.ID
 
+	// Webhook records, built as the handlers and the delivery worker build
+	// them (http/webhooks.go, webhook/worker.go).
+	wh := &ams.Webhook{ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: "usr_x", URL: "https://example.com/webhooks/ams",
+		Events: []string{ams.EventMessageCreated, ams.EventTaskReminder}, Active: true, Status: ams.WebhookActive,
+		Secret: exampleSecret, CreatedAt: at, UpdatedAt: at}
+	failingWH := *wh
+	failingWH.ID, failingWH.Events, failingWH.Active, failingWH.Status = ams.NewID(ams.PrefixWebhook), slices.Clone(ams.EventTypes), false, ams.WebhookFailing
+	evtID := ams.NewID(ams.PrefixEvent)
+	ok200, gone := 200, 410
+	timeout, goneErr := "timeout: no answer within 5s", "the receiver answered 410 Gone: the webhook is marked failing"
+	dlv := &ams.Delivery{ID: ams.NewID(ams.PrefixDelivery), Object: "webhook_delivery", UserID: "usr_x", WebhookID: wh.ID, EventID: evtID,
+		EventType: ams.EventMessageCreated, Attempt: 1, URL: wh.URL, Success: true, StatusCode: &ok200, DurationMS: 87,
+		ResponseBody: `{"received": true}`, CreatedAt: at}
+	timedOut := *dlv // no answer: no status code, no body
+	timedOut.ID, timedOut.Attempt, timedOut.Success, timedOut.StatusCode, timedOut.DurationMS, timedOut.Error, timedOut.ResponseBody =
+		ams.NewID(ams.PrefixDelivery), 5, false, nil, 5001, &timeout, ""
+	goneDlv := *dlv // an answer whose excerpt is the full 1 KiB of two-byte characters
+	goneDlv.ID, goneDlv.Attempt, goneDlv.Success, goneDlv.StatusCode, goneDlv.Error, goneDlv.ResponseBody =
+		ams.NewID(ams.PrefixDelivery), 2, false, &gone, &goneErr, strings.Repeat("é", ams.MaxResponseExcerpt/2)
+	ping := &ams.Event{ID: ams.NewID(ams.PrefixEvent), Object: "event", UserID: "usr_x", Type: ams.EventWebhookPing, CreatedAt: at,
+		Data: map[string]any{"webhook_id": wh.ID}}
+
 	valid := []struct {
 		schema string
 		value  any
@@ -407,6 +466,23 @@ func TestRecordsMatchSchemas(t *testing.T) {
 		{"Error", map[string]any{"error": map[string]any{"type": "api_error", "code": "internal_error", "message": "m"}, "request_id": ams.NewID(ams.PrefixRequest)}},
 		{"CreateMessageRequest", map[string]any{"assistant_id": astID, "message": "Hello!"}},
 		{"CreateMessageRequest", map[string]any{"assistant_id": astID, "message": "Hello!", "conversation_id": convID}},
+		{"Webhook", wh},
+		{"Webhook", &failingWH},
+		{"WebhookList", map[string]any{"object": "list", "data": []*ams.Webhook{wh, &failingWH}, "first_id": wh.ID, "last_id": failingWH.ID, "has_more": false}},
+		{"Delivery", dlv},
+		{"Delivery", &timedOut},
+		{"Delivery", &goneDlv},
+		{"DeliveryList", map[string]any{"object": "list", "data": []*ams.Delivery{dlv, &timedOut, &goneDlv}, "first_id": dlv.ID, "last_id": goneDlv.ID, "has_more": true}},
+		{"DeliveryList", map[string]any{"object": "list", "data": []*ams.Delivery{}, "first_id": nil, "last_id": nil, "has_more": false}},
+		{"WebhookRedelivery", map[string]any{"object": "webhook_redelivery", "webhook_id": wh.ID, "event_id": evtID, "delivery_id": timedOut.ID, "status": "queued"}},
+		{"Event_webhook_ping", ping},
+		{"Event", ping},
+		{"CreateWebhookRequest", map[string]any{"url": wh.URL, "events": wh.Events, "secret": exampleSecret}},
+		{"CreateWebhookRequest", map[string]any{"url": wh.URL, "events": ams.EventTypes, "secret": "0123456789abcdef", "active": false}},
+		{"UpdateWebhookRequest", map[string]any{"active": true}},
+		{"UpdateWebhookRequest", map[string]any{"url": wh.URL, "events": []string{ams.EventIntegrationError}, "secret": exampleSecret, "active": false}},
+		{"UpdateWebhookRequest", map[string]any{}},
+		{"EmptyRequest", map[string]any{}},
 	}
 	// Every event type, with data of the shape DESIGN.md gives it: each must
 	// match exactly one variant of the Event oneOf.
@@ -444,6 +520,18 @@ func TestRecordsMatchSchemas(t *testing.T) {
 	delete(withoutField, "title")
 	wrongPrefix := jsonValue(t, asst).(map[string]any)
 	wrongPrefix["id"] = "conv_abc"
+	withSecret := jsonValue(t, wh).(map[string]any)
+	withSecret["secret"] = exampleSecret
+	pingSubscribed := jsonValue(t, wh).(map[string]any)
+	pingSubscribed["events"] = []string{ams.EventWebhookPing}
+	disabled := jsonValue(t, wh).(map[string]any)
+	disabled["status"] = "disabled"
+	attemptZero := jsonValue(t, dlv).(map[string]any)
+	attemptZero["attempt"] = 0
+	longExcerpt := jsonValue(t, dlv).(map[string]any)
+	longExcerpt["response_body"] = strings.Repeat("x", ams.MaxResponseExcerpt+1)
+	wrongDelivery := jsonValue(t, dlv).(map[string]any)
+	wrongDelivery["id"] = evtID
 	invalid := []struct {
 		schema string
 		value  any
@@ -457,12 +545,198 @@ func TestRecordsMatchSchemas(t *testing.T) {
 		{"CreateMessageRequest", map[string]any{"assistant_id": astID, "message": "hi", "stream": true}},
 		{"CreateMessageRequest", map[string]any{"assistant_id": astID, "message": " \n "}},
 		{"Error", map[string]any{"error": map[string]any{"type": "oops", "code": "c", "message": "m"}, "request_id": ams.NewID(ams.PrefixRequest)}},
+		{"Webhook", withSecret},
+		{"Webhook", pingSubscribed},
+		{"Webhook", disabled},
+		{"Delivery", attemptZero},
+		{"Delivery", longExcerpt},
+		{"Delivery", wrongDelivery},
+		{"WebhookRedelivery", map[string]any{"object": "webhook_redelivery", "webhook_id": wh.ID, "event_id": evtID, "delivery_id": timedOut.ID, "status": "sent"}},
+		{"CreateWebhookRequest", map[string]any{"url": wh.URL, "events": wh.Events}},
+		{"CreateWebhookRequest", map[string]any{"url": wh.URL, "events": wh.Events, "secret": "too short"}},
+		{"CreateWebhookRequest", map[string]any{"url": wh.URL, "events": wh.Events, "secret": "sixteen chars\nwith a newline"}},
+		{"CreateWebhookRequest", map[string]any{"url": wh.URL, "events": []string{}, "secret": exampleSecret}},
+		{"CreateWebhookRequest", map[string]any{"url": wh.URL, "events": []string{ams.EventWebhookPing}, "secret": exampleSecret}},
+		{"CreateWebhookRequest", map[string]any{"url": wh.URL, "events": wh.Events, "secret": exampleSecret, "status": "active"}},
+		{"UpdateWebhookRequest", map[string]any{"events": []string{}}},
+		{"UpdateWebhookRequest", map[string]any{"status": "active"}},
+		{"EmptyRequest", map[string]any{"webhook_id": wh.ID}},
 	}
 	for _, c := range invalid {
 		if err := visit(t, doc, c.schema, jsonValue(t, c.value)); err == nil {
 			t.Errorf("%s accepts %s", c.schema, mustJSON(t, c.value))
 		}
 	}
+}
+
+// exampleSecret is the webhook secret of the document's examples, in the
+// Standard Webhooks form whsec_<base64>.
+const exampleSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// TestWebhookSchemaHasNoSecret checks that no answer can show a webhook's
+// secret: only the request bodies that set it have a secret property, and
+// the record as the server encodes it has none.
+func TestWebhookSchemaHasNoSecret(t *testing.T) {
+	doc := load(t)
+	schemas := doc.Components.Schemas
+	if _, ok := schemas["Webhook"].Value.Properties["secret"]; ok {
+		t.Error("the Webhook schema has a secret property")
+	}
+	if items := schemas["WebhookList"].Value.Properties["data"].Value.Items; items == nil || items.Ref != "#/components/schemas/Webhook" {
+		t.Error("WebhookList.data must be a list of Webhook")
+	}
+	var withSecret []string
+	for name, ref := range schemas {
+		if _, ok := ref.Value.Properties["secret"]; ok {
+			withSecret = append(withSecret, name)
+		}
+	}
+	if want := []string{"CreateWebhookRequest", "UpdateWebhookRequest"}; !slices.Equal(slices.Sorted(slices.Values(withSecret)), want) {
+		t.Errorf("schemas with a secret property: %v, want only %v", withSecret, want)
+	}
+	wh := &ams.Webhook{ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", URL: "https://example.com/h", Events: []string{ams.EventMessageCreated},
+		Active: true, Status: ams.WebhookActive, Secret: exampleSecret}
+	if b := mustJSON(t, wh); strings.Contains(string(b), "secret") || strings.Contains(string(b), exampleSecret) {
+		t.Errorf("ams.Webhook encodes its secret: %s", b)
+	}
+}
+
+// TestWebhookSchemasMatchServer checks the enums and bounds of the webhook
+// schemas against the values the server uses.
+func TestWebhookSchemasMatchServer(t *testing.T) {
+	doc := load(t)
+	schemas := doc.Components.Schemas
+	var subscribable []string
+	for _, v := range schemas["WebhookEventType"].Value.Enum {
+		subscribable = append(subscribable, v.(string))
+	}
+	// Same order too: a webhook lists its events in the order of ams.EventTypes.
+	if !slices.Equal(subscribable, ams.EventTypes) {
+		t.Errorf("WebhookEventType enum %v, want ams.EventTypes %v", subscribable, ams.EventTypes)
+	}
+	var statuses []string
+	for _, v := range schemas["Webhook"].Value.Properties["status"].Value.Enum {
+		statuses = append(statuses, v.(string))
+	}
+	if want := []string{ams.WebhookActive, ams.WebhookFailing}; !slices.Equal(slices.Sorted(slices.Values(statuses)), want) {
+		t.Errorf("Webhook.status enum %v, want %v", statuses, want)
+	}
+	// http/webhooks.go: secrets of 16 to 256 characters.
+	for _, name := range []string{"CreateWebhookRequest", "UpdateWebhookRequest"} {
+		sec := schemas[name].Value.Properties["secret"].Value
+		if sec.MinLength != 16 || sec.MaxLength == nil || *sec.MaxLength != 256 {
+			t.Errorf("%s.secret: length %d..%v, want 16..256", name, sec.MinLength, sec.MaxLength)
+		}
+	}
+	if got := schemas["CreateWebhookRequest"].Value.Required; !slices.Equal(slices.Sorted(slices.Values(got)), []string{"events", "secret", "url"}) {
+		t.Errorf("CreateWebhookRequest.required = %v, want url, events, secret", got)
+	}
+	if got := schemas["UpdateWebhookRequest"].Value.Required; len(got) != 0 {
+		t.Errorf("UpdateWebhookRequest.required = %v, want none", got)
+	}
+	if rb := schemas["Delivery"].Value.Properties["response_body"].Value; rb.MaxLength == nil || *rb.MaxLength != ams.MaxResponseExcerpt {
+		t.Errorf("Delivery.response_body maxLength %v, want %d", rb.MaxLength, ams.MaxResponseExcerpt)
+	}
+}
+
+// TestWebhookDeliveryDocumented checks the top-level webhooks entry that
+// documents what a receiver gets: its headers, its body, and that the
+// example signatures are what the worker computes for the example body.
+func TestWebhookDeliveryDocumented(t *testing.T) {
+	doc := load(t)
+	item := doc.Webhooks["event"]
+	if item == nil || item.Post == nil {
+		t.Fatal("webhooks: no event entry with a post operation")
+	}
+	op := item.Post
+	if op.OperationID == "" || op.Summary == "" || op.Description == "" || !slices.Contains(op.Tags, "Webhooks") {
+		t.Error("webhooks.event needs an operationId, a summary, a description and the Webhooks tag")
+	}
+	if op.Security == nil || len(*op.Security) != 0 {
+		t.Error("webhooks.event must declare security: [] (receivers check signatures, not bearer tokens)")
+	}
+	if op.RequestBody == nil || !op.RequestBody.Value.Required {
+		t.Fatal("webhooks.event needs a required request body")
+	}
+	body := op.RequestBody.Value.Content.Get("application/json")
+	if body == nil || body.Schema == nil || body.Schema.Ref != "#/components/schemas/Event" {
+		t.Fatal("webhooks.event body must be application/json with the Event schema")
+	}
+	examples := map[string]any{}
+	for _, p := range op.Parameters {
+		v := p.Value
+		if v.In != "header" || !v.Required {
+			t.Errorf("parameter %s: want a required header", v.Name)
+		}
+		if v.Example == nil {
+			t.Errorf("header %s has no example", v.Name)
+			continue
+		}
+		if err := v.Schema.Value.VisitJSON(v.Example, openapi3.EnableJSONSchema2020()); err != nil {
+			t.Errorf("header %s: example %v: %v", v.Name, v.Example, err)
+		}
+		examples[strings.ToLower(v.Name)] = v.Example
+	}
+	for _, h := range []string{"user-agent", "x-service-signature", "x-service-event", "x-service-delivery", "webhook-id", "webhook-timestamp", "webhook-signature"} {
+		if _, ok := examples[h]; !ok {
+			t.Errorf("header %s not documented", h)
+		}
+	}
+	for _, code := range []string{"2XX", "410", "default"} {
+		if op.Responses.Value(code) == nil {
+			t.Errorf("no %s response", code)
+		}
+	}
+
+	// The example is one real delivery: the body the worker encodes for the
+	// example event, and its headers.
+	var env struct {
+		ID        string         `json:"id"`
+		Type      string         `json:"type"`
+		CreatedAt time.Time      `json:"created_at"`
+		Data      map[string]any `json:"data"`
+	}
+	if err := json.Unmarshal(mustJSON(t, body.Example), &env); err != nil {
+		t.Fatal(err)
+	}
+	e := &ams.Event{ID: env.ID, Object: "event", Type: env.Type, CreatedAt: env.CreatedAt, Data: env.Data}
+	raw, err := webhook.Body(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := jsonValue(t, json.RawMessage(raw)); !equalJSON(t, got, body.Example) {
+		t.Errorf("the body example is not what the worker sends:\n%s\n%s", raw, mustJSON(t, body.Example))
+	}
+	ts, _ := examples["webhook-timestamp"].(float64)
+	for h, want := range map[string]any{
+		"user-agent":          "ams-webhooks/" + ams.Version,
+		"x-service-event":     e.Type,
+		"webhook-id":          e.ID,
+		"x-service-signature": webhook.Signature(exampleSecret, raw),
+		"webhook-signature":   webhook.StandardSignature(exampleSecret, e.ID, int64(ts), raw),
+	} {
+		if examples[h] != want {
+			t.Errorf("header %s: example %v, want %v", h, examples[h], want)
+		}
+	}
+
+	// The schedule and the timeout the description gives are the worker's.
+	if sched, err := webhook.ParseSchedule("0s,1m,5m,30m,2h"); err != nil || !slices.Equal(sched, webhook.DefaultSchedule) {
+		t.Errorf("webhook.DefaultSchedule is %v, the document says 0s,1m,5m,30m,2h", webhook.DefaultSchedule)
+	}
+	if webhook.Timeout != 5*time.Second {
+		t.Errorf("webhook.Timeout is %v, the document says 5 seconds", webhook.Timeout)
+	}
+	for _, s := range []string{"0s,1m,5m,30m,2h", "5 seconds", "410 Gone", "X-Service-Signature", "whsec_", "e-mail"} {
+		if !strings.Contains(op.Description, s) {
+			t.Errorf("webhooks.event description does not mention %q", s)
+		}
+	}
+}
+
+func equalJSON(t *testing.T, a, b any) bool {
+	t.Helper()
+	return string(mustJSON(t, a)) == string(mustJSON(t, b))
 }
 
 // TestHeaderExamples validates the examples of the shared headers and

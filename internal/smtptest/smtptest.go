@@ -6,8 +6,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"io"
-	"net"
 	"mime/quotedprintable"
+	"net"
 	"net/mail"
 	"strconv"
 	"strings"
@@ -88,7 +88,10 @@ func Start(t testing.TB) *Server {
 	srv.ReadTimeout = 10 * time.Second
 	srv.WriteTimeout = 10 * time.Second
 	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() {
+		srv.Close()
+		ln.Close() // Close misses a listener Serve has not registered yet
+	})
 	return s
 }
 
@@ -102,7 +105,10 @@ type session struct {
 }
 
 func (ss *session) Mail(from string, _ *smtp.MailOptions) error { ss.msg.From = from; return nil }
-func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error   { ss.msg.To = append(ss.msg.To, to); return nil }
+func (ss *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	ss.msg.To = append(ss.msg.To, to)
+	return nil
+}
 func (ss *session) Data(r io.Reader) error {
 	b, err := io.ReadAll(r)
 	if err != nil {
