@@ -3,6 +3,7 @@ package http
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -40,12 +41,16 @@ func checkEvents(events []string) ([]string, error) {
 	if len(events) == 0 {
 		return nil, ams.ParamError("parameter_invalid", "events", "'events' must list at least one event type.")
 	}
+	var out []string
 	for _, t := range events {
 		if !ams.IsEventType(t) {
 			return nil, ams.ParamError("parameter_invalid", "events", "Unknown event type '%s'. Known types: %s.", t, strings.Join(ams.EventTypes, ", "))
 		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
 	}
-	return events, nil
+	return out, nil
 }
 
 func checkSecret(secret string) error {

@@ -34,7 +34,8 @@ func (db *DB) scanWebhook(s scanner) (*ams.Webhook, error) {
 	return w, nil
 }
 
-// sortEvents puts event types in their canonical order, dropping blanks.
+// sortEvents puts event types in their canonical order, dropping blanks,
+// duplicates and unknown types.
 func sortEvents(types []string) []string {
 	out := []string{}
 	for _, t := range ams.EventTypes {
@@ -57,6 +58,7 @@ func (db *DB) CreateWebhook(ctx context.Context, w *ams.Webhook) error {
 		ms(w.CreatedAt), ms(w.UpdatedAt)); err != nil {
 		return fmt.Errorf("insert webhook: %w", err)
 	}
+	w.Events = sortEvents(w.Events)
 	if err := setSubscriptions(ctx, tx, w); err != nil {
 		return err
 	}

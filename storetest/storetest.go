@@ -27,6 +27,10 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"ExchangeRollsBack", testExchangeRollback},
 		{"Events", testEvents},
 		{"Idempotency", testIdempotency},
+		{"Webhooks", testWebhooks},
+		{"DeliveryQueue", testDeliveryQueue},
+		{"ClaimFairness", testClaimFairness},
+		{"Purge", testPurge},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

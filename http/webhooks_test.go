@@ -1,0 +1,136 @@
+package http_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/amsdev/ams"
+)
+
+func (f *fixture) webhookCount() int {
+	f.T.Helper()
+	p, err := f.Store.ListWebhooks(context.Background(), f.User.ID, ams.ListParams{Limit: 100})
+	if err != nil {
+		f.T.Fatal(err)
+	}
+	return len(p.Data)
+}
+
+const hookURL = "http://127.0.0.1:9/hook" // dev-mode fixture: loopback http allowed
+
+func TestWebhookCRUD(t *testing.T) {
+	f := setup(t)
+	r := f.do("POST", "/v1/webhooks", `{"url":"`+hookURL+`","events":["task.created","message.created","message.created"],"secret":"0123456789abcdef"}`)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	w := r.json(t)
+	id := w["id"].(string)
+	if r.header.Get("Location") != "/v1/webhooks/"+id || w["object"] != "webhook" || w["active"] != true || w["status"] != "active" ||
+		len(w["events"].([]any)) != 2 || w["events"].([]any)[0] != "message.created" || strings.Contains(string(r.body), "0123456789abcdef") {
+		t.Fatalf("created: %s", r.body)
+	}
+	if g := f.do("GET", "/v1/webhooks/"+id, "").json(t); g["url"] != hookURL || g["secret"] != nil {
+		t.Fatalf("get: %v", g)
+	}
+	if l := f.do("GET", "/v1/webhooks", "").json(t); len(l["data"].([]any)) != 1 {
+		t.Fatalf("list: %v", l)
+	}
+	u := f.do("PATCH", "/v1/webhooks/"+id, `{"events":["task.completed"],"active":false,"secret":"another-secret-value"}`).json(t)
+	if u["active"] != false || u["events"].([]any)[0] != "task.completed" || len(u["events"].([]any)) != 1 {
+		t.Fatalf("patch: %v", u)
+	}
+	stored, _ := f.Store.FindWebhook(context.Background(), f.User.ID, id)
+	if stored.Secret != "another-secret-value" {
+		t.Fatal("secret not replaced")
+	}
+	if d := f.do("DELETE", "/v1/webhooks/"+id, ""); d.status != 204 || len(d.body) != 0 {
+		t.Fatalf("delete: %d %s", d.status, d.body)
+	}
+	wantError(t, f.do("GET", "/v1/webhooks/"+id, ""), 404, "invalid_request_error", "resource_missing", "")
+	wantError(t, f.do("DELETE", "/v1/webhooks/"+id, ""), 404, "invalid_request_error", "resource_missing", "")
+}
+
+func TestWebhookBadInput(t *testing.T) {
+	f := setup(t)
+	ok := `"url":"` + hookURL + `","events":["message.created"],"secret":"0123456789abcdef"`
+	cases := []struct{ name, body, code, param string }{
+		{"missing url", `{"events":["message.created"],"secret":"0123456789abcdef"}`, "parameter_missing", "url"},
+		{"missing events", `{"url":"` + hookURL + `","secret":"0123456789abcdef"}`, "parameter_missing", "events"},
+		{"missing secret", `{"url":"` + hookURL + `","events":["message.created"]}`, "parameter_missing", "secret"},
+		{"empty events", `{"url":"` + hookURL + `","events":[],"secret":"0123456789abcdef"}`, "parameter_invalid", "events"},
+		{"unknown event", `{"url":"` + hookURL + `","events":["message.sent"],"secret":"0123456789abcdef"}`, "parameter_invalid", "events"},
+		{"ping not subscribable", `{"url":"` + hookURL + `","events":["webhook.ping"],"secret":"0123456789abcdef"}`, "parameter_invalid", "events"},
+		{"short secret", `{"url":"` + hookURL + `","events":["message.created"],"secret":"short"}`, "parameter_invalid", "secret"},
+		{"control char in secret", `{"url":"` + hookURL + `","events":["message.created"],"secret":"0123456789\nabcdef"}`, "parameter_invalid", "secret"},
+		{"not a url", `{"url":"not a url","events":["message.created"],"secret":"0123456789abcdef"}`, "parameter_invalid", "url"},
+		{"ftp url", `{"url":"ftp://example.com/x","events":["message.created"],"secret":"0123456789abcdef"}`, "parameter_invalid", "url"},
+		{"credentials in url", `{"url":"http://user:pw@127.0.0.1/x","events":["message.created"],"secret":"0123456789abcdef"}`, "parameter_invalid", "url"},
+		{"unknown field", `{` + ok + `,"colour":"red"}`, "unknown_parameter", "colour"},
+		{"events not array", `{"url":"` + hookURL + `","events":"message.created","secret":"0123456789abcdef"}`, "invalid_type", "events"},
+		{"active not bool", `{` + ok + `,"active":"yes"}`, "invalid_type", "active"},
+		{"malformed", `{` + ok, "invalid_json", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wantError(t, f.do("POST", "/v1/webhooks", c.body), 400, "invalid_request_error", c.code, c.param)
+			if n := f.webhookCount(); n != 0 {
+				t.Fatalf("%d webhooks stored", n)
+			}
+		})
+	}
+	wantError(t, f.do("POST", "/v1/webhooks", "url=x", "Content-Type", "application/x-www-form-urlencoded"), 415, "invalid_request_error", "unsupported_media_type", "")
+	// A read-only key cannot create, change or ping.
+	ro := f.NewKey(f.User, "read,messages")
+	wantError(t, f.do("POST", "/v1/webhooks", `{`+ok+`}`, "Authorization", "Bearer "+ro), 403, "permission_error", "insufficient_scope", "")
+	r := f.do("POST", "/v1/webhooks", `{`+ok+`}`)
+	id := r.json(t)["id"].(string)
+	before := f.do("GET", "/v1/webhooks/"+id, "").body
+	for _, c := range []struct{ body, code, param string }{
+		{`{"events":[]}`, "parameter_invalid", "events"},
+		{`{"secret":"x"}`, "parameter_invalid", "secret"},
+		{`{"url":"gopher://x"}`, "parameter_invalid", "url"},
+		{`{"active":null,"nope":1}`, "unknown_parameter", "nope"},
+	} {
+		wantError(t, f.do("PATCH", "/v1/webhooks/"+id, c.body), 400, "invalid_request_error", c.code, c.param)
+	}
+	wantError(t, f.do("PATCH", "/v1/webhooks/"+id, `{"active":false}`, "Authorization", "Bearer "+ro), 403, "permission_error", "insufficient_scope", "")
+	if after := f.do("GET", "/v1/webhooks/"+id, "").body; string(after) != string(before) {
+		t.Fatalf("refused PATCHes changed the webhook:\n%s\n%s", before, after)
+	}
+	// Another account's webhook does not exist for this one.
+	bob := f.NewUser("bob@example.com", ams.PlanStandard)
+	bobKey := f.NewKey(bob, "read,write")
+	for _, m := range []struct{ method, path, body string }{
+		{"GET", "/v1/webhooks/" + id, ""},
+		{"PATCH", "/v1/webhooks/" + id, `{"active":false}`},
+		{"DELETE", "/v1/webhooks/" + id, ""},
+		{"POST", "/v1/webhooks/" + id + "/ping", ""},
+		{"GET", "/v1/webhooks/" + id + "/deliveries", ""},
+		{"POST", "/v1/webhooks/" + id + "/deliveries/dlv_x/redeliver", ""},
+	} {
+		wantError(t, f.do(m.method, m.path, m.body, "Authorization", "Bearer "+bobKey), 404, "invalid_request_error", "resource_missing", "")
+	}
+	if l := f.do("GET", "/v1/webhooks", "", "Authorization", "Bearer "+bobKey).json(t); len(l["data"].([]any)) != 0 {
+		t.Fatal("another account lists the webhook")
+	}
+	wantError(t, f.do("POST", "/v1/webhooks/"+id+"/deliveries/dlv_unknown/redeliver", ""), 404, "invalid_request_error", "resource_missing", "")
+	wantError(t, f.do("POST", "/v1/webhooks/"+id+"/ping", `{"extra":1}`), 400, "invalid_request_error", "unknown_parameter", "extra")
+	wantError(t, f.do("GET", "/v1/webhooks/"+id+"/deliveries?event_id=msg_1", ""), 400, "invalid_request_error", "parameter_invalid", "event_id")
+	if after := f.do("GET", "/v1/webhooks/"+id, "").body; string(after) != string(before) {
+		t.Fatal("another account changed the webhook")
+	}
+}
+
+func TestWebhookURLRulesOutsideDev(t *testing.T) {
+	f := setup(t)
+	f.API.Guard.AllowPrivate = false
+	for _, u := range []string{"http://example.com/hook", "https://127.0.0.1/hook", "https://10.0.0.1/hook", "https://[::1]/hook", "https://169.254.169.254/"} {
+		wantError(t, f.do("POST", "/v1/webhooks", `{"url":"`+u+`","events":["message.created"],"secret":"0123456789abcdef"}`),
+			400, "invalid_request_error", "parameter_invalid", "url")
+	}
+	if n := f.webhookCount(); n != 0 {
+		t.Fatalf("%d webhooks stored", n)
+	}
+}

@@ -1,0 +1,239 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+func mustWebhook(t *testing.T, s ams.Store, u *ams.User, events ...string) *ams.Webhook {
+	t.Helper()
+	w := &ams.Webhook{ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: u.ID, URL: "https://example.com/" + u.ID,
+		Events: events, Active: true, Status: ams.WebhookActive, Secret: "secret-" + u.ID, CreatedAt: t0, UpdatedAt: t0}
+	if err := s.CreateWebhook(context.Background(), w); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// sendTurn stores one exchange (two message.created events) at time at.
+func sendTurn(t *testing.T, s ams.Store, u *ams.User, a *ams.Assistant, at time.Time) *ams.Exchange {
+	t.Helper()
+	x := exchange(u, a, ams.NewID(ams.PrefixConversation), true, "hi", at)
+	if err := s.SaveExchange(context.Background(), x); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func testWebhooks(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	u, other := mustUser(t, s, "wh@example.com"), mustUser(t, s, "wh2@example.com")
+	w := mustWebhook(t, s, u, ams.EventTaskCreated, ams.EventMessageCreated)
+	got, err := s.FindWebhook(ctx, u.ID, w.ID)
+	if err != nil || got.Secret != w.Secret || len(got.Events) != 2 || got.Events[0] != ams.EventMessageCreated || !got.Active {
+		t.Fatalf("find webhook: %+v %v", got, err)
+	}
+	if _, err := s.FindWebhook(ctx, other.ID, w.ID); !ams.IsNotFound(err) {
+		t.Fatalf("another account finds the webhook: %v", err)
+	}
+	wantKind(t, s.DeleteWebhook(ctx, other.ID, w.ID), ams.ENOTFOUND)
+	_, err = s.UpdateWebhook(ctx, other.ID, w.ID, ams.WebhookUpdate{}, t0)
+	wantKind(t, err, ams.ENOTFOUND)
+	secret, off := "new-secret-value", false
+	up, err := s.UpdateWebhook(ctx, u.ID, w.ID, ams.WebhookUpdate{Secret: &secret, Events: []string{ams.EventTaskUpdated}, Active: &off}, t0.Add(time.Hour))
+	if err != nil || up.Secret != secret || len(up.Events) != 1 || up.Active || !up.UpdatedAt.Equal(t0.Add(time.Hour)) {
+		t.Fatalf("update: %+v %v", up, err)
+	}
+	page, err := s.ListWebhooks(ctx, u.ID, ams.ListParams{Limit: 10})
+	if err != nil || len(page.Data) != 1 || page.Data[0].Secret != secret {
+		t.Fatalf("list: %v %v", page, err)
+	}
+	if err := s.DeleteWebhook(ctx, u.ID, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FindWebhook(ctx, u.ID, w.ID); !ams.IsNotFound(err) {
+		t.Fatal("deleted webhook found")
+	}
+}
+
+func testDeliveryQueue(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	var jobs []*ams.Job
+	u, other := mustUser(t, s, "q@example.com"), mustUser(t, s, "q2@example.com")
+	a, oa := mustAssistant(t, s, u, "q"), mustAssistant(t, s, other, "q2")
+	w := mustWebhook(t, s, u, ams.EventMessageCreated)
+	mustWebhook(t, s, u, ams.EventTaskCreated) // not subscribed to messages
+	x := sendTurn(t, s, u, a, t0)
+	sendTurn(t, s, other, oa, t0) // another account's events reach no webhook of u
+
+	select {
+	case <-s.JobsReady():
+	default:
+		t.Fatal("JobsReady not signalled after events were queued")
+	}
+	// The reply's event is 1 ms after the inbound one: at t0 only one is due.
+	if first, _ := s.ClaimJobs(ctx, t0, time.Minute, 10, 8, nil); len(first) != 1 {
+		t.Fatalf("at t0: %d jobs due, want 1", len(first))
+	} else {
+		jobs = append(jobs, first...)
+	}
+	more, err := s.ClaimJobs(ctx, t0.Add(time.Millisecond), time.Minute, 10, 8, nil)
+	jobs = append(jobs, more...)
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	j := jobs[0]
+	if j.WebhookID != w.ID || j.URL != w.URL || j.Secret != w.Secret || j.Attempts != 0 || j.Event.ID != x.Events[0].ID ||
+		j.Event.Type != ams.EventMessageCreated || j.Event.Data["message_id"] != x.Inbound.ID || !j.Event.CreatedAt.Equal(t0) {
+		t.Fatalf("claimed job: %+v event %+v", j, j.Event)
+	}
+	// Leased: not claimable again until the lease runs out.
+	if again, _ := s.ClaimJobs(ctx, t0.Add(59*time.Second), time.Minute, 10, 8, nil); len(again) != 0 {
+		t.Fatalf("leased jobs claimed again: %d", len(again))
+	}
+	// Job 1 fails and is retried in a minute; job 2's worker "dies".
+	attempt := func(job *ams.Job, outcome ams.JobOutcome, next time.Time, at time.Time) bool {
+		t.Helper()
+		code := 500
+		d := &ams.Delivery{ID: ams.NewID(ams.PrefixDelivery), UserID: u.ID, WebhookID: job.WebhookID, EventID: job.Event.ID,
+			EventType: job.Event.Type, Attempt: job.Attempts + 1, URL: job.URL, StatusCode: &code, CreatedAt: at}
+		email := &ams.Email{ID: ams.NewID("eml_"), To: u.Email, Subject: "failing", Text: "body"}
+		failed, err := s.RecordAttempt(ctx, &ams.AttemptResult{Job: job, Delivery: d, Outcome: outcome, NextAt: next, Email: email}, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return failed
+	}
+	attempt(jobs[0], ams.JobRetry, t0.Add(time.Minute), t0)
+	if due, _ := s.ClaimJobs(ctx, t0.Add(30*time.Second), time.Minute, 10, 8, nil); len(due) != 0 {
+		t.Fatalf("retry claimed before it was due: %d", len(due))
+	}
+	// After a minute: the retry is due, and job 2's lease has run out.
+	due, err := s.ClaimJobs(ctx, t0.Add(time.Minute+time.Millisecond), time.Minute, 10, 8, nil)
+	if err != nil || len(due) != 2 {
+		t.Fatalf("after a minute: %d jobs, %v", len(due), err)
+	}
+	for _, d := range due {
+		if d.Seq == jobs[0].Seq && d.Attempts != 1 {
+			t.Fatalf("retried job has %d attempts", d.Attempts)
+		}
+	}
+	// The last attempt fails: the webhook is failing, its queue canceled,
+	// one e-mail queued — the second failure changes nothing more.
+	if !attempt(due[0], ams.JobFailed, time.Time{}, t0.Add(time.Minute)) {
+		t.Fatal("first final failure did not mark the webhook failing")
+	}
+	if attempt(due[1], ams.JobFailed, time.Time{}, t0.Add(time.Minute)) {
+		t.Fatal("second final failure marked it failing again")
+	}
+	got, _ := s.FindWebhook(ctx, u.ID, w.ID)
+	if got.Active || got.Status != ams.WebhookFailing {
+		t.Fatalf("webhook after failing: %+v", got)
+	}
+	sendTurn(t, s, u, a, t0.Add(2*time.Minute))
+	if more, _ := s.ClaimJobs(ctx, t0.Add(time.Hour), time.Minute, 10, 8, nil); len(more) != 0 {
+		t.Fatalf("a failing webhook got %d jobs", len(more))
+	}
+	emails, err := s.ClaimEmails(ctx, t0.Add(time.Hour), time.Minute, 10)
+	if err != nil || len(emails) != 1 || emails[0].To != u.Email {
+		t.Fatalf("e-mails: %+v %v", emails, err)
+	}
+	if e2, _ := s.ClaimEmails(ctx, t0.Add(time.Hour), time.Minute, 10); len(e2) != 0 {
+		t.Fatal("leased e-mail claimed twice")
+	}
+	if err := s.FinishEmail(ctx, emails[0].ID, false, "smtp down", t0.Add(2*time.Hour), t0.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if e3, _ := s.ClaimEmails(ctx, t0.Add(2*time.Hour), time.Minute, 10); len(e3) != 1 || e3[0].Attempts != 1 {
+		t.Fatalf("e-mail retry: %+v", e3)
+	} else if err := s.FinishEmail(ctx, e3[0].ID, true, "", time.Time{}, t0.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if e4, _ := s.ClaimEmails(ctx, t0.Add(48*time.Hour), time.Minute, 10); len(e4) != 0 {
+		t.Fatal("sent e-mail claimed again")
+	}
+	// The delivery log, scoped to the account.
+	dl, err := s.ListDeliveries(ctx, u.ID, w.ID, "", ams.ListParams{Limit: 10})
+	if err != nil || len(dl.Data) != 3 || *dl.Data[0].StatusCode != 500 {
+		t.Fatalf("deliveries: %v %v", dl, err)
+	}
+	if _, err := s.FindDelivery(ctx, other.ID, w.ID, dl.Data[0].ID); !ams.IsNotFound(err) {
+		t.Fatal("another account finds the delivery")
+	}
+	// Re-enabled: redelivery and ping queue one job each, for it only.
+	on := true
+	if _, err := s.UpdateWebhook(ctx, u.ID, w.ID, ams.WebhookUpdate{Active: &on}, t0.Add(3*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.EnqueueDelivery(ctx, u.ID, w.ID, x.Events[0].ID, t0.Add(3*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	wantKind(t, s.EnqueueDelivery(ctx, other.ID, w.ID, x.Events[0].ID, t0), ams.ENOTFOUND)
+	ping := &ams.Event{ID: ams.NewID(ams.PrefixEvent), UserID: u.ID, Type: ams.EventWebhookPing, CreatedAt: t0.Add(3 * time.Hour), Data: map[string]any{"webhook_id": w.ID}}
+	if err := s.PingWebhook(ctx, u.ID, w.ID, ping); err != nil {
+		t.Fatal(err)
+	}
+	jobs, _ = s.ClaimJobs(ctx, t0.Add(3*time.Hour), time.Minute, 10, 8, nil)
+	if len(jobs) != 2 || jobs[0].Attempts != 0 {
+		t.Fatalf("redelivery and ping: %d jobs", len(jobs))
+	}
+}
+
+func testClaimFairness(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	u := mustUser(t, s, "fair@example.com")
+	a := mustAssistant(t, s, u, "fair")
+	slow := mustWebhook(t, s, u, ams.EventMessageCreated)
+	for i := 0; i < 20; i++ { // a backlog of 40 jobs for the slow webhook
+		sendTurn(t, s, u, a, t0)
+	}
+	fast := mustWebhook(t, s, u, ams.EventMessageCreated)
+	sendTurn(t, s, u, a, t0.Add(time.Second)) // 2 more for each
+	// The slow webhook has 3 deliveries in flight of a cap of 4: it gets one
+	// more, and the fast one gets its jobs although they are newer.
+	now := t0.Add(2 * time.Second)
+	jobs, err := s.ClaimJobs(ctx, now, time.Minute, 10, 4, map[string]int{slow.ID: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := map[string]int{}
+	for _, j := range jobs {
+		per[j.WebhookID]++
+	}
+	if per[slow.ID] != 1 || per[fast.ID] != 2 {
+		t.Fatalf("claimed per webhook: slow %d, fast %d", per[slow.ID], per[fast.ID])
+	}
+	// A saturated webhook gets none.
+	jobs, _ = s.ClaimJobs(ctx, now, time.Minute, 10, 4, map[string]int{slow.ID: 4})
+	if len(jobs) != 0 {
+		t.Fatalf("saturated webhook got %d", len(jobs))
+	}
+}
+
+func testPurge(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	u := mustUser(t, s, "purge@example.com")
+	a := mustAssistant(t, s, u, "p")
+	mustWebhook(t, s, u, ams.EventMessageCreated)
+	old := sendTurn(t, s, u, a, t0)
+	recent := sendTurn(t, s, u, a, t0.Add(ams.EventRetention))
+	if _, err := s.Purge(ctx, t0.Add(ams.EventRetention+time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FindEvent(ctx, u.ID, old.Events[0].ID); !ams.IsNotFound(err) {
+		t.Fatal("an event older than 30 days is kept")
+	}
+	if _, err := s.FindEvent(ctx, u.ID, recent.Events[0].ID); err != nil {
+		t.Fatalf("a recent event was purged: %v", err)
+	}
+	if m, err := s.FindMessage(ctx, u.ID, old.Inbound.ID); err != nil || m == nil {
+		t.Fatal("purging events deleted a message")
+	}
+	jobs, _ := s.ClaimJobs(ctx, t0.Add(ams.EventRetention+time.Hour), time.Minute, 10, 8, nil)
+	if len(jobs) != 2 {
+		t.Fatalf("%d jobs left, want the recent event's 2", len(jobs))
+	}
+}
