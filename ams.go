@@ -31,5 +31,6 @@ func (c Clock) Now() time.Time {
 type Auth struct {
 	User        *User
 	KeyID       string // key_ id of the API key, when authenticated by one
+	ClientID    string // cli_ id of the OAuth client, when authenticated by an access token
 	Permissions Permissions
 }

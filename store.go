@@ -130,6 +130,7 @@ type Store interface {
 	FindEvent(ctx context.Context, userID, id string) (*Event, error)
 
 	DeliveryQueue
+	OAuthStore
 
 	// Idempotency. BeginIdempotent stores a running record for (userID,
 	// key) and returns nil, or returns the record already stored (done or

@@ -172,6 +172,9 @@ func (s *Server) authenticate(r *http.Request) (*ams.Auth, error) {
 		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "invalid_authorization_header",
 			"The Authorization header must have the form 'Bearer <token>'.")
 	}
+	if strings.HasPrefix(token, ams.PrefixAccessToken) && s.Tokens != nil {
+		return s.Tokens.AuthenticateToken(r.Context(), token)
+	}
 	if !strings.HasPrefix(token, ams.PrefixSecretKey) {
 		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "invalid_api_key", "The API key or token is not valid.")
 	}

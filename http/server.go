@@ -6,6 +6,7 @@
 package http
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -29,6 +30,9 @@ type Server struct {
 	Logger   *slog.Logger
 	// OpenAPI is the document served at GET /v1/openapi.json.
 	OpenAPI []byte
+	// Tokens authenticates OAuth 2.0 access tokens (ams_at_...); nil
+	// refuses them.
+	Tokens TokenAuthenticator
 	// Guard validates webhook URLs (https, no internal addresses; in dev
 	// mode loopback and http are allowed).
 	Guard *ssrf.Guard
@@ -38,6 +42,14 @@ type Server struct {
 	known    *http.ServeMux // the API routes only: tells 405 from 404
 	touched  sync.Map       // key id -> unix minute of the last recorded use
 	initOnce sync.Once
+}
+
+// TokenAuthenticator resolves an OAuth 2.0 access token to its caller: the
+// user who granted it and the granted scopes as permissions. It returns an
+// EUNAUTHENTICATED *ams.Error for a token that is unknown, expired or
+// revoked.
+type TokenAuthenticator interface {
+	AuthenticateToken(ctx context.Context, token string) (*ams.Auth, error)
 }
 
 // Route is one API operation: its method and path pattern, the permissions

@@ -33,7 +33,7 @@ func TestMigrationsIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 		v, err := db.SchemaVersion(context.Background())
-		if err != nil || v != 2 {
+		if err != nil || v != 3 {
 			t.Fatalf("schema version %d, %v", v, err)
 		}
 		db.Close()
