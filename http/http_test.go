@@ -38,36 +38,12 @@ func (r *response) json(t testing.TB) map[string]any {
 	return m
 }
 
-// do sends a request; hdr holds extra headers ("Authorization" defaults to
-// the fixture's key, give "" to send none).
+// do sends a request with the fixture's key; hdr holds extra headers
+// (give "Authorization", "" to send none).
 func (f *fixture) do(method, path, body string, hdr ...string) *response {
 	f.T.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, f.Server.URL+path, rd)
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+f.Key)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for i := 0; i+1 < len(hdr); i += 2 {
-		if hdr[i+1] == "" {
-			req.Header.Del(hdr[i])
-		} else {
-			req.Header.Set(hdr[i], hdr[i+1])
-		}
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		f.T.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return &response{resp.StatusCode, resp.Header, b}
+	r := f.Do(method, path, f.Key, body, hdr...)
+	return &response{r.Status, r.Header, r.Body}
 }
 
 // wantError checks status and the documented error body.

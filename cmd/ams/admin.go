@@ -40,18 +40,15 @@ func newUsersCmd(sf *storeFlags) *cobra.Command {
 					return err
 				}
 			}
-			store, err := openStore(ctx, sf)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			u.CreatedAt = ams.Clock(nil).Now()
-			u.UpdatedAt = u.CreatedAt
-			if err := store.CreateUser(ctx, u); err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), u.ID)
-			return nil
+			return withStore(ctx, sf, func(store ams.Store) error {
+				u.CreatedAt = ams.Clock(nil).Now()
+				u.UpdatedAt = u.CreatedAt
+				if err := store.CreateUser(ctx, u); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), u.ID)
+				return nil
+			})
 		},
 	}
 	create.Flags().StringVar(&email, "email", "", "the account's e-mail address (required)")
@@ -103,25 +100,22 @@ func newUsersCmd(sf *storeFlags) *cobra.Command {
 				}
 				upd.PasswordHash = &h
 			}
-			store, err := openStore(ctx, sf)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			u, err := store.FindUserByEmail(ctx, uEmail)
-			if err != nil {
-				return err
-			}
-			if (upd.RPM != nil || upd.RPD != nil) && planAfter(u, upd) != ams.PlanEnterprise {
-				return fmt.Errorf("--rpm and --rpd apply to enterprise accounts only (this one is %s)", planAfter(u, upd))
-			}
-			u, err = store.UpdateUser(ctx, u.ID, upd, ams.Clock(nil).Now())
-			if err != nil {
-				return err
-			}
-			l := u.Limits()
-			fmt.Fprintf(cmd.OutOrStdout(), "%s plan=%s rpm=%d rpd=%d timezone=%s\n", u.ID, u.Plan, l.PerMinute, l.PerDay, u.Timezone)
-			return nil
+			return withStore(ctx, sf, func(store ams.Store) error {
+				u, err := store.FindUserByEmail(ctx, uEmail)
+				if err != nil {
+					return err
+				}
+				if (upd.RPM != nil || upd.RPD != nil) && planAfter(u, upd) != ams.PlanEnterprise {
+					return fmt.Errorf("--rpm and --rpd apply to enterprise accounts only (this one is %s)", planAfter(u, upd))
+				}
+				u, err = store.UpdateUser(ctx, u.ID, upd, ams.Clock(nil).Now())
+				if err != nil {
+					return err
+				}
+				l := u.Limits()
+				fmt.Fprintf(cmd.OutOrStdout(), "%s plan=%s rpm=%d rpd=%d timezone=%s\n", u.ID, u.Plan, l.PerMinute, l.PerDay, u.Timezone)
+				return nil
+			})
 		},
 	}
 	update.Flags().StringVar(&uEmail, "email", "", "the account's e-mail address (required)")
@@ -175,28 +169,25 @@ func newKeysCmd(sf *storeFlags) *cobra.Command {
 			if strings.TrimSpace(name) == "" || len(name) > 100 {
 				return fmt.Errorf("--name must be 1 to 100 characters")
 			}
-			store, err := openStore(ctx, sf)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			u, err := store.FindUserByEmail(ctx, email)
-			if err != nil {
-				return err
-			}
-			now := ams.Clock(nil).Now()
-			var exp *time.Time
-			if expiresIn > 0 {
-				t := now.Add(expiresIn)
-				exp = &t
-			}
-			secret, k := ams.NewAPIKey(u.ID, name, ps, now, exp)
-			if err := store.CreateKey(ctx, k); err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.ErrOrStderr(), "created", k.ID, "for", u.Email, "with", ps.String(), "- store the key now, it is not shown again")
-			fmt.Fprintln(cmd.OutOrStdout(), secret)
-			return nil
+			return withStore(ctx, sf, func(store ams.Store) error {
+				u, err := store.FindUserByEmail(ctx, email)
+				if err != nil {
+					return err
+				}
+				now := ams.Clock(nil).Now()
+				var exp *time.Time
+				if expiresIn > 0 {
+					t := now.Add(expiresIn)
+					exp = &t
+				}
+				secret, k := ams.NewAPIKey(u.ID, name, ps, now, exp)
+				if err := store.CreateKey(ctx, k); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.ErrOrStderr(), "created", k.ID, "for", u.Email, "with", ps.String(), "- store the key now, it is not shown again")
+				fmt.Fprintln(cmd.OutOrStdout(), secret)
+				return nil
+			})
 		},
 	}
 	create.Flags().StringVar(&email, "email", "", "the account's e-mail address (required)")
@@ -214,27 +205,24 @@ func newKeysCmd(sf *storeFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmdContext(cmd)
-			store, err := openStore(ctx, sf)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			u, err := store.FindUserByEmail(ctx, lEmail)
-			if err != nil {
-				return err
-			}
-			keys, err := store.ListKeys(ctx, u.ID)
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tKEY\tPERMISSIONS\tCREATED\tLAST USED\tSTATUS")
-			now := ams.Clock(nil).Now()
-			for _, k := range keys {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Hint, k.Permissions, k.CreatedAt.Format(time.RFC3339),
-					fmtTime(k.LastUsedAt), keyStatus(k, now))
-			}
-			return tw.Flush()
+			return withStore(ctx, sf, func(store ams.Store) error {
+				u, err := store.FindUserByEmail(ctx, lEmail)
+				if err != nil {
+					return err
+				}
+				keys, err := store.ListKeys(ctx, u.ID)
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tNAME\tKEY\tPERMISSIONS\tCREATED\tLAST USED\tSTATUS")
+				now := ams.Clock(nil).Now()
+				for _, k := range keys {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Name, k.Hint, k.Permissions, k.CreatedAt.Format(time.RFC3339),
+						fmtTime(k.LastUsedAt), keyStatus(k, now))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	listCmd.Flags().StringVar(&lEmail, "email", "", "the account's e-mail address (required)")
@@ -246,17 +234,14 @@ func newKeysCmd(sf *storeFlags) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmdContext(cmd)
-			store, err := openStore(ctx, sf)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			k, err := store.RevokeKey(ctx, "", args[0], ams.Clock(nil).Now())
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s (%s) at %s\n", k.ID, k.Name, k.RevokedAt.Format(time.RFC3339))
-			return nil
+			return withStore(ctx, sf, func(store ams.Store) error {
+				k, err := store.RevokeKey(ctx, "", args[0], ams.Clock(nil).Now())
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "revoked %s (%s) at %s\n", k.ID, k.Name, k.RevokedAt.Format(time.RFC3339))
+				return nil
+			})
 		},
 	}
 	cmd.AddCommand(create, listCmd, revoke)
@@ -297,21 +282,18 @@ func newAssistantsCmd(sf *storeFlags) *cobra.Command {
 			if model != ams.ModelBuiltin {
 				return fmt.Errorf("unknown model %q: this version has the %q engine", model, ams.ModelBuiltin)
 			}
-			store, err := openStore(ctx, sf)
-			if err != nil {
-				return err
-			}
-			defer store.Close()
-			u, err := store.FindUserByEmail(ctx, email)
-			if err != nil {
-				return err
-			}
-			a := newAssistant(u.ID, name, desc, instr, model)
-			if err := store.CreateAssistant(ctx, a); err != nil {
-				return err
-			}
-			fmt.Fprintln(cmd.OutOrStdout(), a.ID)
-			return nil
+			return withStore(ctx, sf, func(store ams.Store) error {
+				u, err := store.FindUserByEmail(ctx, email)
+				if err != nil {
+					return err
+				}
+				a := newAssistant(u.ID, name, desc, instr, model)
+				if err := store.CreateAssistant(ctx, a); err != nil {
+					return err
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), a.ID)
+				return nil
+			})
 		},
 	}
 	create.Flags().StringVar(&email, "email", "", "the account's e-mail address (required)")

@@ -27,3 +27,13 @@ func openStore(ctx context.Context, sf *storeFlags) (ams.Store, error) {
 	}
 	return db, nil
 }
+
+// withStore opens the store the flags name, runs fn on it, and closes it.
+func withStore(ctx context.Context, sf *storeFlags, fn func(store ams.Store) error) error {
+	store, err := openStore(ctx, sf)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	return fn(store)
+}

@@ -166,9 +166,10 @@ func (r *Response) JSON(t testing.TB) map[string]any {
 	return m
 }
 
-// Do sends a request to the fixture's server with the fixture's key (key
-// "" sends no Authorization header) and a JSON body if body is not "".
-func (f *Fixture) Do(method, path, key, body string) *Response {
+// Do sends a request to the fixture's server with the key (key "" sends
+// no Authorization header) and a JSON body if body is not "". header holds
+// name/value pairs set last; an empty value removes the header.
+func (f *Fixture) Do(method, path, key, body string, header ...string) *Response {
 	f.T.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -183,6 +184,13 @@ func (f *Fixture) Do(method, path, key, body string) *Response {
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		if header[i+1] == "" {
+			req.Header.Del(header[i])
+		} else {
+			req.Header.Set(header[i], header[i+1])
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
