@@ -82,13 +82,14 @@ func (db *DB) CreateOAuthToken(ctx context.Context, t *ams.OAuthToken) error {
 }
 
 // GetOAuthToken returns a token's state, active or not; ENOTFOUND if none.
-// It reads through the write connection: a token is often read right
-// after it is written (a code exchanged, a refresh rotated).
+// It reads through the read pool: in WAL mode a read that starts after a
+// commit sees it, and API requests with access tokens must not queue
+// behind writes.
 func (db *DB) GetOAuthToken(ctx context.Context, kind, signature string) (*ams.OAuthToken, error) {
 	t := &ams.OAuthToken{Kind: kind, Signature: signature}
 	var scopes string
 	var exp, cr int64
-	err := db.write.QueryRowContext(ctx, `SELECT request_id, client_id, user_id, scopes, active, data, expires_at, created_at
+	err := db.rq.QueryRowContext(ctx, `SELECT request_id, client_id, user_id, scopes, active, data, expires_at, created_at
 		FROM oauth_tokens WHERE kind = ? AND signature = ?`, kind, signature).Scan(&t.RequestID, &t.ClientID, &t.UserID, &scopes, &t.Active, &t.Data, &exp, &cr)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("oauth_token", "")

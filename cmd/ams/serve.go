@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -20,9 +21,11 @@ import (
 	"github.com/amsdev/ams/engine/builtin"
 	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/internal/logbuf"
+	"github.com/amsdev/ams/internal/seal"
 	"github.com/amsdev/ams/mail"
 	"github.com/amsdev/ams/mailer"
 	"github.com/amsdev/ams/messaging"
+	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/openapi"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/webhook"
@@ -157,6 +160,20 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		base = "http://" + ln.Addr().String()
 	}
 	base = strings.TrimRight(base, "/")
+	// The OAuth server signs tokens with a key kept beside the database,
+	// like the webhook sealing key.
+	oauthKey, err := seal.LoadOrCreateKeyFile(filepath.Join(sf.dataDir, "oauth.key"))
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("oauth key: %w", err)
+	}
+	authz, err := oauth.New(oauth.Config{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, Secret: oauthKey})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	api.Tokens = authz
+	authz.Register(api.Mux())
 	if cfg.dev {
 		if err := devBootstrap(ctx, store, base, stdout); err != nil {
 			ln.Close()

@@ -1,0 +1,112 @@
+package oauth
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/amsdev/ams"
+)
+
+// PrefixClientSecret starts every client secret, so that leak scanners can
+// find them.
+const PrefixClientSecret = "ams_cs_"
+
+// MaxRedirectURIs is how many redirect URIs a client may register.
+const MaxRedirectURIs = 10
+
+// ClientParams describe a client to register.
+type ClientParams struct {
+	UserID       string   // the account that registers it
+	Name         string   // shown on the consent page
+	RedirectURIs []string // matched exactly
+	Public       bool     // no secret; must use PKCE
+}
+
+// NewClient validates p and returns the client record to store and its
+// secret, to be shown once ("" for a public client). The record holds only
+// the secret's hash. Invalid parameters are EINVALID errors naming the
+// parameter (name, redirect_uris).
+func NewClient(p ClientParams, now time.Time) (*ams.OAuthClient, string, error) {
+	name := strings.TrimSpace(p.Name)
+	if name == "" || utf8.RuneCountInString(name) > 100 || !utf8.ValidString(name) {
+		return nil, "", ams.ParamError("parameter_invalid", "name", "The client name must be 1 to 100 characters.")
+	}
+	if len(p.RedirectURIs) == 0 || len(p.RedirectURIs) > MaxRedirectURIs {
+		return nil, "", ams.ParamError("parameter_invalid", "redirect_uris", "Give 1 to %d redirect URIs.", MaxRedirectURIs)
+	}
+	var uris []string
+	for _, u := range p.RedirectURIs {
+		if err := ValidateRedirectURI(u); err != nil {
+			return nil, "", err
+		}
+		if !slices.Contains(uris, u) {
+			uris = append(uris, u)
+		}
+	}
+	c := &ams.OAuthClient{
+		ID: ams.NewID(ams.PrefixClient), Object: "oauth_client", UserID: p.UserID, Name: name,
+		RedirectURIs: uris, Public: p.Public, CreatedAt: now, UpdatedAt: now,
+	}
+	var secret string
+	if !p.Public {
+		secret = ams.NewSecret(PrefixClientSecret)
+		c.SecretHash = ams.HashSecret(secret)
+	}
+	return c, secret, nil
+}
+
+// CreateClient registers a client made by NewClient in store and returns it
+// with its secret ("" for a public client).
+func CreateClient(ctx context.Context, store ams.OAuthStore, p ClientParams, now time.Time) (*ams.OAuthClient, string, error) {
+	c, secret, err := NewClient(p, now)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := store.CreateOAuthClient(ctx, c); err != nil {
+		return nil, "", err
+	}
+	return c, secret, nil
+}
+
+// ValidateRedirectURI reports why uri cannot be registered as a redirect
+// URI: it must be an absolute https URL, or http on a loopback address or
+// localhost (for native apps and development), without a fragment or user
+// information.
+func ValidateRedirectURI(uri string) error {
+	bad := func(why string) error {
+		return ams.ParamError("parameter_invalid", "redirect_uris", "The redirect URI %q is not valid: %s.", uri, why)
+	}
+	if len(uri) > 2000 {
+		return bad("it is longer than 2000 characters")
+	}
+	u, err := url.Parse(uri)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
+		return bad("it must be an absolute URL")
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && isLocalHost(u.Hostname()):
+	default:
+		return bad("it must use https (http is allowed on localhost and loopback addresses only)")
+	}
+	if u.Fragment != "" || strings.Contains(uri, "#") {
+		return bad("it must not have a fragment")
+	}
+	if u.User != nil {
+		return bad("it must not contain a user name or password")
+	}
+	return nil
+}
+
+func isLocalHost(h string) bool {
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
