@@ -182,6 +182,25 @@ func TestServeDevCLIAndGracefulShutdown(t *testing.T) {
 	if st != 200 || len(got["data"].([]any)) != 1 {
 		t.Fatalf("CLI user's assistants: %d %v", st, got)
 	}
+	cli := run(t, dir, "", "oauth-clients", "create", "--email", "cli@example.com", "--name", "Script app", "--redirect-uri", "http://127.0.0.1:9999/callback")
+	if !regexp.MustCompile(`(?m)^client_id cli_\w+\nclient_secret ams_cs_\w+\n$`).MatchString(cli) {
+		t.Fatalf("oauth-clients create printed %q", cli)
+	}
+	resp, err := http.Get(s.base + "/.well-known/oauth-authorization-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md map[string]any
+	json.NewDecoder(resp.Body).Decode(&md)
+	resp.Body.Close()
+	if md["issuer"] != s.base || md["token_endpoint"] != s.base+"/oauth/token" {
+		t.Fatalf("authorization server metadata: %v", md)
+	}
+	// A dev password is printed for the login and consent pages (the
+	// oauth package's tests sign in through them).
+	if devPW := s.field(t, `password\s+(\w+)`); len(devPW) != 16 {
+		t.Fatalf("dev password %q", devPW)
+	}
 	list := run(t, dir, "", "keys", "list", "--email", "cli@example.com")
 	keyID := regexp.MustCompile(`(key_\w+)\s+script`).FindStringSubmatch(list)
 	if keyID == nil || strings.Contains(list, secret) || !strings.Contains(list, "read,messages") {

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/password"
 )
 
 const (
@@ -15,8 +16,9 @@ const (
 )
 
 // devBootstrap makes sure the dev user and its assistant exist, replaces
-// the previous dev key with a new one (a key is shown only once, so each
-// start prints a fresh one), and prints all three with a first request.
+// the previous dev key and password with new ones (secrets are shown only
+// once, so each start prints fresh ones), and prints them with a first
+// request.
 func devBootstrap(ctx context.Context, store ams.Store, base string, w io.Writer) error {
 	now := ams.Clock(nil).Now()
 	u, err := store.FindUserByEmail(ctx, devEmail)
@@ -25,6 +27,15 @@ func devBootstrap(ctx context.Context, store ams.Store, base string, w io.Writer
 		err = store.CreateUser(ctx, u)
 	}
 	if err != nil {
+		return err
+	}
+	// A password, so that the login and OAuth consent pages can be tried.
+	pw := ams.NewID("")[:16]
+	hash, err := password.Hash(pw)
+	if err != nil {
+		return err
+	}
+	if _, err := store.UpdateUser(ctx, u.ID, ams.UserUpdate{PasswordHash: &hash}, now); err != nil {
 		return err
 	}
 	keys, err := store.ListKeys(ctx, u.ID)
@@ -63,6 +74,7 @@ func devBootstrap(ctx context.Context, store ams.Store, base string, w io.Writer
 	fmt.Fprintf(w, `ams is running in dev mode at %s
 
   user       %s (%s, plan %s)
+  password   %s (sign in at %s/login)
   API key    %s
              (%s: %s; a new key is printed at each start)
   assistant  %s (%s)
@@ -74,6 +86,6 @@ Send your first message:
     -H "Content-Type: application/json" \
     -d '{"assistant_id": "%s", "message": "Hello! What can you do?"}'
 
-`, base, u.Email, u.ID, u.Plan, secret, key.ID, perms.String(), asst.ID, asst.Name, base, secret, asst.ID)
+`, base, u.Email, u.ID, u.Plan, pw, base, secret, key.ID, perms.String(), asst.ID, asst.Name, base, secret, asst.ID)
 	return nil
 }
