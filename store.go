@@ -139,6 +139,8 @@ type Store interface {
 	FinishIdempotent(ctx context.Context, rec *IdempotencyRecord) error
 	ReleaseIdempotent(ctx context.Context, userID, key string) error
 
+	// Ping checks that the database answers (for readiness).
+	Ping(ctx context.Context) error
 	Close() error
 }
 

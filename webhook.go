@@ -142,3 +142,11 @@ type DeliveryQueue interface {
 	// attempts, and idempotency keys older than IdempotencyTTL.
 	Purge(ctx context.Context, now time.Time) (int64, error)
 }
+
+// QueueStatter is implemented by stores that can report the delivery
+// queue for metrics.
+type QueueStatter interface {
+	// QueueStats returns how many jobs are pending and how long the oldest
+	// due one has waited at now.
+	QueueStats(ctx context.Context, now time.Time) (pending int64, oldest time.Duration, err error)
+}

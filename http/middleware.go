@@ -80,6 +80,9 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 				}
 				s.writeError(sw, r, fmt.Errorf("panic: %v", p))
 			}
+			if s.Metrics != nil {
+				s.Metrics.ObserveRequest(r.Pattern, r.Method, sw.status, time.Since(start))
+			}
 			s.Logger.LogAttrs(r.Context(), levelFor(sw.status), "request",
 				slogString("request_id", id), slogString("method", r.Method), slogString("path", r.URL.Path),
 				slogInt("status", sw.status), slogDuration("duration", time.Since(start)),

@@ -15,6 +15,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/messaging"
+	"github.com/amsdev/ams/metrics"
 	"github.com/amsdev/ams/webhook/ssrf"
 )
 
@@ -33,6 +34,11 @@ type Server struct {
 	// Tokens authenticates OAuth 2.0 access tokens (ams_at_...); nil
 	// refuses them.
 	Tokens TokenAuthenticator
+	// Metrics, when set, counts requests by route and serves GET /metrics.
+	Metrics *metrics.Metrics
+	// Ready reports whether the process can serve (the database answers,
+	// migrations applied) for GET /readyz; nil means always ready.
+	Ready func(ctx context.Context) error
 	// Guard validates webhook URLs (https, no internal addresses; in dev
 	// mode loopback and http are allowed).
 	Guard *ssrf.Guard
@@ -100,6 +106,11 @@ func (s *Server) init() {
 			s.known.Handle(rt.Method+" "+rt.Pattern, http.NotFoundHandler())
 		}
 		s.mux.Handle("/v1/", s.wrap(s.unmatched))
+		s.mux.HandleFunc("GET /healthz", s.healthz)
+		s.mux.HandleFunc("GET /readyz", s.readyz)
+		if s.Metrics != nil {
+			s.mux.Handle("GET /metrics", s.Metrics.Handler())
+		}
 	})
 }
 
@@ -134,6 +145,26 @@ func (s *Server) unmatched(w http.ResponseWriter, r *http.Request) error {
 		return ams.Errorf(ams.EMETHOD, "method_not_allowed", "%s is not allowed on %s; allowed: %s.", r.Method, r.URL.Path, strings.Join(allow, ", "))
 	}
 	return ams.Errorf(ams.ENOTFOUND, "route_not_found", "Unrecognized request URL (%s %s).", r.Method, r.URL.Path)
+}
+
+// healthz answers 200 while the process runs.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz answers 200 when the store answers and is migrated, 503 otherwise
+// (without internal detail; the reason is logged).
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := s.Ready(ctx); err != nil {
+			s.Logger.Warn("not ready", "err", err)
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 // now returns the server clock's time.

@@ -503,3 +503,19 @@ func (db *DB) Purge(ctx context.Context, now time.Time) (int64, error) {
 	}
 	return total, tx.Commit()
 }
+
+// QueueStats reports the delivery queue for metrics.
+func (db *DB) QueueStats(ctx context.Context, now time.Time) (int64, time.Duration, error) {
+	var n int64
+	var oldest sql.NullInt64
+	err := db.rq.QueryRowContext(ctx, `SELECT count(*), min(CASE WHEN next_at <= ? THEN next_at END) FROM webhook_jobs WHERE state = 'pending'`,
+		ms(now)).Scan(&n, &oldest)
+	if err != nil {
+		return 0, 0, fmt.Errorf("queue stats: %w", err)
+	}
+	var age time.Duration
+	if oldest.Valid {
+		age = now.Sub(fromMS(oldest.Int64))
+	}
+	return n, age, nil
+}

@@ -81,6 +81,9 @@ type Worker struct {
 	PollInterval time.Duration
 	// BaseURL is the service's public URL, named in e-mails.
 	BaseURL string
+	// OnAttempt, when set, is called after each recorded attempt with
+	// "succeeded", "retry" or "failed" (for metrics).
+	OnAttempt func(outcome string)
 
 	mu       sync.Mutex
 	inFlight map[string]int
@@ -272,6 +275,9 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 		// The lease runs out and the job is attempted again: at least once.
 		w.Logger.Error("record webhook delivery", "delivery", d.ID, "webhook", j.WebhookID, "err", err)
 		return
+	}
+	if w.OnAttempt != nil {
+		w.OnAttempt([...]string{ams.JobSucceeded: "succeeded", ams.JobRetry: "retry", ams.JobFailed: "failed"}[r.Outcome])
 	}
 	w.Logger.Info("webhook delivery", "delivery", d.ID, "webhook", j.WebhookID, "event", j.Event.ID,
 		"attempt", attempt, "success", d.Success, "status", status, "duration_ms", d.DurationMS)

@@ -170,6 +170,30 @@ func TestDeliverySignedWithBothSchemes(t *testing.T) {
 	if n := runOnce(t, f); n != 0 {
 		t.Fatalf("delivered %d more", n)
 	}
+	if m := scrape(t, f); !strings.Contains(m, `ams_webhook_deliveries_total{outcome="succeeded"} 2`) || !strings.Contains(m, "ams_webhook_queue_depth 0") {
+		t.Fatalf("metrics after two deliveries:\n%s", grepLines(m, "ams_webhook"))
+	}
+}
+
+func scrape(t *testing.T, f *amstest.Fixture) string {
+	t.Helper()
+	resp, err := http.Get(f.Server.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 func TestUnsubscribedAndOtherAccountsGetNothing(t *testing.T) {
@@ -226,6 +250,13 @@ func TestScheduleFailingAndOneEmail(t *testing.T) {
 		got := rc.requests()
 		if len(got) != i+1 || !got[i].at.Equal(start.Add(off)) || got[i].header.Get("Webhook-Id") != eventID {
 			t.Fatalf("attempt %d: %d requests, at %v (want +%v)", i+1, len(got), got[len(got)-1].at.Sub(start), off)
+		}
+		if i == 0 {
+			// One delivery waits for its retry; none is due yet.
+			if m := scrape(t, f); !strings.Contains(m, "ams_webhook_queue_depth 1") || !strings.Contains(m, `ams_webhook_deliveries_total{outcome="retry"} 1`) ||
+				!strings.Contains(m, "ams_webhook_oldest_pending_seconds 0") {
+				t.Fatalf("metrics after the first failure:\n%s", grepLines(m, "ams_webhook"))
+			}
 		}
 		if i < len(offsets)-1 {
 			if st := f.Do("GET", "/v1/webhooks/"+wh, f.Key, "").JSON(t); st["status"] != "active" || st["active"] != true {

@@ -25,6 +25,7 @@ import (
 	"github.com/amsdev/ams/mail"
 	"github.com/amsdev/ams/mailer"
 	"github.com/amsdev/ams/messaging"
+	"github.com/amsdev/ams/metrics"
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/openapi"
 	"github.com/amsdev/ams/ratelimit"
@@ -150,6 +151,11 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		Logger:  logger,
 		OpenAPI: openapi.Document,
 		Guard:   guard,
+		Metrics: metrics.New(),
+		Ready:   store.Ping,
+	}
+	if qs, ok := store.(ams.QueueStatter); ok {
+		api.Metrics.WatchQueue(func(ctx context.Context) (int64, time.Duration, error) { return qs.QueueStats(ctx, api.Clock.Now()) })
 	}
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -196,7 +202,8 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	defer func() { stopBackground(); bg.Wait() }()
 	worker := &webhook.Worker{Queue: store, Users: store, Client: webhook.NewClient(guard), Clock: api.Clock, Logger: logger,
-		Schedule: schedule, Lease: cfg.webhookLease, Concurrency: cfg.webhookWorkers, PerWebhook: cfg.webhookPerHook, BaseURL: base}
+		Schedule: schedule, Lease: cfg.webhookLease, Concurrency: cfg.webhookWorkers, PerWebhook: cfg.webhookPerHook, BaseURL: base,
+		OnAttempt: api.Metrics.Delivery}
 	mails := &mailer.Mailer{Queue: store, Sender: sender, Clock: api.Clock, Logger: logger}
 	for _, run := range []func(context.Context) error{worker.Run, mails.Run, func(ctx context.Context) error { return janitor(ctx, store, logger) }} {
 		bg.Add(1)

@@ -20,6 +20,7 @@ import (
 	"github.com/amsdev/ams/engine/builtin"
 	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/messaging"
+	"github.com/amsdev/ams/metrics"
 	"github.com/amsdev/ams/openapi"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/sqlite"
@@ -100,12 +101,15 @@ func New(t testing.TB, opts ...Option) *Fixture {
 		OpenAPI: openapi.Document,
 		Logger:  logger,
 		Guard:   &ssrf.Guard{AllowPrivate: true},
+		Metrics: metrics.New(),
+		Ready:   db.Ping,
 	}
+	api.Metrics.WatchQueue(func(ctx context.Context) (int64, time.Duration, error) { return db.QueueStats(ctx, clock.Now()) })
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	f := &Fixture{T: t, Server: srv, API: api, Store: db, Clock: clock}
 	f.Worker = &webhook.Worker{Queue: db, Users: db, Client: webhook.NewClient(api.Guard), Clock: clock.Now,
-		Logger: logger, BaseURL: srv.URL}
+		Logger: logger, BaseURL: srv.URL, OnAttempt: api.Metrics.Delivery}
 	f.User = f.NewUser("ann@example.com", ams.PlanStandard)
 	f.Key = f.NewKey(f.User, "read,write,messages,integrations")
 	f.Assistant = f.NewAssistant(f.User, "Ann's assistant")
