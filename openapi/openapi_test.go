@@ -14,6 +14,8 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
@@ -24,6 +26,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/openapi"
 	"github.com/amsdev/ams/webhook"
 )
@@ -101,8 +104,11 @@ func TestDocumentIsValidOpenAPI31(t *testing.T) {
 	if len(doc.Servers) != 1 || doc.Servers[0].URL != "http://127.0.0.1:8080" {
 		t.Errorf("servers = %v, want http://127.0.0.1:8080", doc.Servers)
 	}
-	if len(doc.Security) != 1 || doc.Security[0]["bearerAuth"] == nil {
-		t.Errorf("global security = %v, want bearerAuth", doc.Security)
+	// The default, which every authenticated operation restates with its
+	// own scopes: an API key, or an access token.
+	if len(doc.Security) != 2 || doc.Security[0]["bearerAuth"] == nil || len(doc.Security[0]["bearerAuth"]) != 0 ||
+		doc.Security[1]["oauth2"] == nil || len(doc.Security[1]["oauth2"]) != 0 {
+		t.Errorf("global security = %v, want bearerAuth or oauth2", doc.Security)
 	}
 	bearer := doc.Components.SecuritySchemes["bearerAuth"]
 	if bearer == nil || bearer.Value.Type != "http" || bearer.Value.Scheme != "bearer" {
@@ -190,13 +196,11 @@ func TestOperationConventions(t *testing.T) {
 					}
 					return
 				}
-				if op.Security != nil {
-					t.Error("must use the global bearer security")
-				}
 				perms := permissions(t, op)
 				if len(perms) == 0 {
 					t.Fatal("x-permissions missing or empty")
 				}
+				checkSecurity(t, op, perms)
 				for _, p := range perms {
 					if !slices.Contains(ams.AllPermissions, ams.Permission(p)) {
 						t.Errorf("x-permissions names unknown permission %q", p)
@@ -215,6 +219,28 @@ func TestOperationConventions(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// checkSecurity checks that an authenticated operation accepts either
+// credential: an API key, or an access token with any one of the scopes
+// the operation's x-permissions name.
+func checkSecurity(t *testing.T, op *openapi3.Operation, perms []string) {
+	t.Helper()
+	if op.Security == nil {
+		t.Error(`must declare security: [{"bearerAuth": []}, {"oauth2": <x-permissions>}]`)
+		return
+	}
+	sec := *op.Security
+	if len(sec) != 2 || len(sec[0]) != 1 || len(sec[1]) != 1 {
+		t.Errorf(`security = %v, want [{"bearerAuth": []}, {"oauth2": %v}]`, sec, perms)
+		return
+	}
+	if scopes, ok := sec[0]["bearerAuth"]; !ok || len(scopes) != 0 {
+		t.Errorf(`security[0] = %v, want {"bearerAuth": []}`, sec[0])
+	}
+	if scopes, ok := sec[1]["oauth2"]; !ok || !slices.Equal(scopes, perms) {
+		t.Errorf(`security[1] = %v, want {"oauth2": %v} (the x-permissions, in their order)`, sec[1], perms)
 	}
 }
 
@@ -785,4 +811,156 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// TestOAuth2SecurityScheme checks the oauth2 scheme: the authorization code
+// flow at the authorization server's URLs, exactly the five scopes, and a
+// description that gives what a client needs to know.
+func TestOAuth2SecurityScheme(t *testing.T) {
+	doc := load(t)
+	ref := doc.Components.SecuritySchemes["oauth2"]
+	if ref == nil || ref.Value.Type != "oauth2" {
+		t.Fatal("securitySchemes.oauth2 must be of type oauth2")
+	}
+	scheme := ref.Value
+	flows := scheme.Flows
+	if flows == nil || flows.AuthorizationCode == nil {
+		t.Fatal("securitySchemes.oauth2 needs an authorizationCode flow")
+	}
+	if flows.Implicit != nil || flows.Password != nil || flows.ClientCredentials != nil {
+		t.Error("securitySchemes.oauth2 must have the authorizationCode flow only")
+	}
+	ac := flows.AuthorizationCode
+	for name, got := range map[string]string{
+		"authorizationUrl": ac.AuthorizationURL, "tokenUrl": ac.TokenURL, "refreshUrl": ac.RefreshURL,
+	} {
+		want := "/oauth/token"
+		if name == "authorizationUrl" {
+			want = "/oauth/authorize"
+		}
+		if got != want {
+			t.Errorf("authorizationCode.%s = %q, want %q", name, got, want)
+		}
+	}
+	var want []string
+	for _, p := range ams.AllPermissions {
+		want = append(want, string(p))
+	}
+	slices.Sort(want)
+	if got := slices.Sorted(maps.Keys(ac.Scopes)); !slices.Equal(got, want) {
+		t.Errorf("oauth2 scopes %v, want exactly %v", got, want)
+	}
+	for scope, meaning := range ac.Scopes {
+		if strings.TrimSpace(meaning) == "" {
+			t.Errorf("scope %s has no meaning", scope)
+		}
+	}
+	if !strings.Contains(ac.Scopes["admin"], "every operation") {
+		t.Errorf("the admin scope must say that it grants every operation: %q", ac.Scopes["admin"])
+	}
+
+	// The lifetimes the description gives are the server's.
+	if ams.AccessTokenLifetime != 3600*time.Second {
+		t.Errorf("ams.AccessTokenLifetime is %v, the document says 3600 seconds", ams.AccessTokenLifetime)
+	}
+	if ams.RefreshTokenLifetime != 30*24*time.Hour {
+		t.Errorf("ams.RefreshTokenLifetime is %v, the document says 30 days", ams.RefreshTokenLifetime)
+	}
+	for _, s := range []string{
+		"S256", "required for public clients", "3600 seconds", "30 days", "rotate", "Reuse detection",
+		"`POST /oauth/revoke`", "RFC 7009", "`GET /.well-known/oauth-authorization-server`", "RFC 8414",
+		"ANY ONE", "`token_expired`", "`invalid_token`", "`insufficient_scope`", "ams_at_", "ams_rt_",
+	} {
+		if !strings.Contains(scheme.Description, s) {
+			t.Errorf("securitySchemes.oauth2 description does not mention %q", s)
+		}
+	}
+	for _, s := range []string{"ANY ONE", "ams_at_", "`oauth2`", "`token_expired`", "`invalid_token`", "`insufficient_scope`"} {
+		if !strings.Contains(doc.Info.Description, s) {
+			t.Errorf("info.description does not mention %q", s)
+		}
+	}
+}
+
+// TestOAuth2SchemeMatchesServer checks the oauth2 scheme against the
+// authorization server itself: its routes, and its RFC 8414 metadata.
+func TestOAuth2SchemeMatchesServer(t *testing.T) {
+	ac := load(t).Components.SecuritySchemes["oauth2"].Value.Flows.AuthorizationCode
+	const base = "https://ams.example"
+	// The routes and the metadata touch no storage.
+	srv, err := oauth.New(oauth.Config{Store: noStore{}, BaseURL: base, Secret: make([]byte, oauth.SecretSize)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	srv.Register(mux)
+	const metadataPath = "/.well-known/oauth-authorization-server"
+	for _, route := range []string{
+		"GET " + ac.AuthorizationURL, "POST " + ac.TokenURL, "POST " + ac.RefreshURL,
+		"POST /oauth/revoke", "GET " + metadataPath,
+	} {
+		method, path, _ := strings.Cut(route, " ")
+		if _, pattern := mux.Handler(httptest.NewRequest(method, path, nil)); pattern != route {
+			t.Errorf("the authorization server has no route %s (matched %q)", route, pattern)
+		}
+	}
+
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", metadataPath, nil))
+	var meta struct {
+		AuthorizationEndpoint string   `json:"authorization_endpoint"`
+		TokenEndpoint         string   `json:"token_endpoint"`
+		RevocationEndpoint    string   `json:"revocation_endpoint"`
+		GrantTypes            []string `json:"grant_types_supported"`
+		CodeChallengeMethods  []string `json:"code_challenge_methods_supported"`
+		Scopes                []string `json:"scopes_supported"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &meta); rec.Code != 200 || err != nil {
+		t.Fatalf("metadata: %d %v %s", rec.Code, err, rec.Body)
+	}
+	if meta.AuthorizationEndpoint != base+ac.AuthorizationURL || meta.TokenEndpoint != base+ac.TokenURL ||
+		meta.TokenEndpoint != base+ac.RefreshURL || meta.RevocationEndpoint != base+"/oauth/revoke" {
+		t.Errorf("metadata endpoints %+v do not match the document's URLs", meta)
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(meta.Scopes)), slices.Sorted(maps.Keys(ac.Scopes))) {
+		t.Errorf("metadata scopes_supported %v, the document has %v", meta.Scopes, slices.Sorted(maps.Keys(ac.Scopes)))
+	}
+	if !slices.Equal(meta.CodeChallengeMethods, []string{"S256"}) {
+		t.Errorf("metadata code_challenge_methods_supported %v, the document says S256", meta.CodeChallengeMethods)
+	}
+	if !slices.Contains(meta.GrantTypes, "authorization_code") || !slices.Contains(meta.GrantTypes, "refresh_token") {
+		t.Errorf("metadata grant_types_supported %v, want authorization_code and refresh_token", meta.GrantTypes)
+	}
+}
+
+// noStore satisfies oauth.Store for a server whose storage is never used.
+type noStore struct{ oauth.Store }
+
+// TestUnauthorizedDocumentsTokenCodes checks that the shared 401 response
+// names the access-token codes of oauth.Server.AuthenticateToken and shows
+// an example of each.
+func TestUnauthorizedDocumentsTokenCodes(t *testing.T) {
+	doc := load(t)
+	ref := doc.Components.Responses["Unauthorized"]
+	if ref == nil {
+		t.Fatal("no Unauthorized response")
+	}
+	r := ref.Value
+	examples := r.Content.Get("application/json").Examples
+	for _, code := range []string{"missing_credentials", "invalid_authorization_header", "invalid_api_key", "api_key_revoked", "api_key_expired", "token_expired", "invalid_token"} {
+		if !strings.Contains(*r.Description, "`"+code+"`") {
+			t.Errorf("the 401 description does not name %s", code)
+		}
+	}
+	for _, code := range []string{"token_expired", "invalid_token"} {
+		ex := examples[code]
+		if ex == nil {
+			t.Errorf("the 401 response has no %s example", code)
+			continue
+		}
+		e, _ := ex.Value.Value.(map[string]any)["error"].(map[string]any)
+		if e["type"] != "authentication_error" || e["code"] != code {
+			t.Errorf("401 example %s: %v", code, e)
+		}
+	}
 }

@@ -43,7 +43,7 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&sf.dataDir, "data-dir", "./ams-data", "directory of the embedded SQLite store and the e-mail outbox (env AMS_DATA_DIR)")
 	pf.StringVar(&sf.databaseURL, "database-url", "", "database URL; empty uses SQLite under --data-dir (env AMS_DATABASE_URL)")
 	root.AddCommand(newServeCmd(sf), newUsersCmd(sf), newKeysCmd(sf), newAssistantsCmd(sf), newVersionCmd())
-	root.AddCommand(newOAuthClientsCmd(sf))
+	root.AddCommand(newOAuthClientsCmd(sf), newMigrateCmd(sf))
 	return root
 }
 

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/amsdev/ams"
+	"github.com/spf13/cobra"
+)
+
+func newMigrateCmd(sf *storeFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply pending database migrations and print the schema version",
+		Long: `Apply the embedded, numbered migrations that the database has not had yet,
+then print the schema version. ams serve does the same at start, so this is
+for deploys that migrate before they start servers. Each migration runs in its
+own transaction and is recorded, so running it again changes nothing.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmdContext(cmd)
+			return withStore(ctx, sf, func(store ams.Store) error {
+				v, ok := store.(interface {
+					SchemaVersion(ctx context.Context) (int, error)
+				})
+				if !ok {
+					return errors.New("this store does not report its schema version")
+				}
+				n, err := v.SchemaVersion(ctx)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "schema version %d\n", n)
+				return nil
+			})
+		},
+	}
+}
