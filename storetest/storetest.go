@@ -31,6 +31,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"DeliveryQueue", testDeliveryQueue},
 		{"ClaimFairness", testClaimFairness},
 		{"Purge", testPurge},
+		{"OAuth", testOAuth},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
