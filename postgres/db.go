@@ -1,0 +1,358 @@
+// Package postgres is the PostgreSQL storage engine of ams, for running
+// several `ams serve` processes on one database. It implements ams.Store
+// with the same behaviour as the embedded engine in package sqlite (the
+// shared suite in package storetest holds both to it), on a pgx v5
+// connection pool.
+//
+// What differs from SQLite is what many processes need: the delivery and
+// e-mail queues are claimed with FOR UPDATE SKIP LOCKED, so two processes
+// never lease the same job; idempotency keys are claimed with one
+// INSERT … ON CONFLICT; read-modify-write updates lock their row; and the
+// migrations run under an advisory lock, so processes that start together
+// apply them once.
+//
+// Times are stored as BIGINT Unix milliseconds, as in SQLite, so both
+// engines round and compare them identically.
+//
+// pgx caches a prepared statement per query and connection. Behind a
+// connection pooler in transaction mode (PgBouncer) add
+// default_query_exec_mode=exec to the URL.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/seal"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// DB is an open PostgreSQL store.
+type DB struct {
+	pool   *pgxpool.Pool
+	sealer *seal.Sealer
+	// jobs is signalled when a commit of this process queued webhook jobs.
+	// Other processes find them by polling (the worker does every second):
+	// a LISTEN/NOTIFY wake-up would cost every event-writing commit the
+	// server's global notification lock, which serializes those commits.
+	jobs chan struct{}
+}
+
+var _ ams.Store = (*DB)(nil)
+
+// Option configures Open.
+type Option func(*openOptions)
+
+type openOptions struct {
+	secretKey []byte
+	schema    string
+}
+
+// WithSecretKey sets the 32-byte key that seals webhook secrets. It is
+// required: unlike SQLite there is no data directory beside the database
+// to keep a key file in, and every process sharing the database must use
+// the same key.
+func WithSecretKey(key []byte) Option { return func(o *openOptions) { o.secretKey = key } }
+
+// WithSchema keeps the store's tables in the named schema (created if
+// missing) by setting search_path on every connection. Several stores can
+// so share one database; tests use it to isolate each test.
+func WithSchema(name string) Option { return func(o *openOptions) { o.schema = name } }
+
+// Open connects to the database at url (a postgres:// URL or a libpq
+// key=value string; pool settings such as pool_max_conns are read from
+// it) and applies any pending migrations.
+func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
+	var o openOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.secretKey == nil {
+		return nil, errors.New("postgres: a secret key is required (WithSecretKey): it seals webhook secrets and must be the same in every process")
+	}
+	sealer, err := seal.New(o.secretKey)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse url: %w", err)
+	}
+	if o.schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	db := &DB{pool: pool, sealer: sealer, jobs: make(chan struct{}, 1)}
+	if err := db.migrate(ctx, o.schema); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// Close closes the connection pool.
+func (db *DB) Close() error {
+	db.pool.Close()
+	return nil
+}
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
+
+// Pool returns the connection pool, for other parts of ams that keep
+// their state in the same database (a shared rate limiter).
+func (db *DB) Pool() *pgxpool.Pool { return db.pool }
+
+type migration struct {
+	version int
+	name    string
+}
+
+func migrations() ([]migration, error) {
+	names, err := fs.Glob(migrationFS, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var migs []migration
+	for _, n := range names {
+		base := path.Base(n)
+		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return nil, fmt.Errorf("postgres: migration %s: name must start with its number", base)
+		}
+		migs = append(migs, migration{v, base})
+	}
+	sort.Slice(migs, func(i, j int) bool { return migs[i].version < migs[j].version })
+	return migs, nil
+}
+
+// migrate applies the embedded migrations in order of their number, in one
+// transaction that holds an advisory lock on the schema: processes that
+// start together wait for the first, then find its versions recorded in
+// schema_migrations and apply nothing.
+func (db *DB) migrate(ctx context.Context, schema string) error {
+	migs, err := migrations()
+	if err != nil {
+		return err
+	}
+	if schema == "" {
+		var cur *string
+		if err := db.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&cur); err != nil {
+			return fmt.Errorf("postgres: connect: %w", err)
+		}
+		if cur == nil {
+			return errors.New("postgres: no schema of search_path exists; create one or use WithSchema")
+		}
+		schema = *cur
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("postgres: begin migration: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('ams.migrate'), hashtext($1))`, schema); err != nil {
+		return fmt.Errorf("postgres: lock migrations: %w", err)
+	}
+	// CREATE SCHEMA IF NOT EXISTS needs the CREATE privilege on the
+	// database even when the schema exists: look first.
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
+		return fmt.Errorf("postgres: find schema: %w", err)
+	}
+	if !exists {
+		if _, err := tx.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
+			return fmt.Errorf("postgres: create schema: %w", err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+		return fmt.Errorf("postgres: create schema_migrations: %w", err)
+	}
+	applied := map[int]bool{}
+	rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return fmt.Errorf("postgres: read schema_migrations: %w", err)
+	}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			rows.Close()
+			return fmt.Errorf("postgres: read schema_migrations: %w", err)
+		}
+		applied[v] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("postgres: read schema_migrations: %w", err)
+	}
+	for _, m := range migs {
+		if applied[m.version] {
+			continue
+		}
+		body, err := migrationFS.ReadFile("migrations/" + m.name)
+		if err != nil {
+			return err
+		}
+		// Without arguments pgx uses the simple protocol, which runs
+		// several statements in one call.
+		if _, err := tx.Exec(ctx, string(body)); err != nil {
+			return fmt.Errorf("postgres: migration %s: %w", m.name, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
+			m.version, m.name, time.Now().UnixMilli()); err != nil {
+			return fmt.Errorf("postgres: record migration %s: %w", m.name, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: commit migrations: %w", err)
+	}
+	return nil
+}
+
+// SchemaVersion returns the highest applied migration number.
+func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := db.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}
+
+// querier runs queries: the pool, or a transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// ms converts a time to stored milliseconds; fromMS converts back (UTC).
+func ms(t time.Time) int64 { return t.UnixMilli() }
+
+func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func nullMS(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	v := t.UnixMilli()
+	return &v
+}
+
+func fromNullMS(v *int64) *time.Time {
+	if v == nil {
+		return nil
+	}
+	t := fromMS(*v)
+	return &t
+}
+
+// SQLSTATE codes the engine tells apart.
+const (
+	codeUniqueViolation     = "23505"
+	codeBadCharacter        = "22021" // character_not_in_repertoire: a NUL byte in text
+	codeUntranslatableChars = "22P05" // untranslatable_character: \u0000 in JSON
+)
+
+// pgCode returns the SQLSTATE of err, and the constraint it names.
+func pgCode(err error) (code, constraint string) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code, pe.ConstraintName
+	}
+	return "", ""
+}
+
+// fail wraps a database error with what was being done. PostgreSQL text
+// cannot hold a NUL character (SQLite's can): such input is reported as
+// EINVALID rather than as an internal error.
+func fail(op string, err error) error {
+	switch code, _ := pgCode(err); code {
+	case codeBadCharacter, codeUntranslatableChars:
+		return ams.Errorf(ams.EINVALID, "parameter_invalid", "Text must not contain NUL characters (\\u0000).")
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// scanner is the part of pgx.Row and pgx.Rows that scan functions use.
+type scanner interface{ Scan(dest ...any) error }
+
+// list runs a cursor-paginated query, as sqlite's list does. from is the
+// table; where the scoping condition, with placeholders $1..$len(args),
+// that both the page and the cursor lookup must match; cols the selected
+// columns, read by scan.
+func list[T any](ctx context.Context, q querier, cols, from, where string, args []any, p ams.ListParams, scan func(scanner) (T, error)) (*ams.Page[T], error) {
+	limit := p.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	desc := p.Order != ams.OrderAsc
+	cond, a := where, append([]any(nil), args...)
+	cursorID, param := p.After, "after"
+	if p.Before != "" {
+		cursorID, param = p.Before, "before"
+	}
+	// forward: the page walks in the list's own order from the cursor.
+	forward := p.Before == ""
+	if cursorID != "" {
+		var seq int64
+		err := q.QueryRow(ctx, "SELECT seq FROM "+from+" WHERE id = $"+strconv.Itoa(len(args)+1)+" AND "+where,
+			append(append([]any(nil), args...), cursorID)...).Scan(&seq)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, ams.ParamError("resource_missing", param, "No such object in this list: '%s'", cursorID)
+		} else if err != nil {
+			return nil, fmt.Errorf("find cursor: %w", err)
+		}
+		a = append(a, seq)
+		if desc == forward {
+			cond += " AND seq < $" + strconv.Itoa(len(a))
+		} else {
+			cond += " AND seq > $" + strconv.Itoa(len(a))
+		}
+	}
+	scanDesc := desc == forward
+	order := " ORDER BY seq ASC"
+	if scanDesc {
+		order = " ORDER BY seq DESC"
+	}
+	a = append(a, limit+1)
+	rows, err := q.Query(ctx, "SELECT "+cols+" FROM "+from+" WHERE "+cond+order+" LIMIT $"+strconv.Itoa(len(a)), a...)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", from, err)
+	}
+	defer rows.Close()
+	page := &ams.Page[T]{Data: make([]T, 0, limit)}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan %s: %w", from, err)
+		}
+		page.Data = append(page.Data, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list %s: %w", from, err)
+	}
+	if len(page.Data) > limit {
+		page.Data, page.HasMore = page.Data[:limit], true
+	}
+	if !forward { // scanned away from the list's order: put it back
+		for i, j := 0, len(page.Data)-1; i < j; i, j = i+1, j-1 {
+			page.Data[i], page.Data[j] = page.Data[j], page.Data[i]
+		}
+	}
+	return page, nil
+}

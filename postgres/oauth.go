@@ -1,0 +1,157 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/jackc/pgx/v5"
+)
+
+const clientCols = `id, user_id, name, redirect_uris, public, secret_hash, created_at, updated_at`
+
+func scanClient(s scanner) (*ams.OAuthClient, error) {
+	c := &ams.OAuthClient{Object: "oauth_client"}
+	var uris []byte
+	var cr, up int64
+	if err := s.Scan(&c.ID, &c.UserID, &c.Name, &uris, &c.Public, &c.SecretHash, &cr, &up); err != nil {
+		return nil, err
+	}
+	c.CreatedAt, c.UpdatedAt = fromMS(cr), fromMS(up)
+	if err := json.Unmarshal(uris, &c.RedirectURIs); err != nil {
+		return nil, fmt.Errorf("decode redirect uris of %s: %w", c.ID, err)
+	}
+	return c, nil
+}
+
+// CreateOAuthClient stores c (with its secret hash).
+func (db *DB) CreateOAuthClient(ctx context.Context, c *ams.OAuthClient) error {
+	uris, err := json.Marshal(c.RedirectURIs)
+	if err != nil {
+		return err
+	}
+	if _, err := db.pool.Exec(ctx, `INSERT INTO oauth_clients (`+clientCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		c.ID, c.UserID, c.Name, uris, c.Public, c.SecretHash, ms(c.CreatedAt), ms(c.UpdatedAt)); err != nil {
+		return fail("insert oauth client", err)
+	}
+	return nil
+}
+
+// FindOAuthClient returns the client; ENOTFOUND if there is none.
+func (db *DB) FindOAuthClient(ctx context.Context, id string) (*ams.OAuthClient, error) {
+	c, err := scanClient(db.pool.QueryRow(ctx, `SELECT `+clientCols+` FROM oauth_clients WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ams.NotFound("oauth_client", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find oauth client: %w", err)
+	}
+	return c, nil
+}
+
+// ListOAuthClients returns the clients a user registered, newest first.
+func (db *DB) ListOAuthClients(ctx context.Context, userID string) ([]*ams.OAuthClient, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+clientCols+` FROM oauth_clients WHERE user_id = $1 ORDER BY seq DESC`, userID)
+	if err != nil {
+		return nil, fmt.Errorf("list oauth clients: %w", err)
+	}
+	defer rows.Close()
+	var out []*ams.OAuthClient
+	for rows.Next() {
+		c, err := scanClient(rows)
+		if err != nil {
+			return nil, fmt.Errorf("scan oauth client: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// CreateOAuthToken stores a token's state.
+func (db *DB) CreateOAuthToken(ctx context.Context, t *ams.OAuthToken) error {
+	if _, err := db.pool.Exec(ctx, `INSERT INTO oauth_tokens (kind, signature, request_id, client_id, user_id, scopes, active, data, expires_at, created_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, t.Kind, t.Signature, t.RequestID, t.ClientID, t.UserID, strings.Join(t.Scopes, " "),
+		t.Active, t.Data, ms(t.ExpiresAt), ms(t.CreatedAt)); err != nil {
+		return fail("insert oauth token", err)
+	}
+	return nil
+}
+
+// GetOAuthToken returns a token's state, active or not; ENOTFOUND if none.
+func (db *DB) GetOAuthToken(ctx context.Context, kind, signature string) (*ams.OAuthToken, error) {
+	t := &ams.OAuthToken{Kind: kind, Signature: signature}
+	var scopes string
+	var exp, cr int64
+	err := db.pool.QueryRow(ctx, `SELECT request_id, client_id, user_id, scopes, active, data, expires_at, created_at
+		FROM oauth_tokens WHERE kind = $1 AND signature = $2`, kind, signature).Scan(&t.RequestID, &t.ClientID, &t.UserID, &scopes, &t.Active, &t.Data, &exp, &cr)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ams.NotFound("oauth_token", "")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find oauth token: %w", err)
+	}
+	t.Scopes = strings.Fields(scopes)
+	t.ExpiresAt, t.CreatedAt = fromMS(exp), fromMS(cr)
+	return t, nil
+}
+
+// DeactivateOAuthToken marks one token inactive.
+func (db *DB) DeactivateOAuthToken(ctx context.Context, kind, signature string) error {
+	if _, err := db.pool.Exec(ctx, `UPDATE oauth_tokens SET active = false WHERE kind = $1 AND signature = $2`, kind, signature); err != nil {
+		return fmt.Errorf("deactivate oauth token: %w", err)
+	}
+	return nil
+}
+
+// DeleteOAuthToken removes one token.
+func (db *DB) DeleteOAuthToken(ctx context.Context, kind, signature string) error {
+	if _, err := db.pool.Exec(ctx, `DELETE FROM oauth_tokens WHERE kind = $1 AND signature = $2`, kind, signature); err != nil {
+		return fmt.Errorf("delete oauth token: %w", err)
+	}
+	return nil
+}
+
+// DeactivateGrant marks every token of the kind in the grant inactive.
+func (db *DB) DeactivateGrant(ctx context.Context, kind, requestID string) error {
+	if _, err := db.pool.Exec(ctx, `UPDATE oauth_tokens SET active = false WHERE kind = $1 AND request_id = $2`, kind, requestID); err != nil {
+		return fmt.Errorf("deactivate grant: %w", err)
+	}
+	return nil
+}
+
+// CreateLoginSession stores a browser session.
+func (db *DB) CreateLoginSession(ctx context.Context, s *ams.LoginSession) error {
+	if _, err := db.pool.Exec(ctx, `INSERT INTO login_sessions (id_hash, user_id, created_at, expires_at) VALUES ($1, $2, $3, $4)`,
+		s.IDHash, s.UserID, ms(s.CreatedAt), ms(s.ExpiresAt)); err != nil {
+		return fmt.Errorf("insert login session: %w", err)
+	}
+	return nil
+}
+
+// FindLoginSession returns an unexpired session; ENOTFOUND otherwise.
+func (db *DB) FindLoginSession(ctx context.Context, idHash string, now time.Time) (*ams.LoginSession, error) {
+	s := &ams.LoginSession{IDHash: idHash}
+	var cr, exp int64
+	err := db.pool.QueryRow(ctx, `SELECT user_id, created_at, expires_at FROM login_sessions WHERE id_hash = $1 AND expires_at > $2`,
+		idHash, ms(now)).Scan(&s.UserID, &cr, &exp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, ams.NotFound("session", "")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find login session: %w", err)
+	}
+	s.CreatedAt, s.ExpiresAt = fromMS(cr), fromMS(exp)
+	return s, nil
+}
+
+// DeleteLoginSession ends a session.
+func (db *DB) DeleteLoginSession(ctx context.Context, idHash string) error {
+	if _, err := db.pool.Exec(ctx, `DELETE FROM login_sessions WHERE id_hash = $1`, idHash); err != nil {
+		return fmt.Errorf("delete login session: %w", err)
+	}
+	return nil
+}
