@@ -67,6 +67,11 @@ type IdempotencyRecord struct {
 // IdempotencyTTL is how long an idempotency key is remembered.
 const IdempotencyTTL = 24 * time.Hour
 
+// IdempotencyAbandoned is how long a key may stay claimed by a request that
+// never finished (its process died) before another request may take it
+// over: longer than any request may run.
+const IdempotencyAbandoned = 5 * time.Minute
+
 // Store is the storage engine. Every method that reads or writes an
 // account's data takes the account's user id and matches it in the query:
 // a record of another account is reported as not found.
@@ -134,7 +139,8 @@ type Store interface {
 
 	// Idempotency. BeginIdempotent stores a running record for (userID,
 	// key) and returns nil, or returns the record already stored (done or
-	// still running). Records older than IdempotencyTTL are replaced.
+	// still running). Records older than IdempotencyTTL, and running ones
+	// older than IdempotencyAbandoned, are replaced.
 	BeginIdempotent(ctx context.Context, rec *IdempotencyRecord) (*IdempotencyRecord, error)
 	FinishIdempotent(ctx context.Context, rec *IdempotencyRecord) error
 	ReleaseIdempotent(ctx context.Context, userID, key string) error

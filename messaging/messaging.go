@@ -51,6 +51,9 @@ func (s *Service) Send(ctx context.Context, userID string, in SendInput) (*ams.M
 	if !utf8.ValidString(in.Message) {
 		return nil, ams.ParamError("parameter_invalid", "message", "The message is not valid UTF-8.")
 	}
+	if strings.ContainsRune(in.Message, 0) {
+		return nil, ams.ParamError("parameter_invalid", "message", "The message must not contain NUL characters.")
+	}
 	a, err := s.Store.FindAssistant(ctx, userID, in.AssistantID)
 	if err != nil {
 		return nil, withParam(err, "assistant_id")

@@ -11,7 +11,8 @@ import (
 )
 
 // BeginIdempotent claims (user, key) for a new request, or returns the
-// record a previous request left, if it is younger than ams.IdempotencyTTL.
+// record a previous request left, if it is younger than ams.IdempotencyTTL
+// (or, while still running, than ams.IdempotencyAbandoned).
 //
 // The claim is one INSERT … ON CONFLICT that also replaces an expired
 // record: of several requests with one key, in any processes, exactly one
@@ -25,8 +26,9 @@ func (db *DB) BeginIdempotent(ctx context.Context, rec *ams.IdempotencyRecord) (
 			VALUES ($1, $2, $3, false, 0, '{}', NULL, $4)
 			ON CONFLICT (user_id, key) DO UPDATE SET request_hash = excluded.request_hash, done = false, status = 0,
 				header = '{}', body = NULL, created_at = excluded.created_at
-			WHERE idempotency_keys.created_at <= $5
-			RETURNING true`, rec.UserID, rec.Key, rec.RequestHash, ms(rec.CreatedAt), ms(rec.CreatedAt.Add(-ams.IdempotencyTTL))).Scan(&claimed)
+			WHERE idempotency_keys.created_at <= $5 OR (NOT idempotency_keys.done AND idempotency_keys.created_at <= $6)
+			RETURNING true`, rec.UserID, rec.Key, rec.RequestHash, ms(rec.CreatedAt), ms(rec.CreatedAt.Add(-ams.IdempotencyTTL)),
+			ms(rec.CreatedAt.Add(-ams.IdempotencyAbandoned))).Scan(&claimed)
 		if err == nil {
 			return nil, nil
 		}

@@ -24,7 +24,8 @@ func (db *DB) BeginIdempotent(ctx context.Context, rec *ams.IdempotencyRecord) (
 	err = tx.QueryRowContext(ctx, `SELECT request_hash, done, status, header, body, created_at FROM idempotency_keys
 		WHERE user_id = ? AND key = ?`, rec.UserID, rec.Key).Scan(&old.RequestHash, &old.Done, &old.Status, &header, &old.Body, &created)
 	switch {
-	case err == nil && rec.CreatedAt.Sub(fromMS(created)) < ams.IdempotencyTTL:
+	case err == nil && rec.CreatedAt.Sub(fromMS(created)) < ams.IdempotencyTTL &&
+		(old.Done || rec.CreatedAt.Sub(fromMS(created)) < ams.IdempotencyAbandoned):
 		old.CreatedAt = fromMS(created)
 		if err := json.Unmarshal([]byte(header), &old.Header); err != nil {
 			return nil, fmt.Errorf("decode idempotent header: %w", err)

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -281,79 +282,105 @@ func (db *DB) FindDelivery(ctx context.Context, userID, webhookID, id string) (*
 	return d, nil
 }
 
-// claimQuery picks, for every active webhook, its oldest due jobs (at
-// most ?2, through the per-webhook index), then keeps per webhook only as
-// many as it has free slots (?3: a JSON object of webhook id to free
-// slots, for webhooks with deliveries in flight), oldest first, ?4 in all.
-// Its cost grows with the number of active webhooks, not with the backlog
-// of a slow one.
-const claimQuery = `
-WITH c AS (
-  SELECT j.seq, j.user_id, j.webhook_id, j.attempts, j.next_at, w.url, w.secret_sealed, j.event_id,
-         row_number() OVER (PARTITION BY j.webhook_id ORDER BY j.next_at, j.seq) AS rn
-  FROM webhooks w
-  JOIN webhook_jobs j ON j.seq IN (
-    SELECT q.seq FROM webhook_jobs q
-    WHERE q.webhook_id = w.id AND q.state = 'pending' AND q.next_at <= ?1 AND q.lease_until <= ?1
-    ORDER BY q.next_at, q.seq LIMIT ?2)
-  WHERE w.active = 1
-)
-SELECT c.seq, c.user_id, c.webhook_id, c.attempts, c.url, c.secret_sealed, e.id, e.type, e.data, e.created_at
-FROM c JOIN events e ON e.id = c.event_id
-WHERE c.rn <= coalesce((SELECT value FROM json_each(?3) WHERE key = c.webhook_id), ?2)
-ORDER BY c.next_at, c.seq
-LIMIT ?4`
+// dueWebhooksQuery lists the active webhooks that have a due, unleased
+// job: one indexed probe per active webhook.
+const dueWebhooksQuery = `
+SELECT w.id, w.url, w.secret_sealed FROM webhooks w
+WHERE w.active = 1 AND EXISTS (
+  SELECT 1 FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
+  WHERE q.webhook_id = w.id AND q.state = 'pending' AND q.next_at <= ?1 AND q.lease_until <= ?1)`
 
-// ClaimJobs leases due jobs; see ams.DeliveryQueue.
+// webhookJobsQuery reads one webhook's oldest due jobs through its index.
+const webhookJobsQuery = `
+SELECT q.seq, q.user_id, q.attempts, q.next_at, e.id, e.type, e.data, e.created_at
+FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due JOIN events e ON e.id = q.event_id
+WHERE q.webhook_id = ?1 AND q.state = 'pending' AND q.next_at <= ?2 AND q.lease_until <= ?2
+ORDER BY q.next_at, q.seq LIMIT ?3`
+
+// ClaimJobs leases due jobs; see ams.DeliveryQueue. It finds the webhooks
+// with due work, takes from each its oldest due jobs up to its free slots,
+// and leases the oldest of those up to limit, all in one transaction. Its
+// cost grows with the number of active webhooks, not with the backlog of a
+// slow one, nor with the jobs kept for 30 days.
 func (db *DB) ClaimJobs(ctx context.Context, now time.Time, lease time.Duration, limit, perWebhook int, inFlight map[string]int) ([]*ams.Job, error) {
 	if limit <= 0 {
 		return nil, nil
-	}
-	free := map[string]int{}
-	for id, n := range inFlight {
-		free[id] = max(0, perWebhook-n)
-	}
-	slots, err := json.Marshal(free)
-	if err != nil {
-		return nil, err
 	}
 	tx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, claimQuery, ms(now), perWebhook, string(slots), limit)
+	type hook struct{ id, url, secret string }
+	var hooks []hook
+	rows, err := tx.QueryContext(ctx, dueWebhooksQuery, ms(now))
 	if err != nil {
-		return nil, fmt.Errorf("claim jobs: %w", err)
+		return nil, fmt.Errorf("find due webhooks: %w", err)
 	}
-	var jobs []*ams.Job
-	var seqs []int64
 	for rows.Next() {
-		j := &ams.Job{Event: &ams.Event{Object: "event"}}
-		var sealed, data string
-		var created int64
-		if err := rows.Scan(&j.Seq, &j.UserID, &j.WebhookID, &j.Attempts, &j.URL, &sealed, &j.Event.ID, &j.Event.Type, &data, &created); err != nil {
+		var h hook
+		var sealed string
+		if err := rows.Scan(&h.id, &h.url, &sealed); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("scan job: %w", err)
+			return nil, fmt.Errorf("scan webhook: %w", err)
 		}
-		j.Event.UserID, j.Event.CreatedAt = j.UserID, fromMS(created)
-		if err := json.Unmarshal([]byte(data), &j.Event.Data); err != nil {
+		if perWebhook-inFlight[h.id] <= 0 {
+			continue
+		}
+		if h.secret, err = db.sealer.Open(sealed, h.id); err != nil {
 			rows.Close()
-			return nil, fmt.Errorf("decode event %s: %w", j.Event.ID, err)
+			return nil, fmt.Errorf("webhook %s: %w", h.id, err)
 		}
-		if j.Secret, err = db.sealer.Open(sealed, j.WebhookID); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("webhook %s: %w", j.WebhookID, err)
-		}
-		jobs = append(jobs, j)
-		seqs = append(seqs, j.Seq)
+		hooks = append(hooks, h)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("claim jobs: %w", err)
+		return nil, fmt.Errorf("find due webhooks: %w", err)
 	}
-	if len(jobs) == 0 {
+	type due struct {
+		job  *ams.Job
+		next int64
+	}
+	var cands []due
+	for _, h := range hooks {
+		rows, err := tx.QueryContext(ctx, webhookJobsQuery, h.id, ms(now), min(perWebhook-inFlight[h.id], limit))
+		if err != nil {
+			return nil, fmt.Errorf("claim jobs: %w", err)
+		}
+		for rows.Next() {
+			j := &ams.Job{WebhookID: h.id, URL: h.url, Secret: h.secret, Event: &ams.Event{Object: "event"}}
+			var next, created int64
+			var data string
+			if err := rows.Scan(&j.Seq, &j.UserID, &j.Attempts, &next, &j.Event.ID, &j.Event.Type, &data, &created); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("scan job: %w", err)
+			}
+			j.Event.UserID, j.Event.CreatedAt = j.UserID, fromMS(created)
+			if err := json.Unmarshal([]byte(data), &j.Event.Data); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("decode event %s: %w", j.Event.ID, err)
+			}
+			cands = append(cands, due{j, next})
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, fmt.Errorf("claim jobs: %w", err)
+		}
+	}
+	if len(cands) == 0 {
 		return nil, nil
+	}
+	slices.SortFunc(cands, func(a, b due) int {
+		if a.next != b.next {
+			return cmp.Compare(a.next, b.next)
+		}
+		return cmp.Compare(a.job.Seq, b.job.Seq)
+	})
+	cands = cands[:min(len(cands), limit)]
+	jobs := make([]*ams.Job, len(cands))
+	seqs := make([]int64, len(cands))
+	for i, c := range cands {
+		jobs[i], seqs[i] = c.job, c.job.Seq
 	}
 	ids, _ := json.Marshal(seqs)
 	if _, err := tx.ExecContext(ctx, `UPDATE webhook_jobs SET lease_until = ? WHERE seq IN (SELECT value FROM json_each(?))`,

@@ -344,6 +344,18 @@ func testIdempotency(t *testing.T, s ams.Store) {
 	if err != nil || old == nil || !old.Done || old.Status != 201 || string(old.Body) != `{"id":"msg_1"}` || old.Header["Location"] != "/v1/messages/msg_1" || old.RequestHash != "h1" {
 		t.Fatalf("replay record: %+v %v", old, err)
 	}
+	// A request that never finished (its process died) holds the key only
+	// until it counts as abandoned.
+	stuck := &ams.IdempotencyRecord{UserID: u.ID, Key: "k-stuck", RequestHash: "h1", CreatedAt: t0}
+	if old, err := s.BeginIdempotent(ctx, stuck); err != nil || old != nil {
+		t.Fatalf("claim k-stuck: %v %v", old, err)
+	}
+	if old, _ := s.BeginIdempotent(ctx, &ams.IdempotencyRecord{UserID: u.ID, Key: "k-stuck", RequestHash: "h1", CreatedAt: t0.Add(ams.IdempotencyAbandoned - time.Second)}); old == nil || old.Done {
+		t.Fatalf("running key taken over early: %+v", old)
+	}
+	if old, err := s.BeginIdempotent(ctx, &ams.IdempotencyRecord{UserID: u.ID, Key: "k-stuck", RequestHash: "h1", CreatedAt: t0.Add(ams.IdempotencyAbandoned)}); err != nil || old != nil {
+		t.Fatalf("abandoned key not taken over: %+v %v", old, err)
+	}
 	// Another account's key of the same name is its own.
 	other := mustUser(t, s, "idem2@example.com")
 	if old, _ := s.BeginIdempotent(ctx, &ams.IdempotencyRecord{UserID: other.ID, Key: "k1", RequestHash: "h9", CreatedAt: t0}); old != nil {
