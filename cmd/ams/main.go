@@ -25,6 +25,7 @@ func main() {
 type storeFlags struct {
 	dataDir     string
 	databaseURL string
+	secretKey   string
 }
 
 func newRoot() *cobra.Command {
@@ -41,7 +42,8 @@ func newRoot() *cobra.Command {
 	}
 	pf := root.PersistentFlags()
 	pf.StringVar(&sf.dataDir, "data-dir", "./ams-data", "directory of the embedded SQLite store and the e-mail outbox (env AMS_DATA_DIR)")
-	pf.StringVar(&sf.databaseURL, "database-url", "", "database URL; empty uses SQLite under --data-dir (env AMS_DATABASE_URL)")
+	pf.StringVar(&sf.databaseURL, "database-url", "", "PostgreSQL URL (postgres://...); empty uses SQLite under --data-dir (env AMS_DATABASE_URL)")
+	pf.StringVar(&sf.secretKey, "secret-key", "", "base64 32-byte key sealing webhook secrets and signing OAuth tokens; required with --database-url, the same in every process (env AMS_SECRET_KEY; SQLite default: key files in --data-dir)")
 	root.AddCommand(newServeCmd(sf), newUsersCmd(sf), newKeysCmd(sf), newAssistantsCmd(sf), newVersionCmd())
 	root.AddCommand(newOAuthClientsCmd(sf), newMigrateCmd(sf))
 	return root

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -21,7 +20,6 @@ import (
 	"github.com/amsdev/ams/engine/builtin"
 	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/internal/logbuf"
-	"github.com/amsdev/ams/internal/seal"
 	"github.com/amsdev/ams/mail"
 	"github.com/amsdev/ams/mailer"
 	"github.com/amsdev/ams/messaging"
@@ -166,14 +164,13 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		base = "http://" + ln.Addr().String()
 	}
 	base = strings.TrimRight(base, "/")
-	// The OAuth server signs tokens with a key kept beside the database,
-	// like the webhook sealing key.
-	oauthKey, err := seal.LoadOrCreateKeyFile(filepath.Join(sf.dataDir, "oauth.key"))
+	// The OAuth server signs tokens with a key every process shares (see oauthKey).
+	tokenKey, err := oauthKey(sf)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("oauth key: %w", err)
 	}
-	authz, err := oauth.New(oauth.Config{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, Secret: oauthKey})
+	authz, err := oauth.New(oauth.Config{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, Secret: tokenKey})
 	if err != nil {
 		ln.Close()
 		return err

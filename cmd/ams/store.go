@@ -2,30 +2,75 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/seal"
+	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/sqlite"
 )
 
+// secretKey returns the key that seals webhook secrets: --secret-key, or
+// for SQLite (when it is unset) nil, meaning the key file beside the
+// database. PostgreSQL needs it: every process must seal with the same key.
+func (sf *storeFlags) key() ([]byte, error) {
+	if sf.secretKey == "" {
+		return nil, nil
+	}
+	k, err := seal.ParseKey(sf.secretKey)
+	if err != nil {
+		return nil, fmt.Errorf("--secret-key: %w", err)
+	}
+	return k, nil
+}
+
 // openStore opens the store the flags name: SQLite under the data
-// directory unless a database URL is given.
+// directory, or PostgreSQL with a postgres:// database URL.
 func openStore(ctx context.Context, sf *storeFlags) (ams.Store, error) {
+	key, err := sf.key()
+	if err != nil {
+		return nil, err
+	}
 	if sf.databaseURL != "" {
 		scheme, _, _ := strings.Cut(sf.databaseURL, "://")
-		return nil, fmt.Errorf("database URL scheme %q is not supported yet: leave --database-url empty to use SQLite under --data-dir", scheme)
+		if scheme != "postgres" && scheme != "postgresql" {
+			return nil, fmt.Errorf("--database-url: scheme %q is not supported (want postgres://; leave it empty for SQLite under --data-dir)", scheme)
+		}
+		if key == nil {
+			return nil, errors.New("--secret-key (AMS_SECRET_KEY) is required with PostgreSQL: a base64 32-byte key, the same in every process (make one with: openssl rand -base64 32)")
+		}
+		return postgres.Open(ctx, sf.databaseURL, postgres.WithSecretKey(key))
 	}
 	if err := os.MkdirAll(sf.dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
-	db, err := sqlite.Open(ctx, filepath.Join(sf.dataDir, "ams.db"))
+	var opts []sqlite.Option
+	if key != nil {
+		opts = append(opts, sqlite.WithSecretKey(key))
+	}
+	return sqlite.Open(ctx, filepath.Join(sf.dataDir, "ams.db"), opts...)
+}
+
+// oauthKey returns the HMAC key of OAuth tokens: derived from --secret-key
+// when it is set (so every process shares it), else the key file
+// <data-dir>/oauth.key.
+func oauthKey(sf *storeFlags) ([]byte, error) {
+	key, err := sf.key()
 	if err != nil {
 		return nil, err
 	}
-	return db, nil
+	if key != nil {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte("ams oauth token hmac key v1"))
+		return m.Sum(nil), nil
+	}
+	return seal.LoadOrCreateKeyFile(filepath.Join(sf.dataDir, "oauth.key"))
 }
 
 // withStore opens the store the flags name, runs fn on it, and closes it.
