@@ -388,7 +388,10 @@ func (db *DB) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now time.
 		}
 	}
 	d := r.Delivery
-	if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (`+deliveryCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+	// A webhook deleted while its delivery was in flight took its jobs and
+	// log with it: then there is nothing to record.
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (`+deliveryCols+`)
+		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = $3)`,
 		d.ID, d.UserID, d.WebhookID, d.EventID, d.EventType, d.Attempt, d.URL, d.Success, d.StatusCode, d.DurationMS, d.Error,
 		d.ResponseBody, ms(d.CreatedAt)); err != nil {
 		return false, fail("insert delivery", err)

@@ -410,9 +410,12 @@ func (db *DB) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now time.
 	if d.Error != nil {
 		errText = *d.Error
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (`+deliveryCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	// A webhook deleted while its delivery was in flight took its jobs and
+	// log with it: then there is nothing to record.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (`+deliveryCols+`) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = ?)`,
 		d.ID, d.UserID, d.WebhookID, d.EventID, d.EventType, d.Attempt, d.URL, d.Success, code, d.DurationMS, errText,
-		d.ResponseBody, ms(d.CreatedAt)); err != nil {
+		d.ResponseBody, ms(d.CreatedAt), d.WebhookID); err != nil {
 		return false, fmt.Errorf("insert delivery: %w", err)
 	}
 	state, next := "succeeded", int64(0)

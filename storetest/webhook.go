@@ -57,6 +57,14 @@ func testWebhooks(t *testing.T, s ams.Store) {
 	if _, err := s.FindWebhook(ctx, u.ID, w.ID); !ams.IsNotFound(err) {
 		t.Fatal("deleted webhook found")
 	}
+	// An attempt that finishes after its webhook was deleted records nothing
+	// and is no error.
+	gone := &ams.Job{Seq: 1 << 40, UserID: u.ID, WebhookID: w.ID, Event: &ams.Event{ID: "evt_gone", Type: ams.EventMessageCreated}}
+	d := &ams.Delivery{ID: ams.NewID(ams.PrefixDelivery), UserID: u.ID, WebhookID: w.ID, EventID: "evt_gone", EventType: ams.EventMessageCreated,
+		Attempt: 1, URL: w.URL, CreatedAt: t0}
+	if _, err := s.RecordAttempt(ctx, &ams.AttemptResult{Job: gone, Delivery: d, Outcome: ams.JobFailed}, t0); err != nil {
+		t.Fatalf("attempt of a deleted webhook: %v", err)
+	}
 }
 
 func testDeliveryQueue(t *testing.T, s ams.Store) {
