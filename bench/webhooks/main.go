@@ -221,6 +221,41 @@ func (r *receiver) firstArrivals(prefix string) []arrival {
 	return out
 }
 
+// dupGaps returns, for every (event, path) pair at paths with prefix that
+// arrived more than once, the time between its first and last arrival.
+func (r *receiver) dupGaps(prefix string) []time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	first, last := map[[2]string]time.Time{}, map[[2]string]time.Time{}
+	for _, a := range r.log {
+		if !strings.HasPrefix(a.path, prefix) || r.seen[[2]string{a.id, a.path}] < 2 {
+			continue
+		}
+		k := [2]string{a.id, a.path}
+		if t, ok := first[k]; !ok || a.at.Before(t) {
+			first[k] = a.at
+		}
+		if a.at.After(last[k]) {
+			last[k] = a.at
+		}
+	}
+	var out []time.Duration
+	for k, t := range first {
+		out = append(out, last[k].Sub(t))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// dupNote describes the duplicates at paths with prefix, if any.
+func (r *receiver) dupNote(prefix string) string {
+	g := r.dupGaps(prefix)
+	if len(g) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d events delivered more than once, %s to %s after their first arrival)", len(g), ms(g[0]), ms(g[len(g)-1]))
+}
+
 // check counts, for paths with prefix, distinct (event, path) pairs and
 // pairs received more than once, and distinct events per path.
 func (r *receiver) check(prefix string) (distinct, dups int, perPath map[string]int) {
@@ -482,21 +517,54 @@ func selfCPU() float64 {
 	return tv(ru.Utime) + tv(ru.Stime)
 }
 
-// cpuMeter measures the CPU the server and this program use over a span.
+// machineCPU returns the busy CPU time of the whole machine (all
+// processes) from /proc/stat.
+func machineCPU() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	var busy float64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		if i >= 8 { // guest times are already in user
+			break
+		}
+		x, _ := strconv.ParseFloat(v, 64)
+		busy += x
+	}
+	return busy / 100
+}
+
+// cpuMeter measures the CPU the server, this program and everything else
+// on the machine use over a span.
 type cpuMeter struct {
-	pid        int
-	t0         time.Time
-	srv0, own0 float64
+	pid              int
+	t0               time.Time
+	srv0, own0, all0 float64
 }
 
 func meter(pid int) cpuMeter {
-	return cpuMeter{pid: pid, t0: time.Now(), srv0: cpuSeconds(pid), own0: selfCPU()}
+	return cpuMeter{pid: pid, t0: time.Now(), srv0: cpuSeconds(pid), own0: selfCPU(), all0: machineCPU()}
 }
 
 // cores returns the average cores used by the server and by this program.
 func (m cpuMeter) cores() (srv, own float64) {
+	srv, own, _ = m.cores3()
+	return
+}
+
+// cores3 also returns the cores used by other processes (other people's
+// work on the machine makes a run noisy).
+func (m cpuMeter) cores3() (srv, own, other float64) {
 	el := time.Since(m.t0).Seconds()
-	return (cpuSeconds(m.pid) - m.srv0) / el, (selfCPU() - m.own0) / el
+	srv, own = (cpuSeconds(m.pid)-m.srv0)/el, (selfCPU()-m.own0)/el
+	other = max(0, (machineCPU()-m.all0)/el-srv-own)
+	return
 }
 
 // ---------------------------------------------------------------- statistics
@@ -734,6 +802,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 			Proxy: nil, MaxIdleConns: 512, MaxIdleConnsPerHost: 512, IdleConnTimeout: 60 * time.Second,
 		}}}
 	rss0, _ := rssKiB(srv.pid)
+	whole := meter(srv.pid)
 	progress("ams serve pid %d on %s, receiver %s", srv.pid, a.base, rcv.url)
 
 	rep := &strings.Builder{}
@@ -818,7 +887,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 		var sent atomic.Int64
 		msgs, failed, ferr, genDur := flood(ctx, a, cfg.senders, cfg.tputDur, 10_000_000, &sent)
 		genEnd := time.Now()
-		genSrv, genOwn := m.cores()
+		genSrv, genOwn, genOther := m.cores3()
 		atGenEnd := rcv.count("/p1/")
 		if failed > 0 {
 			progress("phase 1: %d sends failed, first: %v", failed, ferr)
@@ -831,7 +900,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 			n := rcv.count("/p1/")
 			return n >= expected, fmt.Sprintf("%d of %d", n, expected)
 		})
-		drainSrv, drainOwn := m2.cores()
+		drainSrv, drainOwn, drainOther := m2.cores3()
 		time.Sleep(500 * time.Millisecond) // let any duplicate arrive
 		arr := rcv.arrivals("/p1/")
 		distinct, dups, perPath := rcv.check("/p1/")
@@ -857,15 +926,15 @@ func run(ctx context.Context, cfg *config) (err error) {
 			msgs, genDur.Seconds(), float64(msgs)/genDur.Seconds(), 2*float64(msgs)/genDur.Seconds(), float64(expected)/genDur.Seconds())
 		fmt.Fprintf(rep, "| failed sends | %d |\n", failed)
 		fmt.Fprintf(rep, "| deliveries expected / received / distinct | %d / %d / %d |\n", expected, len(arr), distinct)
-		fmt.Fprintf(rep, "| missing / duplicated | %d / %d |\n", missing, dups)
+		fmt.Fprintf(rep, "| missing / duplicated | %d / %d%s |\n", missing, dups, rcv.dupNote("/p1/"))
 		fmt.Fprintf(rep, "| all arrived within the drain timeout | %v |\n", complete)
 		fmt.Fprintf(rep, "| **deliveries/s, first to last delivery** | **%.0f** (%d in %.1f s) |\n", float64(len(arr))/span.Seconds(), len(arr), span.Seconds())
 		fmt.Fprintf(rep, "| deliveries/s while messages were being sent | %.0f (%d in %.1f s) |\n", float64(atGenEnd)/genEnd.Sub(first).Seconds(), atGenEnd, genEnd.Sub(first).Seconds())
 		fmt.Fprintf(rep, "| deliveries/s after sending stopped (drain only) | %.0f (%d in %.1f s) |\n", float64(drained)/drainSpan.Seconds(), drained, drainSpan.Seconds())
 		ls := stats(lags)
 		fmt.Fprintf(rep, "| created_at → arrival (backlog wait) p50 / p99 / max | %s / %s / %s |\n", ms(ls.p50), ms(ls.p99), ms(ls.max))
-		fmt.Fprintf(rep, "| CPU cores used, sending: ams / bench (load + receiver) | %.2f / %.2f |\n", genSrv, genOwn)
-		fmt.Fprintf(rep, "| CPU cores used, draining: ams / bench (receiver) | %.2f / %.2f |\n", drainSrv, drainOwn)
+		fmt.Fprintf(rep, "| CPU cores used, sending: ams / bench (load + receiver) / other processes | %.2f / %.2f / %.2f |\n", genSrv, genOwn, genOther)
+		fmt.Fprintf(rep, "| CPU cores used, draining: ams / bench (receiver) / other processes | %.2f / %.2f / %.2f |\n", drainSrv, drainOwn, drainOther)
 		fmt.Fprintf(rep, "| TCP connections the receiver accepted | %d (for %d deliveries) |\n", rcv.conns.Load()-conns0, len(arr))
 		fmt.Fprintf(rep, "| server RSS min / max | %.1f / %.1f MiB |\n\n", float64(lo)/1024, float64(hi)/1024)
 		var paths []string
@@ -903,7 +972,7 @@ func run(ctx context.Context, cfg *config) (err error) {
 		var sent atomic.Int64
 		sendLat, failed, late, unsent, ferr := paced(ctx, a, cfg.rate, cfg.latDur, &sent)
 		el := time.Since(t0)
-		srvCores, ownCores := m.cores()
+		srvCores, ownCores, otherCores := m.cores3()
 		if failed > 0 {
 			progress("phase 2: %d sends failed, first: %v", failed, ferr)
 		}
@@ -938,8 +1007,8 @@ func run(ctx context.Context, cfg *config) (err error) {
 		fmt.Fprintf(rep, "| measure | value |\n|---|---|\n")
 		fmt.Fprintf(rep, "| messages sent / failed / not sent (server too slow) | %d / %d / %d in %.1f s (%.1f/s) |\n", sent.Load(), failed, unsent, el.Seconds(), float64(sent.Load())/el.Seconds())
 		fmt.Fprintf(rep, "| ticks that found 256 requests in flight (pace slipped) | %d |\n", late)
-		fmt.Fprintf(rep, "| deliveries expected / distinct / duplicated | %d / %d / %d (all arrived within %s of the last send: %v) |\n", expected, distinct, dups, cfg.latWait, complete)
-		fmt.Fprintf(rep, "| CPU cores used: ams / bench | %.2f / %.2f |\n", srvCores, ownCores)
+		fmt.Fprintf(rep, "| deliveries expected / distinct / duplicated | %d / %d / %d%s (all arrived within %s of the last send: %v) |\n", expected, distinct, dups, rcv.dupNote("/p2/"), cfg.latWait, complete)
+		fmt.Fprintf(rep, "| CPU cores used: ams / bench / other processes | %.2f / %.2f / %.2f |\n", srvCores, ownCores, otherCores)
 		fmt.Fprintf(rep, "| server RSS min / max | %.1f / %.1f MiB |\n\n", float64(lo)/1024, float64(hi)/1024)
 		if expected != distinct || dups != 0 || failed != 0 || unsent != 0 {
 			fmt.Fprintf(rep, "**CHECK FAILED: %d missing, %d duplicated, %d failed sends, %d not sent.**\n\n", expected-distinct, dups, failed, unsent)
@@ -965,24 +1034,41 @@ func run(ctx context.Context, cfg *config) (err error) {
 	}
 	stopSampling()
 	swg.Wait()
+	wSrv, wOwn, wOther := whole.cores3()
+	fmt.Fprintf(rep, "Whole run: CPU cores used on average by ams %.2f, by this benchmark %.2f, by other processes on the machine %.2f", wSrv, wOwn, wOther)
+	if wOther > 0.1 {
+		fmt.Fprintf(rep, " (**other work on the machine: figures may be low; rerun**)")
+	}
+	fmt.Fprintf(rep, ".\n\n")
 	err = srv.stop()
 	stopped = true
 	if err != nil {
 		fmt.Fprintf(rep, "ams serve on SIGTERM: %v\n\n", err)
 	}
 	if lg, _ := os.ReadFile(logPath); len(lg) > 0 {
-		lines := strings.Split(strings.TrimSpace(string(lg)), "\n")
-		var warn []string
-		for _, l := range lines {
-			if strings.Contains(l, `"level":"WARN"`) || strings.Contains(l, `"level":"ERROR"`) {
-				warn = append(warn, l)
+		// Warnings and errors, counted by message and error text.
+		counts := map[string]int{}
+		var first []string
+		n := 0
+		for _, l := range strings.Split(strings.TrimSpace(string(lg)), "\n") {
+			var e struct{ Level, Msg, Err string }
+			if json.Unmarshal([]byte(l), &e) != nil || (e.Level != "WARN" && e.Level != "ERROR") {
+				continue
 			}
+			n++
+			k := e.Level + " " + e.Msg
+			if e.Err != "" {
+				k += ": " + e.Err
+			}
+			if counts[k] == 0 {
+				first = append(first, k)
+			}
+			counts[k]++
 		}
-		fmt.Fprintf(rep, "Server log: %d warning/error lines", len(warn))
-		if len(warn) > 0 {
-			fmt.Fprintf(rep, "; first: `%s`", trunc(warn[0], 300))
+		fmt.Fprintf(rep, "Server log: %d warning/error lines.\n", n)
+		for _, k := range first {
+			fmt.Fprintf(rep, "- %d × `%s`\n", counts[k], trunc(k, 300))
 		}
-		fmt.Fprintln(rep)
 	}
 	fmt.Print(rep.String())
 	return nil
@@ -1178,8 +1264,8 @@ func phase3(ctx context.Context, cfg *config, a *api, rcv *receiver, srv *server
 	fmt.Fprintln(rep, latHeader)
 	fmt.Fprintln(rep, statsMissing(base, int(2*tsent.Load())-len(base)).row("baseline (no dead webhook)"))
 	fmt.Fprintln(rep, statsMissing(during, int(2*trickleSent.Load())-len(during)).row("**while the dead backlog waits**"))
-	fmt.Fprintf(rep, "\nHealthy deliveries expected %d, received %d (distinct %d), duplicated %d; trickle sends failed %d, not sent %d.\n\n",
-		want, rcv.count("/p3/healthy"), len(healthyFirst), hDups, tFailed, tUnsent)
+	fmt.Fprintf(rep, "\nHealthy deliveries expected %d, received %d (distinct %d), duplicated %d%s; trickle sends failed %d, not sent %d.\n\n",
+		want, rcv.count("/p3/healthy"), len(healthyFirst), hDups, rcv.dupNote("/p3/healthy"), tFailed, tUnsent)
 	return nil
 }
 
