@@ -129,7 +129,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		for {
 			n, free, err := w.fill(ctx)
 			if err != nil {
-				w.Logger.Error("claim webhook deliveries", "err", err)
+				if ctx.Err() == nil { // a claim cut short by shutdown is no error
+					w.Logger.Error("claim webhook deliveries", "err", err)
+				}
 				break
 			}
 			if n < free || n == 0 { // the queue has no more due jobs for us

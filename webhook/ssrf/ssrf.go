@@ -385,7 +385,7 @@ func (g *Guard) Transport() *http.Transport {
 		TLSHandshakeTimeout:   5 * time.Second,
 		ResponseHeaderTimeout: 5 * time.Second,
 		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   8,
+		MaxIdleConnsPerHost:   64, // as many as deliveries in flight: reuse connections to busy receivers
 		IdleConnTimeout:       90 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}

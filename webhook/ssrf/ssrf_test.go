@@ -427,7 +427,7 @@ func TestTransport(t *testing.T) {
 		t.Error("Proxy is set")
 	}
 	if tr.DialContext == nil || tr.TLSHandshakeTimeout == 0 || tr.ResponseHeaderTimeout == 0 ||
-		tr.MaxIdleConnsPerHost != 8 || tr.IdleConnTimeout == 0 || !tr.ForceAttemptHTTP2 {
+		tr.MaxIdleConnsPerHost != 64 || tr.IdleConnTimeout == 0 || !tr.ForceAttemptHTTP2 {
 		t.Errorf("unexpected transport settings: %+v", tr)
 	}
 }
