@@ -7,10 +7,9 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/sqlrow"
 	"github.com/jackc/pgx/v5"
 )
-
-const keyCols = `k.id, k.user_id, k.name, k.hint, k.hash, k.permissions, k.created_at, k.last_used_at, k.expires_at, k.revoked_at`
 
 func readKey(s scanner) (*ams.APIKey, error) {
 	k := &ams.APIKey{Object: "api_key"}
@@ -43,7 +42,7 @@ func (db *DB) CreateKey(ctx context.Context, k *ams.APIKey) error {
 
 // ListKeys returns the user's keys, newest first, revoked ones included.
 func (db *DB) ListKeys(ctx context.Context, userID string) ([]*ams.APIKey, error) {
-	rows, err := db.pool.Query(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.user_id = $1 ORDER BY k.seq DESC`, userID)
+	rows, err := db.pool.Query(ctx, `SELECT `+sqlrow.KeyCols+` FROM api_keys k WHERE k.user_id = $1 ORDER BY k.seq DESC`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
@@ -61,7 +60,7 @@ func (db *DB) ListKeys(ctx context.Context, userID string) ([]*ams.APIKey, error
 
 // FindKey returns the key with id; ENOTFOUND if none.
 func (db *DB) FindKey(ctx context.Context, id string) (*ams.APIKey, error) {
-	k, err := readKey(db.pool.QueryRow(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.id = $1`, id))
+	k, err := readKey(db.pool.QueryRow(ctx, `SELECT `+sqlrow.KeyCols+` FROM api_keys k WHERE k.id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ams.NotFound("api_key", id)
 	}
@@ -76,7 +75,7 @@ func (db *DB) FindKey(ctx context.Context, id string) (*ams.APIKey, error) {
 // otherwise a key of another user is ENOTFOUND.
 func (db *DB) RevokeKey(ctx context.Context, userID, id string, now time.Time) (*ams.APIKey, error) {
 	k, err := readKey(db.pool.QueryRow(ctx, `UPDATE api_keys k SET revoked_at = coalesce(k.revoked_at, $1)
-		WHERE k.id = $2 AND ($3 = '' OR k.user_id = $3) RETURNING `+keyCols, ms(now), id, userID))
+		WHERE k.id = $2 AND ($3 = '' OR k.user_id = $3) RETURNING `+sqlrow.KeyCols, ms(now), id, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ams.NotFound("api_key", id)
 	}

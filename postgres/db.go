@@ -33,6 +33,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/seal"
+	"github.com/amsdev/ams/internal/sqlrow"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -289,7 +290,7 @@ func fail(op string, err error) error {
 }
 
 // scanner is the part of pgx.Row and pgx.Rows that scan functions use.
-type scanner interface{ Scan(dest ...any) error }
+type scanner = sqlrow.Scanner
 
 // list runs a cursor-paginated query, as sqlite's list does. from is the
 // table; where the scoping condition, with placeholders $1..$len(args),
@@ -346,13 +347,5 @@ func list[T any](ctx context.Context, q querier, cols, from, where string, args 
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list %s: %w", from, err)
 	}
-	if len(page.Data) > limit {
-		page.Data, page.HasMore = page.Data[:limit], true
-	}
-	if !forward { // scanned away from the list's order: put it back
-		for i, j := 0, len(page.Data)-1; i < j; i, j = i+1, j-1 {
-			page.Data[i], page.Data[j] = page.Data[j], page.Data[i]
-		}
-	}
-	return page, nil
+	return sqlrow.FinishPage(page, limit, forward), nil
 }

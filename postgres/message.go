@@ -7,24 +7,13 @@ import (
 	"fmt"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/sqlrow"
 	"github.com/jackc/pgx/v5"
 )
 
-const assistantCols = `id, user_id, name, description, instructions, model, created_at, updated_at`
-
-func scanAssistant(s scanner) (*ams.Assistant, error) {
-	a := &ams.Assistant{Object: "assistant"}
-	var c, u int64
-	if err := s.Scan(&a.ID, &a.UserID, &a.Name, &a.Description, &a.Instructions, &a.Model, &c, &u); err != nil {
-		return nil, err
-	}
-	a.CreatedAt, a.UpdatedAt = fromMS(c), fromMS(u)
-	return a, nil
-}
-
 // CreateAssistant stores a.
 func (db *DB) CreateAssistant(ctx context.Context, a *ams.Assistant) error {
-	_, err := db.pool.Exec(ctx, `INSERT INTO assistants (`+assistantCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+	_, err := db.pool.Exec(ctx, `INSERT INTO assistants (`+sqlrow.AssistantCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		a.ID, a.UserID, a.Name, a.Description, a.Instructions, a.Model, ms(a.CreatedAt), ms(a.UpdatedAt))
 	if err != nil {
 		return fail("insert assistant", err)
@@ -35,7 +24,7 @@ func (db *DB) CreateAssistant(ctx context.Context, a *ams.Assistant) error {
 // FindAssistant returns the user's assistant; ENOTFOUND if it does not
 // exist or belongs to another user.
 func (db *DB) FindAssistant(ctx context.Context, userID, id string) (*ams.Assistant, error) {
-	a, err := scanAssistant(db.pool.QueryRow(ctx, `SELECT `+assistantCols+` FROM assistants WHERE id = $1 AND user_id = $2`, id, userID))
+	a, err := sqlrow.Assistant(db.pool.QueryRow(ctx, `SELECT `+sqlrow.AssistantCols+` FROM assistants WHERE id = $1 AND user_id = $2`, id, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ams.NotFound("assistant", id)
 	}
@@ -47,24 +36,12 @@ func (db *DB) FindAssistant(ctx context.Context, userID, id string) (*ams.Assist
 
 // ListAssistants returns a page of the user's assistants.
 func (db *DB) ListAssistants(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Assistant], error) {
-	return list(ctx, db.pool, assistantCols, "assistants", "user_id = $1", []any{userID}, p, scanAssistant)
-}
-
-const conversationCols = `id, user_id, assistant_id, title, message_count, last_message_at, created_at, updated_at`
-
-func scanConversation(s scanner) (*ams.Conversation, error) {
-	c := &ams.Conversation{Object: "conversation"}
-	var last, cr, up int64
-	if err := s.Scan(&c.ID, &c.UserID, &c.AssistantID, &c.Title, &c.MessageCount, &last, &cr, &up); err != nil {
-		return nil, err
-	}
-	c.LastMessageAt, c.CreatedAt, c.UpdatedAt = fromMS(last), fromMS(cr), fromMS(up)
-	return c, nil
+	return list(ctx, db.pool, sqlrow.AssistantCols, "assistants", "user_id = $1", []any{userID}, p, sqlrow.Assistant)
 }
 
 // FindConversation returns the user's conversation; ENOTFOUND otherwise.
 func (db *DB) FindConversation(ctx context.Context, userID, id string) (*ams.Conversation, error) {
-	c, err := scanConversation(db.pool.QueryRow(ctx, `SELECT `+conversationCols+` FROM conversations WHERE id = $1 AND user_id = $2`, id, userID))
+	c, err := sqlrow.Conversation(db.pool.QueryRow(ctx, `SELECT `+sqlrow.ConversationCols+` FROM conversations WHERE id = $1 AND user_id = $2`, id, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ams.NotFound("conversation", id)
 	}
@@ -81,24 +58,12 @@ func (db *DB) ListConversations(ctx context.Context, userID, assistantID string,
 	if assistantID != "" {
 		where, args = where+" AND assistant_id = $2", append(args, assistantID)
 	}
-	return list(ctx, db.pool, conversationCols, "conversations", where, args, p, scanConversation)
-}
-
-const messageCols = `id, user_id, assistant_id, conversation_id, direction, content, created_at, updated_at`
-
-func scanMessage(s scanner) (*ams.Message, error) {
-	m := &ams.Message{Object: "message"}
-	var c, u int64
-	if err := s.Scan(&m.ID, &m.UserID, &m.AssistantID, &m.ConversationID, &m.Direction, &m.Content, &c, &u); err != nil {
-		return nil, err
-	}
-	m.CreatedAt, m.UpdatedAt = fromMS(c), fromMS(u)
-	return m, nil
+	return list(ctx, db.pool, sqlrow.ConversationCols, "conversations", where, args, p, sqlrow.Conversation)
 }
 
 // FindMessage returns the user's message; ENOTFOUND otherwise.
 func (db *DB) FindMessage(ctx context.Context, userID, id string) (*ams.Message, error) {
-	m, err := scanMessage(db.pool.QueryRow(ctx, `SELECT `+messageCols+` FROM messages WHERE id = $1 AND user_id = $2`, id, userID))
+	m, err := sqlrow.Message(db.pool.QueryRow(ctx, `SELECT `+sqlrow.MessageCols+` FROM messages WHERE id = $1 AND user_id = $2`, id, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ams.NotFound("message", id)
 	}
@@ -110,13 +75,13 @@ func (db *DB) FindMessage(ctx context.Context, userID, id string) (*ams.Message,
 
 // ListMessages returns a page of one conversation's messages.
 func (db *DB) ListMessages(ctx context.Context, userID, conversationID string, p ams.ListParams) (*ams.Page[*ams.Message], error) {
-	return list(ctx, db.pool, messageCols, "messages", "conversation_id = $1 AND user_id = $2", []any{conversationID, userID}, p, scanMessage)
+	return list(ctx, db.pool, sqlrow.MessageCols, "messages", "conversation_id = $1 AND user_id = $2", []any{conversationID, userID}, p, sqlrow.Message)
 }
 
 // RecentMessages returns the last n messages of a conversation, oldest first.
 func (db *DB) RecentMessages(ctx context.Context, userID, conversationID string, n int) ([]*ams.Message, error) {
-	page, err := list(ctx, db.pool, messageCols, "messages", "conversation_id = $1 AND user_id = $2", []any{conversationID, userID},
-		ams.ListParams{Limit: n, Order: ams.OrderDesc}, scanMessage)
+	page, err := list(ctx, db.pool, sqlrow.MessageCols, "messages", "conversation_id = $1 AND user_id = $2", []any{conversationID, userID},
+		ams.ListParams{Limit: n, Order: ams.OrderDesc}, sqlrow.Message)
 	if err != nil {
 		return nil, err
 	}
@@ -147,7 +112,7 @@ func (db *DB) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 	}
 	b := &pgx.Batch{}
 	if c := x.NewConversation; c != nil {
-		b.Queue(`INSERT INTO conversations (`+conversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		b.Queue(`INSERT INTO conversations (`+sqlrow.ConversationCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			c.ID, c.UserID, c.AssistantID, c.Title, 0, ms(c.LastMessageAt), ms(c.CreatedAt), ms(c.UpdatedAt))
 	}
 	// Count the turn into the conversation first: this also proves that
@@ -182,7 +147,7 @@ func (db *DB) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 	}
 	b = &pgx.Batch{}
 	for _, m := range msgs {
-		b.Queue(`INSERT INTO messages (`+messageCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		b.Queue(`INSERT INTO messages (`+sqlrow.MessageCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 			m.ID, m.UserID, m.AssistantID, m.ConversationID, m.Direction, m.Content, ms(m.CreatedAt), ms(m.UpdatedAt))
 	}
 	if err := queueEvents(b, x.Events); err != nil {
@@ -272,7 +237,7 @@ func (db *DB) JobsReady() <-chan struct{} { return db.jobs }
 
 // FindEvent returns the user's event; ENOTFOUND otherwise.
 func (db *DB) FindEvent(ctx context.Context, userID, id string) (*ams.Event, error) {
-	e, err := scanEvent(db.pool.QueryRow(ctx, `SELECT `+eventCols+` FROM events WHERE id = $1 AND user_id = $2`, id, userID))
+	e, err := scanEvent(db.pool.QueryRow(ctx, `SELECT `+sqlrow.EventCols+` FROM events WHERE id = $1 AND user_id = $2`, id, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ams.NotFound("event", id)
 	}
@@ -281,8 +246,6 @@ func (db *DB) FindEvent(ctx context.Context, userID, id string) (*ams.Event, err
 	}
 	return e, nil
 }
-
-const eventCols = `id, user_id, type, data, created_at`
 
 func scanEvent(s scanner) (*ams.Event, error) {
 	e := &ams.Event{Object: "event"}
@@ -304,10 +267,8 @@ func (db *DB) ListEvents(ctx context.Context, userID, eventType string, p ams.Li
 	if eventType != "" {
 		where, args = where+" AND type = $2", append(args, eventType)
 	}
-	return list(ctx, db.pool, eventCols, "events", where, args, p, scanEvent)
+	return list(ctx, db.pool, sqlrow.EventCols, "events", where, args, p, scanEvent)
 }
-
-const integrationCols = `id, user_id, provider, status, config, last_error, connected_at, created_at, updated_at`
 
 func scanIntegration(s scanner) (*ams.Integration, error) {
 	in := &ams.Integration{Object: "integration"}
@@ -328,5 +289,5 @@ func scanIntegration(s scanner) (*ams.Integration, error) {
 
 // ListIntegrations returns a page of the user's integrations.
 func (db *DB) ListIntegrations(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Integration], error) {
-	return list(ctx, db.pool, integrationCols, "integrations", "user_id = $1", []any{userID}, p, scanIntegration)
+	return list(ctx, db.pool, sqlrow.IntegrationCols, "integrations", "user_id = $1", []any{userID}, p, scanIntegration)
 }

@@ -8,25 +8,14 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/sqlrow"
 	"github.com/jackc/pgx/v5"
 )
-
-const userCols = `id, email, password_hash, plan, rpm, rpd, timezone, created_at, updated_at`
-
-func scanUser(s scanner) (*ams.User, error) {
-	var u ams.User
-	var created, updated int64
-	if err := s.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.Plan, &u.RPM, &u.RPD, &u.Timezone, &created, &updated); err != nil {
-		return nil, err
-	}
-	u.CreatedAt, u.UpdatedAt = fromMS(created), fromMS(updated)
-	return &u, nil
-}
 
 // CreateUser stores u. The e-mail is stored lower-cased, so it is compared
 // case-insensitively; ECONFLICT if it is taken.
 func (db *DB) CreateUser(ctx context.Context, u *ams.User) error {
-	_, err := db.pool.Exec(ctx, `INSERT INTO users (`+userCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	_, err := db.pool.Exec(ctx, `INSERT INTO users (`+sqlrow.UserCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 		u.ID, strings.ToLower(u.Email), u.PasswordHash, string(u.Plan), u.RPM, u.RPD, u.Timezone, ms(u.CreatedAt), ms(u.UpdatedAt))
 	if code, constraint := pgCode(err); code == codeUniqueViolation && constraint == "users_email_key" {
 		return ams.Errorf(ams.ECONFLICT, "email_taken", "A user with e-mail %s already exists.", u.Email)
@@ -48,7 +37,7 @@ func (db *DB) FindUserByEmail(ctx context.Context, email string) (*ams.User, err
 }
 
 func findUser(ctx context.Context, q querier, cond string, arg string) (*ams.User, error) {
-	u, err := scanUser(q.QueryRow(ctx, `SELECT `+userCols+` FROM users WHERE `+cond, arg))
+	u, err := sqlrow.User(q.QueryRow(ctx, `SELECT `+sqlrow.UserCols+` FROM users WHERE `+cond, arg))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ams.NotFound("user", arg)
 	}
@@ -68,9 +57,9 @@ func (db *DB) UpdateUser(ctx context.Context, id string, upd ams.UserUpdate, now
 		p := string(*upd.Plan)
 		plan = &p
 	}
-	u, err := scanUser(db.pool.QueryRow(ctx, `UPDATE users SET plan = coalesce($2, plan), rpm = coalesce($3, rpm),
+	u, err := sqlrow.User(db.pool.QueryRow(ctx, `UPDATE users SET plan = coalesce($2, plan), rpm = coalesce($3, rpm),
 		rpd = coalesce($4, rpd), timezone = coalesce($5, timezone), password_hash = coalesce($6, password_hash), updated_at = $7
-		WHERE id = $1 RETURNING `+userCols, id, plan, upd.RPM, upd.RPD, upd.Timezone, upd.PasswordHash, ms(now)))
+		WHERE id = $1 RETURNING `+sqlrow.UserCols, id, plan, upd.RPM, upd.RPD, upd.Timezone, upd.PasswordHash, ms(now)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ams.NotFound("user", id)
 	}

@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/sqlrow"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -24,25 +24,13 @@ func (db *DB) scanWebhook(s scanner) (*ams.Webhook, error) {
 		return nil, err
 	}
 	w.CreatedAt, w.UpdatedAt = fromMS(c), fromMS(u)
-	w.Events = sortEvents(events)
+	w.Events = sqlrow.SortEvents(events)
 	secret, err := db.sealer.Open(sealed, w.ID)
 	if err != nil {
 		return nil, fmt.Errorf("webhook %s: %w", w.ID, err)
 	}
 	w.Secret = secret
 	return w, nil
-}
-
-// sortEvents puts event types in their canonical order, dropping blanks,
-// duplicates and unknown types.
-func sortEvents(types []string) []string {
-	out := []string{}
-	for _, t := range ams.EventTypes {
-		if slices.Contains(types, t) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // CreateWebhook stores w, its subscriptions, and its secret sealed.
@@ -57,7 +45,7 @@ func (db *DB) CreateWebhook(ctx context.Context, w *ams.Webhook) error {
 		ms(w.CreatedAt), ms(w.UpdatedAt)); err != nil {
 		return fail("insert webhook", err)
 	}
-	w.Events = sortEvents(w.Events)
+	w.Events = sqlrow.SortEvents(w.Events)
 	if err := setSubscriptions(ctx, tx, w); err != nil {
 		return err
 	}
@@ -125,7 +113,7 @@ func (db *DB) UpdateWebhook(ctx context.Context, userID, id string, upd ams.Webh
 		w.Secret = *upd.Secret
 	}
 	if upd.Events != nil {
-		w.Events = sortEvents(upd.Events)
+		w.Events = sqlrow.SortEvents(upd.Events)
 		if err := setSubscriptions(ctx, tx, w); err != nil {
 			return nil, err
 		}
@@ -251,8 +239,6 @@ func (db *DB) EnqueueDelivery(ctx context.Context, userID, webhookID, eventID st
 	return nil
 }
 
-const deliveryCols = `id, user_id, webhook_id, event_id, event_type, attempt, url, success, status_code, duration_ms, error, response_body, created_at`
-
 func scanDelivery(s scanner) (*ams.Delivery, error) {
 	d := &ams.Delivery{Object: "webhook_delivery"}
 	var c int64
@@ -271,12 +257,12 @@ func (db *DB) ListDeliveries(ctx context.Context, userID, webhookID, eventID str
 	if eventID != "" {
 		where, args = where+" AND event_id = $3", append(args, eventID)
 	}
-	return list(ctx, db.pool, deliveryCols, "webhook_deliveries", where, args, p, scanDelivery)
+	return list(ctx, db.pool, sqlrow.DeliveryCols, "webhook_deliveries", where, args, p, scanDelivery)
 }
 
 // FindDelivery returns one attempt of the user's webhook; ENOTFOUND otherwise.
 func (db *DB) FindDelivery(ctx context.Context, userID, webhookID, id string) (*ams.Delivery, error) {
-	d, err := scanDelivery(db.pool.QueryRow(ctx, `SELECT `+deliveryCols+` FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2 AND user_id = $3`,
+	d, err := scanDelivery(db.pool.QueryRow(ctx, `SELECT `+sqlrow.DeliveryCols+` FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2 AND user_id = $3`,
 		id, webhookID, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ams.NotFound("delivery", id)
@@ -390,7 +376,7 @@ func (db *DB) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now time.
 	d := r.Delivery
 	// A webhook deleted while its delivery was in flight took its jobs and
 	// log with it: then there is nothing to record.
-	if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (`+deliveryCols+`)
+	if _, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (`+sqlrow.DeliveryCols+`)
 		SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = $3)`,
 		d.ID, d.UserID, d.WebhookID, d.EventID, d.EventType, d.Attempt, d.URL, d.Success, d.StatusCode, d.DurationMS, d.Error,
 		d.ResponseBody, ms(d.CreatedAt)); err != nil {

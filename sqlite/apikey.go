@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/sqlrow"
 )
-
-const keyCols = `k.id, k.user_id, k.name, k.hint, k.hash, k.permissions, k.created_at, k.last_used_at, k.expires_at, k.revoked_at`
 
 func keyScanTargets(k *ams.APIKey, perms *string, created *int64, used, expires, revoked *sql.NullInt64) []any {
 	return []any{&k.ID, &k.UserID, &k.Name, &k.Hint, &k.Hash, perms, created, used, expires, revoked}
@@ -52,7 +51,7 @@ func (db *DB) CreateKey(ctx context.Context, k *ams.APIKey) error {
 
 // ListKeys returns the user's keys, newest first, revoked ones included.
 func (db *DB) ListKeys(ctx context.Context, userID string) ([]*ams.APIKey, error) {
-	rows, err := db.rq.QueryContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.user_id = ? ORDER BY k.seq DESC`, userID)
+	rows, err := db.rq.QueryContext(ctx, `SELECT `+sqlrow.KeyCols+` FROM api_keys k WHERE k.user_id = ? ORDER BY k.seq DESC`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("list api keys: %w", err)
 	}
@@ -70,7 +69,7 @@ func (db *DB) ListKeys(ctx context.Context, userID string) ([]*ams.APIKey, error
 
 // FindKey returns the key with id; ENOTFOUND if none.
 func (db *DB) FindKey(ctx context.Context, id string) (*ams.APIKey, error) {
-	k, err := readKey(db.rq.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.id = ?`, id))
+	k, err := readKey(db.rq.QueryRowContext(ctx, `SELECT `+sqlrow.KeyCols+` FROM api_keys k WHERE k.id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("api_key", id)
 	}
@@ -102,7 +101,7 @@ func (db *DB) RevokeKey(ctx context.Context, userID, id string, now time.Time) (
 // FindKeyFresh reads the key through the write connection, so it sees the
 // connection's own latest write.
 func (db *DB) FindKeyFresh(ctx context.Context, id string) (*ams.APIKey, error) {
-	k, err := readKey(db.write.QueryRowContext(ctx, `SELECT `+keyCols+` FROM api_keys k WHERE k.id = ?`, id))
+	k, err := readKey(db.write.QueryRowContext(ctx, `SELECT `+sqlrow.KeyCols+` FROM api_keys k WHERE k.id = ?`, id))
 	if err != nil {
 		return nil, fmt.Errorf("find api key: %w", err)
 	}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/seal"
+	"github.com/amsdev/ams/internal/sqlrow"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -278,7 +279,7 @@ func isUnique(err error) bool {
 }
 
 // scanner is the part of *sql.Row and *sql.Rows that scan functions use.
-type scanner interface{ Scan(dest ...any) error }
+type scanner = sqlrow.Scanner
 
 // list runs a cursor-paginated query. from is the table, where the scoping
 // condition (with args) that both the page and the cursor lookup must
@@ -332,13 +333,5 @@ func list[T any](ctx context.Context, q *reader, cols, from, where string, args 
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list %s: %w", from, err)
 	}
-	if len(page.Data) > limit {
-		page.Data, page.HasMore = page.Data[:limit], true
-	}
-	if !forward { // scanned away from the list's order: put it back
-		for i, j := 0, len(page.Data)-1; i < j; i, j = i+1, j-1 {
-			page.Data[i], page.Data[j] = page.Data[j], page.Data[i]
-		}
-	}
-	return page, nil
+	return sqlrow.FinishPage(page, limit, forward), nil
 }

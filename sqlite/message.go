@@ -8,23 +8,12 @@ import (
 	"fmt"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/sqlrow"
 )
-
-const assistantCols = `id, user_id, name, description, instructions, model, created_at, updated_at`
-
-func scanAssistant(s scanner) (*ams.Assistant, error) {
-	a := &ams.Assistant{Object: "assistant"}
-	var c, u int64
-	if err := s.Scan(&a.ID, &a.UserID, &a.Name, &a.Description, &a.Instructions, &a.Model, &c, &u); err != nil {
-		return nil, err
-	}
-	a.CreatedAt, a.UpdatedAt = fromMS(c), fromMS(u)
-	return a, nil
-}
 
 // CreateAssistant stores a.
 func (db *DB) CreateAssistant(ctx context.Context, a *ams.Assistant) error {
-	_, err := db.write.ExecContext(ctx, `INSERT INTO assistants (`+assistantCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := db.write.ExecContext(ctx, `INSERT INTO assistants (`+sqlrow.AssistantCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		a.ID, a.UserID, a.Name, a.Description, a.Instructions, a.Model, ms(a.CreatedAt), ms(a.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("insert assistant: %w", err)
@@ -35,7 +24,7 @@ func (db *DB) CreateAssistant(ctx context.Context, a *ams.Assistant) error {
 // FindAssistant returns the user's assistant; ENOTFOUND if it does not
 // exist or belongs to another user.
 func (db *DB) FindAssistant(ctx context.Context, userID, id string) (*ams.Assistant, error) {
-	a, err := scanAssistant(db.rq.QueryRowContext(ctx, `SELECT `+assistantCols+` FROM assistants WHERE id = ? AND user_id = ?`, id, userID))
+	a, err := sqlrow.Assistant(db.rq.QueryRowContext(ctx, `SELECT `+sqlrow.AssistantCols+` FROM assistants WHERE id = ? AND user_id = ?`, id, userID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("assistant", id)
 	}
@@ -47,24 +36,12 @@ func (db *DB) FindAssistant(ctx context.Context, userID, id string) (*ams.Assist
 
 // ListAssistants returns a page of the user's assistants.
 func (db *DB) ListAssistants(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Assistant], error) {
-	return list(ctx, &db.rq, assistantCols, "assistants", "user_id = ?", []any{userID}, p, scanAssistant)
-}
-
-const conversationCols = `id, user_id, assistant_id, title, message_count, last_message_at, created_at, updated_at`
-
-func scanConversation(s scanner) (*ams.Conversation, error) {
-	c := &ams.Conversation{Object: "conversation"}
-	var last, cr, up int64
-	if err := s.Scan(&c.ID, &c.UserID, &c.AssistantID, &c.Title, &c.MessageCount, &last, &cr, &up); err != nil {
-		return nil, err
-	}
-	c.LastMessageAt, c.CreatedAt, c.UpdatedAt = fromMS(last), fromMS(cr), fromMS(up)
-	return c, nil
+	return list(ctx, &db.rq, sqlrow.AssistantCols, "assistants", "user_id = ?", []any{userID}, p, sqlrow.Assistant)
 }
 
 // FindConversation returns the user's conversation; ENOTFOUND otherwise.
 func (db *DB) FindConversation(ctx context.Context, userID, id string) (*ams.Conversation, error) {
-	c, err := scanConversation(db.rq.QueryRowContext(ctx, `SELECT `+conversationCols+` FROM conversations WHERE id = ? AND user_id = ?`, id, userID))
+	c, err := sqlrow.Conversation(db.rq.QueryRowContext(ctx, `SELECT `+sqlrow.ConversationCols+` FROM conversations WHERE id = ? AND user_id = ?`, id, userID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("conversation", id)
 	}
@@ -81,24 +58,12 @@ func (db *DB) ListConversations(ctx context.Context, userID, assistantID string,
 	if assistantID != "" {
 		where, args = where+" AND assistant_id = ?", append(args, assistantID)
 	}
-	return list(ctx, &db.rq, conversationCols, "conversations", where, args, p, scanConversation)
-}
-
-const messageCols = `id, user_id, assistant_id, conversation_id, direction, content, created_at, updated_at`
-
-func scanMessage(s scanner) (*ams.Message, error) {
-	m := &ams.Message{Object: "message"}
-	var c, u int64
-	if err := s.Scan(&m.ID, &m.UserID, &m.AssistantID, &m.ConversationID, &m.Direction, &m.Content, &c, &u); err != nil {
-		return nil, err
-	}
-	m.CreatedAt, m.UpdatedAt = fromMS(c), fromMS(u)
-	return m, nil
+	return list(ctx, &db.rq, sqlrow.ConversationCols, "conversations", where, args, p, sqlrow.Conversation)
 }
 
 // FindMessage returns the user's message; ENOTFOUND otherwise.
 func (db *DB) FindMessage(ctx context.Context, userID, id string) (*ams.Message, error) {
-	m, err := scanMessage(db.rq.QueryRowContext(ctx, `SELECT `+messageCols+` FROM messages WHERE id = ? AND user_id = ?`, id, userID))
+	m, err := sqlrow.Message(db.rq.QueryRowContext(ctx, `SELECT `+sqlrow.MessageCols+` FROM messages WHERE id = ? AND user_id = ?`, id, userID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("message", id)
 	}
@@ -110,13 +75,13 @@ func (db *DB) FindMessage(ctx context.Context, userID, id string) (*ams.Message,
 
 // ListMessages returns a page of one conversation's messages.
 func (db *DB) ListMessages(ctx context.Context, userID, conversationID string, p ams.ListParams) (*ams.Page[*ams.Message], error) {
-	return list(ctx, &db.rq, messageCols, "messages", "conversation_id = ? AND user_id = ?", []any{conversationID, userID}, p, scanMessage)
+	return list(ctx, &db.rq, sqlrow.MessageCols, "messages", "conversation_id = ? AND user_id = ?", []any{conversationID, userID}, p, sqlrow.Message)
 }
 
 // RecentMessages returns the last n messages of a conversation, oldest first.
 func (db *DB) RecentMessages(ctx context.Context, userID, conversationID string, n int) ([]*ams.Message, error) {
-	page, err := list(ctx, &db.rq, messageCols, "messages", "conversation_id = ? AND user_id = ?", []any{conversationID, userID},
-		ams.ListParams{Limit: n, Order: ams.OrderDesc}, scanMessage)
+	page, err := list(ctx, &db.rq, sqlrow.MessageCols, "messages", "conversation_id = ? AND user_id = ?", []any{conversationID, userID},
+		ams.ListParams{Limit: n, Order: ams.OrderDesc}, sqlrow.Message)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +102,7 @@ func (db *DB) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 	}
 	defer tx.Rollback()
 	if c := x.NewConversation; c != nil {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (`+conversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO conversations (`+sqlrow.ConversationCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			c.ID, c.UserID, c.AssistantID, c.Title, 0, ms(c.LastMessageAt), ms(c.CreatedAt), ms(c.UpdatedAt)); err != nil {
 			return fmt.Errorf("insert conversation: %w", err)
 		}
@@ -162,7 +127,7 @@ func (db *DB) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 		}
 	}
 	for _, m := range msgs {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (`+messageCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		if _, err := tx.ExecContext(ctx, `INSERT INTO messages (`+sqlrow.MessageCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			m.ID, m.UserID, m.AssistantID, m.ConversationID, m.Direction, m.Content, ms(m.CreatedAt), ms(m.UpdatedAt)); err != nil {
 			return fmt.Errorf("insert message: %w", err)
 		}
@@ -227,7 +192,7 @@ func (db *DB) JobsReady() <-chan struct{} { return db.jobs }
 
 // FindEvent returns the user's event; ENOTFOUND otherwise.
 func (db *DB) FindEvent(ctx context.Context, userID, id string) (*ams.Event, error) {
-	e, err := scanEvent(db.rq.QueryRowContext(ctx, `SELECT `+eventCols+` FROM events WHERE id = ? AND user_id = ?`, id, userID))
+	e, err := scanEvent(db.rq.QueryRowContext(ctx, `SELECT `+sqlrow.EventCols+` FROM events WHERE id = ? AND user_id = ?`, id, userID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("event", id)
 	}
@@ -236,8 +201,6 @@ func (db *DB) FindEvent(ctx context.Context, userID, id string) (*ams.Event, err
 	}
 	return e, nil
 }
-
-const eventCols = `id, user_id, type, data, created_at`
 
 func scanEvent(s scanner) (*ams.Event, error) {
 	e := &ams.Event{Object: "event"}
@@ -259,10 +222,8 @@ func (db *DB) ListEvents(ctx context.Context, userID, eventType string, p ams.Li
 	if eventType != "" {
 		where, args = where+" AND type = ?", append(args, eventType)
 	}
-	return list(ctx, &db.rq, eventCols, "events", where, args, p, scanEvent)
+	return list(ctx, &db.rq, sqlrow.EventCols, "events", where, args, p, scanEvent)
 }
-
-const integrationCols = `id, user_id, provider, status, config, last_error, connected_at, created_at, updated_at`
 
 func scanIntegration(s scanner) (*ams.Integration, error) {
 	in := &ams.Integration{Object: "integration"}
@@ -287,5 +248,5 @@ func scanIntegration(s scanner) (*ams.Integration, error) {
 
 // ListIntegrations returns a page of the user's integrations.
 func (db *DB) ListIntegrations(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Integration], error) {
-	return list(ctx, &db.rq, integrationCols, "integrations", "user_id = ?", []any{userID}, p, scanIntegration)
+	return list(ctx, &db.rq, sqlrow.IntegrationCols, "integrations", "user_id = ?", []any{userID}, p, scanIntegration)
 }

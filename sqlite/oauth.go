@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/sqlrow"
 )
-
-const clientCols = `id, user_id, name, redirect_uris, public, secret_hash, created_at, updated_at`
 
 func scanClient(s scanner) (*ams.OAuthClient, error) {
 	c := &ams.OAuthClient{Object: "oauth_client"}
@@ -34,7 +33,7 @@ func (db *DB) CreateOAuthClient(ctx context.Context, c *ams.OAuthClient) error {
 	if err != nil {
 		return err
 	}
-	if _, err := db.write.ExecContext(ctx, `INSERT INTO oauth_clients (`+clientCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err := db.write.ExecContext(ctx, `INSERT INTO oauth_clients (`+sqlrow.ClientCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.UserID, c.Name, string(uris), c.Public, c.SecretHash, ms(c.CreatedAt), ms(c.UpdatedAt)); err != nil {
 		return fmt.Errorf("insert oauth client: %w", err)
 	}
@@ -43,7 +42,7 @@ func (db *DB) CreateOAuthClient(ctx context.Context, c *ams.OAuthClient) error {
 
 // FindOAuthClient returns the client; ENOTFOUND if there is none.
 func (db *DB) FindOAuthClient(ctx context.Context, id string) (*ams.OAuthClient, error) {
-	c, err := scanClient(db.rq.QueryRowContext(ctx, `SELECT `+clientCols+` FROM oauth_clients WHERE id = ?`, id))
+	c, err := scanClient(db.rq.QueryRowContext(ctx, `SELECT `+sqlrow.ClientCols+` FROM oauth_clients WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("oauth_client", id)
 	}
@@ -55,7 +54,7 @@ func (db *DB) FindOAuthClient(ctx context.Context, id string) (*ams.OAuthClient,
 
 // ListOAuthClients returns the clients a user registered, newest first.
 func (db *DB) ListOAuthClients(ctx context.Context, userID string) ([]*ams.OAuthClient, error) {
-	rows, err := db.rq.QueryContext(ctx, `SELECT `+clientCols+` FROM oauth_clients WHERE user_id = ? ORDER BY seq DESC`, userID)
+	rows, err := db.rq.QueryContext(ctx, `SELECT `+sqlrow.ClientCols+` FROM oauth_clients WHERE user_id = ? ORDER BY seq DESC`, userID)
 	if err != nil {
 		return nil, fmt.Errorf("list oauth clients: %w", err)
 	}

@@ -9,24 +9,13 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/sqlrow"
 )
-
-const userCols = `id, email, password_hash, plan, rpm, rpd, timezone, created_at, updated_at`
-
-func scanUser(s scanner) (*ams.User, error) {
-	var u ams.User
-	var created, updated int64
-	if err := s.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.Plan, &u.RPM, &u.RPD, &u.Timezone, &created, &updated); err != nil {
-		return nil, err
-	}
-	u.CreatedAt, u.UpdatedAt = fromMS(created), fromMS(updated)
-	return &u, nil
-}
 
 // CreateUser stores u. The e-mail is compared case-insensitively; ECONFLICT
 // if it is taken.
 func (db *DB) CreateUser(ctx context.Context, u *ams.User) error {
-	_, err := db.write.ExecContext(ctx, `INSERT INTO users (`+userCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := db.write.ExecContext(ctx, `INSERT INTO users (`+sqlrow.UserCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		u.ID, strings.ToLower(u.Email), u.PasswordHash, u.Plan, u.RPM, u.RPD, u.Timezone, ms(u.CreatedAt), ms(u.UpdatedAt))
 	if isUnique(err) {
 		return ams.Errorf(ams.ECONFLICT, "email_taken", "A user with e-mail %s already exists.", u.Email)
@@ -48,7 +37,7 @@ func (db *DB) FindUserByEmail(ctx context.Context, email string) (*ams.User, err
 }
 
 func findUser(ctx context.Context, q rowQuerier, cond string, arg any) (*ams.User, error) {
-	u, err := scanUser(q.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE `+cond, arg))
+	u, err := sqlrow.User(q.QueryRowContext(ctx, `SELECT `+sqlrow.UserCols+` FROM users WHERE `+cond, arg))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("user", fmt.Sprint(arg))
 	}

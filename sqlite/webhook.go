@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/sqlrow"
 )
 
 const webhookCols = `id, user_id, url, secret_sealed, active, status, created_at, updated_at,
@@ -26,25 +27,13 @@ func (db *DB) scanWebhook(s scanner) (*ams.Webhook, error) {
 		return nil, err
 	}
 	w.CreatedAt, w.UpdatedAt = fromMS(c), fromMS(u)
-	w.Events = sortEvents(strings.Split(events.String, ","))
+	w.Events = sqlrow.SortEvents(strings.Split(events.String, ","))
 	secret, err := db.sealer.Open(sealed, w.ID)
 	if err != nil {
 		return nil, fmt.Errorf("webhook %s: %w", w.ID, err)
 	}
 	w.Secret = secret
 	return w, nil
-}
-
-// sortEvents puts event types in their canonical order, dropping blanks,
-// duplicates and unknown types.
-func sortEvents(types []string) []string {
-	out := []string{}
-	for _, t := range ams.EventTypes {
-		if slices.Contains(types, t) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 // CreateWebhook stores w, its subscriptions, and its secret sealed.
@@ -59,7 +48,7 @@ func (db *DB) CreateWebhook(ctx context.Context, w *ams.Webhook) error {
 		ms(w.CreatedAt), ms(w.UpdatedAt)); err != nil {
 		return fmt.Errorf("insert webhook: %w", err)
 	}
-	w.Events = sortEvents(w.Events)
+	w.Events = sqlrow.SortEvents(w.Events)
 	if err := setSubscriptions(ctx, tx, w); err != nil {
 		return err
 	}
@@ -119,7 +108,7 @@ func (db *DB) UpdateWebhook(ctx context.Context, userID, id string, upd ams.Webh
 		w.Secret = *upd.Secret
 	}
 	if upd.Events != nil {
-		w.Events = sortEvents(upd.Events)
+		w.Events = sqlrow.SortEvents(upd.Events)
 		if err := setSubscriptions(ctx, tx, w); err != nil {
 			return nil, err
 		}
@@ -237,8 +226,6 @@ func (db *DB) EnqueueDelivery(ctx context.Context, userID, webhookID, eventID st
 	return nil
 }
 
-const deliveryCols = `id, user_id, webhook_id, event_id, event_type, attempt, url, success, status_code, duration_ms, error, response_body, created_at`
-
 func scanDelivery(s scanner) (*ams.Delivery, error) {
 	d := &ams.Delivery{Object: "webhook_delivery"}
 	var code sql.NullInt64
@@ -266,12 +253,12 @@ func (db *DB) ListDeliveries(ctx context.Context, userID, webhookID, eventID str
 	if eventID != "" {
 		where, args = where+" AND event_id = ?", append(args, eventID)
 	}
-	return list(ctx, &db.rq, deliveryCols, "webhook_deliveries", where, args, p, scanDelivery)
+	return list(ctx, &db.rq, sqlrow.DeliveryCols, "webhook_deliveries", where, args, p, scanDelivery)
 }
 
 // FindDelivery returns one attempt of the user's webhook; ENOTFOUND otherwise.
 func (db *DB) FindDelivery(ctx context.Context, userID, webhookID, id string) (*ams.Delivery, error) {
-	d, err := scanDelivery(db.rq.QueryRowContext(ctx, `SELECT `+deliveryCols+` FROM webhook_deliveries WHERE id = ? AND webhook_id = ? AND user_id = ?`,
+	d, err := scanDelivery(db.rq.QueryRowContext(ctx, `SELECT `+sqlrow.DeliveryCols+` FROM webhook_deliveries WHERE id = ? AND webhook_id = ? AND user_id = ?`,
 		id, webhookID, userID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("delivery", id)
@@ -412,7 +399,7 @@ func (db *DB) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now time.
 	}
 	// A webhook deleted while its delivery was in flight took its jobs and
 	// log with it: then there is nothing to record.
-	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (`+deliveryCols+`) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+	if _, err := tx.ExecContext(ctx, `INSERT INTO webhook_deliveries (`+sqlrow.DeliveryCols+`) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 		WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = ?)`,
 		d.ID, d.UserID, d.WebhookID, d.EventID, d.EventType, d.Attempt, d.URL, d.Success, code, d.DurationMS, errText,
 		d.ResponseBody, ms(d.CreatedAt), d.WebhookID); err != nil {
