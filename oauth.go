@@ -82,6 +82,17 @@ type OAuthStore interface {
 	// id) inactive.
 	DeactivateGrant(ctx context.Context, kind, requestID string) error
 
+	// Credential locks serialize the token requests that present one code
+	// or refresh token, across every process serving the database: the
+	// authorization server reads a credential and marks it used in two
+	// steps. AcquireOAuthLock takes the lock name for owner until until,
+	// unless another owner holds it with a lease still live at now; it
+	// reports whether it took it. ReleaseOAuthLock gives it up (only
+	// owner's hold; a no-op otherwise). A holder that dies without
+	// releasing blocks the name until its lease ends.
+	AcquireOAuthLock(ctx context.Context, name, owner string, now, until time.Time) (bool, error)
+	ReleaseOAuthLock(ctx context.Context, name, owner string) error
+
 	// Login sessions. FindLoginSession returns ENOTFOUND for an unknown or
 	// expired session.
 	CreateLoginSession(ctx context.Context, s *LoginSession) error

@@ -37,6 +37,7 @@ type harness struct {
 	Secret  string
 	Public  *ams.OAuthClient
 	Browser *http.Client
+	secret  []byte // the server's token secret, for a second server (process)
 }
 
 func setup(t *testing.T) *harness {
@@ -64,7 +65,7 @@ func setup(t *testing.T) *harness {
 	// see these writes through the connection that carries the request.
 	srv.Register(f.API.Mux())
 	f.API.Tokens = srv
-	h := &harness{Fixture: f, OAuth: srv}
+	h := &harness{Fixture: f, OAuth: srv, secret: secret}
 	h.Client, h.Secret, err = oauth.CreateClient(ctx, f.Store, oauth.ClientParams{
 		UserID: f.User.ID, Name: "Test App", RedirectURIs: []string{redirectURI, otherURI}}, f.Clock.Now())
 	if err != nil {

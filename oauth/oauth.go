@@ -105,6 +105,7 @@ func New(cfg Config) (*Server, error) {
 		secure:   u.Scheme == "https",
 		csrfKey:  deriveKey(cfg.Secret, "ams oauth csrf v1"),
 		throttle: cfg.Throttle,
+		locks:    grantLocks{owner: ams.NewID("proc")},
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/ory/fosite"
@@ -122,17 +123,70 @@ func deriveKey(secret []byte, purpose string) []byte {
 }
 
 // grantLocks serialize the token requests that present the same code or
-// refresh token, within this process. fosite reads a code or refresh token,
-// then later marks it used; ams.OAuthStore has no transaction spanning
-// both, so without the lock two simultaneous requests with one refresh
-// token could both succeed. With it, the second one finds the token used
-// and is refused (and, as a reuse, revokes the grant).
-type grantLocks struct{ mu [64]sync.Mutex }
+// refresh token. fosite reads a code or refresh token, then later marks it
+// used; ams.OAuthStore has no transaction spanning both, so without the
+// lock two simultaneous requests with one refresh token could both
+// succeed. With it, the second one finds the token used and is refused
+// (and, as a reuse, revokes the grant).
+//
+// The lock has two levels: a striped mutex within this process, so that
+// requests of one process queue without touching the database, then a
+// lease in the store (ams.OAuthStore.AcquireOAuthLock), so that requests
+// that reach different processes serving one database are serialized too.
+// The lease is named by a hash of the credential, never the credential.
+type grantLocks struct {
+	mu    [64]sync.Mutex
+	owner string // this process, in the store's leases
+}
 
-func (g *grantLocks) lock(credential string) func() {
+const (
+	// grantLease is how long a store lease is held at most: a token request
+	// takes milliseconds, so a holder that died frees the name soon.
+	grantLease = 30 * time.Second
+	// grantWait is how long a request waits for a lease held elsewhere
+	// before it is answered with a temporary error.
+	grantWait = 10 * time.Second
+)
+
+// errGrantBusy is returned when the lease stayed held for grantWait.
+var errGrantBusy = errors.New("the code or refresh token is being used by another request")
+
+// lock takes both levels of the lock of credential and returns the
+// function that releases them.
+func (g *grantLocks) lock(ctx context.Context, store ams.OAuthStore, clock ams.Clock, credential string) (func(), error) {
 	h := fnv.New32a()
 	h.Write([]byte(credential))
 	m := &g.mu[h.Sum32()%uint32(len(g.mu))]
 	m.Lock()
-	return m.Unlock
+	name := "grant:" + ams.HashSecret(credential)
+	deadline := time.Now().Add(grantWait)
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		now := clock.Now()
+		ok, err := store.AcquireOAuthLock(ctx, name, g.owner, now, now.Add(grantLease))
+		if err != nil {
+			m.Unlock()
+			return nil, err
+		}
+		if ok {
+			break
+		}
+		if time.Now().Add(wait).After(deadline) {
+			m.Unlock()
+			return nil, errGrantBusy
+		}
+		select {
+		case <-ctx.Done():
+			m.Unlock()
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	return func() {
+		// Released even when the request was cancelled: otherwise the
+		// name stays blocked for the whole lease.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		store.ReleaseOAuthLock(ctx, name, g.owner) //nolint:errcheck // the lease ends by itself
+		m.Unlock()
+	}, nil
 }

@@ -48,7 +48,17 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.tokenError(w, err)
 		return
 	}
-	defer s.locks.lock(credential)()
+	unlock, err := s.locks.lock(ctx, s.store, s.clock, credential)
+	if err != nil {
+		if errors.Is(err, errGrantBusy) {
+			s.tokenError(w, fosite.ErrTemporarilyUnavailable.WithHint("The code or refresh token is in use by another request; retry shortly."))
+			return
+		}
+		s.logger.ErrorContext(ctx, "oauth credential lock", "err", err)
+		s.tokenError(w, fosite.ErrServerError)
+		return
+	}
+	defer unlock()
 
 	ar, err := s.provider.NewAccessRequest(ctx, r, new(fosite.DefaultSession))
 	if err != nil {

@@ -1,7 +1,10 @@
 package oauth_test
 
 import (
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -10,6 +13,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/oauth"
 	"golang.org/x/oauth2"
 )
 
@@ -248,4 +252,56 @@ func with(v url.Values, kv ...string) url.Values {
 		out.Set(kv[i], kv[i+1])
 	}
 	return out
+}
+
+// TestConcurrentRefreshAcrossProcesses: two authorization servers on one
+// store stand for two `ams serve` processes (each has its own in-process
+// lock); the same refresh token presented to both at once is honoured
+// once. The store's credential lease is what serializes them.
+func TestConcurrentRefreshAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	other, err := oauth.New(oauth.Config{Store: h.Store, Clock: h.Clock.Now, BaseURL: h.Server.URL, Secret: h.secret,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	other.Register(mux)
+	second := httptest.NewServer(mux)
+	defer second.Close()
+	h.login(t, h.Browser, "ann@example.com", testPassword)
+	post := func(base, rt string) int {
+		form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}
+		req, _ := http.NewRequest("POST", base+"/oauth/token", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(url.QueryEscape(h.Client.ID), url.QueryEscape(h.Secret))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// Several rounds, each with a new grant: a race that slipped through
+	// would show as two 200s in one of them.
+	for round := range 10 {
+		rt := h.exchange(t, h.code(t, h.Client)).JSON["refresh_token"].(string)
+		var wg sync.WaitGroup
+		status := make([]int, 4)
+		for i := range status {
+			base := h.Server.URL
+			if i%2 == 1 {
+				base = second.URL
+			}
+			wg.Go(func() { status[i] = post(base, rt) })
+		}
+		wg.Wait()
+		slices.Sort(status)
+		if status[0] != 200 || status[1] != 400 || status[3] != 400 {
+			t.Fatalf("round %d: statuses %v, want one 200 and three 400", round, status)
+		}
+	}
 }

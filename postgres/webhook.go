@@ -490,6 +490,7 @@ func (db *DB) Purge(ctx context.Context, now time.Time) (int64, error) {
 		{`DELETE FROM idempotency_keys WHERE created_at < $1`, ms(now.Add(-ams.IdempotencyTTL))},
 		{`DELETE FROM oauth_tokens WHERE expires_at < $1`, ms(now.Add(-24 * time.Hour))},
 		{`DELETE FROM login_sessions WHERE expires_at < $1`, ms(now)},
+		{`DELETE FROM oauth_locks WHERE expires_at < $1`, ms(now)},
 	} {
 		tag, err := tx.Exec(ctx, q.sql, q.arg)
 		if err != nil {
@@ -497,6 +498,11 @@ func (db *DB) Purge(ctx context.Context, now time.Time) (int64, error) {
 		}
 		total += tag.RowsAffected()
 	}
+	n, err := purgeRateState(ctx, tx, now)
+	if err != nil {
+		return 0, err
+	}
+	total += n
 	if err := tx.Commit(ctx); err != nil {
 		return 0, fmt.Errorf("commit purge: %w", err)
 	}

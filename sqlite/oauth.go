@@ -125,6 +125,30 @@ func (db *DB) DeactivateGrant(ctx context.Context, kind, requestID string) error
 	return nil
 }
 
+// AcquireOAuthLock takes the credential lock name for owner until until,
+// unless another owner's lease is live at now.
+func (db *DB) AcquireOAuthLock(ctx context.Context, name, owner string, now, until time.Time) (bool, error) {
+	res, err := db.write.ExecContext(ctx, `INSERT INTO oauth_locks (name, owner, expires_at) VALUES (?, ?, ?)
+		ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+		WHERE oauth_locks.expires_at <= ? OR oauth_locks.owner = excluded.owner`, name, owner, ms(until), ms(now))
+	if err != nil {
+		return false, fmt.Errorf("acquire oauth lock: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("acquire oauth lock: %w", err)
+	}
+	return n == 1, nil
+}
+
+// ReleaseOAuthLock gives up owner's hold of the credential lock name.
+func (db *DB) ReleaseOAuthLock(ctx context.Context, name, owner string) error {
+	if _, err := db.write.ExecContext(ctx, `DELETE FROM oauth_locks WHERE name = ? AND owner = ?`, name, owner); err != nil {
+		return fmt.Errorf("release oauth lock: %w", err)
+	}
+	return nil
+}
+
 // CreateLoginSession stores a browser session.
 func (db *DB) CreateLoginSession(ctx context.Context, s *ams.LoginSession) error {
 	if _, err := db.write.ExecContext(ctx, `INSERT INTO login_sessions (id_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)`,

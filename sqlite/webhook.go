@@ -510,6 +510,7 @@ func (db *DB) Purge(ctx context.Context, now time.Time) (int64, error) {
 		{`DELETE FROM idempotency_keys WHERE created_at < ?`, ms(now.Add(-ams.IdempotencyTTL))},
 		{`DELETE FROM oauth_tokens WHERE expires_at < ?`, ms(now.Add(-24 * time.Hour))},
 		{`DELETE FROM login_sessions WHERE expires_at < ?`, ms(now)},
+		{`DELETE FROM oauth_locks WHERE expires_at < ?`, ms(now)},
 	} {
 		res, err := tx.ExecContext(ctx, q.sql, q.arg)
 		if err != nil {

@@ -2,6 +2,9 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,5 +92,69 @@ func testOAuth(t *testing.T, s ams.Store) {
 	}
 	if _, err := s.FindLoginSession(ctx, ls.IDHash, t0); !ams.IsNotFound(err) {
 		t.Fatal("deleted session found")
+	}
+}
+
+// testOAuthLocks: a credential lock is held by one owner at a time, racing
+// owners get it exactly once, a released or expired lock is free again, and
+// only its owner releases it.
+func testOAuthLocks(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	until := t0.Add(30 * time.Second)
+	take := func(name, owner string, now time.Time) bool {
+		t.Helper()
+		ok, err := s.AcquireOAuthLock(ctx, name, owner, now, now.Add(30*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !take("refresh:x", "p1", t0) {
+		t.Fatal("a free lock was not taken")
+	}
+	if take("refresh:x", "p2", t0.Add(time.Second)) {
+		t.Fatal("a held lock was taken by another owner")
+	}
+	if !take("refresh:y", "p2", t0) {
+		t.Fatal("another name is another lock")
+	}
+	// Another owner's release leaves the hold in place.
+	if err := s.ReleaseOAuthLock(ctx, "refresh:x", "p2"); err != nil {
+		t.Fatal(err)
+	}
+	if take("refresh:x", "p3", t0.Add(time.Second)) {
+		t.Fatal("a release by a non-owner freed the lock")
+	}
+	if err := s.ReleaseOAuthLock(ctx, "refresh:x", "p1"); err != nil {
+		t.Fatal(err)
+	}
+	if !take("refresh:x", "p3", t0.Add(2*time.Second)) {
+		t.Fatal("a released lock was not free")
+	}
+	// A holder that never releases blocks the name until its lease ends.
+	// p3 took it at t0+2s, so its lease runs to t0+32s.
+	if take("refresh:x", "p4", t0.Add(31*time.Second)) {
+		t.Fatal("a live lease was taken over")
+	}
+	if !take("refresh:x", "p4", t0.Add(32*time.Second)) {
+		t.Fatal("an expired lease was not taken over")
+	}
+	// Racing owners: exactly one wins.
+	var wg sync.WaitGroup
+	var won atomic.Int32
+	for i := range 8 {
+		wg.Go(func() {
+			ok, err := s.AcquireOAuthLock(ctx, "code:race", fmt.Sprint("r", i), t0, until)
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				won.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != 1 {
+		t.Fatalf("%d of 8 racing owners took the lock, want 1", won.Load())
 	}
 }

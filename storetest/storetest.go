@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"ClaimFairness", testClaimFairness},
 		{"Purge", testPurge},
 		{"OAuth", testOAuth},
+		{"OAuthLocks", testOAuthLocks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
