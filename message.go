@@ -2,6 +2,7 @@ package ams
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -57,16 +58,55 @@ type Message struct {
 // MaxMessageLength is the longest message text accepted, in bytes.
 const MaxMessageLength = 32 * 1024
 
-// Reply is what an engine answers to a conversation.
+// Reply is what an engine answers to a conversation: the text, and the
+// actions it ran on the way (already stored, each with its own events).
 type Reply struct {
 	Content string
+	Actions []*Action
 }
 
-// Engine produces an assistant's reply. history is the conversation so
-// far, oldest first, ending with the inbound message to answer. The
-// built-in engine needs no model; model-backed engines plug in beside it.
+// EngineRequest is one turn for an engine to answer.
+type EngineRequest struct {
+	Assistant *Assistant
+	// History is the conversation so far, oldest first, ending with the
+	// inbound message to answer.
+	History []*Message
+	// Now is the service clock's time; Location is the account's time
+	// zone, in which "tomorrow at 9" is read.
+	Now      time.Time
+	Location *time.Location
+	// Tools runs the assistant's tools; nil when the engine may not act.
+	Tools Toolbox
+	// Stream, when set, receives the reply's text as it is produced; the
+	// pieces put together are Reply.Content. An error from it (the client
+	// went away) ends the turn with that error.
+	Stream func(delta string) error
+}
+
+// Engine produces an assistant's reply. The built-in engine needs no
+// model; the model-backed one talks to an OpenAI-compatible server.
 type Engine interface {
-	Reply(ctx context.Context, a *Assistant, history []*Message) (*Reply, error)
+	Reply(ctx context.Context, req *EngineRequest) (*Reply, error)
+}
+
+// ToolSpec describes a tool to a model: its name, what it does, and the
+// JSON Schema of its input object.
+type ToolSpec struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
+
+// Toolbox runs an assistant's tools for one account (and conversation).
+type Toolbox interface {
+	// Specs lists the tools, in a stable order.
+	Specs() []ToolSpec
+	// Run runs tool name with input and returns its action record, stored
+	// with the change and its events in one transaction: status succeeded
+	// with a result, or failed with an error (bad input, unknown record)
+	// and no change. The error is non-nil only when nothing could be
+	// stored at all (an unknown tool is a failed action, not an error).
+	Run(ctx context.Context, name string, input json.RawMessage) (*Action, error)
 }
 
 // Event is a record of something that happened, delivered to webhooks and

@@ -65,7 +65,7 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 	if !ams.HasPrefixID(*req.AssistantID, ams.PrefixAssistant) {
 		return ams.ParamError("parameter_invalid", "assistant_id", "'assistant_id' must be an assistant id (ast_...).")
 	}
-	in := messaging.SendInput{AssistantID: *req.AssistantID, Message: *req.Message}
+	in := messaging.SendInput{AssistantID: *req.AssistantID, Message: *req.Message, Timezone: auth(r).User.Timezone}
 	if req.ConversationID != nil {
 		if !ams.HasPrefixID(*req.ConversationID, ams.PrefixConversation) {
 			return ams.ParamError("parameter_invalid", "conversation_id", "'conversation_id' must be a conversation id (conv_...).")

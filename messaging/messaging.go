@@ -25,7 +25,10 @@ type Service struct {
 	// EngineFor returns the engine that runs the assistant (chosen by its
 	// model).
 	EngineFor func(a *ams.Assistant) (ams.Engine, error)
-	Clock     ams.Clock
+	// Tools returns the toolbox an engine may use to act for the user in a
+	// conversation; nil means engines may not act.
+	Tools func(userID string, a *ams.Assistant, conversationID string) ams.Toolbox
+	Clock ams.Clock
 	// EngineTimeout bounds one reply; 0 means 60 s.
 	EngineTimeout time.Duration
 }
@@ -35,6 +38,12 @@ type SendInput struct {
 	AssistantID    string
 	Message        string
 	ConversationID string // empty: start a new conversation
+	// Timezone is the account's IANA time zone ("" is UTC), in which the
+	// engine reads dates such as "tomorrow at 9".
+	Timezone string
+	// Stream, when set, receives the reply's text as the engine produces
+	// it (see ams.EngineRequest.Stream).
+	Stream func(delta string) error
 }
 
 // Send delivers in.Message to the user's assistant and returns the stored
@@ -94,7 +103,17 @@ func (s *Service) Send(ctx context.Context, userID string, in SendInput) (*ams.M
 		timeout = 60 * time.Second
 	}
 	ectx, cancel := context.WithTimeout(ctx, timeout)
-	reply, err := engine.Reply(ectx, a, append(history, x.Inbound))
+	loc := time.UTC
+	if in.Timezone != "" {
+		if l, err := time.LoadLocation(in.Timezone); err == nil {
+			loc = l
+		}
+	}
+	req := &ams.EngineRequest{Assistant: a, History: append(history, x.Inbound), Now: now, Location: loc, Stream: in.Stream}
+	if s.Tools != nil {
+		req.Tools = s.Tools(userID, a, x.ConversationID)
+	}
+	reply, err := engine.Reply(ectx, req)
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil { // the caller went away; not the engine's fault

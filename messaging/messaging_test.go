@@ -15,8 +15,8 @@ import (
 
 type engineFunc func(ctx context.Context, a *ams.Assistant, h []*ams.Message) (*ams.Reply, error)
 
-func (f engineFunc) Reply(ctx context.Context, a *ams.Assistant, h []*ams.Message) (*ams.Reply, error) {
-	return f(ctx, a, h)
+func (f engineFunc) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
+	return f(ctx, req.Assistant, req.History)
 }
 
 func setup(t *testing.T, e ams.Engine) (*messaging.Service, *sqlite.DB, *ams.User, *ams.Assistant) {

@@ -39,13 +39,15 @@ func New() *Engine {
 	return &Engine{Now: time.Now}
 }
 
-// Reply answers the last message of history, which must be inbound; the
-// messages before it, of both directions, are the conversation so far,
-// oldest first. It returns ctx's error if ctx is done.
-func (e *Engine) Reply(ctx context.Context, a *ams.Assistant, history []*ams.Message) (*ams.Reply, error) {
+// Reply answers the last message of req.History, which must be inbound;
+// the messages before it, of both directions, are the conversation so far,
+// oldest first. It returns ctx's error if ctx is done. With req.Stream set
+// the whole answer is streamed as one piece.
+func (e *Engine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	history := req.History
 	if len(history) == 0 {
 		return nil, fmt.Errorf("%w: the history is empty", ErrNothingToAnswer)
 	}
@@ -53,12 +55,17 @@ func (e *Engine) Reply(ctx context.Context, a *ams.Assistant, history []*ams.Mes
 	if last == nil || last.Direction != ams.DirectionInbound {
 		return nil, ErrNothingToAnswer
 	}
+	a := req.Assistant
 	if a == nil {
 		a = &ams.Assistant{}
 	}
 	now := time.Now
 	if e != nil && e.Now != nil {
 		now = e.Now
+	}
+	if !req.Now.IsZero() {
+		at := req.Now
+		now = func() time.Time { return at }
 	}
 	t := &turn{
 		assistant: a,
@@ -68,7 +75,13 @@ func (e *Engine) Reply(ctx context.Context, a *ams.Assistant, history []*ams.Mes
 		now:       now,
 	}
 	t.norm = normalize(t.text)
-	return &ams.Reply{Content: answer(t)}, nil
+	reply := &ams.Reply{Content: answer(t)}
+	if req.Stream != nil {
+		if err := req.Stream(reply.Content); err != nil {
+			return nil, err
+		}
+	}
+	return reply, nil
 }
 
 // turn is what the intents see of one message to answer.

@@ -155,7 +155,7 @@ func TestReply(t *testing.T) {
 			if a == nil {
 				a = ava
 			}
-			r, err := e.Reply(context.Background(), a, tt.history)
+			r, err := e.Reply(context.Background(), &ams.EngineRequest{Assistant: a, History: tt.history})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +169,7 @@ func TestReply(t *testing.T) {
 					t.Errorf("reply contains %q:\n%s", w, r.Content)
 				}
 			}
-			again, _ := e.Reply(context.Background(), a, tt.history)
+			again, _ := e.Reply(context.Background(), &ams.EngineRequest{Assistant: a, History: tt.history})
 			if again.Content != r.Content {
 				t.Errorf("reply is not deterministic:\n%s\n%s", r.Content, again.Content)
 			}
@@ -185,7 +185,7 @@ func TestReplyErrors(t *testing.T) {
 		"last outbound": {in("hi"), out("Hello!")},
 		"last nil":      {in("hi"), nil},
 	} {
-		r, err := e.Reply(context.Background(), ava, h)
+		r, err := e.Reply(context.Background(), &ams.EngineRequest{Assistant: ava, History: h})
 		if !errors.Is(err, ErrNothingToAnswer) || r != nil {
 			t.Errorf("%s: Reply = %v, %v; want ErrNothingToAnswer", name, r, err)
 		}
@@ -195,7 +195,7 @@ func TestReplyErrors(t *testing.T) {
 func TestReplyCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := New().Reply(ctx, ava, history(in("hi"))); !errors.Is(err, context.Canceled) {
+	if _, err := New().Reply(ctx, &ams.EngineRequest{Assistant: ava, History: history(in("hi"))}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
 }
@@ -207,14 +207,14 @@ func TestReplyDefaults(t *testing.T) {
 	// A zero Engine reads the system clock, and a nil assistant still gets
 	// a reply.
 	var e Engine
-	r, err := e.Reply(context.Background(), nil, history(in("what time is it"), nil, in("What time is it?")))
+	r, err := e.Reply(context.Background(), &ams.EngineRequest{Assistant: nil, History: history(in("what time is it"), nil, in("What time is it?"))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(r.Content, "UTC") {
 		t.Errorf("reply = %q, want the time in UTC", r.Content)
 	}
-	r, _ = e.Reply(context.Background(), nil, history(in("hi")))
+	r, _ = e.Reply(context.Background(), &ams.EngineRequest{Assistant: nil, History: history(in("hi"))})
 	if !strings.Contains(r.Content, "I'm your assistant") {
 		t.Errorf("reply = %q", r.Content)
 	}
@@ -226,7 +226,7 @@ func FuzzReply(f *testing.F) {
 	}
 	e := testEngine()
 	f.Fuzz(func(t *testing.T, first, last string) {
-		r, err := e.Reply(context.Background(), ava, history(in(first), out("ok"), in(last)))
+		r, err := e.Reply(context.Background(), &ams.EngineRequest{Assistant: ava, History: history(in(first), out("ok"), in(last))})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -22,7 +22,7 @@ func ExampleEngine_Reply() {
 		"What do you remember?",
 	} {
 		history = append(history, &ams.Message{Direction: ams.DirectionInbound, Content: text})
-		r, err := e.Reply(context.Background(), a, history)
+		r, err := e.Reply(context.Background(), &ams.EngineRequest{Assistant: a, History: history})
 		if err != nil {
 			panic(err)
 		}
