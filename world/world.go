@@ -1,0 +1,344 @@
+// Package world is the service layer of the assistant's world: tasks,
+// calendar events and the actions (tool runs) that change them. The HTTP
+// API, the assistants' tools and the engines all go through it, so a task
+// is validated, stored and announced the same way whoever creates it.
+//
+// Every change is written with its events in one transaction
+// (ams.WorldStore.Update): task.created, task.updated, task.completed,
+// event.created, event.updated. Input is JSON read field by field, so that
+// an error names the field at fault; on any error nothing is written.
+package world
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+// Store is what the service needs of the storage engine.
+type Store interface {
+	ams.WorldStore
+}
+
+// Service runs the operations of the assistant's world.
+type Service struct {
+	Store Store
+	Clock ams.Clock
+}
+
+// Task fields accepted on create and update.
+var (
+	taskCreateFields = []string{"title", "notes", "due_at", "remind_at"}
+	taskUpdateFields = []string{"title", "notes", "due_at", "remind_at"}
+	eventFields      = []string{"title", "description", "location", "starts_at", "ends_at", "remind_at"}
+)
+
+// DefaultEventLength is an event's length when it is created without
+// ends_at.
+const DefaultEventLength = time.Hour
+
+// now returns the service clock's time at the stores' precision.
+func (s *Service) now() time.Time { return s.Clock.Now().UTC().Truncate(time.Millisecond) }
+
+// CreateTask creates a task of assistantID from a JSON input with the
+// fields title (required), notes, due_at and remind_at. prefix is put
+// before field names in errors ("input." for a tool's input). When
+// assistantID is "", the input must name it in "assistant_id" (the HTTP
+// API's form).
+func (s *Service) CreateTask(ctx context.Context, userID, assistantID string, input json.RawMessage, prefix string) (*ams.Task, error) {
+	fields := taskCreateFields
+	if assistantID == "" {
+		fields = append([]string{"assistant_id"}, fields...)
+	}
+	o, err := parseObject(input, prefix, fields...)
+	if err != nil {
+		return nil, err
+	}
+	if assistantID == "" {
+		assistantID, _ = o.str("assistant_id", true, 0)
+	}
+	title, _ := o.str("title", true, MaxTitle)
+	notes, _ := o.str("notes", false, MaxText)
+	due := o.time("due_at", true)
+	remind := o.time("remind_at", true)
+	if o.err != nil {
+		return nil, o.err
+	}
+	now := s.now()
+	t := &ams.Task{ID: ams.NewID(ams.PrefixTask), Object: "task", UserID: userID, AssistantID: assistantID,
+		Title: strings.TrimSpace(title), Notes: notes, Status: ams.TaskOpen, DueAt: due.Value, RemindAt: remind.Value,
+		CreatedAt: now, UpdatedAt: now}
+	err = s.Store.Update(ctx, func(tx ams.Tx) error {
+		if _, err := tx.FindAssistant(ctx, userID, assistantID); err != nil {
+			return withParam(err, prefix+"assistant_id")
+		}
+		if err := tx.CreateTask(ctx, t); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.TaskEvent(ams.EventTaskCreated, t, now))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// UpdateTask changes the fields of task id that the JSON input names
+// (title, notes, due_at, remind_at; null clears a time) and emits
+// task.updated. An input that changes nothing emits nothing.
+func (s *Service) UpdateTask(ctx context.Context, userID, id string, input json.RawMessage, prefix string) (*ams.Task, error) {
+	o, err := parseObject(input, prefix, taskUpdateFields...)
+	if err != nil {
+		return nil, err
+	}
+	title, hasTitle := o.str("title", false, MaxTitle)
+	if hasTitle && strings.TrimSpace(title) == "" {
+		o.fail("parameter_invalid", "title", "The field 'title' must not be empty.")
+	}
+	notes, hasNotes := o.str("notes", false, MaxText)
+	if o.has("title") && o.isNull("title") {
+		o.fail("parameter_invalid", "title", "The field 'title' must be a string, not null.")
+	}
+	due := o.time("due_at", true)
+	remind := o.time("remind_at", true)
+	if o.err != nil {
+		return nil, o.err
+	}
+	var out *ams.Task
+	err = s.Store.Update(ctx, func(tx ams.Tx) error {
+		t, err := tx.FindTask(ctx, userID, id)
+		if err != nil {
+			return err
+		}
+		before := *t
+		if hasTitle {
+			t.Title = strings.TrimSpace(title)
+		}
+		if hasNotes {
+			t.Notes = notes
+		}
+		if due.Set {
+			t.DueAt = due.Value
+		}
+		if remind.Set {
+			t.RemindAt = remind.Value
+		}
+		out = t
+		if taskEqual(&before, t) {
+			return nil
+		}
+		now := s.now()
+		t.UpdatedAt = now
+		if err := tx.UpdateTask(ctx, t); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.TaskEvent(ams.EventTaskUpdated, t, now))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CompleteTask marks task id completed and emits task.completed. A task
+// already completed is returned as it is, with no event.
+func (s *Service) CompleteTask(ctx context.Context, userID, id string) (*ams.Task, error) {
+	var out *ams.Task
+	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+		t, err := tx.FindTask(ctx, userID, id)
+		if err != nil {
+			return err
+		}
+		out = t
+		if t.Status == ams.TaskCompleted {
+			return nil
+		}
+		now := s.now()
+		t.Status, t.CompletedAt, t.UpdatedAt = ams.TaskCompleted, &now, now
+		if err := tx.UpdateTask(ctx, t); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.TaskEvent(ams.EventTaskCompleted, t, now))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteTask deletes task id. The interface has no event for it.
+func (s *Service) DeleteTask(ctx context.Context, userID, id string) error {
+	return s.Store.Update(ctx, func(tx ams.Tx) error {
+		if _, err := tx.FindTask(ctx, userID, id); err != nil {
+			return err
+		}
+		return tx.DeleteTask(ctx, userID, id)
+	})
+}
+
+// CreateEvent creates a calendar event of assistantID from a JSON input
+// with title and starts_at (required), ends_at (default starts_at + 1 h,
+// must be after starts_at), description, location and remind_at. When
+// assistantID is "" the input must name it in "assistant_id".
+func (s *Service) CreateEvent(ctx context.Context, userID, assistantID string, input json.RawMessage, prefix string) (*ams.CalendarEvent, error) {
+	fields := eventFields
+	if assistantID == "" {
+		fields = append([]string{"assistant_id"}, fields...)
+	}
+	o, err := parseObject(input, prefix, fields...)
+	if err != nil {
+		return nil, err
+	}
+	if assistantID == "" {
+		assistantID, _ = o.str("assistant_id", true, 0)
+	}
+	title, _ := o.str("title", true, MaxTitle)
+	desc, _ := o.str("description", false, MaxText)
+	place, _ := o.str("location", false, MaxPlace)
+	starts := o.time("starts_at", false)
+	if !starts.Set {
+		o.fail("parameter_missing", "starts_at", "The field 'starts_at' is required.")
+	}
+	ends := o.time("ends_at", false)
+	remind := o.time("remind_at", true)
+	if o.err != nil {
+		return nil, o.err
+	}
+	end := starts.Value.Add(DefaultEventLength)
+	if ends.Set {
+		end = *ends.Value
+	}
+	if !end.After(*starts.Value) {
+		return nil, ams.ParamError("parameter_invalid", prefix+"ends_at", "The event must end after it starts: ends_at %s is not after starts_at %s.",
+			end.Format(time.RFC3339), starts.Value.Format(time.RFC3339))
+	}
+	now := s.now()
+	e := &ams.CalendarEvent{ID: ams.NewID(ams.PrefixCalendar), Object: "calendar_event", UserID: userID, AssistantID: assistantID,
+		Title: strings.TrimSpace(title), Description: desc, Location: place, StartsAt: *starts.Value, EndsAt: end, RemindAt: remind.Value,
+		CreatedAt: now, UpdatedAt: now}
+	err = s.Store.Update(ctx, func(tx ams.Tx) error {
+		if _, err := tx.FindAssistant(ctx, userID, assistantID); err != nil {
+			return withParam(err, prefix+"assistant_id")
+		}
+		if err := tx.CreateCalendarEvent(ctx, e); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventCreated, e, now))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// UpdateEvent changes the fields of calendar event id that the JSON input
+// names and emits event.updated. Moving starts_at alone keeps the event's
+// length; the result must still end after it starts.
+func (s *Service) UpdateEvent(ctx context.Context, userID, id string, input json.RawMessage, prefix string) (*ams.CalendarEvent, error) {
+	o, err := parseObject(input, prefix, eventFields...)
+	if err != nil {
+		return nil, err
+	}
+	if o.isNull("title") {
+		o.fail("parameter_invalid", "title", "The field 'title' must be a string, not null.")
+	}
+	title, hasTitle := o.str("title", false, MaxTitle)
+	if hasTitle && strings.TrimSpace(title) == "" {
+		o.fail("parameter_invalid", "title", "The field 'title' must not be empty.")
+	}
+	desc, hasDesc := o.str("description", false, MaxText)
+	place, hasPlace := o.str("location", false, MaxPlace)
+	starts := o.time("starts_at", false)
+	ends := o.time("ends_at", false)
+	remind := o.time("remind_at", true)
+	if o.err != nil {
+		return nil, o.err
+	}
+	var out *ams.CalendarEvent
+	err = s.Store.Update(ctx, func(tx ams.Tx) error {
+		e, err := tx.FindCalendarEvent(ctx, userID, id)
+		if err != nil {
+			return err
+		}
+		before := *e
+		if hasTitle {
+			e.Title = strings.TrimSpace(title)
+		}
+		if hasDesc {
+			e.Description = desc
+		}
+		if hasPlace {
+			e.Location = place
+		}
+		if starts.Set {
+			length := e.EndsAt.Sub(e.StartsAt)
+			e.StartsAt = *starts.Value
+			if !ends.Set {
+				e.EndsAt = e.StartsAt.Add(length)
+			}
+		}
+		if ends.Set {
+			e.EndsAt = *ends.Value
+		}
+		if !e.EndsAt.After(e.StartsAt) {
+			return ams.ParamError("parameter_invalid", prefix+"ends_at", "The event must end after it starts: ends_at %s is not after starts_at %s.",
+				e.EndsAt.Format(time.RFC3339), e.StartsAt.Format(time.RFC3339))
+		}
+		if remind.Set {
+			e.RemindAt = remind.Value
+		}
+		out = e
+		if eventEqual(&before, e) {
+			return nil
+		}
+		now := s.now()
+		e.UpdatedAt = now
+		if err := tx.UpdateCalendarEvent(ctx, e); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventUpdated, e, now))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteEvent deletes calendar event id. The interface has no event for it.
+func (s *Service) DeleteEvent(ctx context.Context, userID, id string) error {
+	return s.Store.Update(ctx, func(tx ams.Tx) error {
+		if _, err := tx.FindCalendarEvent(ctx, userID, id); err != nil {
+			return err
+		}
+		return tx.DeleteCalendarEvent(ctx, userID, id)
+	})
+}
+
+func taskEqual(a, b *ams.Task) bool {
+	return a.Title == b.Title && a.Notes == b.Notes && timeEqual(a.DueAt, b.DueAt) && timeEqual(a.RemindAt, b.RemindAt)
+}
+
+func eventEqual(a, b *ams.CalendarEvent) bool {
+	return a.Title == b.Title && a.Description == b.Description && a.Location == b.Location &&
+		a.StartsAt.Equal(b.StartsAt) && a.EndsAt.Equal(b.EndsAt) && timeEqual(a.RemindAt, b.RemindAt)
+}
+
+func timeEqual(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b)
+}
+
+// withParam names param on a not-found error.
+func withParam(err error, param string) error {
+	if e, ok := err.(*ams.Error); ok && e.Kind == ams.ENOTFOUND {
+		c := *e
+		c.Param = param
+		return &c
+	}
+	return err
+}
