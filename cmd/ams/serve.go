@@ -26,7 +26,9 @@ import (
 	"github.com/amsdev/ams/metrics"
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/openapi"
+	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/ratelimit"
+	"github.com/amsdev/ams/ratelimit/redisrate"
 	"github.com/amsdev/ams/webhook"
 	"github.com/amsdev/ams/webhook/ssrf"
 	"github.com/spf13/cobra"
@@ -46,6 +48,7 @@ type serveConfig struct {
 	webhookLease    time.Duration
 	webhookWorkers  int
 	webhookPerHook  int
+	redisURL        string
 }
 
 func newServeCmd(sf *storeFlags) *cobra.Command {
@@ -79,6 +82,7 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.DurationVar(&cfg.webhookLease, "webhook-lease", 15*time.Second, "how long a claimed delivery is reserved before another worker may take it (env AMS_WEBHOOK_LEASE)")
 	f.IntVar(&cfg.webhookWorkers, "webhook-concurrency", 64, "deliveries in flight at most (env AMS_WEBHOOK_CONCURRENCY)")
 	f.IntVar(&cfg.webhookPerHook, "webhook-concurrency-per-webhook", 8, "deliveries in flight to one webhook at most (env AMS_WEBHOOK_CONCURRENCY_PER_WEBHOOK)")
+	f.StringVar(&cfg.redisURL, "redis-url", "", "Redis that counts rate limits for all processes, redis://host:port/db (env AMS_REDIS_URL; default: in PostgreSQL with --database-url, else in memory)")
 	return cmd
 }
 
@@ -131,12 +135,19 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		return err
 	}
 	defer store.Close()
+	limiter, throttle, err := limiters(ctx, store, cfg.redisURL, logger)
+	if err != nil {
+		return err
+	}
+	if c, ok := limiter.(io.Closer); ok {
+		defer c.Close()
+	}
 	guard := &ssrf.Guard{AllowPrivate: cfg.dev}
 
 	engine := builtin.New()
 	api := &amshttp.Server{
 		Store:   store,
-		Limiter: ratelimit.NewMemory(),
+		Limiter: limiter,
 		Messages: &messaging.Service{
 			Store: store,
 			EngineFor: func(a *ams.Assistant) (ams.Engine, error) {
@@ -170,7 +181,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		ln.Close()
 		return fmt.Errorf("oauth key: %w", err)
 	}
-	authz, err := oauth.New(oauth.Config{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, Secret: tokenKey})
+	authz, err := oauth.New(oauth.Config{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, Secret: tokenKey, Throttle: throttle})
 	if err != nil {
 		ln.Close()
 		return err
@@ -233,6 +244,30 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	bg.Wait()
 	logger.Info("stopped")
 	return nil
+}
+
+// limiters chooses where requests and failed logins are counted: rate
+// limits in Redis with --redis-url, else in PostgreSQL when the store is
+// there, so that every process serving the database counts together; else
+// (one process on SQLite) in memory. Failed logins are counted in
+// PostgreSQL when the store is there, else in memory.
+func limiters(ctx context.Context, store ams.Store, redisURL string, logger *slog.Logger) (ams.RateLimiter, oauth.LoginThrottle, error) {
+	var limiter ams.RateLimiter = ratelimit.NewMemory()
+	var throttle oauth.LoginThrottle = oauth.NewMemoryThrottle(oauth.MaxLoginFailures, oauth.LoginFailureWindow)
+	limiterName, throttleName := "memory", "memory"
+	if pg, ok := store.(*postgres.DB); ok {
+		limiter, limiterName = pg.RateLimiter(), "postgres"
+		throttle, throttleName = pg.LoginThrottle(oauth.MaxLoginFailures, oauth.LoginFailureWindow), "postgres"
+	}
+	if redisURL != "" {
+		rl, err := redisrate.Open(ctx, redisURL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--redis-url: %w", err)
+		}
+		limiter, limiterName = rl, "redis"
+	}
+	logger.Info("counting rate limits and failed logins", "rate_limiter", limiterName, "login_throttle", throttleName)
+	return limiter, throttle, nil
 }
 
 // janitor deletes what is past its retention (events after 30 days,

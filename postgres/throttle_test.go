@@ -1,0 +1,179 @@
+package postgres_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amsdev/ams/oauth"
+	"github.com/amsdev/ams/postgres"
+)
+
+var _ oauth.LoginThrottle = (*postgres.Throttle)(nil)
+
+// throttleCase checks a LoginThrottle that blocks after 3 failures in 10
+// minutes: the table of oauth's TestMemoryThrottle, and more.
+func throttleCase(t *testing.T, m oauth.LoginThrottle) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	blocked := func(key string, d time.Duration) (time.Time, bool) {
+		t.Helper()
+		u, b, err := m.Blocked(ctx, key, at(d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return u, b
+	}
+	failed := func(key string, d time.Duration) {
+		t.Helper()
+		if err := m.Failed(ctx, key, at(d)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range []time.Duration{0, time.Minute, 2 * time.Minute} {
+		if _, b := blocked("k", d); b {
+			t.Fatalf("blocked before the 3rd failure at %v", d)
+		}
+		failed("k", d)
+	}
+	for _, c := range []struct {
+		at      time.Duration
+		blocked bool
+		until   time.Duration
+	}{
+		{2 * time.Minute, true, 10 * time.Minute},
+		{10*time.Minute - time.Nanosecond, true, 10 * time.Minute},
+		{10 * time.Minute, false, 0}, // the first failure left the window
+		{12*time.Minute + time.Second, false, 0},
+	} {
+		u, b := blocked("k", c.at)
+		if b != c.blocked || (b && !u.Equal(at(c.until))) {
+			t.Errorf("at +%v: blocked %v until %v, want %v until +%v", c.at, b, u, c.blocked, c.until)
+		}
+	}
+	if _, b := blocked("other", 2*time.Minute); b {
+		t.Error("keys are not separate")
+	}
+	// The clock moves on (only forward: the memory throttle drops what
+	// leaves the window as it goes). Three failures block until the first
+	// leaves the window; a fourth blocks until the second leaves it.
+	for _, d := range []time.Duration{13 * time.Minute, 14 * time.Minute, 15 * time.Minute} {
+		failed("k", d)
+	}
+	if u, b := blocked("k", 15*time.Minute); !b || !u.Equal(at(23*time.Minute)) {
+		t.Errorf("after failures at +13m, +14m, +15m: blocked %v until %v, want until +23m", b, u)
+	}
+	failed("k", 22*time.Minute+30*time.Second)
+	if u, b := blocked("k", 22*time.Minute+30*time.Second); !b || !u.Equal(at(24*time.Minute)) {
+		t.Errorf("after a 4th failure: blocked %v until %v, want until +24m", b, u)
+	}
+	if _, b := blocked("k", 24*time.Minute); b {
+		t.Error("blocked at +24m, when only two failures are left in the window")
+	}
+	for _, d := range []time.Duration{30 * time.Minute, 31 * time.Minute, 32 * time.Minute, 33 * time.Minute} {
+		failed("k", d)
+	}
+	if u, b := blocked("k", 33*time.Minute); !b || !u.Equal(at(41*time.Minute)) {
+		t.Errorf("after failures at +30m..+33m: blocked %v until %v, want until +41m", b, u)
+	}
+	if err := m.Reset(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if _, b := blocked("k", 33*time.Minute); b {
+		t.Error("blocked after Reset")
+	}
+	if err := m.Reset(ctx, "never-failed"); err != nil {
+		t.Errorf("Reset of an unknown key: %v", err)
+	}
+}
+
+// TestThrottleSameAsMemory runs the same checks on the in-process throttle
+// and the PostgreSQL one.
+func TestThrottleSameAsMemory(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		throttleCase(t, oauth.NewMemoryThrottle(3, 10*time.Minute))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		throttleCase(t, open(t).LoginThrottle(3, 10*time.Minute))
+	})
+}
+
+// TestThrottleAcrossProcesses: failures recorded by two processes (two
+// stores on one schema) add up, and a success in one resets the key for
+// both.
+func TestThrottleAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	url := databaseURL(t)
+	schema := createSchema(t, url)
+	db := openSchema(t, url, schema)
+	a := db.LoginThrottle(oauth.MaxLoginFailures, oauth.LoginFailureWindow)
+	b := openSchema(t, url, schema).LoginThrottle(oauth.MaxLoginFailures, oauth.LoginFailureWindow)
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	both := []*postgres.Throttle{a, b}
+	for i := range oauth.MaxLoginFailures {
+		th := both[i%2]
+		now := t0.Add(time.Duration(i+1) * time.Second)
+		if _, blocked, err := th.Blocked(ctx, "email:ann@example.com", now); err != nil || blocked {
+			t.Fatalf("attempt %d: blocked %v, %v", i+1, blocked, err)
+		}
+		if err := th.Failed(ctx, "email:ann@example.com", now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, th := range both {
+		until, blocked, err := th.Blocked(ctx, "email:ann@example.com", t0.Add(10*time.Second))
+		if err != nil || !blocked || !until.Equal(t0.Add(time.Second+oauth.LoginFailureWindow)) {
+			t.Errorf("process %d after 5 failures: blocked %v until %v (%v), want until 10:15:01", i, blocked, until, err)
+		}
+	}
+	if err := b.Reset(ctx, "email:ann@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if _, blocked, _ := a.Blocked(ctx, "email:ann@example.com", t0.Add(10*time.Second)); blocked {
+		t.Error("still blocked in the other process after Reset")
+	}
+
+	// Failures racing in both processes: the key is blocked once there are
+	// max of them, and the table keeps few rows for it.
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			if err := both[i%2].Failed(ctx, "ip:192.0.2.7", t0.Add(time.Minute+time.Duration(i)*time.Millisecond)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if _, blocked, err := a.Blocked(ctx, "ip:192.0.2.7", t0.Add(2*time.Minute)); err != nil || !blocked {
+		t.Errorf("after 40 racing failures: blocked %v, %v", blocked, err)
+	}
+	if err := b.Failed(ctx, "ip:192.0.2.7", t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	if err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM login_failures WHERE key = 'ip:192.0.2.7'`).Scan(&rows); err != nil || rows > oauth.MaxLoginFailures+1 {
+		t.Errorf("%d rows kept for the key (%v), want at most %d", rows, err, oauth.MaxLoginFailures+1)
+	}
+}
+
+func TestLoginThrottleArguments(t *testing.T) {
+	db := open(t)
+	for _, c := range []struct {
+		max    int
+		window time.Duration
+	}{{0, time.Minute}, {3, 0}, {3, 25 * time.Hour}} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("LoginThrottle(%d, %v) did not panic", c.max, c.window)
+				}
+			}()
+			db.LoginThrottle(c.max, c.window)
+		}()
+	}
+}
