@@ -5,8 +5,18 @@
 // time) and answers everything else with a helpful fallback. Its replies
 // are deterministic, so tests can assert them.
 //
+// With the request's Toolbox it also acts on the assistant's world in plain
+// language: "remind me to call Anna tomorrow at 9", "add a task: renew
+// passport by Friday", "what are my tasks?", "done with the passport task",
+// "schedule lunch with Sam on Tuesday 12:30 for an hour", "what's on my
+// calendar tomorrow?", "move lunch with Sam to Wednesday", "rename the
+// passport task to …". Dates and times are read by
+// github.com/olebedev/when in the account's time zone (see datetime.go for
+// the choice and its limits); the tool runs are in world.go.
+//
 // The engine keeps no state of its own: whatever it "remembers" it reads
-// back from the conversation history it is given.
+// back from the conversation history it is given, and tasks and events
+// through its tools.
 package builtin
 
 import (
@@ -42,7 +52,10 @@ func New() *Engine {
 // Reply answers the last message of req.History, which must be inbound;
 // the messages before it, of both directions, are the conversation so far,
 // oldest first. It returns ctx's error if ctx is done. With req.Stream set
-// the whole answer is streamed as one piece.
+// the whole answer is streamed as one piece. Relative dates ("tomorrow at
+// 9") are read at req.Now (or the engine's clock) in req.Location (UTC if
+// nil); the actions run through req.Tools are in Reply.Actions. An error
+// from req.Tools.Run (nothing could be stored) ends the turn with it.
 func (e *Engine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -73,9 +86,16 @@ func (e *Engine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply,
 		all:       history,
 		text:      clean(last.Content),
 		now:       now,
+		ctx:       ctx,
+		tools:     req.Tools,
+		clock:     newClock(now(), req.Location),
 	}
 	t.norm = normalize(t.text)
-	reply := &ams.Reply{Content: answer(t)}
+	content := answer(t)
+	if t.err != nil {
+		return nil, t.err
+	}
+	reply := &ams.Reply{Content: content, Actions: t.actions}
 	if req.Stream != nil {
 		if err := req.Stream(reply.Content); err != nil {
 			return nil, err
@@ -92,6 +112,12 @@ type turn struct {
 	text      string         // the message, whitespace collapsed
 	norm      string         // the message normalized for matching
 	now       func() time.Time
+
+	ctx     context.Context
+	tools   ams.Toolbox // nil: the engine may not act
+	clock   localClock  // now, in the account's time zone
+	actions []*ams.Action
+	err     error // a tool that could not run at all
 }
 
 // assistantName returns the name the assistant introduces itself with.

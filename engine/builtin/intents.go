@@ -36,7 +36,18 @@ var intents = []intent{
 	{"identity", re(`\bwho are you\b|\bwhat are you\s*$|\bwhats your name\b|\bwhat is your name\b|\byour name\b|\bintroduce yourself\b|\btell me about yourself\b`), replyIdentity},
 	{"date and time", re(`\bwhat time\b|\btime is it\b|\b(?:whats|what is) (?:the )?(?:time|date|day)\b|\bwhat day is\b|\bwhat date is\b|\btodays date\b|\bcurrent (?:time|date)\b|\b(?:whats|what is) today\b`), replyTime},
 	{"help", re(`^help\b|\bhelp me\b|\bwhat (?:else )?can you do\b|\bwhat do you do\b|\bhow do i\b|\bhow can i\b|\bhow does (?:this|it) work\b|\bwhat can i (?:ask|say|do)\b|\bcapabilities\b|\bcommands\b|\bwhat are you able to\b|\bcan you help\b`), replyHelp},
-	{"tasks and calendar", re(`\bremind me\b|\b(?:create|add|make|set|schedule|book|put|new|complete|finish|list|show|cancel|delete)\b.*\b(?:task|tasks|todo|todos|reminder|reminders|event|events|meeting|appointment|calendar)\b`), replyTasks},
+	// The assistant's world (world.go), more specific first.
+	{"reminder", re(`\bremind me\b|\bset (?:me )?(?:a |an )?reminder\b`), replyReminder},
+	{"list tasks", re(`\b(?:what are|whats|what is|what s|show|list|see|display|read|give|tell)\b(?: me)?(?: all)? (?:on )?(?:my |the )?(?:open |current |remaining |pending |outstanding )?(?:tasks|todos|to dos|todo list|to do list|task list|list)\b|\bwhat (?:tasks|todos)\b|\bwhat (?:do i have|is left|s left|remains|else do i have) to do\b|\b(?:do i have|have i got|are there) (?:any )?(?:open )?(?:tasks|todos|to dos)\b|^(?:my |open )+(?:tasks|todos)$`), replyListTasks},
+	{"complete task", re(`\b(?:done|finished|through) with\b|\bmark\b.+\b(?:done|complete|completed|finished)\b|^(?:ok |okay |so |yes )?(?:ive|i have|i|im|i am)(?: just| already| finally)? (?:finished|completed|did|done) \w|^(?:please )?(?:can you |could you )?(?:please )?(?:complete|finish|check off|tick off|cross off) \w`), replyCompleteTask},
+	{"rename task", re(`\brename\b.+\b(?:to|as|into)\b`), replyRenameTask},
+	{"task due date", re(`\b(?:due date|deadline)\b.*\bto\b|\b(?:move|reschedule|push|postpone|shift|change)\b.*\b(?:task|todo|to do)\b.*\b(?:to|till|until)\b`), replyTaskDue},
+	{"add task", re(`\b(?:add|create|make|new|put|set up)\b.*\b(?:task|tasks|todo|to do|todos|to dos|list)\b|^(?:new )?(?:task|todo|to do)\b`), replyAddTask},
+	{"list calendar", re(`\b(?:whats|what is|what s|what do i have|what have i got|anything|show|list|see|display|read|check|hows|how is|how does)\b.*\b(?:calendar|agenda|schedule|events|meetings|appointments|diary)\b|\bwhat (?:do i have|have i got|is happening|s happening|am i doing)\b|\bdo i have (?:any(?:thing)? )?(?:events|meetings|appointments|plans|anything)\b|\bam i (?:free|busy)\b`), replyListEvents},
+	{"move event", re(`\b(?:move|reschedule|push|postpone|shift)\b.+\b(?:to|till|until)\b`), replyMoveEvent},
+	{"schedule", re(`^(?:please |hey |ok |okay )*(?:(?:can|could|would|will) you )?(?:please )?(?:schedule|book|plan|arrange|set up)\b|\b(?:put|add|schedule)\b.*\b(?:on|in|to|into) (?:my |the )?(?:calendar|agenda|schedule|diary)\b|\b(?:create|add|make|new|book|schedule)\b (?:me )?(?:an? |the )?(?:new )?(?:calendar )?(?:event|meeting|appointment)\b`), replySchedule},
+	{"need to", re(`\bi (?:need|have|must|ve got|got|should|gotta) (?:to )?\w|\bive got to\b|\bi have to\b`), replyNeedTo},
+	{"tasks and calendar", re(`^(?:please )?(?:cancel|delete|remove)\b|\bremind me\b|\b(?:create|add|make|set|schedule|book|put|new|complete|finish|list|show|cancel|delete|remove)\b.*\b(?:task|tasks|todo|todos|reminder|reminders|event|events|meeting|meetings|appointment|calendar)\b`), replyTasks},
 	{"how are you", re(`\bhow are you\b|\bhows it going\b|\bhow is it going\b|\bhow are things\b|\bhow you doing\b`), replyHowAreYou},
 	{"goodbye", re(`\b(?:bye|goodbye|good bye|see you|see ya|cya|farewell|good night|goodnight|ttyl|talk to you later|take care)\b`), replyGoodbye},
 	{"thanks", re(`\b(?:thanks|thank you|thank u|thankyou|thx|ty|cheers|much appreciated|appreciate it)\b`), replyThanks},
@@ -169,18 +180,33 @@ func replyHelp(t *turn) (string, bool) {
 	return fmt.Sprintf(`I'm %s. Here's what I can do for you right now:
 - chat with you and keep the context of this conversation;
 - remember what you tell me, like your name ("My name is Sam") or a note ("Remember that the meeting moved to 3pm"), and recall it later in this conversation;
-- tell you what you said before, how many messages we've exchanged, and the current date and time (UTC).
-Tasks, calendar events and reminders are handled through the API's actions: POST /v1/assistants/%s/actions with a type such as create_task or create_calendar_event.
+- tell you what you said before, how many messages we've exchanged, and the current date and time (UTC);
+- where I have access to your tasks and calendar: reminders ("remind me to call Anna tomorrow at 9"), tasks ("add a task: renew passport by Friday", "what are my tasks?", "done with the passport task") and events ("schedule lunch with Sam on Tuesday 12:30 for an hour", "what's on my calendar tomorrow?", "move lunch with Sam to Wednesday").
+Your program can also act directly through the API's actions: POST /v1/assistants/%s/actions with a type such as create_task or create_calendar_event.
 Try: "What's my name?", "What do you remember?", "What did I just say?" or "What time is it?"`, t.assistantName(), id), true
 }
 
+// replyTasks answers what sounds like tasks or the calendar but no world
+// intent understood.
 func replyTasks(t *turn) (string, bool) {
-	id := t.assistant.ID
-	if id == "" {
-		id = "{id}"
+	if t.tools == nil {
+		return replyNoTools(t), true
 	}
-	return fmt.Sprintf(`I can't create tasks, reminders or calendar events from chat yet. Your program can, through the API's actions: POST /v1/assistants/%s/actions with {"type": "create_task", "input": {...}} (or complete_task, create_calendar_event); a due remind_at sends a reminder event to your webhooks. If you only want me to keep something in mind, say "remember that …".`, id), true
+	if deleteRe.MatchString(t.norm) {
+		return `I can't delete tasks or calendar events yet. I can mark a task as done ("done with the passport task") or move an event ("move lunch with Sam to Wednesday").`, true
+	}
+	return worldHint, true
 }
+
+var deleteRe = re(`\b(?:cancel|delete|remove)\b`)
+
+// worldHint lists what the engine does with tasks and the calendar.
+const worldHint = `I didn't quite get that. With tasks and your calendar I understand, for example:
+- "remind me to call Anna tomorrow at 9"
+- "add a task: renew passport by Friday"
+- "what are my tasks?" and "done with the passport task"
+- "schedule lunch with Sam on Tuesday 12:30 for an hour"
+- "what's on my calendar tomorrow?" and "move lunch with Sam to Wednesday"`
 
 func replyHowAreYou(t *turn) (string, bool) {
 	return "I'm doing well, thanks for asking! How can I help you today?", true
@@ -227,7 +253,7 @@ func replyFallback(t *turn) string {
 	if greetingPattern.MatchString(t.norm) {
 		b.WriteString(salutation(t) + " ")
 	}
-	fmt.Fprintf(&b, `You said: %s. I'm %s, running on the ams built-in engine, which handles simple requests: greetings, remembering your name and notes, recalling what you said earlier, and the date and time. %s`,
+	fmt.Fprintf(&b, `You said: %s. I'm %s, running on the ams built-in engine, which handles simple requests: greetings, remembering your name and notes, recalling what you said earlier, the date and time, and tasks, reminders and your calendar. %s`,
 		quote(excerpt(t.text, 60)), t.assistantName(), helpHint)
 	return b.String()
 }
