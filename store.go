@@ -136,6 +136,9 @@ type Store interface {
 
 	DeliveryQueue
 	OAuthStore
+	// The assistant's world: tasks, calendar events, actions, integration
+	// secrets, reminders.
+	WorldStore
 
 	// Idempotency. BeginIdempotent stores a running record for (userID,
 	// key) and returns nil, or returns the record already stored (done or

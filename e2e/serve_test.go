@@ -165,7 +165,7 @@ func TestServeDevCLIAndGracefulShutdown(t *testing.T) {
 	}
 
 	// The CLI works on the same store while the server runs.
-	if out := run(t, dir, "", "migrate"); out != "schema version 5\n" {
+	if out := run(t, dir, "", "migrate"); out != "schema version 6\n" {
 		t.Fatalf("migrate printed %q", out)
 	}
 	uid := strings.TrimSpace(run(t, dir, "", "users", "create", "--email", "cli@example.com", "--plan", "professional"))

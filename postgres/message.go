@@ -22,9 +22,9 @@ func (db *DB) CreateAssistant(ctx context.Context, a *ams.Assistant) error {
 }
 
 // FindAssistant returns the user's assistant; ENOTFOUND if it does not
-// exist or belongs to another user.
+// exist, belongs to another user, or was deleted.
 func (db *DB) FindAssistant(ctx context.Context, userID, id string) (*ams.Assistant, error) {
-	a, err := sqlrow.Assistant(db.pool.QueryRow(ctx, `SELECT `+sqlrow.AssistantCols+` FROM assistants WHERE id = $1 AND user_id = $2`, id, userID))
+	a, err := sqlrow.Assistant(db.pool.QueryRow(ctx, `SELECT `+sqlrow.AssistantCols+` FROM assistants WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL`, id, userID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ams.NotFound("assistant", id)
 	}
@@ -34,9 +34,10 @@ func (db *DB) FindAssistant(ctx context.Context, userID, id string) (*ams.Assist
 	return a, nil
 }
 
-// ListAssistants returns a page of the user's assistants.
+// ListAssistants returns a page of the user's assistants, deleted ones
+// left out.
 func (db *DB) ListAssistants(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Assistant], error) {
-	return list(ctx, db.pool, sqlrow.AssistantCols, "assistants", "user_id = $1", []any{userID}, p, sqlrow.Assistant)
+	return list(ctx, db.pool, sqlrow.AssistantCols, "assistants", "user_id = $1 AND deleted_at IS NULL", []any{userID}, p, sqlrow.Assistant)
 }
 
 // FindConversation returns the user's conversation; ENOTFOUND otherwise.

@@ -121,7 +121,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 			t.Fatalf("open %d: %v", i, errs[i])
 		}
 		defer dbs[i].Close()
-		if v, err := dbs[i].SchemaVersion(ctx); err != nil || v != 5 {
+		if v, err := dbs[i].SchemaVersion(ctx); err != nil || v != 6 {
 			t.Fatalf("schema version %d, %v", v, err)
 		}
 		if err := dbs[i].Ping(ctx); err != nil {
@@ -129,12 +129,12 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		}
 	}
 	var rows int
-	if err := dbs[0].Pool().QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&rows); err != nil || rows != 5 {
-		t.Fatalf("schema_migrations has %d rows (%v), want 5", rows, err)
+	if err := dbs[0].Pool().QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&rows); err != nil || rows != 6 {
+		t.Fatalf("schema_migrations has %d rows (%v), want 6", rows, err)
 	}
 	// Opening again applies nothing.
 	again := openSchema(t, url, schema)
-	if v, err := again.SchemaVersion(ctx); err != nil || v != 5 {
+	if v, err := again.SchemaVersion(ctx); err != nil || v != 6 {
 		t.Fatalf("schema version on reopen %d, %v", v, err)
 	}
 }

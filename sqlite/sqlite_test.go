@@ -33,7 +33,7 @@ func TestMigrationsIdempotent(t *testing.T) {
 			t.Fatal(err)
 		}
 		v, err := db.SchemaVersion(context.Background())
-		if err != nil || v != 5 {
+		if err != nil || v != 6 {
 			t.Fatalf("schema version %d, %v", v, err)
 		}
 		db.Close()

@@ -33,6 +33,15 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Purge", testPurge},
 		{"OAuth", testOAuth},
 		{"OAuthLocks", testOAuthLocks},
+		{"WorldTasks", testWorldTasks},
+		{"WorldCalendar", testWorldCalendar},
+		{"WorldRollback", testWorldRollback},
+		{"WorldEmit", testWorldEmit},
+		{"WorldAssistants", testWorldAssistants},
+		{"WorldMessages", testWorldMessages},
+		{"WorldIntegrations", testWorldIntegrations},
+		{"WorldActions", testWorldActions},
+		{"WorldReminders", testWorldReminders},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
