@@ -260,6 +260,7 @@ func limiters(ctx context.Context, store ams.Store, redisURL string, logger *slo
 		throttle, throttleName = pg.LoginThrottle(oauth.MaxLoginFailures, oauth.LoginFailureWindow), "postgres"
 	}
 	if redisURL != "" {
+		redisrate.SetLogger(logger)
 		rl, err := redisrate.Open(ctx, redisURL)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--redis-url: %w", err)

@@ -19,6 +19,8 @@ package redisrate
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -100,6 +102,19 @@ func Open(ctx context.Context, url string) (*Limiter, error) {
 	l := New(c, DefaultPrefix)
 	l.close = c.Close
 	return l, nil
+}
+
+// SetLogger sends what the Redis client logs (failed dials, for instance)
+// to l as warnings, rather than as plain lines on standard error. The
+// client's logger is process-wide.
+func SetLogger(l *slog.Logger) {
+	redis.SetLogger(slogger{l})
+}
+
+type slogger struct{ l *slog.Logger }
+
+func (s slogger) Printf(ctx context.Context, format string, v ...any) {
+	s.l.WarnContext(ctx, strings.TrimPrefix(fmt.Sprintf(format, v...), "redis: "), "component", "redis")
 }
 
 // Close closes the connection Open made.
