@@ -1,0 +1,222 @@
+package world
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+// Reminders: a due remind_at of a task or calendar event emits
+// task.reminder or event.reminder once. The store does the once:
+// FireReminders marks each reminder fired in the transaction that emits
+// its event, so however many schedulers (in however many processes) call
+// it, each reminder fires once, and one that was due while no process ran
+// fires when the next one starts. The Scheduler only decides when to ask.
+
+// ReminderStore is what the Scheduler needs of the store.
+type ReminderStore interface {
+	FireReminders(ctx context.Context, now time.Time, limit int) (int, error)
+	NextReminder(ctx context.Context) (time.Time, error)
+}
+
+// DefaultReminderPoll is how often a Scheduler looks for reminders when it
+// knows of none due sooner: other processes (and the CLI) may add
+// reminders it was not told about, so it never sleeps longer than this.
+const DefaultReminderPoll = time.Second
+
+// ReminderBatch is how many reminders one FireReminders call fires at most.
+const ReminderBatch = 100
+
+// Scheduler fires reminders when they come due.
+type Scheduler struct {
+	Store  ReminderStore
+	Clock  ams.Clock
+	Logger *slog.Logger
+	// Poll bounds how long Run sleeps (default DefaultReminderPoll).
+	Poll time.Duration
+	// OnFire, when set, is called with the number of reminders each batch
+	// fired (for metrics).
+	OnFire func(n int)
+
+	once sync.Once
+	wake chan struct{}
+}
+
+func (s *Scheduler) init() {
+	s.once.Do(func() {
+		s.wake = make(chan struct{}, 1)
+		if s.Poll <= 0 {
+			s.Poll = DefaultReminderPoll
+		}
+		if s.Logger == nil {
+			s.Logger = slog.Default()
+		}
+	})
+}
+
+// Wake makes a running Run look at once, rather than at its next poll, for
+// due reminders and for the next one: call it after setting a remind_at
+// sooner than the poll interval. It never blocks.
+func (s *Scheduler) Wake() {
+	s.init()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// RunOnce fires every reminder due at the clock's now, in batches, and
+// returns how many fired. Tests drive the scheduler with it.
+func (s *Scheduler) RunOnce(ctx context.Context) (int, error) {
+	s.init()
+	total := 0
+	for {
+		n, err := s.Store.FireReminders(ctx, s.Clock.Now(), ReminderBatch)
+		total += n
+		if n > 0 && s.OnFire != nil {
+			s.OnFire(n)
+		}
+		if err != nil || n < ReminderBatch {
+			return total, err
+		}
+	}
+}
+
+// Run fires reminders until ctx is done: every due one, then sleeps until
+// the next one is due, the poll interval passes, or Wake is called,
+// whichever comes first.
+func (s *Scheduler) Run(ctx context.Context) error {
+	s.init()
+	for {
+		wait := s.Poll
+		if n, err := s.RunOnce(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			s.Logger.Error("fire reminders", "err", err)
+		} else {
+			if n > 0 {
+				s.Logger.Info("reminders fired", "count", n)
+			}
+			wait = s.untilNext(ctx, wait)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-s.wake:
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// untilNext returns how long to sleep: until the next reminder, at most
+// max. A next reminder already due (set between the two queries, or one
+// the store will not fire) does not make it spin: it waits a poll.
+func (s *Scheduler) untilNext(ctx context.Context, max time.Duration) time.Duration {
+	next, err := s.Store.NextReminder(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.Logger.Error("next reminder", "err", err)
+		}
+		return max
+	}
+	if next.IsZero() {
+		return max
+	}
+	d := next.Sub(s.Clock.Now())
+	if d <= 0 || d > max {
+		return max
+	}
+	return d
+}
+
+// Changes reports committed changes of the world to whoever must react in
+// this process: the reminder scheduler (a remind_at was set) and the
+// calendar sync (a calendar event was created, changed or deleted).
+type Changes struct {
+	// Reminder is called after a transaction that wrote a task or
+	// calendar event with a remind_at.
+	Reminder func()
+	// Calendar is called after a transaction that created, updated or
+	// deleted calendar events of the account userID; deleted holds the
+	// deleted events as they were.
+	Calendar func(userID string, deleted []*ams.CalendarEvent)
+}
+
+// Watch returns a store that runs s's transactions and, after each one
+// that commits, tells c what it changed. Give it to the Service of the
+// API and the assistants; the sync and the scheduler use the plain store,
+// so that their own writes do not call them back.
+func Watch(s Store, c Changes) Store { return &watched{Store: s, c: c} }
+
+type watched struct {
+	Store
+	c Changes
+}
+
+func (w *watched) Update(ctx context.Context, fn func(tx ams.Tx) error) error {
+	var wt *watchTx
+	err := w.Store.Update(ctx, func(tx ams.Tx) error {
+		wt = &watchTx{Tx: tx} // a retried transaction starts afresh
+		return fn(wt)
+	})
+	if err != nil || wt == nil {
+		return err
+	}
+	if wt.reminder && w.c.Reminder != nil {
+		w.c.Reminder()
+	}
+	if wt.calendarUser != "" && w.c.Calendar != nil {
+		w.c.Calendar(wt.calendarUser, wt.deleted)
+	}
+	return nil
+}
+
+// watchTx notes what a transaction writes.
+type watchTx struct {
+	ams.Tx
+	reminder     bool
+	calendarUser string
+	deleted      []*ams.CalendarEvent
+}
+
+func (t *watchTx) CreateTask(ctx context.Context, task *ams.Task) error {
+	t.reminder = t.reminder || task.RemindAt != nil
+	return t.Tx.CreateTask(ctx, task)
+}
+
+func (t *watchTx) UpdateTask(ctx context.Context, task *ams.Task) error {
+	t.reminder = t.reminder || task.RemindAt != nil
+	return t.Tx.UpdateTask(ctx, task)
+}
+
+func (t *watchTx) CreateCalendarEvent(ctx context.Context, e *ams.CalendarEvent) error {
+	t.reminder = t.reminder || e.RemindAt != nil
+	t.calendarUser = e.UserID
+	return t.Tx.CreateCalendarEvent(ctx, e)
+}
+
+func (t *watchTx) UpdateCalendarEvent(ctx context.Context, e *ams.CalendarEvent) error {
+	t.reminder = t.reminder || e.RemindAt != nil
+	t.calendarUser = e.UserID
+	return t.Tx.UpdateCalendarEvent(ctx, e)
+}
+
+func (t *watchTx) DeleteCalendarEvent(ctx context.Context, userID, id string) error {
+	e, err := t.Tx.FindCalendarEvent(ctx, userID, id)
+	if err != nil {
+		return err
+	}
+	if err := t.Tx.DeleteCalendarEvent(ctx, userID, id); err != nil {
+		return err
+	}
+	t.calendarUser = userID
+	t.deleted = append(t.deleted, e)
+	return nil
+}

@@ -1,0 +1,400 @@
+package world_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/postgres"
+	"github.com/amsdev/ams/sqlite"
+	"github.com/amsdev/ams/world"
+	"github.com/jackc/pgx/v5"
+)
+
+// clock is a clock the test moves by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *clock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
+}
+
+var start = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// account creates a user with an assistant.
+func account(t *testing.T, s ams.Store) (*ams.User, *ams.Assistant) {
+	t.Helper()
+	ctx := context.Background()
+	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: strings.ToLower(ams.NewID("u")) + "@example.com", Plan: ams.PlanStandard,
+		Timezone: "UTC", CreatedAt: start, UpdatedAt: start}
+	if err := s.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	a := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), Object: "assistant", UserID: u.ID, Name: "A", Model: ams.ModelBuiltin,
+		CreatedAt: start, UpdatedAt: start}
+	if err := s.CreateAssistant(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	return u, a
+}
+
+func openSQLite(t *testing.T, path string) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// reminders returns the ids of the records of the account's events of
+// type typ, in the order listed.
+func reminders(t *testing.T, s ams.Store, userID, typ string) []string {
+	t.Helper()
+	var ids []string
+	p := ams.ListParams{Limit: 100, Order: ams.OrderAsc}
+	for {
+		page, err := s.ListEvents(context.Background(), userID, typ, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range page.Data {
+			ids = append(ids, e.Data["id"].(string))
+		}
+		if !page.HasMore {
+			return ids
+		}
+		p.After = page.Data[len(page.Data)-1].ID
+	}
+}
+
+// waitFor polls cond until it holds or 5 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// run starts s.Run until the test ends.
+func run(t *testing.T, s *world.Scheduler) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func TestTaskReminderFiresOnceWhenDue(t *testing.T) {
+	db := openSQLite(t, filepath.Join(t.TempDir(), "ams.db"))
+	defer db.Close()
+	c := &clock{t: start}
+	u, a := account(t, db)
+	sched := &world.Scheduler{Store: db, Clock: c.Now, Logger: quiet, Poll: 5 * time.Millisecond}
+	svc := &world.Service{Store: world.Watch(db, world.Changes{Reminder: sched.Wake}), Clock: c.Now}
+	task, err := svc.CreateTask(context.Background(), u.ID, a.ID, json.RawMessage(`{"title":"Call Bob","remind_at":"2026-11-21T10:30:00Z"}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, sched)
+
+	// Not before remind_at: ten polls at 10:29:59.999 fire nothing.
+	c.Set(start.Add(30*time.Minute - time.Millisecond))
+	time.Sleep(50 * time.Millisecond)
+	if got := reminders(t, db, u.ID, ams.EventTaskReminder); len(got) != 0 {
+		t.Fatalf("fired before remind_at: %v", got)
+	}
+	c.Set(start.Add(30 * time.Minute))
+	waitFor(t, "task.reminder", func() bool { return len(reminders(t, db, u.ID, ams.EventTaskReminder)) > 0 })
+	// More polls, later: still one.
+	c.Set(start.Add(3 * time.Hour))
+	time.Sleep(50 * time.Millisecond)
+	if got := reminders(t, db, u.ID, ams.EventTaskReminder); len(got) != 1 || got[0] != task.ID {
+		t.Fatalf("task.reminder events for %v, want one for %s", got, task.ID)
+	}
+	// The event carries the task as the API shows it.
+	page, err := db.ListEvents(context.Background(), u.ID, ams.EventTaskReminder, ams.ListParams{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := page.Data[0].Data; d["object"] != "task" || d["title"] != "Call Bob" || d["remind_at"] != "2026-11-21T10:30:00Z" {
+		t.Fatalf("event data %v", d)
+	}
+
+	// A new remind_at reminds again, once.
+	if _, err := svc.UpdateTask(context.Background(), u.ID, task.ID, json.RawMessage(`{"remind_at":"2026-11-21T14:00:00Z"}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	c.Set(start.Add(4 * time.Hour))
+	waitFor(t, "second task.reminder", func() bool { return len(reminders(t, db, u.ID, ams.EventTaskReminder)) == 2 })
+	time.Sleep(30 * time.Millisecond)
+	if got := reminders(t, db, u.ID, ams.EventTaskReminder); len(got) != 2 {
+		t.Fatalf("%d reminders, want 2", len(got))
+	}
+}
+
+func TestCompletedTaskDoesNotRemind(t *testing.T) {
+	db := openSQLite(t, filepath.Join(t.TempDir(), "ams.db"))
+	defer db.Close()
+	c := &clock{t: start}
+	u, a := account(t, db)
+	svc := &world.Service{Store: db, Clock: c.Now}
+	task, err := svc.CreateTask(context.Background(), u.ID, a.ID, json.RawMessage(`{"title":"Done early","remind_at":"2026-11-21T10:05:00Z"}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CompleteTask(context.Background(), u.ID, task.ID); err != nil {
+		t.Fatal(err)
+	}
+	c.Set(start.Add(time.Hour))
+	sched := &world.Scheduler{Store: db, Clock: c.Now, Logger: quiet}
+	if n, err := sched.RunOnce(context.Background()); err != nil || n != 0 {
+		t.Fatalf("RunOnce = %d, %v; want 0", n, err)
+	}
+}
+
+func TestCalendarEventReminder(t *testing.T) {
+	db := openSQLite(t, filepath.Join(t.TempDir(), "ams.db"))
+	defer db.Close()
+	c := &clock{t: start}
+	u, a := account(t, db)
+	sched := &world.Scheduler{Store: db, Clock: c.Now, Logger: quiet, Poll: 5 * time.Millisecond}
+	svc := &world.Service{Store: world.Watch(db, world.Changes{Reminder: sched.Wake}), Clock: c.Now}
+	ev, err := svc.CreateEvent(context.Background(), u.ID, a.ID, json.RawMessage(
+		`{"title":"Dentist","starts_at":"2026-11-21T15:00:00Z","remind_at":"2026-11-21T14:45:00Z"}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run(t, sched)
+	c.Set(start.Add(4*time.Hour + 44*time.Minute))
+	time.Sleep(40 * time.Millisecond)
+	if got := reminders(t, db, u.ID, ams.EventEventReminder); len(got) != 0 {
+		t.Fatalf("fired early: %v", got)
+	}
+	c.Set(start.Add(4*time.Hour + 45*time.Minute))
+	waitFor(t, "event.reminder", func() bool { return len(reminders(t, db, u.ID, ams.EventEventReminder)) == 1 })
+	c.Set(start.Add(6 * time.Hour))
+	time.Sleep(40 * time.Millisecond)
+	if got := reminders(t, db, u.ID, ams.EventEventReminder); len(got) != 1 || got[0] != ev.ID {
+		t.Fatalf("event.reminder for %v, want one for %s", got, ev.ID)
+	}
+}
+
+// The scheduler sleeps until the next reminder when that is sooner than
+// its poll: a reminder due in 20 ms (on a clock that runs) fires long
+// before the hour-long poll.
+func TestSchedulerSleepsUntilNextReminder(t *testing.T) {
+	db := openSQLite(t, filepath.Join(t.TempDir(), "ams.db"))
+	defer db.Close()
+	u, a := account(t, db)
+	now := func() time.Time { return time.Now() }
+	svc := &world.Service{Store: db, Clock: now}
+	at := time.Now().Add(200 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	if _, err := svc.CreateTask(context.Background(), u.ID, a.ID, json.RawMessage(`{"title":"Soon","remind_at":"`+at+`"}`), ""); err != nil {
+		t.Fatal(err)
+	}
+	run(t, &world.Scheduler{Store: db, Clock: now, Logger: quiet, Poll: time.Hour})
+	waitFor(t, "task.reminder", func() bool { return len(reminders(t, db, u.ID, ams.EventTaskReminder)) == 1 })
+}
+
+// A reminder that came due while no process ran fires when the next one
+// starts, and a restart never fires a reminder again.
+func TestRemindersSurviveRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ams.db")
+	ctx := context.Background()
+	c := &clock{t: start}
+
+	db := openSQLite(t, path)
+	u, a := account(t, db)
+	svc := &world.Service{Store: db, Clock: c.Now}
+	early, err := svc.CreateTask(ctx, u.ID, a.ID, json.RawMessage(`{"title":"Early","remind_at":"2026-11-21T10:10:00Z"}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	late, err := svc.CreateTask(ctx, u.ID, a.ID, json.RawMessage(`{"title":"Late","remind_at":"2026-11-21T12:00:00Z"}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Set(start.Add(15 * time.Minute))
+	if n, err := (&world.Scheduler{Store: db, Clock: c.Now, Logger: quiet}).RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("first process fired %d, %v; want 1", n, err)
+	}
+	db.Close() // the process stops; "late" comes due while none runs
+
+	c.Set(start.Add(5 * time.Hour))
+	db = openSQLite(t, path)
+	defer db.Close()
+	sched := &world.Scheduler{Store: db, Clock: c.Now, Logger: quiet}
+	if n, err := sched.RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("after restart fired %d, %v; want 1 (the one due while down)", n, err)
+	}
+	for range 3 {
+		if n, err := sched.RunOnce(ctx); err != nil || n != 0 {
+			t.Fatalf("fired again: %d, %v", n, err)
+		}
+	}
+	db.Close()
+	db = openSQLite(t, path) // another restart
+	defer db.Close()
+	if n, err := (&world.Scheduler{Store: db, Clock: c.Now, Logger: quiet}).RunOnce(ctx); err != nil || n != 0 {
+		t.Fatalf("second restart fired %d, %v; want 0", n, err)
+	}
+	if got := reminders(t, db, u.ID, ams.EventTaskReminder); len(got) != 2 || got[0] != early.ID || got[1] != late.ID {
+		t.Fatalf("reminders %v, want %s then %s, once each", got, early.ID, late.ID)
+	}
+}
+
+// A webhook subscribed to task.reminder gets the reminder queued for
+// delivery, in the reminder's transaction.
+func TestReminderQueuedForWebhook(t *testing.T) {
+	db := openSQLite(t, filepath.Join(t.TempDir(), "ams.db"))
+	defer db.Close()
+	ctx := context.Background()
+	c := &clock{t: start}
+	u, a := account(t, db)
+	for _, events := range [][]string{{ams.EventTaskReminder}, {ams.EventMessageCreated}} {
+		wh := &ams.Webhook{ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: u.ID, URL: "https://example.com/" + events[0],
+			Events: events, Active: true, Status: ams.WebhookActive, Secret: "0123456789abcdef", CreatedAt: start, UpdatedAt: start}
+		if err := db.CreateWebhook(ctx, wh); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc := &world.Service{Store: db, Clock: c.Now}
+	task, err := svc.CreateTask(ctx, u.ID, a.ID, json.RawMessage(`{"title":"Pay rent","remind_at":"2026-11-21T11:00:00Z"}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Set(start.Add(time.Hour))
+	if n, err := (&world.Scheduler{Store: db, Clock: c.Now, Logger: quiet}).RunOnce(ctx); err != nil || n != 1 {
+		t.Fatalf("RunOnce = %d, %v", n, err)
+	}
+	jobs, err := db.ClaimJobs(ctx, c.Now(), time.Minute, 100, 100, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, j := range jobs {
+		got = append(got, j.Event.Type+" "+j.Event.Data["id"].(string)+" "+j.URL)
+	}
+	want := ams.EventTaskReminder + " " + task.ID + " https://example.com/" + ams.EventTaskReminder
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("queued %v, want [%s]", got, want)
+	}
+}
+
+// Two schedulers (two processes) on one PostgreSQL database racing over
+// 200 due reminders fire each exactly once.
+func TestRemindersOncePerReminderAcrossProcesses(t *testing.T) {
+	url := os.Getenv("AMS_TEST_DATABASE_URL")
+	if url == "" {
+		t.Skip("PostgreSQL test skipped: set AMS_TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run it")
+	}
+	ctx := context.Background()
+	schema := "test_" + strings.ToLower(ams.NewID("")[:16])
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+		conn.Close(context.Background())
+	})
+	key := make([]byte, 32)
+	rand.Read(key)
+	var dbs [2]*postgres.DB
+	for i := range dbs {
+		if dbs[i], err = postgres.Open(ctx, url, postgres.WithSecretKey(key), postgres.WithSchema(schema)); err != nil {
+			t.Fatal(err)
+		}
+		defer dbs[i].Close()
+	}
+	c := &clock{t: start}
+	u, a := account(t, dbs[0])
+	svc := &world.Service{Store: dbs[0], Clock: c.Now}
+	want := map[string]bool{}
+	for i := range 200 {
+		at := start.Add(time.Duration(i+1) * time.Second).Format(time.RFC3339)
+		var id string
+		if i%2 == 0 {
+			task, err := svc.CreateTask(ctx, u.ID, a.ID, json.RawMessage(fmt.Sprintf(`{"title":"T%d","remind_at":%q}`, i, at)), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			id = task.ID
+		} else {
+			ev, err := svc.CreateEvent(ctx, u.ID, a.ID, json.RawMessage(fmt.Sprintf(`{"title":"E%d","starts_at":"2026-11-22T10:00:00Z","remind_at":%q}`, i, at)), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			id = ev.ID
+		}
+		want[id] = true
+	}
+	c.Set(start.Add(time.Hour))
+
+	// Each "process" runs four schedulers' worth of concurrent calls.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	fired := 0
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := &world.Scheduler{Store: dbs[i%2], Clock: c.Now, Logger: quiet}
+			for range 3 {
+				n, err := s.RunOnce(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				fired += n
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if fired != 200 {
+		t.Errorf("schedulers report %d fired, want 200", fired)
+	}
+	seen := map[string]int{}
+	for _, typ := range []string{ams.EventTaskReminder, ams.EventEventReminder} {
+		for _, id := range reminders(t, dbs[1], u.ID, typ) {
+			seen[id]++
+		}
+	}
+	if len(seen) != 200 {
+		t.Errorf("%d records reminded, want 200", len(seen))
+	}
+	for id, n := range seen {
+		if n != 1 || !want[id] {
+			t.Errorf("%s reminded %d times (known: %v)", id, n, want[id])
+		}
+	}
+	if next, err := dbs[0].NextReminder(ctx); err != nil || !next.IsZero() {
+		t.Errorf("NextReminder = %v, %v; want none left", next, err)
+	}
+}
