@@ -3,8 +3,6 @@ package postgres_test
 import (
 	"bytes"
 	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -57,22 +55,7 @@ func openSQLite(t *testing.T) *sqlite.DB {
 func filledSQLite(t *testing.T) (*sqlite.DB, *dumptest.Fixture) {
 	t.Helper()
 	db := openSQLite(t)
-	f := dumptest.Fill(t, db)
-	// ams.Store has no method for integrations: the fixture's goes in with
-	// SQL, on a connection of its own to the same file.
-	conn, err := sql.Open("sqlite", "file:"+db.Path()+"?_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	in := f.Integration
-	config, _ := json.Marshal(in.Config)
-	if _, err := conn.Exec(`INSERT INTO integrations (id, user_id, provider, status, config, last_error, connected_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.ID, in.UserID, in.Provider, in.Status, string(config), in.LastError,
-		in.ConnectedAt.UnixMilli(), in.CreatedAt.UnixMilli(), in.UpdatedAt.UnixMilli()); err != nil {
-		t.Fatal(err)
-	}
-	return db, f
+	return db, dumptest.Fill(t, db)
 }
 
 // SQLite to PostgreSQL: everything reads back the same through ams.Store

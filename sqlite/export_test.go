@@ -18,7 +18,7 @@ import (
 )
 
 // raw opens a plain connection to the store's file, for what ams.Store
-// cannot do (insert an integration, alter the schema).
+// cannot do (read sealed values, alter the schema).
 func raw(t *testing.T, db *sqlite.DB) *sql.DB {
 	t.Helper()
 	r, err := sql.Open("sqlite", "file:"+db.Path()+"?_pragma=busy_timeout(10000)")
@@ -29,25 +29,11 @@ func raw(t *testing.T, db *sqlite.DB) *sql.DB {
 	return r
 }
 
-// insertIntegration stores the fixture's integration (ams.Store has no
-// method for it).
-func insertIntegration(t *testing.T, db *sqlite.DB, in *ams.Integration) {
-	t.Helper()
-	config, _ := json.Marshal(in.Config)
-	if _, err := raw(t, db).Exec(`INSERT INTO integrations (id, user_id, provider, status, config, last_error, connected_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, in.ID, in.UserID, in.Provider, in.Status, string(config), in.LastError,
-		in.ConnectedAt.UnixMilli(), in.CreatedAt.UnixMilli(), in.UpdatedAt.UnixMilli()); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // filled returns a store holding the dumptest fixture.
 func filled(t *testing.T) (*sqlite.DB, *dumptest.Fixture) {
 	t.Helper()
 	db := open(t)
-	f := dumptest.Fill(t, db)
-	insertIntegration(t, db, f.Integration)
-	return db, f
+	return db, dumptest.Fill(t, db)
 }
 
 func exportAll(t *testing.T, db *sqlite.DB) []byte {

@@ -26,9 +26,9 @@ one line per row, and a trailer with the row counts, read by ams import into
 a store of either engine. Stop ams serve first: rows written after the export
 starts are not in it.
 
-The dump holds password and key hashes and the webhook signing secrets in
-plaintext (so that the target store can seal them with its own key): keep it
-as secret as the database and its key together. A file is written with mode
+The dump holds password and key hashes, and the webhook and integration
+secrets in plaintext (so that the target store can seal them with its own
+key): keep it as secret as the database and its key together. A file is written with mode
 0600, complete or not at all.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -152,8 +152,8 @@ PostgreSQL a new database (or schema) after ams migrate. Everything is loaded
 in one transaction, only once the whole dump has been read and its trailer
 matches, so a damaged or truncated dump, or any error, writes nothing.
 Ids, list order, times, hashes and pending webhook deliveries are kept;
-webhook signing secrets are sealed with the target's key (--secret-key, or
-for SQLite the key file in --data-dir).`,
+webhook and integration secrets are sealed with the target's key
+(--secret-key, or for SQLite the key file in --data-dir).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmdContext(cmd)

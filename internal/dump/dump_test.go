@@ -201,3 +201,26 @@ func TestSummary(t *testing.T) {
 		t.Fatal(s)
 	}
 }
+
+// A dump made before a nullable column or a table was added reads, the
+// column as NULL; a missing NOT NULL column is refused.
+func TestReadOlderDump(t *testing.T) {
+	head := `{"format":"ams-export","version":1,"engine":"sqlite","schema_version":4,"created_at":"2026-11-21T10:00:00Z"}` + "\n"
+	asst := `{"table":"assistants","row":{"seq":1,"id":"ast_1","user_id":"usr_1","name":"A","description":"","instructions":"","model":"builtin","created_at":1,"updated_at":2}}` + "\n"
+	end := `{"end":{"rows":1,"counts":{"assistants":1}}}` + "\n"
+	r, err := dump.NewReader(strings.NewReader(head + asst + end))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, vals, err := r.Next()
+	if err != nil || tb.Name != "assistants" || vals[tb.Index("deleted_at")] != nil || vals[tb.Index("name")] != "A" {
+		t.Fatalf("older row: %v %v", vals, err)
+	}
+	if _, _, err := r.Next(); err != io.EOF {
+		t.Fatalf("end: %v", err)
+	}
+	r, _ = dump.NewReader(strings.NewReader(head + strings.Replace(asst, `"model":"builtin",`, "", 1) + end))
+	if _, _, err := r.Next(); err == nil || !strings.Contains(err.Error(), "without column model") {
+		t.Fatalf("row without a NOT NULL column: %v", err)
+	}
+}

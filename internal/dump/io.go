@@ -285,6 +285,7 @@ func (r *Reader) Rows() int64 { return r.rows }
 func strict(line []byte, v any) error {
 	d := json.NewDecoder(bytes.NewReader(line))
 	d.DisallowUnknownFields()
+	d.UseNumber()
 	if err := d.Decode(v); err != nil {
 		return err
 	}
@@ -349,9 +350,9 @@ func (r *Reader) next() (*Table, []any, error) {
 		return nil, nil, err
 	}
 	var l struct {
-		Table string                     `json:"table"`
-		Row   map[string]json.RawMessage `json:"row"`
-		End   *Trailer                   `json:"end"`
+		Table string         `json:"table"`
+		Row   map[string]any `json:"row"`
+		End   *Trailer       `json:"end"`
 	}
 	if err := strict(line, &l); err != nil {
 		return nil, nil, fmt.Errorf("dump: line %d: malformed: %w", r.line, err)
@@ -385,15 +386,18 @@ func (r *Reader) next() (*Table, []any, error) {
 	for j, c := range t.Columns {
 		raw, ok := l.Row[c.Name]
 		if !ok {
+			if c.Null {
+				continue // a column added since the dump was made: NULL
+			}
 			return nil, nil, fmt.Errorf("dump: line %d: %s row without column %s", r.line, t.Name, c.Name)
 		}
-		v, err := decode(c, raw)
+		v, err := convert(c, raw)
 		if err != nil {
 			return nil, nil, fmt.Errorf("dump: line %d: %s.%s: %w", r.line, t.Name, c.Name, err)
 		}
 		vals[j] = v
 	}
-	if len(l.Row) != len(t.Columns) {
+	if len(l.Row) != len(t.Columns) { // columns missing or unknown
 		for k := range l.Row {
 			if t.Index(k) < 0 {
 				return nil, nil, fmt.Errorf("dump: line %d: %s row with unknown column %q (was the dump made by a newer ams?)", r.line, t.Name, k)
@@ -439,8 +443,10 @@ func (r *Reader) finish(tr *Trailer) error {
 	}
 }
 
-func decode(c Column, raw json.RawMessage) (any, error) {
-	if string(raw) == "null" {
+// convert checks a value decoded from JSON (with UseNumber) against the
+// column and returns it as the Go type of the column's kind.
+func convert(c Column, v any) (any, error) {
+	if v == nil {
 		if !c.Null {
 			return nil, errors.New("null in a NOT NULL column")
 		}
@@ -448,32 +454,34 @@ func decode(c Column, raw json.RawMessage) (any, error) {
 	}
 	switch c.Kind {
 	case Text, Secret, JSON:
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("want a string, got %s", clip(raw))
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("want a string, got %s", describe(v))
 		}
 		if c.Kind == JSON && !json.Valid([]byte(s)) {
 			return nil, fmt.Errorf("not valid JSON text: %s", clip([]byte(s)))
 		}
 		return s, nil
 	case Int:
-		n, err := strconv.ParseInt(string(raw), 10, 64)
+		n, ok := v.(json.Number)
+		if !ok {
+			return nil, fmt.Errorf("want an integer, got %s", describe(v))
+		}
+		i, err := strconv.ParseInt(string(n), 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("want an integer, got %s", clip(raw))
+			return nil, fmt.Errorf("want an integer, got %s", n)
 		}
-		return n, nil
+		return i, nil
 	case Bool:
-		switch string(raw) {
-		case "true":
-			return true, nil
-		case "false":
-			return false, nil
+		b, ok := v.(bool)
+		if !ok {
+			return nil, fmt.Errorf("want true or false, got %s", describe(v))
 		}
-		return nil, fmt.Errorf("want true or false, got %s", clip(raw))
+		return b, nil
 	case Bytes:
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return nil, fmt.Errorf("want a base64 string, got %s", clip(raw))
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("want a base64 string, got %s", describe(v))
 		}
 		b, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
@@ -482,6 +490,23 @@ func decode(c Column, raw json.RawMessage) (any, error) {
 		return b, nil
 	}
 	return nil, fmt.Errorf("unknown kind %v", c.Kind)
+}
+
+// describe names a decoded JSON value for an error message.
+func describe(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "the string " + clip([]byte(strconv.Quote(x)))
+	case json.Number:
+		return "the number " + string(x)
+	case bool:
+		return strconv.FormatBool(x)
+	case map[string]any:
+		return "an object"
+	case []any:
+		return "an array"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 func clip(b []byte) string {

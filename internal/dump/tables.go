@@ -22,14 +22,15 @@
 // milliseconds, as both engines store them), booleans and null. JSON
 // columns (event data, integration config, …) are strings holding the JSON
 // text exactly as stored; binary columns are base64 strings. Webhook
-// signing secrets, sealed at rest with the store's key, are written in
-// plaintext so that the target store can seal them with its own key:
-// a dump is as secret as the database and its key together.
+// signing secrets and integration secrets, sealed at rest with the store's
+// key, are written in plaintext so that the target store can seal them with
+// its own key: a dump is as secret as the database and its key together.
 //
-// The format has a version. A change to the tables or columns that an
-// older reader cannot take raises Version; the reader refuses a dump of a
-// newer version than its own, and a dump naming a table or column it does
-// not know.
+// The format has a version. The reader refuses a dump of a newer version
+// than its own, and a dump naming a table or column it does not know (made
+// by a newer ams). It reads a dump made before a table or a nullable column
+// was added (the table has no rows, the column is NULL), so adding those
+// keeps the version; any other change to the tables or columns raises it.
 package dump
 
 import (
@@ -65,6 +66,7 @@ const (
 	Secret
 )
 
+// String names the kind, as the schema check's messages do.
 func (k Kind) String() string {
 	switch k {
 	case Text:
@@ -161,6 +163,7 @@ var Tables = []*Table{
 		[]Column{seqCol()},
 		cols(Text, "id", "user_id", "name", "description", "instructions", "model"),
 		cols(Int, "created_at", "updated_at"),
+		[]Column{nullCol("deleted_at", Int)},
 	)},
 	{Name: "conversations", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
@@ -177,6 +180,29 @@ var Tables = []*Table{
 		cols(Text, "id", "user_id", "provider", "status"),
 		[]Column{col("config", JSON), nullCol("last_error", Text)},
 		cols(Int, "connected_at", "created_at", "updated_at"),
+		[]Column{{Name: "secrets", SQL: "secrets", Kind: Secret, Null: true, AAD: "id"}},
+	)},
+	{Name: "tasks", Seq: true, OrderBy: []string{"seq"}, Columns: join(
+		[]Column{seqCol()},
+		cols(Text, "id", "user_id", "assistant_id", "title", "notes", "status"),
+		colsOf(nullCol, Int, []string{"due_at", "remind_at", "reminded_at", "completed_at"}),
+		cols(Int, "created_at", "updated_at"),
+	)},
+	{Name: "calendar_events", Seq: true, OrderBy: []string{"seq"}, Columns: join(
+		[]Column{seqCol()},
+		cols(Text, "id", "user_id"),
+		[]Column{nullCol("assistant_id", Text)},
+		cols(Text, "title", "description", "location"),
+		cols(Int, "starts_at", "ends_at"),
+		colsOf(nullCol, Int, []string{"remind_at", "reminded_at"}),
+		[]Column{nullCol("integration_id", Text)},
+		cols(Text, "external_uid", "external_path", "external_etag"),
+		cols(Int, "created_at", "updated_at"),
+	)},
+	{Name: "actions", Seq: true, OrderBy: []string{"seq"}, Columns: join(
+		[]Column{seqCol()},
+		cols(Text, "id", "user_id", "assistant_id", "conversation_id", "type"),
+		[]Column{col("input", JSON), col("status", Text), nullCol("result", JSON), nullCol("error", JSON), col("created_at", Int)},
 	)},
 	{Name: "events", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},

@@ -9,6 +9,7 @@ package dumptest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"slices"
@@ -44,9 +45,13 @@ type Fixture struct {
 	Tokens     []*ams.OAuthToken
 	Session    *ams.LoginSession
 	Idempotent []*ams.IdempotencyRecord
-	// Integration has no method in ams.Store: the engine's test inserts it
-	// with SQL (InsertIntegration) before exporting.
-	Integration *ams.Integration
+	// The assistant's world.
+	Integration        *ams.Integration
+	IntegrationSecrets map[string]string
+	Deleted            *ams.Assistant // soft-deleted
+	Tasks              []*ams.Task
+	CalendarEvents     []*ams.CalendarEvent
+	Actions            []*ams.Action
 }
 
 func must(t *testing.T, err error) {
@@ -227,11 +232,79 @@ func Fill(t *testing.T, s ams.Store) *Fixture {
 	}
 	f.Idempotent = []*ams.IdempotencyRecord{done, running}
 
-	msg := "token expired"
-	f.Integration = &ams.Integration{ID: ams.NewID(ams.PrefixIntegration), Object: "integration", UserID: ann.ID, Provider: "slack", Status: "error",
-		Config: map[string]any{"channel": "#general", "n": float64(3), "nested": map[string]any{"ok": true}}, LastError: &msg,
-		ConnectedAt: T0, CreatedAt: T0, UpdatedAt: T0.Add(time.Minute)}
+	fillWorld(t, s, f)
 	return f
+}
+
+// fillWorld stores the assistant's world: an integration with sealed
+// secrets, a soft-deleted assistant, tasks (one whose reminder fired),
+// calendar events (one kept in step with the integration) and actions.
+func fillWorld(t *testing.T, s ams.Store, f *Fixture) {
+	t.Helper()
+	ctx := context.Background()
+	ann, asst := f.Users[0], f.Assistants[0]
+	msg := "token expired"
+	f.Integration = &ams.Integration{ID: ams.NewID(ams.PrefixIntegration), Object: "integration", UserID: ann.ID, Provider: "caldav", Status: "error",
+		Config: map[string]any{"url": "https://dav.example.com/ann/", "n": float64(3), "nested": map[string]any{"ok": true}}, LastError: &msg,
+		ConnectedAt: T0, CreatedAt: T0, UpdatedAt: T0.Add(time.Minute)}
+	f.IntegrationSecrets = map[string]string{"password": "hunter2 ünïcode", "token": "tok_0123456789"}
+	f.Deleted = &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), Object: "assistant", UserID: ann.ID, Name: "Deleted", Model: ams.ModelBuiltin,
+		CreatedAt: T0.Add(2 * time.Second), UpdatedAt: T0.Add(2 * time.Second)}
+	at := func(d time.Duration) *time.Time { v := T0.Add(d); return &v }
+	f.Tasks = []*ams.Task{
+		{ID: ams.NewID(ams.PrefixTask), Object: "task", UserID: ann.ID, AssistantID: asst.ID, Title: "Call Bob", Notes: "About <the> \"plan\"",
+			Status: ams.TaskOpen, DueAt: at(24 * time.Hour), RemindAt: at(80 * time.Minute), CreatedAt: T0, UpdatedAt: T0},
+		{ID: ams.NewID(ams.PrefixTask), Object: "task", UserID: ann.ID, AssistantID: asst.ID, Title: "Done already", Status: ams.TaskCompleted,
+			CompletedAt: at(time.Hour), CreatedAt: T0.Add(time.Second), UpdatedAt: T0.Add(time.Hour)},
+		{ID: ams.NewID(ams.PrefixTask), Object: "task", UserID: ann.ID, AssistantID: f.Deleted.ID, Title: "Of a deleted assistant", Status: ams.TaskOpen,
+			CreatedAt: T0.Add(2 * time.Second), UpdatedAt: T0.Add(2 * time.Second)},
+	}
+	f.CalendarEvents = []*ams.CalendarEvent{
+		{ID: ams.NewID(ams.PrefixCalendar), Object: "calendar_event", UserID: ann.ID, AssistantID: asst.ID, Title: "Lunch", Description: "With Bob",
+			Location: "Café", StartsAt: T0.Add(26 * time.Hour), EndsAt: T0.Add(27 * time.Hour), RemindAt: at(200 * time.Minute), CreatedAt: T0, UpdatedAt: T0},
+		{ID: ams.NewID(ams.PrefixCalendar), Object: "calendar_event", UserID: ann.ID, Title: "From the calendar", StartsAt: T0.Add(48 * time.Hour),
+			EndsAt: T0.Add(49 * time.Hour), IntegrationID: f.Integration.ID, ExternalUID: "uid-1@dav.example.com", ExternalPath: "/ann/cal/1.ics",
+			ExternalETag: `"etag-1"`, CreatedAt: T0.Add(time.Second), UpdatedAt: T0.Add(time.Second)},
+	}
+	f.Actions = []*ams.Action{
+		{ID: ams.NewID(ams.PrefixAction), Object: "action", UserID: ann.ID, AssistantID: asst.ID, ConversationID: f.Conversations[0].ID, Type: "create_task",
+			Input: json.RawMessage(`{"title": "Call Bob",  "due": null}`), Status: ams.ActionSucceeded, Result: json.RawMessage(`{"id":"task_x","ok":true}`),
+			CreatedAt: T0.Add(2 * time.Minute)},
+		{ID: ams.NewID(ams.PrefixAction), Object: "action", UserID: ann.ID, AssistantID: asst.ID, Type: "delete_task", Input: json.RawMessage(`{"id":"task_missing"}`),
+			Status: ams.ActionFailed, Error: &ams.ActionError{Type: "invalid_request_error", Code: "resource_missing", Message: "No such task: 'task_missing'", Param: "id"},
+			CreatedAt: T0.Add(3 * time.Minute)},
+	}
+	must(t, s.Update(ctx, func(tx ams.Tx) error {
+		if err := tx.CreateIntegration(ctx, f.Integration, f.IntegrationSecrets); err != nil {
+			return err
+		}
+		if err := tx.CreateAssistant(ctx, f.Deleted); err != nil {
+			return err
+		}
+		for _, tk := range f.Tasks {
+			if err := tx.CreateTask(ctx, tk); err != nil {
+				return err
+			}
+		}
+		if err := tx.DeleteAssistant(ctx, ann.ID, f.Deleted.ID, T0.Add(20*time.Minute)); err != nil {
+			return err
+		}
+		for _, e := range f.CalendarEvents {
+			if err := tx.CreateCalendarEvent(ctx, e); err != nil {
+				return err
+			}
+		}
+		for _, a := range f.Actions {
+			if err := tx.CreateAction(ctx, a); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	// The first task's reminder fires (the lunch's is still to come).
+	if n, err := s.FireReminders(ctx, T0.Add(90*time.Minute), 10); err != nil || n != 1 {
+		t.Fatalf("fixture: fire reminders: %d %v", n, err)
+	}
 }
 
 // Compare reads everything of the fixture from want (the source) and got
@@ -308,6 +381,38 @@ func Compare(t *testing.T, want, got ams.Store, f *Fixture) {
 			return s.BeginIdempotent(ctx, &ams.IdempotencyRecord{UserID: rec.UserID, Key: rec.Key, RequestHash: "other", CreatedAt: T0.Add(time.Hour)})
 		})
 	}
+	ann := f.Users[0]
+	same("tasks", func(s ams.Store) (any, error) { return s.ListTasks(ctx, ann.ID, ams.TaskFilter{}, all) })
+	same("calendar events", func(s ams.Store) (any, error) { return s.ListCalendarEvents(ctx, ann.ID, ams.CalendarFilter{}, all) })
+	same("actions", func(s ams.Store) (any, error) { return s.ListActions(ctx, ann.ID, "", all) })
+	for _, tk := range f.Tasks {
+		same("task "+tk.ID, func(s ams.Store) (any, error) { return s.FindTask(ctx, ann.ID, tk.ID) })
+	}
+	for _, e := range f.CalendarEvents {
+		same("calendar event "+e.ID, func(s ams.Store) (any, error) { return s.FindCalendarEvent(ctx, ann.ID, e.ID) })
+	}
+	for _, a := range f.Actions {
+		same("action "+a.ID, func(s ams.Store) (any, error) { return s.FindAction(ctx, ann.ID, a.ID) })
+	}
+	same("integration", func(s ams.Store) (any, error) { return s.FindIntegration(ctx, ann.ID, f.Integration.ID) })
+	same("active integrations", func(s ams.Store) (any, error) { return s.ActiveIntegrations(ctx, f.Integration.Provider) })
+	same("integration secrets", func(s ams.Store) (any, error) { return s.IntegrationSecrets(ctx, ann.ID, f.Integration.ID) })
+	same("next reminder", func(s ams.Store) (any, error) { return s.NextReminder(ctx) })
+	if sec, err := got.IntegrationSecrets(ctx, ann.ID, f.Integration.ID); err != nil || !reflect.DeepEqual(sec, f.IntegrationSecrets) {
+		t.Errorf("integration secrets in the target: %v %v, want %v", sec, err, f.IntegrationSecrets)
+	}
+	for _, s := range []ams.Store{want, got} {
+		if _, err := s.FindAssistant(ctx, ann.ID, f.Deleted.ID); !ams.IsNotFound(err) {
+			t.Errorf("deleted assistant found: %v", err)
+		}
+	}
+	if tk, err := got.FindTask(ctx, ann.ID, f.Tasks[0].ID); err != nil || tk.RemindedAt == nil || !tk.RemindedAt.Equal(T0.Add(90*time.Minute)) {
+		t.Errorf("fired reminder in the target: %s %v", show(tk), err)
+	}
+	if e, err := got.FindCalendarEvent(ctx, ann.ID, f.CalendarEvents[1].ID); err != nil || e.IntegrationID != f.Integration.ID || e.ExternalETag != `"etag-1"` || e.AssistantID != "" {
+		t.Errorf("synced calendar event in the target: %s %v", show(e), err)
+	}
+
 	// Spot checks against the fixture itself, so that two equally wrong
 	// stores do not pass.
 	u, err := got.FindUserByEmail(ctx, "ANN@example.com")
@@ -320,7 +425,7 @@ func Compare(t *testing.T, want, got ams.Store, f *Fixture) {
 	}
 	ins, err := got.ListIntegrations(ctx, f.Users[0].ID, all)
 	if err != nil || len(ins.Data) != 1 || !reflect.DeepEqual(ins.Data[0], f.Integration) {
-		t.Errorf("integration in the target: %v %v, want %s", ins, err, show(f.Integration))
+		t.Errorf("integration in the target: %s %v, want %s", show(ins), err, show(f.Integration))
 	}
 	rec, err := got.BeginIdempotent(ctx, &ams.IdempotencyRecord{UserID: f.Users[0].ID, Key: "retry-1", RequestHash: "x", CreatedAt: T0.Add(time.Hour)})
 	if want := f.Idempotent[0]; err != nil || rec == nil || !rec.Done || rec.Status != 201 || !bytes.Equal(rec.Body, want.Body) ||
@@ -353,6 +458,19 @@ func CheckMoved(t *testing.T, s ams.Store, f *Fixture) {
 	mails, err := s.ClaimEmails(ctx, ClaimAt, time.Minute, 10)
 	if err != nil || len(mails) != 1 || *mails[0] != *f.Email {
 		t.Errorf("queued e-mails after the move: %v %v, want %+v", mails, err, f.Email)
+	}
+
+	// The reminder still to come fires once, at its time.
+	if next, err := s.NextReminder(ctx); err != nil || !next.Equal(T0.Add(200*time.Minute)) {
+		t.Errorf("next reminder after the move: %v %v", next, err)
+	}
+	for range 2 {
+		if n, err := s.FireReminders(ctx, T0.Add(200*time.Minute), 10); err != nil || n > 1 {
+			t.Fatalf("fire reminders after the move: %d %v", n, err)
+		}
+	}
+	if e, err := s.FindCalendarEvent(ctx, f.Users[0].ID, f.CalendarEvents[0].ID); err != nil || e.RemindedAt == nil {
+		t.Errorf("calendar reminder after the move: %s %v", show(e), err)
 	}
 
 	// New rows go after the imported ones.
@@ -409,6 +527,35 @@ func CheckMoved(t *testing.T, s ams.Store, f *Fixture) {
 	whs, err := s.ListWebhooks(ctx, ann.ID, ams.ListParams{Limit: 100, Order: ams.OrderAsc})
 	if err != nil || len(whs.Data) != 3 || whs.Data[2].ID != w.ID {
 		t.Fatalf("webhooks after a new one: %s %v", show(whs), err)
+	}
+	tk := &ams.Task{ID: ams.NewID(ams.PrefixTask), Object: "task", UserID: ann.ID, AssistantID: f.Assistants[0].ID, Title: "after the move", Status: ams.TaskOpen,
+		CreatedAt: later, UpdatedAt: later}
+	act := &ams.Action{ID: ams.NewID(ams.PrefixAction), Object: "action", UserID: ann.ID, AssistantID: f.Assistants[0].ID, Type: "create_task",
+		Input: json.RawMessage(`{}`), Status: ams.ActionSucceeded, Result: json.RawMessage(`{}`), CreatedAt: later}
+	ev2 := &ams.CalendarEvent{ID: ams.NewID(ams.PrefixCalendar), Object: "calendar_event", UserID: ann.ID, AssistantID: f.Assistants[0].ID, Title: "after",
+		StartsAt: later, EndsAt: later.Add(time.Hour), CreatedAt: later, UpdatedAt: later}
+	if err := s.Update(ctx, func(tx ams.Tx) error {
+		if err := tx.CreateTask(ctx, tk); err != nil {
+			return err
+		}
+		if err := tx.CreateCalendarEvent(ctx, ev2); err != nil {
+			return err
+		}
+		return tx.CreateAction(ctx, act)
+	}); err != nil {
+		t.Fatalf("create world records after the import: %v", err)
+	}
+	tasks, err := s.ListTasks(ctx, ann.ID, ams.TaskFilter{}, ams.ListParams{Limit: 100, Order: ams.OrderAsc})
+	if err != nil || len(tasks.Data) != len(f.Tasks)+1 || tasks.Data[len(f.Tasks)].ID != tk.ID {
+		t.Fatalf("tasks after a new one: %s %v (the new one must be last)", show(tasks), err)
+	}
+	acts, err := s.ListActions(ctx, ann.ID, "", ams.ListParams{Limit: 1})
+	if err != nil || len(acts.Data) != 1 || acts.Data[0].ID != act.ID {
+		t.Fatalf("newest action after a new one: %s %v", show(acts), err)
+	}
+	cevs, err := s.ListCalendarEvents(ctx, ann.ID, ams.CalendarFilter{}, ams.ListParams{Limit: 100, Order: ams.OrderAsc})
+	if err != nil || len(cevs.Data) != len(f.CalendarEvents)+1 || cevs.Data[len(f.CalendarEvents)].ID != ev2.ID {
+		t.Fatalf("calendar events after a new one: %s %v (the new one must be last)", show(cevs), err)
 	}
 	c := &ams.OAuthClient{ID: ams.NewID(ams.PrefixClient), Object: "oauth_client", UserID: ann.ID, Name: "new", RedirectURIs: []string{"https://n.example/cb"}, Public: true, CreatedAt: later, UpdatedAt: later}
 	if err := s.CreateOAuthClient(ctx, c); err != nil {
