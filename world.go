@@ -113,7 +113,8 @@ type CalendarFilter struct {
 // nil, and none of it otherwise. The Find methods lock the row they read
 // until the transaction ends, so a read-modify-write cannot lose a
 // concurrent update. Every method matches the user id: another account's
-// record is ENOTFOUND.
+// record is ENOTFOUND. After an ENOTFOUND or ECONFLICT answer the
+// transaction may go on; after any other error fn must return it.
 type Tx interface {
 	FindAssistant(ctx context.Context, userID, id string) (*Assistant, error)
 	CreateAssistant(ctx context.Context, a *Assistant) error
@@ -128,7 +129,14 @@ type Tx interface {
 	DeleteMessage(ctx context.Context, userID, id string, now time.Time) error
 
 	FindTask(ctx context.Context, userID, id string) (*Task, error)
+	// CreateTask returns ENOTFOUND if the task's assistant is not the
+	// user's (or was deleted).
 	CreateTask(ctx context.Context, t *Task) error
+	// UpdateTask writes the task's title, notes, status, due, reminder,
+	// completion and update times (not its assistant). The store decides
+	// RemindedAt: when RemindAt differs from the stored value it clears
+	// it, so that the new reminder fires; otherwise it keeps the stored
+	// one. t.RemindedAt is set to the result.
 	UpdateTask(ctx context.Context, t *Task) error
 	DeleteTask(ctx context.Context, userID, id string) error
 
@@ -136,7 +144,12 @@ type Tx interface {
 	// FindCalendarEventByUID finds the event an integration keeps under an
 	// iCalendar UID; ENOTFOUND if none.
 	FindCalendarEventByUID(ctx context.Context, userID, integrationID, uid string) (*CalendarEvent, error)
+	// CreateCalendarEvent returns ENOTFOUND if the event's assistant or
+	// integration is not the user's, ECONFLICT if the integration already
+	// keeps an event under its ExternalUID.
 	CreateCalendarEvent(ctx context.Context, e *CalendarEvent) error
+	// UpdateCalendarEvent writes every field but the assistant and the
+	// creation time; RemindedAt as UpdateTask does.
 	UpdateCalendarEvent(ctx context.Context, e *CalendarEvent) error
 	DeleteCalendarEvent(ctx context.Context, userID, id string) error
 
@@ -146,6 +159,9 @@ type Tx interface {
 	CreateIntegration(ctx context.Context, in *Integration, secrets map[string]string) error
 	UpdateIntegration(ctx context.Context, in *Integration) error
 
+	// CreateAction returns ENOTFOUND if the action's assistant is not the
+	// user's, EINVALID if its input or result is not JSON. Its
+	// ConversationID is not checked: tools run before a turn is stored.
 	CreateAction(ctx context.Context, a *Action) error
 
 	// Emit writes events into the outbox and queues their deliveries to
@@ -155,7 +171,10 @@ type Tx interface {
 
 // WorldStore is the storage of the assistant's world.
 type WorldStore interface {
-	// Update runs fn in one transaction; see Tx.
+	// Update runs fn in one transaction; see Tx. It commits when fn
+	// returns nil and returns fn's error unchanged otherwise. fn must not
+	// call the store's other writing methods (SQLite has one write
+	// connection, which fn holds), nor use tx after it returns.
 	Update(ctx context.Context, fn func(tx Tx) error) error
 
 	FindTask(ctx context.Context, userID, id string) (*Task, error)
