@@ -23,7 +23,7 @@ require (
 	github.com/coder/websocket v1.8.15 // indirect
 	github.com/emersion/go-ical v0.0.0-20250329121855-f41e73efc392 // indirect
 	github.com/emersion/go-webdav v0.6.0 // indirect
-	github.com/openai/openai-go/v3 v3.95.0 // indirect
+	github.com/openai/openai-go/v3 v3.95.0
 	github.com/teambition/rrule-go v1.8.2 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect

@@ -1,0 +1,461 @@
+// Package openai is the model-backed assistant engine: it answers through
+// any server that speaks OpenAI's chat-completions protocol (OpenAI itself,
+// Ollama, vLLM, llama.cpp's server, ...), with the assistant's model.
+//
+// One reply is a bounded loop. The engine sends the system prompt (the
+// assistant's instructions and the current time in the account's time
+// zone), the conversation and the assistant's tools as function tools; when
+// the model asks for tool calls it runs each through the request's Toolbox,
+// sends the action records back as tool messages and asks again, until the
+// model answers with text or Config.MaxToolRounds rounds of tool calls have
+// run (then the reply fails with engine_error). With EngineRequest.Stream
+// set, each call streams and the text is forwarded as it arrives.
+//
+// Failures of the provider become *ams.Error of kind EUPSTREAM with a short
+// summary (the provider's own text goes to the log only): 401/403
+// engine_unauthorized, 429 engine_rate_limited, anything else engine_error.
+// A provider that does not answer in time is context.DeadlineExceeded,
+// which the messaging layer reports as engine_error "did not answer in
+// time".
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/packages/ssestream"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/amsdev/ams"
+)
+
+// Defaults of Config.
+const (
+	DefaultTimeout       = 60 * time.Second
+	DefaultMaxToolRounds = 8
+	DefaultMaxRetries    = 2
+	// MaxToolCallsPerRound bounds the tool calls the model may ask for in
+	// one answer; more fails the reply.
+	MaxToolCallsPerRound = 16
+)
+
+// Error codes of the engine's *ams.Error values (kind EUPSTREAM, HTTP 502).
+const (
+	CodeUnauthorized = "engine_unauthorized" // the provider refused the credentials (401, 403)
+	CodeRateLimited  = "engine_rate_limited" // the provider rate-limited us (429) beyond what its Retry-After allows in time
+	CodeError        = "engine_error"        // anything else: provider errors, unreadable answers, the tool-round bound
+)
+
+// Config configures an Engine.
+type Config struct {
+	// BaseURL is the chat-completions server's API root, the URL under
+	// which /chat/completions lives: "https://api.openai.com/v1",
+	// "http://127.0.0.1:11434/v1" (Ollama), "http://127.0.0.1:8000/v1"
+	// (vLLM). Required.
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer <APIKey>"; empty sends none
+	// (local servers). Nothing is read from OPENAI_* variables.
+	APIKey string
+	// HTTPClient sends the requests; nil uses a client of the engine's own.
+	HTTPClient *http.Client
+	// Timeout bounds one call to the provider, its retries included; 0
+	// means DefaultTimeout. The caller's context bounds the whole reply.
+	Timeout time.Duration
+	// MaxToolRounds is how many times in one reply the model may ask for
+	// tool calls; 0 means DefaultMaxToolRounds.
+	MaxToolRounds int
+	// MaxRetries is how often a call that failed with a connection error,
+	// 408, 409, 429 or 5xx is retried (honouring Retry-After when it fits
+	// in the call's time); 0 means DefaultMaxRetries, negative none.
+	MaxRetries int
+	// Logger receives the provider's error details, which callers never
+	// see; nil discards them.
+	Logger *slog.Logger
+}
+
+// Engine is the model-backed engine. It is safe for concurrent use.
+type Engine struct {
+	cfg  Config
+	chat oai.ChatCompletionService
+	log  *slog.Logger
+}
+
+var _ ams.Engine = (*Engine)(nil)
+
+// New returns an engine of the server at cfg.BaseURL.
+func New(cfg Config) (*Engine, error) {
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("openai engine: base URL must be an http:// or https:// URL, not %q", cfg.BaseURL)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxToolRounds <= 0 {
+		cfg.MaxToolRounds = DefaultMaxToolRounds
+	}
+	switch {
+	case cfg.MaxRetries == 0:
+		cfg.MaxRetries = DefaultMaxRetries
+	case cfg.MaxRetries < 0:
+		cfg.MaxRetries = 0
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.ResponseHeaderTimeout = cfg.Timeout
+		hc = &http.Client{Transport: t}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	// The service is built from explicit options only: unlike
+	// openai.NewClient it reads no OPENAI_* environment variables.
+	opts := []option.RequestOption{
+		option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/") + "/"),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(cfg.MaxRetries),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	return &Engine{cfg: cfg, chat: oai.NewChatCompletionService(opts...), log: log}, nil
+}
+
+// Reply answers the last message of req.History with the assistant's
+// model. See the package documentation for the loop and the errors.
+func (e *Engine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	a := req.Assistant
+	if a == nil || strings.TrimSpace(a.Model) == "" {
+		return nil, errors.New("openai engine: the request has no assistant model")
+	}
+	params := oai.ChatCompletionNewParams{Model: shared.ChatModel(a.Model), Messages: messages(req)}
+	if req.Tools != nil {
+		tools, err := toolParams(req.Tools.Specs())
+		if err != nil {
+			return nil, err
+		}
+		params.Tools = tools
+	}
+	out := &emitter{stream: req.Stream}
+	reply := &ams.Reply{}
+	for round := 0; ; round++ {
+		out.newRound()
+		msg, err := e.call(ctx, params, out, a.Model)
+		if err != nil {
+			return nil, err
+		}
+		var calls []oai.ChatCompletionMessageToolCallUnion
+		for _, tc := range msg.ToolCalls {
+			if tc.Type == "" || tc.Type == "function" {
+				calls = append(calls, tc)
+			}
+		}
+		if len(calls) == 0 {
+			reply.Content = out.text.String()
+			return reply, nil
+		}
+		if round >= e.cfg.MaxToolRounds {
+			return nil, upstream(CodeError, "the model still asked for tools after %d rounds of tool calls.", e.cfg.MaxToolRounds)
+		}
+		if len(calls) > MaxToolCallsPerRound {
+			return nil, upstream(CodeError, "the model asked for %d tool calls at once (at most %d).", len(calls), MaxToolCallsPerRound)
+		}
+		msg.ToolCalls = calls
+		params.Messages = append(params.Messages, msg.ToParam())
+		for _, tc := range calls {
+			content, action, err := runTool(ctx, req.Tools, tc.Function.Name, tc.Function.Arguments)
+			if err != nil {
+				return nil, err
+			}
+			if action != nil {
+				reply.Actions = append(reply.Actions, action)
+			}
+			params.Messages = append(params.Messages, oai.ToolMessage(content, tc.ID))
+		}
+	}
+}
+
+// call makes one chat-completions call, streaming when out streams, and
+// returns the model's message. Its text has gone to out.
+func (e *Engine) call(ctx context.Context, params oai.ChatCompletionNewParams, out *emitter, model string) (oai.ChatCompletionMessage, error) {
+	cctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+	// A Retry-After longer than the time left is not waited for: the call
+	// fails at once as rate-limited.
+	wait := time.Until(deadline(cctx))
+	opts := []option.RequestOption{option.WithMaxRetryDelay(max(wait, time.Millisecond))}
+	if out.stream == nil {
+		res, err := e.chat.New(cctx, params, opts...)
+		if err != nil {
+			return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, err, model)
+		}
+		if len(res.Choices) == 0 {
+			return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, errNoChoice, model)
+		}
+		msg := res.Choices[0].Message
+		if err := out.write(textOf(msg.Content, msg.Refusal)); err != nil {
+			return oai.ChatCompletionMessage{}, err
+		}
+		return msg, nil
+	}
+	stream := e.chat.NewStreaming(cctx, params, opts...)
+	defer stream.Close()
+	var acc oai.ChatCompletionAccumulator
+	for stream.Next() {
+		chunk := stream.Current()
+		if !acc.AddChunk(chunk) {
+			return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, errBadChunk, model)
+		}
+		for _, c := range chunk.Choices {
+			if c.Index != 0 {
+				continue
+			}
+			if err := out.write(textOf(c.Delta.Content, c.Delta.Refusal)); err != nil {
+				return oai.ChatCompletionMessage{}, err
+			}
+		}
+	}
+	if err := stream.Err(); err != nil {
+		return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, err, model)
+	}
+	if len(acc.Choices) == 0 {
+		return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, errNoChoice, model)
+	}
+	if acc.Choices[0].FinishReason == "" {
+		return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, errCutOff, model)
+	}
+	return acc.Choices[0].Message, nil
+}
+
+var (
+	errNoChoice = errors.New("the answer has no choices")
+	errBadChunk = errors.New("a stream chunk could not be accumulated")
+	errCutOff   = errors.New("the stream ended without a finish reason")
+)
+
+// deadline returns ctx's deadline (ctx always has one here).
+func deadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
+// fail maps an error of a call to what Reply returns, and logs the
+// provider's details.
+func (e *Engine) fail(ctx, cctx context.Context, err error, model string) error {
+	if ctx.Err() != nil {
+		return ctx.Err() // the reply's own deadline, or the caller went away
+	}
+	if cctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) {
+		e.log.Warn("model provider did not answer in time", "model", model, "timeout", e.cfg.Timeout.String(), "err", err)
+		return fmt.Errorf("openai engine: no answer within %s: %w", e.cfg.Timeout, context.DeadlineExceeded)
+	}
+	var apiErr *oai.Error
+	if errors.As(err, &apiErr) {
+		e.log.Warn("model provider error", "model", model, "status", apiErr.StatusCode,
+			"type", apiErr.Type, "code", apiErr.Code, "message", clip(apiErr.Message, 500))
+		switch apiErr.StatusCode {
+		case http.StatusUnauthorized, http.StatusForbidden:
+			return upstream(CodeUnauthorized, "its model provider refused this server's credentials (HTTP %d).", apiErr.StatusCode)
+		case http.StatusTooManyRequests:
+			return upstream(CodeRateLimited, "its model provider is rate-limiting this server (HTTP 429); retry later.")
+		case http.StatusNotFound:
+			return upstream(CodeError, "its model provider does not serve model '%s' (HTTP 404).", clip(model, 100))
+		}
+		return upstream(CodeError, "its model provider answered HTTP %d.", apiErr.StatusCode)
+	}
+	e.log.Warn("model provider call failed", "model", model, "err", err)
+	var streamErr *ssestream.StreamError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &streamErr):
+		return upstream(CodeError, "its model provider reported an error while answering.")
+	case errors.Is(err, errCutOff), errors.Is(err, io.ErrUnexpectedEOF):
+		return upstream(CodeError, "its model provider's answer was cut off.")
+	case errors.As(err, &netErr):
+		return upstream(CodeError, "its model provider could not be reached.")
+	}
+	// What is left went wrong after the provider answered: JSON that does
+	// not parse, another content type, no choices, a chunk out of place.
+	return upstream(CodeError, "its model provider sent an answer that could not be read.")
+}
+
+// upstream returns the EUPSTREAM error shown to the API caller.
+func upstream(code, format string, args ...any) *ams.Error {
+	return &ams.Error{Kind: ams.EUPSTREAM, Code: code,
+		Message: "The assistant's engine could not reply: " + fmt.Sprintf(format, args...)}
+}
+
+// emitter collects the reply's text over the rounds and forwards it to
+// the stream. The texts of rounds are separated by a blank line.
+type emitter struct {
+	stream  func(string) error
+	text    strings.Builder
+	started bool // this round has written text
+}
+
+func (o *emitter) newRound() { o.started = false }
+
+func (o *emitter) write(s string) error {
+	if s == "" {
+		return nil
+	}
+	if !o.started {
+		o.started = true
+		if o.text.Len() > 0 {
+			s = "\n\n" + s
+		}
+	}
+	o.text.WriteString(s)
+	if o.stream != nil {
+		return o.stream(s)
+	}
+	return nil
+}
+
+// textOf returns the content, or the refusal when there is no content.
+func textOf(content, refusal string) string {
+	if content != "" {
+		return content
+	}
+	return refusal
+}
+
+// messages returns the system prompt and the conversation.
+func messages(req *ams.EngineRequest) []oai.ChatCompletionMessageParamUnion {
+	msgs := []oai.ChatCompletionMessageParamUnion{oai.SystemMessage(SystemPrompt(req))}
+	for _, m := range req.History {
+		if m == nil || m.Content == "" {
+			continue
+		}
+		switch m.Direction {
+		case ams.DirectionInbound:
+			msgs = append(msgs, oai.UserMessage(m.Content))
+		case ams.DirectionOutbound:
+			msgs = append(msgs, oai.AssistantMessage(m.Content))
+		}
+	}
+	return msgs
+}
+
+// SystemPrompt returns the system message of a request: who the assistant
+// is, its instructions, and the current time in the account's time zone,
+// so that the model can resolve "tomorrow at 9".
+func SystemPrompt(req *ams.EngineRequest) string {
+	a := req.Assistant
+	var b strings.Builder
+	name := strings.TrimSpace(a.Name)
+	if name == "" {
+		name = "an assistant"
+	}
+	fmt.Fprintf(&b, "You are %s, a personal AI assistant.", name)
+	if d := strings.TrimSpace(a.Description); d != "" {
+		fmt.Fprintf(&b, " %s", d)
+	}
+	if in := strings.TrimSpace(a.Instructions); in != "" {
+		fmt.Fprintf(&b, "\n\n%s", in)
+	}
+	loc := req.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	now := req.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	now = now.In(loc)
+	fmt.Fprintf(&b, "\n\nThe current date and time is %s (time zone %s, UTC%s). Read dates and times the user gives "+
+		"(\"tomorrow at 9\") in this time zone. When a tool takes a time, give it in RFC 3339 with this offset, such as %s.",
+		now.Format("Monday, 2 January 2006, 15:04"), loc.String(), now.Format("-07:00"), now.Format(time.RFC3339))
+	return b.String()
+}
+
+// toolParams converts the toolbox's specs into function tools.
+func toolParams(specs []ams.ToolSpec) ([]oai.ChatCompletionToolUnionParam, error) {
+	var tools []oai.ChatCompletionToolUnionParam
+	for _, s := range specs {
+		fn := shared.FunctionDefinitionParam{Name: s.Name}
+		if s.Description != "" {
+			fn.Description = oai.String(s.Description)
+		}
+		if len(s.Parameters) > 0 {
+			var schema shared.FunctionParameters
+			if err := json.Unmarshal(s.Parameters, &schema); err != nil {
+				return nil, fmt.Errorf("openai engine: tool %s: parameters are not a JSON Schema object: %w", s.Name, err)
+			}
+			fn.Parameters = schema
+		}
+		tools = append(tools, oai.ChatCompletionFunctionTool(fn))
+	}
+	return tools, nil
+}
+
+// toolResult is what the model is told of a tool call: the action's
+// status with its result or error.
+type toolResult struct {
+	Status string           `json:"status"`
+	Result json.RawMessage  `json:"result"`
+	Error  *ams.ActionError `json:"error"`
+}
+
+// runTool runs one tool call and returns the tool message's content and
+// the action (nil when none was run: no toolbox, or arguments that are not
+// JSON). An error means the reply cannot go on.
+func runTool(ctx context.Context, tools ams.Toolbox, name, args string) (string, *ams.Action, error) {
+	failed := func(code, msg string) string {
+		b, _ := json.Marshal(toolResult{Status: ams.ActionFailed,
+			Error: &ams.ActionError{Type: "invalid_request_error", Code: code, Message: msg}})
+		return string(b)
+	}
+	if tools == nil {
+		return failed("tool_not_available", "No tools are available in this conversation."), nil, nil
+	}
+	args = strings.TrimSpace(args)
+	if args == "" {
+		args = "{}"
+	}
+	if !json.Valid([]byte(args)) {
+		return failed("invalid_json", "The arguments of "+clip(name, 64)+" are not valid JSON."), nil, nil
+	}
+	// An unknown tool is the toolbox's to refuse, as a failed action.
+	action, err := tools.Run(ctx, name, json.RawMessage(args))
+	if err != nil {
+		return "", nil, err
+	}
+	if action == nil {
+		return "", nil, fmt.Errorf("openai engine: tool %s returned no action", name)
+	}
+	b, err := json.Marshal(toolResult{Status: action.Status, Result: action.Result, Error: action.Error})
+	if err != nil {
+		return "", nil, fmt.Errorf("openai engine: encode the result of tool %s: %w", name, err)
+	}
+	return string(b), action, nil
+}
+
+// clip cuts s to at most n bytes, on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !isRuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
