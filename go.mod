@@ -3,8 +3,10 @@ module github.com/amsdev/ams
 go 1.26.8
 
 require (
+	github.com/emersion/go-ical v0.0.0-20250329121855-f41e73efc392
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
 	github.com/emersion/go-smtp v0.25.1
+	github.com/emersion/go-webdav v0.6.0
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/olebedev/when v1.1.0
 	github.com/ory/fosite v0.49.0
@@ -21,8 +23,6 @@ require (
 require (
 	github.com/AlekSi/pointer v1.0.0 // indirect
 	github.com/coder/websocket v1.8.15 // indirect
-	github.com/emersion/go-ical v0.0.0-20250329121855-f41e73efc392 // indirect
-	github.com/emersion/go-webdav v0.6.0 // indirect
 	github.com/openai/openai-go/v3 v3.95.0
 	github.com/teambition/rrule-go v1.8.2 // indirect
 	github.com/tidwall/gjson v1.20.0 // indirect

@@ -1,0 +1,549 @@
+// Package caldav keeps an account's calendar events in step with a
+// calendar collection on a CalDAV server (RFC 4791), both ways, and writes
+// the iCalendar feed of an account's calendar.
+//
+// A sync run of one integration:
+//
+//  1. deletes on the server the objects of events deleted here since the
+//     last run (told by world.Watch in this process);
+//  2. lists the collection's objects with their ETags (PROPFIND, Depth 1)
+//     and the account's events;
+//  3. fetches (calendar-multiget) the objects that are new or whose ETag
+//     changed, and creates or updates the events they hold, emitting
+//     event.created and event.updated; an object whose UID is the cev_ id
+//     of an event deleted here is deleted on the server;
+//  4. deletes here the events whose object is gone from the server;
+//  5. writes to the server the events that changed here (GET, change only
+//     the properties ams holds, PUT with If-Match) and the events that
+//     live only here (PUT with If-None-Match: *, UID = the cev_ id).
+//
+// Each event of an integration keeps, in ExternalETag, the object's ETag
+// and a hash of its fields as of the last run: a new ETag is a change on
+// the server, a new hash a change here. When both changed, the server's
+// version wins. Conditional requests (If-Match, If-None-Match) and the
+// store's unique (integration, UID) index make two runs of one
+// integration at once (two processes) harmless: the loser of each race
+// skips the object, and the next run settles it.
+package caldav
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+// Provider is the provider name of CalDAV integrations.
+const Provider = "caldav"
+
+// Config and secret keys of a CalDAV integration.
+const (
+	ConfigURL      = "url"      // the calendar collection's URL
+	ConfigUsername = "username" // HTTP Basic user name; "" for none
+	SecretPassword = "password"
+)
+
+// Integration statuses (ams.Integration.Status).
+const (
+	StatusConnected    = "connected"
+	StatusError        = "error"
+	StatusDisconnected = "disconnected"
+)
+
+// Syncer runs sync runs.
+type Syncer struct {
+	Store  ams.WorldStore
+	Client *http.Client
+	Clock  ams.Clock
+	Logger *slog.Logger
+}
+
+// Result counts what a run did.
+type Result struct {
+	Created, Updated, DeletedHere int // events written here
+	Pushed, DeletedThere          int // objects written on the server
+}
+
+// deletion is an object to delete on the server: its event was deleted
+// here.
+type deletion struct{ Path, ETag string }
+
+// remoteError is a failure of the CalDAV server (or of reaching it): it
+// sets the integration's status to error. Other errors (the store's) do
+// not.
+type remoteError struct{ err error }
+
+func (e *remoteError) Error() string { return e.err.Error() }
+func (e *remoteError) Unwrap() error { return e.err }
+
+func remoteErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *remoteError
+	if errors.As(err, &re) {
+		return err
+	}
+	return &remoteError{err}
+}
+
+func (s *Syncer) now() time.Time { return s.Clock.Now() }
+
+func (s *Syncer) connect(ctx context.Context, in *ams.Integration) (*remote, error) {
+	secrets, err := s.Store.IntegrationSecrets(ctx, in.UserID, in.ID)
+	if err != nil {
+		return nil, err
+	}
+	u, _ := in.Config[ConfigURL].(string)
+	user, _ := in.Config[ConfigUsername].(string)
+	rc, err := newRemote(s.Client, u, user, secrets[SecretPassword])
+	if err != nil {
+		return nil, remoteErr(err)
+	}
+	return rc, nil
+}
+
+// run syncs integration in once (see the package comment).
+func (s *Syncer) run(ctx context.Context, in *ams.Integration, deletions []deletion) (Result, error) {
+	var res Result
+	rc, err := s.connect(ctx, in)
+	if err != nil {
+		return res, err
+	}
+	for _, d := range deletions {
+		if err := rc.remove(ctx, d.Path, d.ETag); err != nil && !isStatus(err, http.StatusPreconditionFailed) {
+			return res, remoteErr(err)
+		}
+		res.DeletedThere++
+	}
+	etags, err := rc.list(ctx)
+	if err != nil {
+		return res, remoteErr(err)
+	}
+	events, err := s.events(ctx, in.UserID)
+	if err != nil {
+		return res, err
+	}
+	inactive, err := s.inactiveIntegrations(ctx, in, events)
+	if err != nil {
+		return res, err
+	}
+	mine := map[string]*ams.CalendarEvent{}  // by path: the integration's events
+	byUID := map[string]*ams.CalendarEvent{} // by UID: the integration's and adoptable events
+	var localOnly []*ams.CalendarEvent
+	for _, e := range events {
+		switch {
+		case e.IntegrationID == in.ID:
+			if e.ExternalPath != "" {
+				mine[e.ExternalPath] = e
+			}
+			byUID[e.ExternalUID] = e
+		case e.IntegrationID == "":
+			localOnly = append(localOnly, e)
+			if _, taken := byUID[e.ID]; !taken {
+				byUID[e.ID] = e
+			}
+		case inactive[e.IntegrationID] && e.ExternalUID != "":
+			// Kept from a disconnected integration: a new connection to
+			// the same calendar takes it over rather than duplicating it.
+			if _, taken := byUID[e.ExternalUID]; !taken {
+				byUID[e.ExternalUID] = e
+			}
+		}
+	}
+
+	// Objects changed on the server, and events changed only here.
+	matched := map[string]bool{} // event ids in step with an object
+	var fetch []string
+	var changedHere []*ams.CalendarEvent
+	for path, etag := range etags {
+		e := mine[path]
+		if e == nil || etag == "" || parseState(e.ExternalETag).ETag != etag {
+			fetch = append(fetch, path)
+			continue
+		}
+		matched[e.ID] = true
+		if fieldsOf(e).hash() != parseState(e.ExternalETag).Hash {
+			changedHere = append(changedHere, e)
+		}
+	}
+	objs, err := rc.fetch(ctx, fetch)
+	if err != nil {
+		return res, remoteErr(err)
+	}
+	for _, o := range objs {
+		uid, f, err := readEvent(o.Data)
+		if err != nil {
+			continue // not an event ams can hold: left alone, both ways
+		}
+		e := mine[o.Path]
+		if e == nil || e.ExternalUID != uid {
+			e = byUID[uid]
+		}
+		if e != nil && matched[e.ID] {
+			continue // a second object with the UID: the first one wins
+		}
+		if e == nil {
+			gone, err := s.deletedHere(ctx, in.UserID, uid)
+			if err != nil {
+				return res, err
+			}
+			if gone {
+				if err := rc.remove(ctx, o.Path, o.ETag); err != nil && !isStatus(err, http.StatusPreconditionFailed) {
+					return res, remoteErr(err)
+				}
+				res.DeletedThere++
+				continue
+			}
+			created, err := s.create(ctx, in, uid, o, f)
+			if err != nil {
+				return res, err
+			}
+			if created {
+				res.Created++
+			}
+			continue
+		}
+		matched[e.ID] = true
+		updated, err := s.pull(ctx, in, e, uid, o, f)
+		if err != nil {
+			return res, err
+		}
+		if updated {
+			res.Updated++
+		}
+	}
+
+	// Objects gone from the server.
+	for path, e := range mine {
+		if _, ok := etags[path]; ok || matched[e.ID] {
+			continue
+		}
+		deleted, err := s.deleteHere(ctx, in, e)
+		if err != nil {
+			return res, err
+		}
+		if deleted {
+			res.DeletedHere++
+		}
+	}
+
+	// Changes made here.
+	for _, e := range changedHere {
+		ok, err := s.pushUpdate(ctx, rc, e)
+		if err != nil {
+			return res, err
+		}
+		if ok {
+			res.Pushed++
+		}
+	}
+	for _, e := range localOnly {
+		if matched[e.ID] {
+			continue
+		}
+		ok, err := s.pushNew(ctx, rc, in, e)
+		if err != nil {
+			return res, err
+		}
+		if ok {
+			res.Pushed++
+		}
+	}
+	return res, nil
+}
+
+// events returns all of the account's calendar events.
+func (s *Syncer) events(ctx context.Context, userID string) ([]*ams.CalendarEvent, error) {
+	var out []*ams.CalendarEvent
+	p := ams.ListParams{Limit: 100, Order: ams.OrderAsc}
+	for {
+		page, err := s.Store.ListCalendarEvents(ctx, userID, ams.CalendarFilter{}, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Data...)
+		if !page.HasMore || len(page.Data) == 0 {
+			return out, nil
+		}
+		p.After = page.Data[len(page.Data)-1].ID
+	}
+}
+
+// inactiveIntegrations returns which other integrations named by events
+// are disconnected.
+func (s *Syncer) inactiveIntegrations(ctx context.Context, in *ams.Integration, events []*ams.CalendarEvent) (map[string]bool, error) {
+	out := map[string]bool{}
+	seen := map[string]bool{in.ID: true}
+	for _, e := range events {
+		if e.IntegrationID == "" || seen[e.IntegrationID] {
+			continue
+		}
+		seen[e.IntegrationID] = true
+		other, err := s.Store.FindIntegration(ctx, in.UserID, e.IntegrationID)
+		if err != nil {
+			if ams.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		out[other.ID] = other.Status == StatusDisconnected
+	}
+	return out, nil
+}
+
+// deletedHere reports whether uid is the id of an event of this account
+// that no longer exists: an object ams wrote, whose event was deleted.
+func (s *Syncer) deletedHere(ctx context.Context, userID, uid string) (bool, error) {
+	if !ams.HasPrefixID(uid, ams.PrefixCalendar) {
+		return false, nil
+	}
+	_, err := s.Store.FindCalendarEvent(ctx, userID, uid)
+	if ams.IsNotFound(err) {
+		return true, nil
+	}
+	return false, err
+}
+
+// create stores the event of a new object and emits event.created. A
+// reminder already past is taken as fired: importing a calendar does not
+// ring the alarms of its past.
+func (s *Syncer) create(ctx context.Context, in *ams.Integration, uid string, o object, f fields) (bool, error) {
+	created := false
+	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+		created = false
+		if _, err := tx.FindCalendarEventByUID(ctx, in.UserID, in.ID, uid); err == nil {
+			return nil // created by a run in another process meanwhile
+		} else if !ams.IsNotFound(err) {
+			return err
+		}
+		now := s.now()
+		e := &ams.CalendarEvent{ID: ams.NewID(ams.PrefixCalendar), Object: "calendar_event", UserID: in.UserID,
+			IntegrationID: in.ID, ExternalUID: uid, ExternalPath: o.Path, ExternalETag: syncState{o.ETag, f.hash()}.String(),
+			CreatedAt: now, UpdatedAt: now}
+		f.apply(e)
+		if e.RemindAt != nil && !e.RemindAt.After(now) {
+			e.RemindedAt = &now
+		}
+		if err := tx.CreateCalendarEvent(ctx, e); err != nil {
+			return err
+		}
+		created = true
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventCreated, e, now))
+	})
+	if ams.ErrorKindOf(err) == ams.ECONFLICT {
+		return false, nil // the UID was taken meanwhile
+	}
+	return created, err
+}
+
+// pull brings event e in step with object o (UID uid, fields f): the
+// server's version wins. It emits event.updated when a field changed.
+func (s *Syncer) pull(ctx context.Context, in *ams.Integration, e *ams.CalendarEvent, uid string, o object, f fields) (bool, error) {
+	updated := false
+	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+		updated = false
+		cur, err := tx.FindCalendarEvent(ctx, e.UserID, e.ID)
+		if ams.IsNotFound(err) {
+			return nil // deleted here meanwhile; the next run deletes the object
+		} else if err != nil {
+			return err
+		}
+		if cur.IntegrationID != e.IntegrationID {
+			return nil // taken by another integration meanwhile
+		}
+		if cur.IntegrationID == in.ID && fieldsOf(cur).hash() != parseState(cur.ExternalETag).Hash && !fieldsOf(cur).equal(f) {
+			s.Logger.Info("caldav: event changed both here and on the server; the server's version wins",
+				"integration_id", in.ID, "event_id", cur.ID)
+		}
+		now := s.now()
+		changed := !fieldsOf(cur).equal(f)
+		if changed {
+			f.apply(cur)
+			cur.UpdatedAt = now
+		}
+		cur.IntegrationID, cur.ExternalUID, cur.ExternalPath = in.ID, uid, o.Path
+		cur.ExternalETag = syncState{o.ETag, f.hash()}.String()
+		if err := tx.UpdateCalendarEvent(ctx, cur); err != nil {
+			return err
+		}
+		if !changed {
+			return nil
+		}
+		updated = true
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventUpdated, cur, now))
+	})
+	if ams.ErrorKindOf(err) == ams.ECONFLICT {
+		return false, nil
+	}
+	return updated, err
+}
+
+// deleteHere deletes event e, whose object is gone from the server,
+// unless it changed hands meanwhile. The interface has no event type for
+// a deleted calendar event.
+func (s *Syncer) deleteHere(ctx context.Context, in *ams.Integration, e *ams.CalendarEvent) (bool, error) {
+	deleted := false
+	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+		deleted = false
+		cur, err := tx.FindCalendarEvent(ctx, e.UserID, e.ID)
+		if ams.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if cur.IntegrationID != in.ID || cur.ExternalPath != e.ExternalPath {
+			return nil
+		}
+		deleted = true
+		return tx.DeleteCalendarEvent(ctx, cur.UserID, cur.ID)
+	})
+	return deleted, err
+}
+
+// pushUpdate writes the fields of e, changed here, into its object, if
+// the object did not change meanwhile.
+func (s *Syncer) pushUpdate(ctx context.Context, rc *remote, e *ams.CalendarEvent) (bool, error) {
+	st := parseState(e.ExternalETag)
+	o, err := rc.get(ctx, e.ExternalPath)
+	if err != nil {
+		if isStatus(err, http.StatusNotFound) {
+			return false, nil // deleted there meanwhile: the next run deletes it here
+		}
+		return false, remoteErr(err)
+	}
+	if o.ETag != "" && o.ETag != st.ETag {
+		return false, nil // changed there meanwhile: the next run pulls it
+	}
+	if err := updateCalendar(o.Data, e, s.now()); err != nil {
+		return false, nil // the object no longer holds an event ams can hold
+	}
+	etag, err := rc.put(ctx, e.ExternalPath, o.ETag, o.Data)
+	if isStatus(err, http.StatusPreconditionFailed) {
+		return false, nil
+	} else if err != nil {
+		return false, remoteErr(err)
+	}
+	return true, s.saveState(ctx, e, e.IntegrationID, e.ExternalUID, e.ExternalPath, syncState{etag, fieldsOf(e).hash()})
+}
+
+// pushNew writes event e, which lives only here, as a new object whose
+// UID is its id, and makes it the integration's.
+func (s *Syncer) pushNew(ctx context.Context, rc *remote, in *ams.Integration, e *ams.CalendarEvent) (bool, error) {
+	uid := e.ID
+	path := rc.objectPath(uid)
+	etag, err := rc.put(ctx, path, "", newCalendar(e, uid, s.now()))
+	if isStatus(err, http.StatusPreconditionFailed) {
+		return false, nil // written by a run in another process; the next run matches it
+	} else if err != nil {
+		return false, remoteErr(err)
+	}
+	return true, s.saveState(ctx, e, in.ID, uid, path, syncState{etag, fieldsOf(e).hash()})
+}
+
+// saveState records that event e (as it was read for the push) is in
+// step with the object at path. If e changed meanwhile its hash differs,
+// so the next run pushes it again; if it was deleted, the next run
+// deletes the object.
+func (s *Syncer) saveState(ctx context.Context, e *ams.CalendarEvent, integrationID, uid, path string, st syncState) error {
+	return s.Store.Update(ctx, func(tx ams.Tx) error {
+		cur, err := tx.FindCalendarEvent(ctx, e.UserID, e.ID)
+		if ams.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if cur.IntegrationID != e.IntegrationID {
+			return nil // taken by another integration meanwhile
+		}
+		cur.IntegrationID, cur.ExternalUID, cur.ExternalPath, cur.ExternalETag = integrationID, uid, path, st.String()
+		return tx.UpdateCalendarEvent(ctx, cur)
+	})
+}
+
+// finish records the outcome of a run: a failure of the server sets the
+// status error with a safe last_error and emits integration.error when
+// the status changes to it; a success after failures sets it connected
+// again and emits integration.connected. A disconnected integration is
+// left alone.
+func (s *Syncer) finish(ctx context.Context, in *ams.Integration, runErr error) (*ams.Integration, error) {
+	var re *remoteError
+	if runErr != nil && !errors.As(runErr, &re) {
+		return nil, runErr // the store's failure says nothing of the server
+	}
+	var out *ams.Integration
+	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+		cur, err := tx.FindIntegration(ctx, in.UserID, in.ID)
+		if err != nil {
+			return err
+		}
+		out = cur
+		if cur.Status == StatusDisconnected {
+			return nil
+		}
+		now := s.now()
+		if runErr == nil {
+			if cur.Status == StatusConnected {
+				return nil
+			}
+			cur.Status, cur.LastError, cur.UpdatedAt = StatusConnected, nil, now
+			if err := tx.UpdateIntegration(ctx, cur); err != nil {
+				return err
+			}
+			return tx.Emit(ctx, ams.IntegrationEvent(ams.EventIntegrationConnected, cur, now))
+		}
+		msg := describe(runErr)
+		if cur.Status == StatusError {
+			if cur.LastError != nil && *cur.LastError == msg {
+				return nil
+			}
+			cur.LastError, cur.UpdatedAt = &msg, now // another failure: no new event
+			return tx.UpdateIntegration(ctx, cur)
+		}
+		cur.Status, cur.LastError, cur.UpdatedAt = StatusError, &msg, now
+		if err := tx.UpdateIntegration(ctx, cur); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.IntegrationEvent(ams.EventIntegrationError, cur, now))
+	})
+	return out, err
+}
+
+// claim takes integration in for a run: it records the run's start in
+// updated_at, unless the integration is disconnected or (minAge > 0) a
+// run started less than minAge ago, in which case it returns false. The
+// row lock of FindIntegration makes the check and the write one step, so
+// that of several processes looking at once only one takes the run.
+func (s *Syncer) claim(ctx context.Context, in *ams.Integration, minAge time.Duration) (*ams.Integration, bool, error) {
+	var out *ams.Integration
+	ok := false
+	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+		ok = false
+		cur, err := tx.FindIntegration(ctx, in.UserID, in.ID)
+		if err != nil {
+			return err
+		}
+		out = cur
+		now := s.now()
+		if cur.Status == StatusDisconnected || cur.Provider != Provider {
+			return nil
+		}
+		if minAge > 0 && now.Sub(cur.UpdatedAt) < minAge {
+			return nil
+		}
+		cur.UpdatedAt = now
+		ok = true
+		return tx.UpdateIntegration(ctx, cur)
+	})
+	return out, ok, err
+}
+
+// String describes a result for logs and tests.
+func (r Result) String() string {
+	return fmt.Sprintf("created %d, updated %d, deleted here %d, pushed %d, deleted there %d",
+		r.Created, r.Updated, r.DeletedHere, r.Pushed, r.DeletedThere)
+}
