@@ -39,15 +39,14 @@ import (
 // The multi-process test of issue 5. Its identifiers start with mp so that
 // they cannot collide with other files of the package.
 const (
-	mpProcs      = 3    // ams serve processes on one PostgreSQL schema
-	mpVictim     = 2    // index of the process killed with -9
-	mpMessages   = 1000 // POST /v1/messages: 2 message.created events each
-	mpHooks      = 2    // webhooks subscribed to message.created
-	mpSenders    = 6    // concurrent clients sending the messages
-	mpVictimPart = 450  // messages 0..449 go round-robin to all three processes, later ones to the survivors only
-	mpConc       = 16   // --webhook-concurrency of every process
-	mpPerHook    = 8    // --webhook-concurrency-per-webhook
-	mpLease      = 6 * time.Second
+	mpProcs    = 3    // ams serve processes on one PostgreSQL schema
+	mpVictim   = 2    // index of the process killed with -9
+	mpMessages = 1000 // POST /v1/messages: 2 message.created events each
+	mpHooks    = 2    // webhooks subscribed to message.created
+	mpSenders  = 6    // concurrent clients sending the messages
+	mpConc     = 16   // --webhook-concurrency of every process
+	mpPerHook  = 8    // --webhook-concurrency-per-webhook
+	mpLease    = 6 * time.Second
 	// mpSlack is how much later than the kill a request the killed process
 	// wrote before it died may still be seen starting at the receiver (the
 	// receiver runs in this test binary, under -race, on a loaded machine).
@@ -56,6 +55,9 @@ const (
 	// attempt may take to be recorded on a loaded machine.
 	mpRecordMargin = 2 * time.Second
 	mpSecret       = "mp-webhook-secret-0123456789"
+	// mpHoldMax bounds how long the receiver holds a delivery of the
+	// victim waiting for the kill (below the 5 s delivery timeout).
+	mpHoldMax = 4 * time.Second
 )
 
 // TestMultiProcessKillNine runs three `ams serve` processes on one
@@ -83,6 +85,14 @@ const (
 // connection's client socket, through /proc), so the test also checks that
 // every unrecorded arrival came from the killed process.
 //
+// To be sure that something is in flight at the kill, the kill happens
+// once the receivers hold (do not answer yet) a delivery of the victim:
+// when half of the deliveries have arrived, the receivers start holding
+// every request from the victim, the victim gets no more messages (none is
+// cut by the kill), and it is killed as soon as one of its deliveries is
+// held (its worker claims its own last messages' jobs at once). Its other
+// attempts in flight at that moment are whatever they happen to be.
+//
 // With T0 the moment just before SIGKILL and T1 the moment the process had
 // been reaped, the test requires:
 //
@@ -96,7 +106,9 @@ const (
 //     record) and T1 + 2 s, and its pair's logged delivery arrived after
 //     it and after T0;
 //  4. at most 16 such arrivals (--webhook-concurrency of the killed
-//     process, which with 2 webhooks × 8 per webhook is also its cap).
+//     process, which with 2 webhooks × 8 per webhook is also its cap);
+//  5. every delivery held until the kill is among them, and was delivered
+//     again.
 //
 // So a pair is duplicated only if it was in flight at the kill: none whose
 // first arrival came after the kill, none first delivered long before it,
@@ -155,24 +167,28 @@ func TestMultiProcessKillNine(t *testing.T) {
 	rec.setHookIDs(hookIDs)
 	setupDone := time.Now()
 
-	// Send the messages: the first mpVictimPart round-robin over the three
-	// processes, the rest to the two survivors, so that the victim has
-	// answered all of its requests before it is killed (a request cut by
-	// the kill would leave it unknown whether its message was stored).
-	target := func(i int) int {
-		if i < mpVictimPart {
-			return i % mpProcs
+	// Send the messages round-robin over the three processes until the
+	// kill sequence closes the victim, then over the two survivors. No
+	// request is cut by the kill: the victim is closed, and its requests in
+	// flight are answered, before it is killed (a cut request would leave
+	// it unknown whether its message was stored).
+	var victimMu sync.Mutex
+	victimOpen := true
+	var victimBusy, victimSent atomic.Int64
+	pick := func(i int) int {
+		victimMu.Lock()
+		defer victimMu.Unlock()
+		if victimOpen {
+			p := i % mpProcs
+			if p == mpVictim {
+				victimBusy.Add(1)
+			}
+			return p
 		}
 		return i % (mpProcs - 1) // 0 or 1: never mpVictim
 	}
-	victimTotal := int64(0)
-	for i := range mpMessages {
-		if target(i) == mpVictim {
-			victimTotal++
-		}
-	}
 	msgBody := fmt.Sprintf(`{"assistant_id":%q,"message":"Hello! What can you do?"}`, asst)
-	var next, victimSent atomic.Int64
+	var next atomic.Int64
 	var sendFailed atomic.Bool
 	var sendErrOnce sync.Once
 	var sendErr error
@@ -186,36 +202,62 @@ func TestMultiProcessKillNine(t *testing.T) {
 				if i >= mpMessages {
 					return
 				}
-				p := target(i)
-				if err := api.do("POST", procs[p].base+"/v1/messages", msgBody, 201, nil); err != nil {
+				p := pick(i)
+				err := api.do("POST", procs[p].base+"/v1/messages", msgBody, 201, nil)
+				if p == mpVictim {
+					if err == nil {
+						victimSent.Add(1)
+					}
+					victimBusy.Add(-1)
+				}
+				if err != nil {
 					sendErrOnce.Do(func() { sendErr = fmt.Errorf("message %d to process %d: %w", i, p, err) })
 					sendFailed.Store(true)
 					return
-				}
-				if p == mpVictim {
-					victimSent.Add(1)
 				}
 			}
 		}()
 	}
 	sendsDone := make(chan struct{})
 	go func() { senders.Wait(); close(sendsDone) }()
-
-	// Kill the victim once half of the deliveries have arrived (and all of
-	// its own requests were answered).
-	total := mpMessages * 2 * mpHooks
-	killDeadline := time.Now().Add(60 * time.Second)
-	for victimSent.Load() < victimTotal || rec.count() < total/2 {
+	failIfSendFailed := func() {
 		if sendFailed.Load() {
 			<-sendsDone
 			t.Fatalf("sending failed: %v", sendErr)
 		}
+	}
+
+	// Once half of the deliveries have arrived: the receivers hold every
+	// request the victim sends from now on (until the kill, at most
+	// mpHoldMax), the victim gets no more messages, and as soon as one of
+	// its deliveries is held (its own last messages' jobs are claimed by
+	// its own worker at once) it is killed. So at least one delivery is
+	// certainly in flight at the kill, besides those that happen to be.
+	total := mpMessages * 2 * mpHooks
+	killDeadline := time.Now().Add(60 * time.Second)
+	for rec.count() < total/2 {
+		failIfSendFailed()
 		if time.Now().After(killDeadline) {
-			t.Fatalf("after 60 s: %d of %d victim messages answered, %d of %d deliveries arrived\n%s", victimSent.Load(), victimTotal,
-				rec.count(), total, mpLogs(procs))
+			t.Fatalf("after 60 s: %d of %d deliveries arrived\n%s", rec.count(), total, mpLogs(procs))
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+	release := rec.holdFrom(pids[mpVictim])
+	victimMu.Lock()
+	victimOpen = false
+	victimMu.Unlock()
+	for victimBusy.Load() > 0 {
+		failIfSendFailed()
+		if time.Now().After(killDeadline) {
+			t.Fatal("the victim's last requests were not answered within 60 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	holdDeadline := time.Now().Add(3 * time.Second)
+	for rec.heldCount() == 0 && time.Now().Before(holdDeadline) {
+		time.Sleep(time.Millisecond)
+	}
+	heldAtKill := rec.heldCount()
 	victim := procs[mpVictim]
 	t0 := time.Now()
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -223,9 +265,13 @@ func TestMultiProcessKillNine(t *testing.T) {
 	}
 	<-victim.done
 	t1 := time.Now()
+	release()
 	arrivedAtKill := rec.count()
-	t.Logf("killed process %d (pid %d) after %d of %d deliveries arrived, %d of %d messages sent; T1-T0 %s",
-		mpVictim, victim.cmd.Process.Pid, arrivedAtKill, total, next.Load(), mpMessages, t1.Sub(t0).Round(time.Millisecond))
+	t.Logf("killed process %d (pid %d) with %d of its deliveries held at the receiver, after %d of %d deliveries arrived, %d of %d messages sent (%d by the victim); T1-T0 %s",
+		mpVictim, victim.cmd.Process.Pid, heldAtKill, arrivedAtKill, total, next.Load(), mpMessages, victimSent.Load(), t1.Sub(t0).Round(time.Millisecond))
+	if heldAtKill == 0 {
+		t.Logf("no delivery of the victim was held in 3 s: the kill tests only the deliveries that happened to be in flight")
+	}
 
 	<-sendsDone
 	if sendErr != nil {
@@ -414,6 +460,24 @@ func TestMultiProcessKillNine(t *testing.T) {
 			}
 		}
 	}
+	// A delivery held at the receiver until the kill never got its answer:
+	// it cannot have been recorded, and must have been delivered again.
+	heldUntilKill := 0
+	for _, a := range arr {
+		if !a.heldKill {
+			continue
+		}
+		heldUntilKill++
+		if _, ok := logs[a.delivery]; ok {
+			t.Errorf("delivery %s of %s to %s was held at the receiver until the kill, yet is recorded", a.delivery, a.event, a.hook)
+		}
+		if len(byPair[[2]string{a.event, a.hook}]) < 2 {
+			t.Errorf("delivery %s of %s to %s was held until the kill and not delivered again", a.delivery, a.event, a.hook)
+		}
+	}
+	if heldAtKill > 0 && heldUntilKill == 0 {
+		t.Errorf("%d deliveries were held when the victim was killed, none until the kill", heldAtKill)
+	}
 	if len(inFlight) > mpConc {
 		t.Errorf("%d deliveries were in flight in the killed process, more than its --webhook-concurrency %d", len(inFlight), mpConc)
 	}
@@ -452,8 +516,8 @@ func TestMultiProcessKillNine(t *testing.T) {
 	for _, a := range inFlight {
 		inFlightAt = append(inFlightAt, fmt.Sprintf("%+dms", a.at.Sub(t0).Milliseconds()))
 	}
-	t.Logf("%d arrivals for %d pairs; %d by the killed process; %d attributed; %d in flight at the kill (arrived at %v relative to T0; the receiver saw the sender vanish before answering %d of them); %d pairs duplicated",
-		len(arr), total, byVictim, known, len(inFlight), inFlightAt, aborted, dups)
+	t.Logf("%d arrivals for %d pairs; %d by the killed process; %d attributed; %d in flight at the kill (arrived at %v relative to T0; %d held until the kill; the receiver saw the sender vanish before answering %d); %d pairs duplicated",
+		len(arr), total, byVictim, known, len(inFlight), inFlightAt, heldUntilKill, aborted, dups)
 
 	// The survivors stop cleanly and logged no error.
 	for i, p := range procs {
@@ -492,6 +556,8 @@ type mpArrival struct {
 	aborted  bool      // the sender's connection closed before the answer was written
 	answered bool      // the handler wrote its 200 answer
 	sigOK    bool
+	held     bool // held for the kill
+	heldKill bool // held until the kill (not released by mpHoldMax)
 }
 
 // mpReceiver is two loopback receivers, one per webhook, recording every
@@ -501,11 +567,14 @@ type mpReceiver struct {
 	urls   []string
 	owners *mpOwners
 
-	mu     sync.Mutex
-	hooks  []string // webhook id by receiver index
-	log    []mpArrival
-	seen   map[[2]string]bool
-	arrive atomic.Int64
+	mu      sync.Mutex
+	hooks   []string // webhook id by receiver index
+	log     []mpArrival
+	seen    map[[2]string]bool
+	arrive  atomic.Int64
+	holdPID int           // requests from this process are held until gate closes
+	gate    chan struct{} // closed by the release
+	held    int
 }
 
 func newMPReceiver(t *testing.T) *mpReceiver {
@@ -540,15 +609,29 @@ func (r *mpReceiver) serve(i int, w http.ResponseWriter, req *http.Request) {
 	if i < len(r.hooks) {
 		a.hook = r.hooks[i]
 	}
+	var gate chan struct{}
+	if r.holdPID != 0 && a.pid == r.holdPID {
+		gate, a.held = r.gate, true
+		r.held++
+	}
 	idx := len(r.log)
 	r.log = append(r.log, a)
 	r.seen[[2]string{a.event, a.hook}] = true
 	r.mu.Unlock()
 	r.arrive.Add(1)
 
-	select {
-	case <-time.After(time.Duration(5+mrand.IntN(26)) * time.Millisecond):
-	case <-req.Context().Done():
+	heldKill := false
+	if gate != nil {
+		select {
+		case <-gate:
+			heldKill = true
+		case <-time.After(mpHoldMax - time.Since(a.at)):
+		}
+	} else {
+		select {
+		case <-time.After(time.Duration(5+mrand.IntN(26)) * time.Millisecond):
+		case <-req.Context().Done():
+		}
 	}
 	aborted := req.Context().Err() != nil
 	w.WriteHeader(200)
@@ -556,8 +639,29 @@ func (r *mpReceiver) serve(i int, w http.ResponseWriter, req *http.Request) {
 		f.Flush()
 	}
 	r.mu.Lock()
-	r.log[idx].aborted, r.log[idx].answered = aborted, true
+	r.log[idx].aborted, r.log[idx].answered, r.log[idx].heldKill = aborted, true, heldKill
 	r.mu.Unlock()
+}
+
+// holdFrom makes the receivers hold every request from pid until release
+// is called (or mpHoldMax has passed).
+func (r *mpReceiver) holdFrom(pid int) (release func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.holdPID, r.gate = pid, make(chan struct{})
+	g := r.gate
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.holdPID = 0
+		close(g)
+	}
+}
+
+func (r *mpReceiver) heldCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.held
 }
 
 func (r *mpReceiver) count() int { return int(r.arrive.Load()) }
@@ -675,8 +779,8 @@ func mpWho(pid int, index map[int]int) string {
 func mpDescribe(as []mpArrival, t0 time.Time, index map[int]int) string {
 	var parts []string
 	for _, a := range as {
-		parts = append(parts, fmt.Sprintf("%s at kill%+dms from %s (answered %v, aborted %v)", a.delivery, a.at.Sub(t0).Milliseconds(),
-			mpWho(a.pid, index), a.answered, a.aborted))
+		parts = append(parts, fmt.Sprintf("%s at kill%+dms from %s (answered %v, aborted %v, held %v, until the kill %v)", a.delivery,
+			a.at.Sub(t0).Milliseconds(), mpWho(a.pid, index), a.answered, a.aborted, a.held, a.heldKill))
 	}
 	return strings.Join(parts, "; ")
 }
