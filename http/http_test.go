@@ -336,7 +336,7 @@ func TestRoutesAndMethods(t *testing.T) {
 	}
 	r = f.do("PUT", "/v1/assistants/ast_x", "")
 	wantError(t, r, 405, "invalid_request_error", "method_not_allowed", "")
-	if r.header.Get("Allow") != "GET" {
+	if r.header.Get("Allow") != "GET, PATCH, DELETE" {
 		t.Fatalf("Allow %q", r.header.Get("Allow"))
 	}
 	// Ids of the wrong shape, unknown ids and other accounts' ids are all 404.

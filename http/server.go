@@ -17,6 +17,7 @@ import (
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/metrics"
 	"github.com/amsdev/ams/webhook/ssrf"
+	"github.com/amsdev/ams/world"
 )
 
 // MaxBodyBytes is the largest request body accepted (1 MiB).
@@ -27,8 +28,10 @@ type Server struct {
 	Store    ams.Store
 	Limiter  ams.RateLimiter
 	Messages *messaging.Service
-	Clock    ams.Clock
-	Logger   *slog.Logger
+	// World runs the assistant's world: tasks, calendar events, actions.
+	World  *world.Service
+	Clock  ams.Clock
+	Logger *slog.Logger
 	// OpenAPI is the document served at GET /v1/openapi.json.
 	OpenAPI []byte
 	// Tokens authenticates OAuth 2.0 access tokens (ams_at_...); nil
@@ -83,8 +86,27 @@ func (s *Server) init() {
 			{"GET", "/v1/openapi.json", nil, s.getOpenAPI},
 			{"GET", "/v1/assistants", perms(read), s.listAssistants},
 			{"GET", "/v1/assistants/{id}", perms(read), s.getAssistant},
+			{"POST", "/v1/assistants", perms(write), s.createAssistant},
+			{"PATCH", "/v1/assistants/{id}", perms(write), s.updateAssistant},
+			{"DELETE", "/v1/assistants/{id}", perms(write), s.deleteAssistant},
+			{"POST", "/v1/assistants/{id}/actions", perms(msgs), s.runAction},
+			{"GET", "/v1/assistants/{id}/actions", perms(read, msgs), s.listActions},
+			{"GET", "/v1/assistants/{id}/actions/{action_id}", perms(read, msgs), s.getAction},
 			{"POST", "/v1/messages", perms(msgs), s.createMessage},
 			{"GET", "/v1/messages/{id}", perms(read, msgs), s.getMessage},
+			{"PATCH", "/v1/messages/{id}", perms(msgs), s.updateMessage},
+			{"DELETE", "/v1/messages/{id}", perms(msgs), s.deleteMessage},
+			{"POST", "/v1/tasks", perms(write), s.createTask},
+			{"GET", "/v1/tasks", perms(read), s.listTasks},
+			{"GET", "/v1/tasks/{id}", perms(read), s.getTask},
+			{"PATCH", "/v1/tasks/{id}", perms(write), s.updateTask},
+			{"DELETE", "/v1/tasks/{id}", perms(write), s.deleteTask},
+			{"POST", "/v1/tasks/{id}/complete", perms(write), s.completeTask},
+			{"POST", "/v1/calendar/events", perms(write), s.createCalendarEvent},
+			{"GET", "/v1/calendar/events", perms(read), s.listCalendarEvents},
+			{"GET", "/v1/calendar/events/{id}", perms(read), s.getCalendarEvent},
+			{"PATCH", "/v1/calendar/events/{id}", perms(write), s.updateCalendarEvent},
+			{"DELETE", "/v1/calendar/events/{id}", perms(write), s.deleteCalendarEvent},
 			{"GET", "/v1/conversations", perms(read, msgs), s.listConversations},
 			{"GET", "/v1/conversations/{id}", perms(read, msgs), s.getConversation},
 			{"GET", "/v1/conversations/{id}/messages", perms(read, msgs), s.listConversationMessages},

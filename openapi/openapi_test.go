@@ -514,7 +514,7 @@ func TestRecordsMatchSchemas(t *testing.T) {
 	// match exactly one variant of the Event oneOf.
 	task := map[string]any{"id": ams.NewID(ams.PrefixTask), "object": "task", "assistant_id": astID, "title": "Call Bob", "notes": "",
 		"status": "open", "due_at": "2026-11-22T09:00:00.000Z", "remind_at": nil, "completed_at": nil, "created_at": "2026-11-21T10:00:00.123Z", "updated_at": "2026-11-21T10:00:00.123Z"}
-	cev := map[string]any{"id": ams.NewID(ams.PrefixCalendar), "object": "calendar_event", "title": "Dentist", "description": "", "location": "Main St 1",
+	cev := map[string]any{"id": ams.NewID(ams.PrefixCalendar), "object": "calendar_event", "assistant_id": astID, "title": "Dentist", "description": "", "location": "Main St 1",
 		"starts_at": "2026-11-23T14:00:00.000Z", "ends_at": "2026-11-23T15:00:00.000Z", "remind_at": "2026-11-23T13:00:00.000Z", "created_at": "2026-11-21T10:00:00.123Z", "updated_at": "2026-11-21T10:00:00.123Z"}
 	integData := jsonValue(t, integ)
 	errData := jsonValue(t, &failing).(map[string]any)

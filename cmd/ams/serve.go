@@ -31,6 +31,7 @@ import (
 	"github.com/amsdev/ams/ratelimit/redisrate"
 	"github.com/amsdev/ams/webhook"
 	"github.com/amsdev/ams/webhook/ssrf"
+	"github.com/amsdev/ams/world"
 	"github.com/spf13/cobra"
 )
 
@@ -145,11 +146,14 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	guard := &ssrf.Guard{AllowPrivate: cfg.dev}
 
 	engine := builtin.New()
+	assistantWorld := &world.Service{Store: store}
 	api := &amshttp.Server{
 		Store:   store,
 		Limiter: limiter,
+		World:   assistantWorld,
 		Messages: &messaging.Service{
 			Store: store,
+			Tools: assistantWorld.Toolbox,
 			EngineFor: func(a *ams.Assistant) (ams.Engine, error) {
 				if a.Model == ams.ModelBuiltin || a.Model == "" {
 					return engine, nil

@@ -253,14 +253,19 @@ var monthClock = regexp.MustCompile(`(?i)\b(` + en.MONTH_OFFSET_PATTERN + `)(\s)
 // weakWord finds the words that may be weak, and what follows them.
 var weakWord = regexp.MustCompile(`(?i)\b([a-z]+)\b(\s*\d)?`)
 
+// dayNumber is a day of the month before a month name: "3", "3rd", "third".
+var dayNumber = regexp.MustCompile(`(?i)^(?:\d{1,2}(?:st|nd|rd|th)?|` + en.ORDINAL_WORDS_PATTERN + `)$`)
+
 // maskWeak hides from when the weak words (see weakWords) that no
-// preposition makes a date and no number follows ("May 5"), keeping the
-// length of s: "call Sun Li tomorrow" names only tomorrow.
+// preposition makes a date and no day number stands next to ("May 5", "3
+// December"), keeping the length of s: "call Sun Li tomorrow" names only
+// tomorrow.
 func maskWeak(s string) string {
 	b := []byte(s)
 	for _, m := range weakWord.FindAllStringSubmatchIndex(s, -1) {
 		w := strings.ToLower(s[m[2]:m[3]])
-		if !weakWords[w] || m[4] >= 0 || strongBefore[wordBefore(s, m[2])] {
+		before := wordBefore(s, m[2])
+		if !weakWords[w] || m[4] >= 0 || strongBefore[before] || dayNumber.MatchString(before) {
 			continue
 		}
 		for i := m[2]; i < m[3]; i++ {

@@ -307,6 +307,9 @@ func replyReminder(t *turn) (string, bool) {
 	if t.tools == nil {
 		return replyNoTools(t), true
 	}
+	if repeatRe.MatchString(m[2]) {
+		return `I can't set repeating reminders yet, only one at a time: "remind me to water the plants on Monday at 9".`, true
+	}
 	body := strings.TrimRight(m[2], ".!? ")
 	when, bad, what := t.clock.read(body)
 	// "remind me about X" is said back as "about X", "remind me to X" and
@@ -382,7 +385,7 @@ func replyAddTask(t *turn) (string, bool) {
 	if t.tools == nil {
 		return replyNoTools(t), true
 	}
-	return t.addTask(body, false)
+	return t.addTask(body)
 }
 
 func replyNeedTo(t *turn) (string, bool) {
@@ -397,11 +400,11 @@ func replyNeedTo(t *turn) (string, bool) {
 	if t.tools == nil {
 		return replyNoTools(t), true
 	}
-	return t.addTask(m[1], true)
+	return t.addTask(m[1])
 }
 
 // addTask creates the task body describes: its title and due date.
-func (t *turn) addTask(body string, needDate bool) (string, bool) {
+func (t *turn) addTask(body string) (string, bool) {
 	body = strings.TrimRight(strings.TrimSpace(body), ".!?")
 	when, bad, what := t.clock.read(body)
 	what = strings.TrimSpace(leadingTo.ReplaceAllString(what, ""))
@@ -696,7 +699,7 @@ var (
 	rangeRe       = regexp.MustCompile(`(?i)\b(?:from\s+|between\s+)?` + clockPart + `\s*(?:-|–|to|until|till|and)\s*` + clockPart + `(?:\W|$)`)
 	untilRe       = regexp.MustCompile(`(?i)\b(?:until|till)\s+` + clockPart + `(?:\W|$)`)
 	atPlaceRe     = regexp.MustCompile(`(?i)\bat\s+`)
-	placeEndRe    = regexp.MustCompile(`(?i)\s+(?:on|at|for|from|tomorrow|today|tonight|next|this|in|between|until|till|by)\b|,|$`)
+	repeatRe      = regexp.MustCompile(`(?i)\b(?:every|each|daily|weekly|monthly|yearly|fortnightly)\b`)
 	timeWords     = set(`noon midnight night lunchtime`)
 	notPlace      = set(`at on by in for from until till before due`)
 )
@@ -787,20 +790,21 @@ func (t *turn) parseEvent(body string) *event {
 		ev.end = s[1] + s[2]
 		body = body[:m[0]] + body[groupsEnd(m):]
 	}
-	for _, loc := range atPlaceRe.FindAllStringIndex(body, -1) {
-		rest := body[loc[1]:]
-		e := placeEndRe.FindStringIndex(rest)
-		place := strings.TrimSpace(rest[:e[0]])
+	body = strings.TrimRight(strings.TrimSpace(body), ".!?")
+	ev.when, ev.bad, ev.what = c.read(body)
+	// The place is what follows "at" once the date and time are out:
+	// "lunch at Cafe Luna on Tuesday at 12:30", "dinner tomorrow at 7pm at
+	// the Cafe on Main Street".
+	for _, loc := range atPlaceRe.FindAllStringIndex(ev.what, -1) {
+		place := strings.Trim(ev.what[loc[1]:], ` .!?,;"'`)
 		first := strings.ToLower(strings.Fields(place + " x")[0])
 		if place == "" || place[0] >= '0' && place[0] <= '9' || timeWords[first] || notPlace[first] {
 			continue
 		}
-		ev.location = strings.Trim(place, ` .!?"'`)
-		body = body[:loc[0]] + body[loc[1]+e[0]:]
+		ev.location = place
+		ev.what = strings.TrimSpace(ev.what[:loc[0]])
 		break
 	}
-	body = strings.TrimRight(strings.TrimSpace(body), ".!?")
-	ev.when, ev.bad, ev.what = c.read(body)
 	if endClock != "" && ev.when != nil && ev.when.hasTime {
 		em, bad := c.find(endClock)
 		if em == nil || !em.hasTime || bad != "" {
@@ -848,6 +852,9 @@ func replySchedule(t *turn) (string, bool) {
 		return replyNoTools(t), true
 	}
 	c := t.clock
+	if repeatRe.MatchString(t.text) {
+		return `I can't schedule repeating events yet. I can schedule one at a time: "schedule yoga on Monday at 7".`, true
+	}
 	body := scheduleVerb.ReplaceAllString(t.text, "")
 	ev := t.parseEvent(body)
 	title := titleCase(ev.what)

@@ -236,6 +236,11 @@ func TestWorld(t *testing.T) {
 		{name: "across the end of summer time", msg: "remind me to call Anna on Monday at 9", loc: berlin,
 			now:   time.Date(2026, 10, 24, 10, 0, 0, 0, time.UTC), // Saturday, CEST; Monday is CET
 			calls: []string{`create_task {"title":"Call Anna","due_at":"2026-10-26T08:00:00Z","remind_at":"2026-10-26T08:00:00Z"}`}},
+		{name: "remind me about, on a day of a month", msg: "remind me of Sam's birthday on 3 December",
+			calls: []string{`create_task {"title":"Sam's birthday","due_at":"2026-12-03T09:00:00Z","remind_at":"2026-12-03T09:00:00Z"}`},
+			reply: "I'll remind you about Sam's birthday on Thu 3 Dec at 09:00."},
+		{name: "a weekday abbreviation in a name is no date", msg: "remind me to call Sun Li tomorrow", loc: berlin,
+			calls: []string{`create_task {"title":"Call Sun Li","due_at":"2026-11-22T08:00:00Z","remind_at":"2026-11-22T08:00:00Z"}`}},
 		{name: "no time: ask, do not act", msg: "remind me to call Anna someday",
 			has: []string{"When should I remind you to call Anna someday?"}},
 		{name: "unreadable time: ask, do not act", msg: "remind me to call Anna at 25:99",
@@ -331,6 +336,13 @@ func TestWorld(t *testing.T) {
 			reply: "Scheduled: Call with Bob tomorrow, 14:00–15:00."},
 		{name: "location first, hours and a half", msg: "schedule team dinner at Luigi's tomorrow at 7pm for an hour and a half",
 			calls: []string{`create_calendar_event {"title":"Team dinner","starts_at":"2026-11-22T19:00:00Z","ends_at":"2026-11-22T20:30:00Z","location":"Luigi's"}`}},
+		{name: "a place with words after it", msg: "schedule lunch with Sam on Tuesday at 12:30 at the Cafe on Main Street",
+			calls: []string{`create_calendar_event {"title":"Lunch with Sam","starts_at":"2026-11-24T12:30:00Z","ends_at":"2026-11-24T13:30:00Z","location":"the Cafe on Main Street"}`}},
+		{name: "repeating events are refused", msg: "schedule yoga every Monday at 7",
+			reply: `I can't schedule repeating events yet. I can schedule one at a time: "schedule yoga on Monday at 7".`},
+		{name: "tonight at 8 in New York", msg: "book dinner with Sam tonight at 8", loc: newYork,
+			calls: []string{`create_calendar_event {"title":"Dinner with Sam","starts_at":"2026-11-22T01:00:00Z","ends_at":"2026-11-22T02:00:00Z"}`},
+			reply: "Scheduled: Dinner with Sam today, 20:00–21:00."},
 		{name: "ISO date", msg: "schedule the board meeting on 2026-12-01 at 10:00 for 2 hours",
 			calls: []string{`create_calendar_event {"title":"Board meeting","starts_at":"2026-12-01T10:00:00Z","ends_at":"2026-12-01T12:00:00Z"}`}},
 		{name: "end before start: refuse", msg: "schedule lunch with Sam on Tuesday from 14:00 to 13:00",
@@ -360,6 +372,8 @@ func TestWorld(t *testing.T) {
 		{name: "what do I have on Tuesday", msg: "What do I have on Tuesday?", loc: berlin,
 			calls: []string{`list_calendar_events {"starts_after":"2026-11-23T23:00:00Z","starts_before":"2026-11-24T23:00:00Z","limit":100}`},
 			reply: "You have 1 event on Tue 24 Nov:\n- 12:30–13:30 Lunch with Sam, at Cafe Luna"},
+		{name: "what's happening on Friday", msg: "what's happening on Friday?",
+			calls: []string{`list_calendar_events {"starts_after":"2026-11-27T00:00:00Z","starts_before":"2026-11-28T00:00:00Z","limit":100}`}},
 		{name: "an empty day", msg: "anything on my agenda today?",
 			calls: []string{`list_calendar_events {"starts_after":"2026-11-21T00:00:00Z","starts_before":"2026-11-22T00:00:00Z","limit":100}`},
 			reply: "Nothing on your calendar today (Sat 21 Nov)."},
@@ -529,4 +543,30 @@ func TestFind(t *testing.T) {
 			t.Errorf("find(%q) = %q, rest %q; want %q, rest %q", tt.text, got, rest, tt.want, tt.rest)
 		}
 	}
+}
+
+func FuzzWorld(f *testing.F) {
+	for _, s := range []string{
+		"remind me to call Anna tomorrow at 9", "add a task: renew passport by Friday", "what are my tasks?",
+		"done with the passport task", "schedule lunch with Sam on Tuesday 12:30 for an hour", "what's on my calendar tomorrow?",
+		"move lunch with Sam to Wednesday", "rename the passport task to X", "schedule x at at at 9 from 9 to", "remind me at 31/2",
+		"book at  on 2026-13-45 at 99:99 for 1,5 h and 90 m", "mark as done", "I need to go on may 5",
+	} {
+		f.Add(s, "Europe/Berlin")
+	}
+	f.Fuzz(func(t *testing.T, msg, zone string) {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			loc = time.UTC
+		}
+		req := &ams.EngineRequest{Assistant: ava, History: history(in(msg)), Now: testNow, Location: loc,
+			Tools: &fakeTools{tasks: cannedTasks(), events: cannedEvents()}}
+		r, err := New().Reply(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(r.Content) == "" {
+			t.Fatalf("empty reply to %q", msg)
+		}
+	})
 }

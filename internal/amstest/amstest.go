@@ -1,6 +1,8 @@
 // Package amstest starts a complete ams API server in-process for tests:
 // a real SQLite store in a temporary directory, the built-in engine, the
-// in-process rate limiter and a clock the test moves by hand.
+// in-process rate limiter, the assistant's world (tasks, calendar events,
+// actions, with the tools given to engines) and a clock the test moves by
+// hand.
 package amstest
 
 import (
@@ -26,6 +28,7 @@ import (
 	"github.com/amsdev/ams/sqlite"
 	"github.com/amsdev/ams/webhook"
 	"github.com/amsdev/ams/webhook/ssrf"
+	"github.com/amsdev/ams/world"
 )
 
 // Clock is a clock that tests move by hand. It is safe for concurrent use.
@@ -67,12 +70,21 @@ type Fixture struct {
 // Option changes how New builds the server.
 type Option func(*options)
 
-type options struct{ wrap func(*sqlite.DB) ams.Store }
+type options struct {
+	wrap   func(*sqlite.DB) ams.Store
+	engine ams.Engine
+}
 
 // WithStore makes the API use the store that wrap returns around the
 // fixture's database (to inject failures), instead of the database itself.
 func WithStore(wrap func(*sqlite.DB) ams.Store) Option {
 	return func(o *options) { o.wrap = wrap }
+}
+
+// WithEngine makes every assistant answer with e instead of the built-in
+// engine (to script replies and tool calls).
+func WithEngine(e ams.Engine) Option {
+	return func(o *options) { o.engine = e }
 }
 
 // New starts a fixture; everything is closed when the test ends.
@@ -90,14 +102,21 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	store := o.wrap(db)
 	clock := &Clock{t: Start}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	engine := builtin.New()
-	engine.Now = clock.Now
+	var engine ams.Engine = o.engine
+	if engine == nil {
+		b := builtin.New()
+		b.Now = clock.Now
+		engine = b
+	}
+	w := &world.Service{Store: store, Clock: clock.Now}
 	api := &amshttp.Server{
 		Store:   store,
 		Limiter: ratelimit.NewMemory(),
 		Clock:   clock.Now,
 		Messages: &messaging.Service{Store: store, Clock: clock.Now,
-			EngineFor: func(*ams.Assistant) (ams.Engine, error) { return engine, nil }},
+			EngineFor: func(*ams.Assistant) (ams.Engine, error) { return engine, nil },
+			Tools:     w.Toolbox},
+		World:   w,
 		OpenAPI: openapi.Document,
 		Logger:  logger,
 		Guard:   &ssrf.Guard{AllowPrivate: true},
