@@ -13,9 +13,11 @@ package builtin
 // (unmaintained since 2020, refuses sentences with words around the date,
 // and accepts "25:99"). when reports where in the sentence the date was
 // found, which the engine needs to take "tomorrow at 9" out of a task's
-// title, and its rules are pluggable: the engine adds three of its own in
-// when's rule format (see extraRules), and observes which rules applied to
-// tell a date from a time of day.
+// title, and its rules are pluggable: the engine adds five of its own in
+// when's rule format ("at 9", "midnight", "next week", "the day after
+// tomorrow", and "31/12" without a year, which when's SlashDMY leaves
+// unset; see namedRules), and observes which rules applied to tell a date
+// from a time of day.
 //
 // How a phrase is resolved, and the limits:
 //   - Everything is read in the account's time zone (EngineRequest.Location)
@@ -29,21 +31,26 @@ package builtin
 //     Friday is due today. "next Monday" is the coming Monday, "this
 //     Friday" said on a Saturday the next one. "next week" is next Monday.
 //   - A time of day alone ("at 9", "12:30") is today, or tomorrow once it
-//     has passed. A bare hour after "at" reads 1–6 as afternoon (13–18),
-//     and as evening after "tonight" or "this evening" ("tonight at 9" is
-//     21:00); "at 7" is 07:00. "noon" is 12:00, "morning" 08:00,
-//     "afternoon" 15:00, "evening" 18:00 and "tonight" 23:00 (when's
-//     defaults); "midnight" is the end of the day named (00:00 of the next).
+//     has passed; a month and day in the past ("March 3") is next year's.
+//     A bare hour after "at" reads 1–6 as afternoon (13–18), and as
+//     evening after "tonight" or "this evening" ("tonight at 9" is 21:00);
+//     "at 7" is 07:00. "noon" is 12:00, "morning" 08:00, "afternoon"
+//     15:00, "evening" 18:00 and "tonight" 23:00 (when's defaults);
+//     "midnight" is the end of the day named (00:00 of the next).
 //   - A day with no time of day gets a default from the caller: 09:00 for a
 //     reminder, the end of the day (23:59) for a due date; an event needs a
 //     time, so the engine asks for one.
-//   - English only. Day/month order is day first ("3/12" is 3 December,
-//     "12/25" is not a date and is refused); ISO dates (2026-12-01) work. A lone month name ("may", "march") or
-//     weekday abbreviation ("sat", "sun") is ignored unless "on", "by" or
-//     similar stands before it, so that "Sam may come" names no date.
-//     "in two weeks" works, "in a fortnight", "the day after tomorrow",
-//     "end of the month" and "the 3rd" (no month) do not; such a message is
-//     treated as having no date, and the engine asks for one.
+//   - English only. Day/month order is day first ("3/12" is 3 December;
+//     "12/25" is no date and is refused); ISO dates (2026-12-01) work. A
+//     month name or a weekday abbreviation ("may", "march", "sat", "Sun")
+//     counts only with a day number next to it or a preposition ("on",
+//     "by", "in", …) before it, so "Sam may come" and "call Sun Li" name
+//     no date.
+//   - What looks like a time but is not one ("25:99", "13pm", "at 31")
+//     is reported, and nothing is written. Phrases when does not know ("in
+//     a fortnight", "end of the month", "the 3rd" with no month, "every
+//     Monday") give no date: the engine then asks for one, or for a task
+//     adds it without a due date.
 
 import (
 	"regexp"
@@ -151,6 +158,7 @@ var namedRules = []struct {
 	{"day month", dayMonthRule},
 	{"bare hour", bareHourRule},
 	{"midnight", midnightRule},
+	{"day after tomorrow", dayAfterTomorrowRule},
 	{"next week", nextWeekRule},
 }
 
@@ -209,6 +217,16 @@ var midnightRule = &rules.F{
 		zero, zero2, zero3 := 0, 0, 0
 		c.Hour, c.Minute, c.Second = &zero, &zero2, &zero3
 		c.Duration += 24 * time.Hour
+		return true, nil
+	},
+}
+
+// dayAfterTomorrowRule reads "the day after tomorrow", which when's
+// CasualDate alone would read as tomorrow.
+var dayAfterTomorrowRule = &rules.F{
+	RegExp: regexp.MustCompile(`(?i)(?:\W|^)((?:the\s+)?day\s+after\s+tomorrow)(?:\W|$)`),
+	Applier: func(m *rules.Match, c *rules.Context, o *rules.Options, ref time.Time) (bool, error) {
+		c.Duration = 48 * time.Hour
 		return true, nil
 	},
 }

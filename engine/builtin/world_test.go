@@ -522,6 +522,8 @@ func TestFind(t *testing.T) {
 		{"this Friday", "Fri 27 Nov date", ""},
 		{"at 9.30 on 3/12", "Thu 3 Dec 09:30", ""},
 		{"someday", "", "someday"},
+		{"pay rent the day after tomorrow at 10:00", "Mon 23 Nov 10:00", "pay rent"},
+		{"in a fortnight", "", "in a fortnight"},
 	} {
 		m, bad := c.find(tt.text)
 		if bad != "" {
