@@ -115,8 +115,8 @@ const (
 // and at most as many as the killed process could have had in flight.
 //
 // It needs AMS_TEST_DATABASE_URL (CI sets it) and runs in a schema of its
-// own, dropped at the end. It takes about 20–40 s, most of it the lease of
-// the killed process's deliveries running out.
+// own, dropped at the end. It takes about 15–50 s (the more the busier the
+// machine), 6 s of it the lease of the killed process's deliveries.
 func TestMultiProcessKillNine(t *testing.T) {
 	dbURL := os.Getenv("AMS_TEST_DATABASE_URL")
 	if dbURL == "" {
@@ -126,8 +126,8 @@ func TestMultiProcessKillNine(t *testing.T) {
 	bin := amsBinary(t)
 	env := mpEnv(mpSchema(t, dbURL), mpSecretKey())
 
-	// An account with limits far above the load (the rate limiter counts
-	// per process), a key and an assistant, made with the CLI.
+	// An account with limits far above the load, a key and an assistant,
+	// made with the CLI.
 	dir := t.TempDir()
 	mpCLI(t, bin, env, dir, "migrate")
 	const email = "multi@example.com"
