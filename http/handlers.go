@@ -46,6 +46,8 @@ type createMessageRequest struct {
 	AssistantID    *string `json:"assistant_id"`
 	Message        *string `json:"message"`
 	ConversationID *string `json:"conversation_id"`
+	// Stream true answers Server-Sent Events (see stream.go).
+	Stream *bool `json:"stream"`
 }
 
 func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
@@ -71,6 +73,9 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 			return ams.ParamError("parameter_invalid", "conversation_id", "'conversation_id' must be a conversation id (conv_...).")
 		}
 		in.ConversationID = *req.ConversationID
+	}
+	if req.Stream != nil && *req.Stream {
+		return s.streamMessage(w, r, auth(r).User.ID, in)
 	}
 	reply, err := s.Messages.Send(r.Context(), auth(r).User.ID, in)
 	if err != nil {

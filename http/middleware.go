@@ -262,7 +262,12 @@ type recorder struct {
 	http.ResponseWriter
 	status int
 	body   bytes.Buffer
+	failed bool // a streamed answer (status 200) that ended in an error event
 }
+
+// Unwrap lets http.ResponseController reach the underlying writer (to
+// flush a streamed answer).
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *recorder) WriteHeader(code int) {
 	if w.status == 0 {
@@ -325,7 +330,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 		s.writeError(rw, r, herr)
 	}
 	ctx := context.WithoutCancel(r.Context())
-	if rw.status >= 200 && rw.status < 300 {
+	if rw.status >= 200 && rw.status < 300 && !rw.failed {
 		rec.Done, rec.Status, rec.Body = true, rw.status, rw.body.Bytes()
 		rec.Header = map[string]string{"Content-Type": w.Header().Get("Content-Type")}
 		if loc := w.Header().Get("Location"); loc != "" {

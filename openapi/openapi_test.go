@@ -282,6 +282,19 @@ func checkResponses(t *testing.T, key string, op *openapi3.Operation) {
 			}
 			continue
 		}
+		if sse := r.Content.Get("text/event-stream"); sse != nil && len(r.Content) == 1 && code == "200" {
+			// A streamed answer (POST /v1/messages with "stream": true):
+			// Server-Sent Events, with the headers of any success.
+			if sse.Schema == nil {
+				t.Errorf("%s response has no text/event-stream schema", code)
+			}
+			for _, h := range rateLimitHeaders {
+				if r.Headers[h] == nil {
+					t.Errorf("%s response lacks %s", code, h)
+				}
+			}
+			continue
+		}
 		mt := r.Content.Get("application/json")
 		if mt == nil || mt.Schema == nil {
 			t.Errorf("%s response has no application/json schema", code)
@@ -492,6 +505,7 @@ func TestRecordsMatchSchemas(t *testing.T) {
 		{"Error", map[string]any{"error": map[string]any{"type": "api_error", "code": "internal_error", "message": "m"}, "request_id": ams.NewID(ams.PrefixRequest)}},
 		{"CreateMessageRequest", map[string]any{"assistant_id": astID, "message": "Hello!"}},
 		{"CreateMessageRequest", map[string]any{"assistant_id": astID, "message": "Hello!", "conversation_id": convID}},
+		{"CreateMessageRequest", map[string]any{"assistant_id": astID, "message": "Hello!", "stream": true}},
 		{"Webhook", wh},
 		{"Webhook", &failingWH},
 		{"WebhookList", map[string]any{"object": "list", "data": []*ams.Webhook{wh, &failingWH}, "first_id": wh.ID, "last_id": failingWH.ID, "has_more": false}},
@@ -568,7 +582,7 @@ func TestRecordsMatchSchemas(t *testing.T) {
 		{"Event", map[string]any{"id": ams.NewID(ams.PrefixEvent), "object": "event", "type": "task.created", "created_at": "2026-11-21T10:00:00.123Z", "data": msgData}},
 		{"Event", map[string]any{"id": ams.NewID(ams.PrefixEvent), "object": "event", "type": "nothing.happened", "created_at": "2026-11-21T10:00:00.123Z", "data": msgData}},
 		{"CreateMessageRequest", map[string]any{"assistant_id": astID}},
-		{"CreateMessageRequest", map[string]any{"assistant_id": astID, "message": "hi", "stream": true}},
+		{"CreateMessageRequest", map[string]any{"assistant_id": astID, "message": "hi", "stream": "yes"}},
 		{"CreateMessageRequest", map[string]any{"assistant_id": astID, "message": " \n "}},
 		{"Error", map[string]any{"error": map[string]any{"type": "oops", "code": "c", "message": "m"}, "request_id": ams.NewID(ams.PrefixRequest)}},
 		{"Webhook", withSecret},
