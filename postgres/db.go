@@ -61,6 +61,7 @@ type Option func(*openOptions)
 type openOptions struct {
 	secretKey []byte
 	schema    string
+	maxConns  int32
 }
 
 // WithSecretKey sets the 32-byte key that seals webhook secrets. It is
@@ -73,6 +74,13 @@ func WithSecretKey(key []byte) Option { return func(o *openOptions) { o.secretKe
 // missing) by setting search_path on every connection. Several stores can
 // so share one database; tests use it to isolate each test.
 func WithSchema(name string) Option { return func(o *openOptions) { o.schema = name } }
+
+// WithDefaultMaxConns sets the pool's size when the URL does not (with
+// pool_max_conns). pgx's own default, max(4, CPUs), leaves a busy server
+// waiting for connections: every request and delivery is a short
+// transaction whose time is mostly the commit's WAL flush, so more
+// connections than cores pay off (docs/benchmarks.md).
+func WithDefaultMaxConns(n int32) Option { return func(o *openOptions) { o.maxConns = n } }
 
 // Open connects to the database at url (a postgres:// URL or a libpq
 // key=value string; pool settings such as pool_max_conns are read from
@@ -92,6 +100,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse url: %w", err)
+	}
+	if o.maxConns > 0 && !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = o.maxConns
 	}
 	if o.schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()

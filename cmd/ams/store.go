@@ -30,6 +30,11 @@ func (sf *storeFlags) key() ([]byte, error) {
 	return k, nil
 }
 
+// defaultPGConns is the connection pool size of a process when the
+// database URL does not set pool_max_conns: three processes stay well
+// under PostgreSQL's default max_connections of 100.
+const defaultPGConns = 16
+
 // openStore opens the store the flags name: SQLite under the data
 // directory, or PostgreSQL with a postgres:// database URL.
 func openStore(ctx context.Context, sf *storeFlags) (ams.Store, error) {
@@ -45,7 +50,7 @@ func openStore(ctx context.Context, sf *storeFlags) (ams.Store, error) {
 		if key == nil {
 			return nil, errors.New("--secret-key (AMS_SECRET_KEY) is required with PostgreSQL: a base64 32-byte key, the same in every process (make one with: openssl rand -base64 32)")
 		}
-		return postgres.Open(ctx, sf.databaseURL, postgres.WithSecretKey(key))
+		return postgres.Open(ctx, sf.databaseURL, postgres.WithSecretKey(key), postgres.WithDefaultMaxConns(defaultPGConns))
 	}
 	if err := os.MkdirAll(sf.dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
