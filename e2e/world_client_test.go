@@ -187,3 +187,42 @@ func TestClientWorldEndpoints(t *testing.T) {
 		t.Fatalf("task of a deleted assistant: %+v %v", got, err)
 	}
 }
+
+// TestServeWorldWiring checks the world as `ams serve` wires it: the
+// built-in assistant acts through the toolbox (the action is stored with
+// its conversation), an assistant created with a model the server does
+// not run is refused at message time, and tasks are served.
+func TestServeWorldWiring(t *testing.T) {
+	s := startServe(t, t.TempDir())
+	key := s.field(t, `API key\s+(ams_sk_\w+)`)
+	asst := s.field(t, `assistant\s+(ast_\w+)`)
+	c := client.New(s.base, key)
+	ctx := context.Background()
+
+	reply, err := c.SendMessage(ctx, client.SendMessageParams{AssistantID: asst, Message: "Remind me to call Bob tomorrow at 9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acts, err := c.ListActions(ctx, asst, nil)
+	if err != nil || len(acts.Data) != 1 || acts.Data[0].ConversationID != reply.ConversationID || acts.Data[0].Type != client.ToolCreateTask ||
+		acts.Data[0].Status != client.ActionSucceeded {
+		t.Fatalf("actions after the message: %+v %v", acts, err)
+	}
+	var task client.Task
+	if err := acts.Data[0].DecodeResult(&task); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.GetTask(ctx, task.ID); err != nil || got.Title != task.Title || got.DueAt == nil {
+		t.Fatalf("task of the action: %+v %v", got, err)
+	}
+
+	other, err := c.CreateAssistant(ctx, client.CreateAssistantParams{Name: "Elsewhere", Model: "not-a-model-this-server-runs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.SendMessage(ctx, client.SendMessageParams{AssistantID: other.ID, Message: "hello"})
+	var apiErr *client.Error
+	if !errors.As(err, &apiErr) || apiErr.StatusCode != 400 || apiErr.Code != "model_not_supported" {
+		t.Fatalf("message to an assistant of an unknown model: %v", err)
+	}
+}

@@ -875,3 +875,29 @@ func TestWorldAnswersMatchOpenAPI(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinEngineActsThroughTools sends the fixture's built-in assistant
+// a message that makes it create a task: the action is stored with the
+// conversation's id, and the task with its event.
+func TestBuiltinEngineActsThroughTools(t *testing.T) {
+	f := setup(t)
+	reply := f.send("Remind me to call Bob tomorrow at 9", "")
+	conv := reply["conversation_id"].(string)
+	acts := f.ok(200, "GET", "/v1/assistants/"+f.Assistant.ID+"/actions", "")["data"].([]any)
+	if len(acts) != 1 {
+		t.Fatalf("actions after the message: %v", acts)
+	}
+	act := acts[0].(map[string]any)
+	if act["conversation_id"] != conv || act["type"] != "create_task" || act["status"] != "succeeded" {
+		t.Fatalf("action: %v", act)
+	}
+	task := act["result"].(map[string]any)
+	if task["due_at"] != "2026-11-22T09:00:00Z" || task["status"] != "open" {
+		t.Fatalf("task of the action: %v", task)
+	}
+	sameRecord(t, f.ok(200, "GET", "/v1/tasks/"+task["id"].(string), ""), task)
+	sameRecord(t, f.ok(200, "GET", "/v1/assistants/"+f.Assistant.ID+"/actions/"+act["id"].(string), ""), act)
+	if created := f.events("task.created"); len(created) != 1 || created[0]["id"] != task["id"] {
+		t.Fatalf("task.created: %v", created)
+	}
+}
