@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/engine/builtin"
+	"github.com/amsdev/ams/engine/openai"
 	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/internal/logbuf"
 	"github.com/amsdev/ams/mail"
@@ -50,6 +52,9 @@ type serveConfig struct {
 	webhookWorkers  int
 	webhookPerHook  int
 	redisURL        string
+	llmBaseURL      string
+	llmAPIKey       string
+	llmTimeout      time.Duration
 }
 
 func newServeCmd(sf *storeFlags) *cobra.Command {
@@ -84,6 +89,9 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.IntVar(&cfg.webhookWorkers, "webhook-concurrency", 64, "deliveries in flight at most (env AMS_WEBHOOK_CONCURRENCY)")
 	f.IntVar(&cfg.webhookPerHook, "webhook-concurrency-per-webhook", 8, "deliveries in flight to one webhook at most (env AMS_WEBHOOK_CONCURRENCY_PER_WEBHOOK)")
 	f.StringVar(&cfg.redisURL, "redis-url", "", "Redis that counts rate limits for all processes, redis://host:port/db (env AMS_REDIS_URL; default: in PostgreSQL with --database-url, else in memory)")
+	f.StringVar(&cfg.llmBaseURL, "llm-base-url", "", "OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM, llama.cpp) that runs assistants whose model is not builtin, such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (env AMS_LLM_BASE_URL; empty: only the built-in engine)")
+	f.StringVar(&cfg.llmAPIKey, "llm-api-key", "", "API key sent to --llm-base-url as a bearer token (env AMS_LLM_API_KEY; empty: none)")
+	f.DurationVar(&cfg.llmTimeout, "llm-timeout", 60*time.Second, "how long one reply may take, a model's tool calls included (env AMS_LLM_TIMEOUT)")
 	return cmd
 }
 
@@ -146,6 +154,10 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	guard := &ssrf.Guard{AllowPrivate: cfg.dev}
 
 	engine := builtin.New()
+	llm, err := llmEngine(cfg, logger)
+	if err != nil {
+		return err
+	}
 	assistantWorld := &world.Service{Store: store}
 	api := &amshttp.Server{
 		Store:   store,
@@ -158,8 +170,12 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 				if a.Model == ams.ModelBuiltin || a.Model == "" {
 					return engine, nil
 				}
+				if llm != nil {
+					return llm, nil
+				}
 				return nil, ams.Errorf(ams.EINVALID, "model_not_supported", "Assistant '%s' uses model '%s', which this server does not run.", a.ID, a.Model)
 			},
+			EngineTimeout: cfg.llmTimeout,
 		},
 		Logger:  logger,
 		OpenAPI: openapi.Document,
@@ -292,4 +308,31 @@ func janitor(ctx context.Context, store ams.Store, logger *slog.Logger) error {
 		case <-t.C:
 		}
 	}
+}
+
+// llmEngine returns the model-backed engine of --llm-base-url, which runs
+// every assistant whose model is not builtin, or nil when the flag is not
+// set.
+func llmEngine(cfg *serveConfig, logger *slog.Logger) (ams.Engine, error) {
+	if cfg.llmTimeout <= 0 {
+		return nil, fmt.Errorf("--llm-timeout must be positive")
+	}
+	if cfg.llmBaseURL == "" {
+		return nil, nil
+	}
+	e, err := openai.New(openai.Config{BaseURL: cfg.llmBaseURL, APIKey: cfg.llmAPIKey, Timeout: cfg.llmTimeout, Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("--llm-base-url: %w", err)
+	}
+	logger.Info("assistants of other models than builtin answer through a chat-completions server", "llm_base_url", redactedURL(cfg.llmBaseURL))
+	return e, nil
+}
+
+// redactedURL returns u without its password, for the log.
+func redactedURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return ""
+	}
+	return p.Redacted()
 }
