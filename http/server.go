@@ -45,6 +45,12 @@ type Server struct {
 	// Guard validates webhook URLs (https, no internal addresses; in dev
 	// mode loopback and http are allowed).
 	Guard *ssrf.Guard
+	// Integrations connects and syncs integrations, by provider
+	// ("caldav"); POST /v1/integrations refuses the others.
+	Integrations map[string]Integrator
+	// BaseURL is the service's public URL, for the links answered (the
+	// calendar feed's); "" takes the request's host.
+	BaseURL string
 
 	routes   []Route
 	mux      *http.ServeMux
@@ -111,6 +117,11 @@ func (s *Server) init() {
 			{"GET", "/v1/conversations/{id}", perms(read, msgs), s.getConversation},
 			{"GET", "/v1/conversations/{id}/messages", perms(read, msgs), s.listConversationMessages},
 			{"GET", "/v1/integrations", perms(read, ams.PermIntegrations), s.listIntegrations},
+			{"POST", "/v1/integrations", perms(ams.PermIntegrations), s.createIntegration},
+			{"GET", "/v1/integrations/{id}", perms(read, ams.PermIntegrations), s.getIntegration},
+			{"DELETE", "/v1/integrations/{id}", perms(ams.PermIntegrations), s.deleteIntegration},
+			{"POST", "/v1/integrations/{id}/sync", perms(ams.PermIntegrations), s.syncIntegration},
+			{"POST", "/v1/calendar/feed", perms(ams.PermIntegrations), s.createCalendarFeed},
 			{"GET", "/v1/events", perms(read), s.listEvents},
 			{"POST", "/v1/webhooks", perms(write), s.createWebhook},
 			{"GET", "/v1/webhooks", perms(read), s.listWebhooks},
@@ -129,6 +140,7 @@ func (s *Server) init() {
 		}
 		s.mux.Handle("/v1/", s.wrap(s.unmatched))
 		s.mux.HandleFunc("GET /healthz", s.healthz)
+		s.mux.HandleFunc("GET /calendar/feed/{file}", s.serveCalendarFeed)
 		s.mux.HandleFunc("GET /readyz", s.readyz)
 		if s.Metrics != nil {
 			s.mux.Handle("GET /metrics", s.Metrics.Handler())

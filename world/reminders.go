@@ -90,8 +90,9 @@ func (s *Scheduler) RunOnce(ctx context.Context) (int, error) {
 // whichever comes first.
 func (s *Scheduler) Run(ctx context.Context) error {
 	s.init()
+	again := false // the last wait was skipped for a reminder already due
 	for {
-		wait := s.Poll
+		wait := min(s.Poll, errorRetry) // after a failure
 		if n, err := s.RunOnce(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -101,7 +102,18 @@ func (s *Scheduler) Run(ctx context.Context) error {
 			if n > 0 {
 				s.Logger.Info("reminders fired", "count", n)
 			}
-			wait = s.untilNext(ctx, wait)
+			var due bool
+			wait, due = s.untilNext(ctx, s.Poll)
+			// A reminder that came due between the two queries fires at
+			// once; one still due right after (which the store will not
+			// fire) waits a poll rather than make the loop spin.
+			if due && !again {
+				wait = 0
+			}
+			again = due && !again
+		}
+		if wait <= 0 {
+			continue
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -115,25 +127,29 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	}
 }
 
+// errorRetry bounds the wait after a failed query.
+const errorRetry = time.Second
+
 // untilNext returns how long to sleep: until the next reminder, at most
-// max. A next reminder already due (set between the two queries, or one
-// the store will not fire) does not make it spin: it waits a poll.
-func (s *Scheduler) untilNext(ctx context.Context, max time.Duration) time.Duration {
+// max (at most errorRetry after a failed query), and whether the next
+// reminder is already due.
+func (s *Scheduler) untilNext(ctx context.Context, max time.Duration) (time.Duration, bool) {
 	next, err := s.Store.NextReminder(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.Logger.Error("next reminder", "err", err)
 		}
-		return max
+		return min(max, errorRetry), false
 	}
 	if next.IsZero() {
-		return max
+		return max, false
 	}
 	d := next.Sub(s.Clock.Now())
-	if d <= 0 || d > max {
-		return max
+	s.Logger.Debug("reminders: next", "next", next, "in", d)
+	if d <= 0 {
+		return max, true
 	}
-	return d
+	return min(d, max), false
 }
 
 // Changes reports committed changes of the world to whoever must react in

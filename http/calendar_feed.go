@@ -1,0 +1,217 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/caldav"
+)
+
+// The calendar feed: the account's calendar events as one iCalendar file
+// at a secret URL, for calendar apps to subscribe to (they cannot send an
+// Authorization header, so the URL is the credential).
+//
+// POST /v1/calendar/feed creates the feed's URL and answers it once; a
+// new POST replaces it (the old URL stops working). The feed is an
+// integration of provider "ical_feed": DELETE /v1/integrations/{id}
+// revokes it. Its token is
+//
+//	ams_cf_<account id>_<integration id>_<40 random characters>
+//
+// (the ids without their prefixes), so GET /calendar/feed/<token>.ics
+// finds the integration without a scan; only the SHA-256 hash of the
+// whole token is kept, among the integration's sealed secrets, as API keys
+// keep theirs.
+
+// feedProvider is the provider of calendar feeds.
+const feedProvider = "ical_feed"
+
+// feedTokenPrefix starts every feed token, for leak scanners.
+const feedTokenPrefix = "ams_cf_"
+
+// feedSecret is the name of the token's hash among the secrets.
+const feedSecret = "token_sha256"
+
+// maxFeedEvents bounds the events of one feed.
+const maxFeedEvents = 10_000
+
+// calendarFeed is the answer of POST /v1/calendar/feed.
+type calendarFeed struct {
+	ID        string    `json:"id"`     // the integration's id
+	Object    string    `json:"object"` // "calendar_feed"
+	URL       string    `json:"url"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// baseURL returns the service's public URL: BaseURL, or the request's
+// scheme and host.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.BaseURL != "" {
+		return strings.TrimRight(s.BaseURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}
+
+func (s *Server) createCalendarFeed(w http.ResponseWriter, r *http.Request) error {
+	if err := noBody(r); err != nil {
+		return err
+	}
+	ctx := r.Context()
+	userID := auth(r).User.ID
+	old, err := s.activeFeeds(ctx, userID)
+	if err != nil {
+		return err
+	}
+	now := s.now()
+	in := &ams.Integration{ID: ams.NewID(ams.PrefixIntegration), Object: "integration", UserID: userID, Provider: feedProvider,
+		Status: integrationConnected, Config: map[string]any{"format": "icalendar"}, ConnectedAt: now, CreatedAt: now, UpdatedAt: now}
+	token := feedTokenPrefix + strings.TrimPrefix(userID, ams.PrefixUser) + "_" + strings.TrimPrefix(in.ID, ams.PrefixIntegration) + "_" + ams.NewSecret("")
+	err = s.Store.Update(ctx, func(tx ams.Tx) error {
+		for _, id := range old {
+			o, err := tx.FindIntegration(ctx, userID, id)
+			if err != nil {
+				return err
+			}
+			if o.Status == integrationDisconnected {
+				continue
+			}
+			o.Status, o.UpdatedAt = integrationDisconnected, now
+			if err := tx.UpdateIntegration(ctx, o); err != nil {
+				return err
+			}
+			if err := tx.Emit(ctx, ams.IntegrationEvent(ams.EventIntegrationDisconnected, o, now)); err != nil {
+				return err
+			}
+		}
+		if err := tx.CreateIntegration(ctx, in, map[string]string{feedSecret: ams.HashSecret(token)}); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.IntegrationEvent(ams.EventIntegrationConnected, in, now))
+	})
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/integrations/"+in.ID)
+	w.Header().Set("Cache-Control", "no-store")
+	return writeJSON(w, http.StatusCreated, calendarFeed{ID: in.ID, Object: "calendar_feed",
+		URL: s.baseURL(r) + "/calendar/feed/" + token + ".ics", CreatedAt: now})
+}
+
+// activeFeeds returns the ids of the account's feeds not disconnected.
+func (s *Server) activeFeeds(ctx context.Context, userID string) ([]string, error) {
+	var out []string
+	p := ams.ListParams{Limit: 100, Order: ams.OrderAsc}
+	for {
+		page, err := s.Store.ListIntegrations(ctx, userID, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range page.Data {
+			if in.Provider == feedProvider && in.Status != integrationDisconnected {
+				out = append(out, in.ID)
+			}
+		}
+		if !page.HasMore || len(page.Data) == 0 {
+			return out, nil
+		}
+		p.After = page.Data[len(page.Data)-1].ID
+	}
+}
+
+// parseFeedToken splits a token into the account's and the feed's ids.
+func parseFeedToken(token string) (userID, id string, ok bool) {
+	rest, found := strings.CutPrefix(token, feedTokenPrefix)
+	if !found || len(token) > 256 {
+		return "", "", false
+	}
+	parts := strings.Split(rest, "_")
+	if len(parts) != 3 || len(parts[2]) < 32 {
+		return "", "", false
+	}
+	userID, id = ams.PrefixUser+parts[0], ams.PrefixIntegration+parts[1]
+	if !ams.HasPrefixID(userID, ams.PrefixUser) || !ams.HasPrefixID(id, ams.PrefixIntegration) || !ams.HasPrefixID("x"+parts[2], "x") {
+		return "", "", false
+	}
+	return userID, id, true
+}
+
+// serveCalendarFeed answers GET /calendar/feed/{file}: the calendar of
+// the feed whose token is the file name without ".ics", as text/calendar.
+// Any token that is not a live feed's is 404, whatever the reason.
+func (s *Server) serveCalendarFeed(w http.ResponseWriter, r *http.Request) {
+	notFound := func() {
+		w.Header().Set("Cache-Control", "no-store")
+		http.Error(w, "No calendar feed at this URL.", http.StatusNotFound)
+	}
+	token, ok := strings.CutSuffix(r.PathValue("file"), ".ics")
+	if !ok {
+		notFound()
+		return
+	}
+	userID, id, ok := parseFeedToken(token)
+	if !ok {
+		notFound()
+		return
+	}
+	ctx := r.Context()
+	in, err := s.Store.FindIntegration(ctx, userID, id)
+	if err != nil || in.Provider != feedProvider || in.Status == integrationDisconnected {
+		if err != nil && !ams.IsNotFound(err) {
+			s.feedError(w, r, err)
+			return
+		}
+		notFound()
+		return
+	}
+	secrets, err := s.Store.IntegrationSecrets(ctx, userID, id)
+	if err != nil {
+		s.feedError(w, r, err)
+		return
+	}
+	if want := secrets[feedSecret]; want == "" || !ams.SecretsEqual(ams.HashSecret(token), want) {
+		notFound()
+		return
+	}
+	var events []*ams.CalendarEvent
+	p := ams.ListParams{Limit: 100, Order: ams.OrderAsc}
+	for len(events) < maxFeedEvents {
+		page, err := s.Store.ListCalendarEvents(ctx, userID, ams.CalendarFilter{}, p)
+		if err != nil {
+			s.feedError(w, r, err)
+			return
+		}
+		events = append(events, page.Data...)
+		if !page.HasMore || len(page.Data) == 0 {
+			break
+		}
+		p.After = page.Data[len(page.Data)-1].ID
+	}
+	var b bytes.Buffer
+	if err := caldav.WriteFeed(&b, "ams", events, s.now()); err != nil {
+		s.feedError(w, r, err)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/calendar; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(b.Len()))
+	h.Set("Cache-Control", "private, max-age=300")
+	h.Set("Content-Disposition", `inline; filename="calendar.ics"`)
+	w.WriteHeader(http.StatusOK)
+	if r.Method != http.MethodHead {
+		w.Write(b.Bytes())
+	}
+}
+
+func (s *Server) feedError(w http.ResponseWriter, r *http.Request, err error) {
+	s.Logger.Error("calendar feed", "request_id", requestID(r.Context()), "err", err)
+	http.Error(w, "The calendar could not be read; try again later.", http.StatusInternalServerError)
+}
