@@ -346,15 +346,20 @@ func WriteFeed(w io.Writer, name string, events []*ams.CalendarEvent, now time.T
 	cal.Props.SetText(ical.PropVersion, "2.0")
 	cal.Props.SetText(ical.PropProductID, ProdID)
 	cal.Props.SetText(ical.PropCalendarScale, "GREGORIAN")
-	cal.Props.SetText("X-WR-CALNAME", name)
-	cal.Props.SetText("NAME", name)
+	cal.Props.SetText(ical.PropName, name)
+	xname := ical.NewProp("X-WR-CALNAME") // the name Apple and Google read
+	xname.SetText(name)
+	xname.Params.Del(ical.ParamValue)
+	cal.Props.Set(xname)
 	// How often subscribers should fetch the feed again (RFC 7986, and
 	// the older name Outlook and Apple read).
 	ri := ical.NewProp(ical.PropRefreshInterval)
 	ri.SetDuration(15 * time.Minute)
 	ri.Params.Set(ical.ParamValue, string(ical.ValueDuration))
 	cal.Props.Set(ri)
-	cal.Props.SetText("X-PUBLISHED-TTL", "PT15M")
+	ttl := ical.NewProp("X-PUBLISHED-TTL")
+	ttl.Value = "PT15M"
+	cal.Props.Set(ttl)
 	for _, e := range events {
 		ev := ical.NewComponent(ical.CompEvent)
 		ev.Props.SetText(ical.PropUID, e.ID)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/caldav"
 	"github.com/amsdev/ams/engine/builtin"
 	"github.com/amsdev/ams/engine/openai"
 	amshttp "github.com/amsdev/ams/http"
@@ -55,6 +56,7 @@ type serveConfig struct {
 	llmBaseURL      string
 	llmAPIKey       string
 	llmTimeout      time.Duration
+	caldavInterval  time.Duration
 }
 
 func newServeCmd(sf *storeFlags) *cobra.Command {
@@ -88,6 +90,7 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.DurationVar(&cfg.webhookLease, "webhook-lease", 15*time.Second, "how long a claimed delivery is reserved before another worker may take it (env AMS_WEBHOOK_LEASE)")
 	f.IntVar(&cfg.webhookWorkers, "webhook-concurrency", 64, "deliveries in flight at most (env AMS_WEBHOOK_CONCURRENCY)")
 	f.IntVar(&cfg.webhookPerHook, "webhook-concurrency-per-webhook", 8, "deliveries in flight to one webhook at most (env AMS_WEBHOOK_CONCURRENCY_PER_WEBHOOK)")
+	f.DurationVar(&cfg.caldavInterval, "caldav-sync-interval", caldav.DefaultInterval, "how often each CalDAV integration is synced with its server (env AMS_CALDAV_SYNC_INTERVAL)")
 	f.StringVar(&cfg.redisURL, "redis-url", "", "Redis that counts rate limits for all processes, redis://host:port/db (env AMS_REDIS_URL; default: in PostgreSQL with --database-url, else in memory)")
 	f.StringVar(&cfg.llmBaseURL, "llm-base-url", "", "OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM, llama.cpp) that runs assistants whose model is not builtin, such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (env AMS_LLM_BASE_URL; empty: only the built-in engine)")
 	f.StringVar(&cfg.llmAPIKey, "llm-api-key", "", "API key sent to --llm-base-url as a bearer token (env AMS_LLM_API_KEY; empty: none)")
@@ -158,7 +161,12 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	if err != nil {
 		return err
 	}
-	assistantWorld := &world.Service{Store: store}
+	// Reminders fire on time, and CalDAV calendars are synced soon after a
+	// change, when the world's changes in this process wake them.
+	reminders := &world.Scheduler{Store: store, Logger: logger}
+	calendars := &caldav.Worker{Syncer: caldav.Syncer{Store: store, Client: caldav.NewHTTPClient(guard), Logger: logger},
+		Guard: guard, Interval: cfg.caldavInterval}
+	assistantWorld := &world.Service{Store: world.Watch(store, world.Changes{Reminder: reminders.Wake, Calendar: calendars.Notify})}
 	api := &amshttp.Server{
 		Store:   store,
 		Limiter: limiter,
@@ -177,11 +185,12 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 			},
 			EngineTimeout: cfg.llmTimeout,
 		},
-		Logger:  logger,
-		OpenAPI: openapi.Document,
-		Guard:   guard,
-		Metrics: metrics.New(),
-		Ready:   store.Ping,
+		Logger:       logger,
+		OpenAPI:      openapi.Document,
+		Guard:        guard,
+		Metrics:      metrics.New(),
+		Integrations: map[string]amshttp.Integrator{caldav.Provider: calendars},
+		Ready:        store.Ping,
 	}
 	if qs, ok := store.(ams.QueueStatter); ok {
 		api.Metrics.WatchQueue(func(ctx context.Context) (int64, time.Duration, error) { return qs.QueueStats(ctx, api.Clock.Now()) })
@@ -195,6 +204,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		base = "http://" + ln.Addr().String()
 	}
 	base = strings.TrimRight(base, "/")
+	api.BaseURL = base
 	// The OAuth server signs tokens with a key every process shares (see oauthKey).
 	tokenKey, err := oauthKey(sf)
 	if err != nil {
@@ -224,8 +234,9 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
-	// Background work: webhook deliveries, queued e-mails, retention. It
-	// stops when ctx is done; deliveries in flight finish and are recorded.
+	// Background work: webhook deliveries, queued e-mails, reminders,
+	// CalDAV sync, retention. It stops when ctx is done; deliveries in
+	// flight finish and are recorded.
 	var bg sync.WaitGroup
 	bgCtx, stopBackground := context.WithCancel(ctx)
 	defer func() { stopBackground(); bg.Wait() }()
@@ -233,7 +244,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		Schedule: schedule, Lease: cfg.webhookLease, Concurrency: cfg.webhookWorkers, PerWebhook: cfg.webhookPerHook, BaseURL: base,
 		OnAttempt: api.Metrics.Delivery}
 	mails := &mailer.Mailer{Queue: store, Sender: sender, Clock: api.Clock, Logger: logger}
-	for _, run := range []func(context.Context) error{worker.Run, mails.Run, func(ctx context.Context) error { return janitor(ctx, store, logger) }} {
+	for _, run := range []func(context.Context) error{worker.Run, mails.Run, reminders.Run, calendars.Run, func(ctx context.Context) error { return janitor(ctx, store, logger) }} {
 		bg.Add(1)
 		go func() {
 			defer bg.Done()
