@@ -56,18 +56,6 @@ func checkAssistantField(body json.RawMessage) error {
 	return nil
 }
 
-// worldError gives an error of world.Service the HTTP layer's codes: an
-// unknown field is unknown_parameter, as decodeJSON says it.
-func worldError(err error) error {
-	var e *ams.Error
-	if errors.As(err, &e) && e.Code == "parameter_unknown" {
-		c := *e
-		c.Code = "unknown_parameter"
-		return &c
-	}
-	return err
-}
-
 // queryTime reads an optional RFC 3339 time query parameter.
 func queryTime(r *http.Request, name string) (*time.Time, error) {
 	v := r.URL.Query().Get(name)
@@ -105,7 +93,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 	}
 	t, err := s.World.CreateTask(r.Context(), auth(r).User.ID, "", body, "")
 	if err != nil {
-		return worldError(err)
+		return err
 	}
 	w.Header().Set("Location", "/v1/tasks/"+t.ID)
 	return writeJSON(w, http.StatusCreated, t)
@@ -167,7 +155,7 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) error {
 	}
 	t, err := s.World.UpdateTask(r.Context(), auth(r).User.ID, id, body, "")
 	if err != nil {
-		return worldError(err)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, t)
 }
@@ -217,7 +205,7 @@ func (s *Server) createCalendarEvent(w http.ResponseWriter, r *http.Request) err
 	}
 	e, err := s.World.CreateEvent(r.Context(), auth(r).User.ID, "", body, "")
 	if err != nil {
-		return worldError(err)
+		return err
 	}
 	w.Header().Set("Location", "/v1/calendar/events/"+e.ID)
 	return writeJSON(w, http.StatusCreated, e)
@@ -274,7 +262,7 @@ func (s *Server) updateCalendarEvent(w http.ResponseWriter, r *http.Request) err
 	}
 	e, err := s.World.UpdateEvent(r.Context(), auth(r).User.ID, id, body, "")
 	if err != nil {
-		return worldError(err)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, e)
 }
@@ -347,7 +335,7 @@ func (s *Server) runAction(w http.ResponseWriter, r *http.Request) error {
 	}
 	act, err := s.World.RunAction(r.Context(), auth(r).User.ID, a, "", *req.Type, req.Input)
 	if err != nil {
-		return worldError(err)
+		return err
 	}
 	w.Header().Set("Location", "/v1/assistants/"+a.ID+"/actions/"+act.ID)
 	return writeJSON(w, http.StatusCreated, act)

@@ -241,9 +241,9 @@ func TestRunAction(t *testing.T) {
 		wantParam(t, err, ams.EINVALID, tc.param)
 	}
 	_, err = e.svc.RunAction(e.ctx, e.user.ID, e.ast, "", world.ToolCompleteTask, json.RawMessage(`{"task_id":"task_nothere"}`))
-	if !ams.IsNotFound(err) {
-		t.Fatalf("unknown task: %v", err)
-	}
+	wantParam(t, err, ams.ENOTFOUND, "input.task_id")
+	_, err = e.svc.RunAction(e.ctx, e.user.ID, e.ast, "", world.ToolUpdateCalendarEvent, json.RawMessage(`{"event_id":"cev_nothere","title":"x"}`))
+	wantParam(t, err, ams.ENOTFOUND, "input.event_id")
 	if after := e.counts(t); after != before || len(e.events(t)) != events {
 		t.Fatalf("refused actions stored something: %v -> %v", before, after)
 	}

@@ -112,7 +112,8 @@ func (s *Service) runTool(ctx context.Context, userID string, a *ams.Assistant, 
 		if err != nil {
 			return nil, err
 		}
-		return encode(svc.UpdateTask(ctx, userID, id, rest, p))
+		t, err := svc.UpdateTask(ctx, userID, id, rest, p)
+		return encode(t, withParam(err, p+"task_id"))
 	case ToolCompleteTask:
 		id, rest, err := takeID(input, "task_id")
 		if err != nil {
@@ -121,7 +122,8 @@ func (s *Service) runTool(ctx context.Context, userID string, a *ams.Assistant, 
 		if _, err := parseObject(rest, p); err != nil {
 			return nil, err
 		}
-		return encode(svc.CompleteTask(ctx, userID, id))
+		t, err := svc.CompleteTask(ctx, userID, id)
+		return encode(t, withParam(err, p+"task_id"))
 	case ToolListTasks:
 		o, err := parseObject(input, p, "status", "due_after", "due_before", "limit")
 		if err != nil {
@@ -145,7 +147,8 @@ func (s *Service) runTool(ctx context.Context, userID string, a *ams.Assistant, 
 		if err != nil {
 			return nil, err
 		}
-		return encode(svc.UpdateEvent(ctx, userID, id, rest, p))
+		e, err := svc.UpdateEvent(ctx, userID, id, rest, p)
+		return encode(e, withParam(err, p+"event_id"))
 	case ToolListCalendarEvents:
 		o, err := parseObject(input, p, "starts_after", "starts_before", "limit")
 		if err != nil {
