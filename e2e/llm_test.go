@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/amsdev/ams/client"
 	"github.com/amsdev/ams/engine/openai/openaitest"
 )
 
@@ -90,6 +92,24 @@ func TestModelBackedAssistant(t *testing.T) {
 	tool := llm.Requests()[2].Messages()
 	if last := tool[len(tool)-1]; last["role"] != "tool" || !strings.Contains(last["content"].(string), `"status":"succeeded"`) {
 		t.Fatalf("tool message sent to the model: %v", last)
+	}
+
+	// The Go client streams the same way.
+	llm.Push(openaitest.Text("Via ", "the SDK."))
+	c := client.New(s.base, key)
+	var got strings.Builder
+	var final *client.Message
+	for ev, err := range c.SendMessageStream(context.Background(), client.SendMessageParams{AssistantID: asst, ConversationID: conv, Message: "And now?"}) {
+		if err != nil {
+			t.Fatalf("SendMessageStream: %v", err)
+		}
+		got.WriteString(ev.Delta)
+		if ev.Message != nil {
+			final = ev.Message
+		}
+	}
+	if got.String() != "Via the SDK." || final == nil || final.Content != "Via the SDK." {
+		t.Fatalf("SDK stream: %q %+v", got.String(), final)
 	}
 
 	// The provider refusing the key is a documented 502, and nothing is
