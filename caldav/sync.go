@@ -188,9 +188,12 @@ func (s *Syncer) run(ctx context.Context, in *ams.Integration, deletions []delet
 			continue // a second object with the UID: the first one wins
 		}
 		if e == nil {
-			gone, err := s.deletedHere(ctx, in.UserID, uid)
+			gone, ours, err := s.deletedHere(ctx, in.UserID, uid)
 			if err != nil {
 				return res, err
+			}
+			if ours {
+				continue // a copy of an event another integration keeps: not imported twice
 			}
 			if gone {
 				if err := rc.remove(ctx, o.Path, o.ETag); err != nil && !isStatus(err, http.StatusPreconditionFailed) {
@@ -297,16 +300,18 @@ func (s *Syncer) inactiveIntegrations(ctx context.Context, in *ams.Integration, 
 }
 
 // deletedHere reports whether uid is the id of an event of this account
-// that no longer exists: an object ams wrote, whose event was deleted.
-func (s *Syncer) deletedHere(ctx context.Context, userID, uid string) (bool, error) {
+// that no longer exists (gone: an object ams wrote, whose event was
+// deleted), or of one that exists (ours: written by ams for another
+// integration, or created since the listing).
+func (s *Syncer) deletedHere(ctx context.Context, userID, uid string) (gone, ours bool, err error) {
 	if !ams.HasPrefixID(uid, ams.PrefixCalendar) {
-		return false, nil
+		return false, false, nil
 	}
-	_, err := s.Store.FindCalendarEvent(ctx, userID, uid)
+	_, err = s.Store.FindCalendarEvent(ctx, userID, uid)
 	if ams.IsNotFound(err) {
-		return true, nil
+		return true, false, nil
 	}
-	return false, err
+	return false, err == nil, err
 }
 
 // create stores the event of a new object and emits event.created. A

@@ -161,11 +161,21 @@ func (w *Worker) syncNotified(ctx context.Context) {
 		}
 		return
 	}
+	active := map[string]bool{}
 	for _, in := range ins {
+		active[in.ID] = true
 		if users[in.UserID] {
 			w.start(ctx, in, 0)
 		}
 	}
+	// Deletions for integrations no longer synced are dropped.
+	w.mu.Lock()
+	for id := range w.deletions {
+		if !active[id] {
+			delete(w.deletions, id)
+		}
+	}
+	w.mu.Unlock()
 }
 
 // start runs a sync of in in the background, unless one is running in
