@@ -179,6 +179,14 @@ func TestStreamBadInputIsAJSONError(t *testing.T) {
 }
 
 func TestStreamDeltasArriveBeforeCompletion(t *testing.T) {
+	for _, key := range []string{"", "k-flush"} {
+		t.Run("idempotency key "+key, func(t *testing.T) { testDeltasArriveBeforeCompletion(t, key) })
+	}
+}
+
+// testDeltasArriveBeforeCompletion checks that each delta is flushed to
+// the client at once, also through the idempotency recorder.
+func testDeltasArriveBeforeCompletion(t *testing.T, key string) {
 	f := setup(t)
 	release := make(chan struct{})
 	f.useEngine(engineFunc(func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
@@ -195,7 +203,11 @@ func TestStreamDeltasArriveBeforeCompletion(t *testing.T) {
 		}
 		return &ams.Reply{Content: "Hello!"}, nil
 	}))
-	resp := f.openStream(context.Background(), t, http.DefaultClient, f.streamBody("hi"))
+	var hdr []string
+	if key != "" {
+		hdr = []string{"Idempotency-Key", key}
+	}
+	resp := f.openStream(context.Background(), t, http.DefaultClient, f.streamBody("hi"), hdr...)
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
