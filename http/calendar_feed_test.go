@@ -167,3 +167,24 @@ func TestCalendarFeedEmpty(t *testing.T) {
 	}
 	wantError(t, f.do("POST", "/v1/calendar/feed", `{"name":"x"}`), 400, "invalid_request_error", "unknown_parameter", "name")
 }
+
+// TestCalendarFeedNotKeptForReplay: the feed URL is a secret shown once,
+// so an Idempotency-Key does not keep it for 24 hours: the key is
+// released, and a retry with it makes a new feed (the old one is
+// disconnected) rather than replaying the secret.
+func TestCalendarFeedNotKeptForReplay(t *testing.T) {
+	f := setup(t)
+	first := f.do("POST", "/v1/calendar/feed", "", "Idempotency-Key", "feed-1")
+	if first.status != 201 {
+		t.Fatalf("create: %d %s", first.status, first.body)
+	}
+	rec, err := f.Store.BeginIdempotent(context.Background(), &ams.IdempotencyRecord{UserID: f.User.ID, Key: "feed-1", RequestHash: "x", CreatedAt: f.Clock.Now()})
+	if err != nil || rec != nil {
+		t.Fatalf("the answer with the feed URL was kept for replay: %+v %v", rec, err)
+	}
+	f.Store.ReleaseIdempotent(context.Background(), f.User.ID, "feed-1")
+	again := f.do("POST", "/v1/calendar/feed", "", "Idempotency-Key", "feed-1")
+	if again.status != 201 || again.header.Get("Idempotent-Replayed") != "" || again.json(t)["url"] == first.json(t)["url"] {
+		t.Fatalf("retry: %d %s (replayed %q)", again.status, again.body, again.header.Get("Idempotent-Replayed"))
+	}
+}
