@@ -334,7 +334,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 	// calendar feed URL) is not kept for replay: the secret would sit in
 	// the idempotency table for 24 hours. The key is released instead, so
 	// a retry runs the request again.
-	secret := false && strings.Contains(w.Header().Get("Cache-Control"), "no-store")
+	secret := strings.Contains(w.Header().Get("Cache-Control"), "no-store")
 	if rw.status >= 200 && rw.status < 300 && !rw.failed && !secret {
 		rec.Done, rec.Status, rec.Body = true, rw.status, rw.body.Bytes()
 		rec.Header = map[string]string{"Content-Type": w.Header().Get("Content-Type")}
