@@ -126,8 +126,8 @@ func TestModelBackedAssistant(t *testing.T) {
 }
 
 // TestModelNotSupportedWithoutLLM: without --llm-base-url an assistant of
-// another model is refused with model_not_supported; a bad base URL stops
-// the server at start.
+// another model is refused with model_not_supported, and so is a model
+// --llm-models does not list; a bad base URL stops the server at start.
 func TestModelNotSupportedWithoutLLM(t *testing.T) {
 	dir := t.TempDir()
 	s := startServe(t, dir)
@@ -136,6 +136,21 @@ func TestModelNotSupportedWithoutLLM(t *testing.T) {
 	st, e := request(t, "POST", s.base+"/v1/messages", key, `{"assistant_id":"`+a["id"].(string)+`","message":"Hi"}`)
 	if errBody, _ := e["error"].(map[string]any); st != 400 || errBody["code"] != "model_not_supported" {
 		t.Fatalf("%d %v", st, e)
+	}
+
+	// --llm-models limits which models assistants may use on the server.
+	llm := openaitest.New(t)
+	s2 := startServe(t, t.TempDir(), "--llm-base-url", llm.URL, "--llm-models", "gpt-allowed,gpt-other")
+	key2 := s2.field(t, `API key\s+(ams_sk_\w+)`)
+	for model, want := range map[string]int{"gpt-test": 400, "gpt-allowed": 201} {
+		_, a := request(t, "POST", s2.base+"/v1/assistants", key2, `{"name":"Gepetto","model":"`+model+`"}`)
+		llm.Push(openaitest.Text("Allowed."))
+		if st, e := request(t, "POST", s2.base+"/v1/messages", key2, `{"assistant_id":"`+a["id"].(string)+`","message":"Hi"}`); st != want {
+			t.Fatalf("model %s: %d %v", model, st, e)
+		}
+	}
+	if n := len(llm.Requests()); n != 1 {
+		t.Fatalf("%d requests to the model, want 1 (gpt-allowed's)", n)
 	}
 
 	cmd := exec.Command(amsBinary(t), "serve", "--addr", "127.0.0.1:0", "--llm-base-url", "ftp://example.com/v1")

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -56,6 +57,7 @@ type serveConfig struct {
 	llmBaseURL      string
 	llmAPIKey       string
 	llmTimeout      time.Duration
+	llmModels       []string
 	caldavInterval  time.Duration
 }
 
@@ -95,6 +97,7 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.StringVar(&cfg.llmBaseURL, "llm-base-url", "", "OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM, llama.cpp) that runs assistants whose model is not builtin, such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (env AMS_LLM_BASE_URL; empty: only the built-in engine)")
 	f.StringVar(&cfg.llmAPIKey, "llm-api-key", "", "API key sent to --llm-base-url as a bearer token (env AMS_LLM_API_KEY; empty: none)")
 	f.DurationVar(&cfg.llmTimeout, "llm-timeout", 60*time.Second, "how long one reply may take, a model's tool calls included (env AMS_LLM_TIMEOUT)")
+	f.StringSliceVar(&cfg.llmModels, "llm-models", nil, "the models assistants may use on --llm-base-url, comma-separated (env AMS_LLM_MODELS; empty: any)")
 	return cmd
 }
 
@@ -178,7 +181,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 				if a.Model == ams.ModelBuiltin || a.Model == "" {
 					return engine, nil
 				}
-				if llm != nil {
+				if llm != nil && (len(cfg.llmModels) == 0 || slices.Contains(cfg.llmModels, a.Model)) {
 					return llm, nil
 				}
 				return nil, ams.Errorf(ams.EINVALID, "model_not_supported", "Assistant '%s' uses model '%s', which this server does not run.", a.ID, a.Model)
