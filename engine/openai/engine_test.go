@@ -100,7 +100,10 @@ func newEngine(t *testing.T, srv *openaitest.Server, mod ...func(*openai.Config)
 
 type testWriter struct{ t *testing.T }
 
-func (w testWriter) Write(b []byte) (int, error) { w.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
 
 // wantUpstream checks that err is the EUPSTREAM error with code, and that
 // its message does not leak the provider's text.
