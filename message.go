@@ -3,6 +3,7 @@ package ams
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -21,6 +22,19 @@ type Assistant struct {
 
 // ModelBuiltin is the model name of the built-in engine, the default.
 const ModelBuiltin = "builtin"
+
+// MaxModelName is the longest model name accepted.
+const MaxModelName = 100
+
+// ValidModelName reports whether m is a plausible model name: 1 to
+// MaxModelName letters, digits and . _ : / - ("builtin", "gpt-4o-mini",
+// "llama3.1:8b"). Whether a server runs it is decided when a message is
+// sent.
+func ValidModelName(m string) bool {
+	return m != "" && len(m) <= MaxModelName && strings.IndexFunc(m, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._:/-", c))
+	}) < 0
+}
 
 // Conversation is a thread of messages between a user's program and one
 // assistant.

@@ -30,6 +30,11 @@ func TestModelBackedAssistant(t *testing.T) {
 		t.Fatalf("create assistant: %d %v", st, a)
 	}
 	asst := a["id"].(string)
+	// The CLI makes model-backed assistants too (beside the running server).
+	cliAsst := strings.TrimSpace(run(t, dir, "", "assistants", "create", "--email", "dev@example.com", "--name", "Cli", "--model", "llama3.1:8b"))
+	if st, got := request(t, "GET", s.base+"/v1/assistants/"+cliAsst, key, ""); st != 200 || got["model"] != "llama3.1:8b" {
+		t.Fatalf("assistant made by the CLI: %d %v", st, got)
+	}
 
 	// A plain reply.
 	llm.Push(openaitest.Text("Hello from the model."))

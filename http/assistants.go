@@ -15,7 +15,6 @@ const (
 	maxAssistantName        = 200       // characters
 	maxAssistantDescription = 10_000    // bytes
 	maxAssistantInstruction = 32 * 1024 // bytes
-	maxModelName            = 100       // bytes
 )
 
 // field is a JSON field of a request body that tells absent from null
@@ -63,12 +62,9 @@ func checkText(param, s string, max int, chars bool) error {
 // checkModel validates a model name: a plausible identifier. Whether the
 // server runs it is decided when a message is sent (model_not_supported).
 func checkModel(m string) error {
-	ok := m != "" && len(m) <= maxModelName && strings.IndexFunc(m, func(c rune) bool {
-		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._:/-", c))
-	}) < 0
-	if !ok {
+	if !ams.ValidModelName(m) {
 		return ams.ParamError("parameter_invalid", "model",
-			"'model' must be 1 to %d characters of letters, digits and . _ : / - (such as \"builtin\").", maxModelName)
+			"'model' must be 1 to %d characters of letters, digits and . _ : / - (such as \"builtin\").", ams.MaxModelName)
 	}
 	return nil
 }

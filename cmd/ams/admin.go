@@ -279,8 +279,8 @@ func newAssistantsCmd(sf *storeFlags) *cobra.Command {
 			if strings.TrimSpace(name) == "" || len(name) > 100 {
 				return fmt.Errorf("--name must be 1 to 100 characters")
 			}
-			if model != ams.ModelBuiltin {
-				return fmt.Errorf("unknown model %q: this version has the %q engine", model, ams.ModelBuiltin)
+			if !ams.ValidModelName(model) {
+				return fmt.Errorf("--model %q: a model name is 1 to %d letters, digits and . _ : / - (%q is the built-in engine; others run on the --llm-base-url server of ams serve)", model, ams.MaxModelName, ams.ModelBuiltin)
 			}
 			return withStore(ctx, sf, func(store ams.Store) error {
 				u, err := store.FindUserByEmail(ctx, email)
@@ -300,7 +300,7 @@ func newAssistantsCmd(sf *storeFlags) *cobra.Command {
 	create.Flags().StringVar(&name, "name", "", "the assistant's name (required)")
 	create.Flags().StringVar(&desc, "description", "", "what the assistant is for")
 	create.Flags().StringVar(&instr, "instructions", "", "instructions that guide its replies")
-	create.Flags().StringVar(&model, "model", ams.ModelBuiltin, "the engine that runs it")
+	create.Flags().StringVar(&model, "model", ams.ModelBuiltin, "the engine that runs it: builtin, or a model of the --llm-base-url server")
 	create.MarkFlagRequired("email")
 	create.MarkFlagRequired("name")
 	cmd.AddCommand(create)
