@@ -139,6 +139,8 @@ type Store interface {
 	// The assistant's world: tasks, calendar events, actions, integration
 	// secrets, reminders.
 	WorldStore
+	// Per-minute request counts of accounts (usage metering).
+	UsageStore
 
 	// Idempotency. BeginIdempotent stores a running record for (userID,
 	// key) and returns nil, or returns the record already stored (done or

@@ -491,6 +491,7 @@ func (db *DB) Purge(ctx context.Context, now time.Time) (int64, error) {
 		{`DELETE FROM oauth_tokens WHERE expires_at < $1`, ms(now.Add(-24 * time.Hour))},
 		{`DELETE FROM login_sessions WHERE expires_at < $1`, ms(now)},
 		{`DELETE FROM oauth_locks WHERE expires_at < $1`, ms(now)},
+		{`DELETE FROM usage_minutes WHERE minute_start < $1`, ms(now.Add(-ams.UsageRetention))},
 	} {
 		tag, err := tx.Exec(ctx, q.sql, q.arg)
 		if err != nil {

@@ -511,6 +511,7 @@ func (db *DB) Purge(ctx context.Context, now time.Time) (int64, error) {
 		{`DELETE FROM oauth_tokens WHERE expires_at < ?`, ms(now.Add(-24 * time.Hour))},
 		{`DELETE FROM login_sessions WHERE expires_at < ?`, ms(now)},
 		{`DELETE FROM oauth_locks WHERE expires_at < ?`, ms(now)},
+		{`DELETE FROM usage_minutes WHERE minute_start < ?`, ms(now.Add(-ams.UsageRetention))},
 	} {
 		res, err := tx.ExecContext(ctx, q.sql, q.arg)
 		if err != nil {

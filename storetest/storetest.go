@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Purge", testPurge},
 		{"OAuth", testOAuth},
 		{"OAuthLocks", testOAuthLocks},
+		{"OAuthManagement", testOAuthManagement},
 		{"WorldTasks", testWorldTasks},
 		{"WorldCalendar", testWorldCalendar},
 		{"WorldRollback", testWorldRollback},
@@ -42,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"WorldIntegrations", testWorldIntegrations},
 		{"WorldActions", testWorldActions},
 		{"WorldReminders", testWorldReminders},
+		{"UsageMinutes", testUsageMinutes}, {"UsageDays", testUsageDays}, {"UsagePurge", testUsagePurge}, {"UsageConcurrent", testUsageConcurrent},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -255,6 +255,10 @@ var Tables = []*Table{
 		cols(Text, "id_hash", "user_id"),
 		cols(Int, "created_at", "expires_at"),
 	)},
+	{Name: "usage_minutes", OrderBy: []string{"user_id", "minute_start"}, Columns: join(
+		cols(Text, "user_id"),
+		cols(Int, "minute_start", "allowed", "refused"),
+	)},
 }
 
 // Bookkeeping is the table of applied migrations: each engine numbers its
