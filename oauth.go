@@ -98,4 +98,39 @@ type OAuthStore interface {
 	CreateLoginSession(ctx context.Context, s *LoginSession) error
 	FindLoginSession(ctx context.Context, idHash string, now time.Time) (*LoginSession, error)
 	DeleteLoginSession(ctx context.Context, idHash string) error
+
+	// Management of a user's clients and grants (the account pages). Each
+	// matches userID: another account's client is ENOTFOUND.
+	//
+	// SetOAuthClientSecret replaces the secret hash of a confidential
+	// client (rotation: the old secret is refused from then on; tokens
+	// already issued stay valid) and sets updated_at to now; a public
+	// client is ECONFLICT. DeleteOAuthClient removes the client with every
+	// token, code and grant of it, of every user, so its access stops at
+	// once.
+	SetOAuthClientSecret(ctx context.Context, userID, id, hash string, now time.Time) (*OAuthClient, error)
+	DeleteOAuthClient(ctx context.Context, userID, id string) error
+	// ListGrants returns the apps the user has authorized: one OAuthGrant
+	// per client for which the user holds a live (active, unexpired at
+	// now) access or refresh token, most recently granted first.
+	// RevokeGrants deactivates every code, access and refresh token of the
+	// user for the client (other users' grants of it stay); ENOTFOUND if
+	// there was no active one.
+	ListGrants(ctx context.Context, userID string, now time.Time) ([]*OAuthGrant, error)
+	RevokeGrants(ctx context.Context, userID, clientID string) error
+}
+
+// OAuthGrant is an app a user has authorized, as the account pages list
+// it: the client and what the user's live tokens for it allow.
+type OAuthGrant struct {
+	ClientID   string
+	ClientName string
+	// Scopes is the union of the scopes of the live tokens, in the order
+	// of AllPermissions.
+	Scopes []string
+	// FirstGrantedAt is when the oldest token of the client still on
+	// record for the user (live or not; expired tokens are purged a day
+	// after they expire) was issued; LastGrantedAt when the newest was.
+	FirstGrantedAt time.Time
+	LastGrantedAt  time.Time
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -178,6 +179,106 @@ func (db *DB) FindLoginSession(ctx context.Context, idHash string, now time.Time
 func (db *DB) DeleteLoginSession(ctx context.Context, idHash string) error {
 	if _, err := db.write.ExecContext(ctx, `DELETE FROM login_sessions WHERE id_hash = ?`, idHash); err != nil {
 		return fmt.Errorf("delete login session: %w", err)
+	}
+	return nil
+}
+
+// SetOAuthClientSecret replaces the secret hash of the user's confidential
+// client.
+func (db *DB) SetOAuthClientSecret(ctx context.Context, userID, id, hash string, now time.Time) (*ams.OAuthClient, error) {
+	c, err := scanClient(db.write.QueryRowContext(ctx, `UPDATE oauth_clients SET secret_hash = ?, updated_at = ?
+		WHERE id = ? AND user_id = ? AND NOT public RETURNING `+sqlrow.ClientCols, hash, ms(now), id, userID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, clientNotUpdatable(ctx, db, userID, id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("set oauth client secret: %w", err)
+	}
+	return c, nil
+}
+
+// clientNotUpdatable says why a secret update matched no row: the client
+// is not the user's (ENOTFOUND) or it is public (ECONFLICT).
+func clientNotUpdatable(ctx context.Context, db *DB, userID, id string) error {
+	c, err := db.FindOAuthClient(ctx, id)
+	if err != nil {
+		return err
+	}
+	if c.UserID != userID {
+		return ams.NotFound("oauth_client", id)
+	}
+	return ams.Errorf(ams.ECONFLICT, "public_client", "The client '%s' is public: it has no secret.", id)
+}
+
+// DeleteOAuthClient removes the user's client; its tokens go with it (the
+// foreign key cascades).
+func (db *DB) DeleteOAuthClient(ctx context.Context, userID, id string) error {
+	res, err := db.write.ExecContext(ctx, `DELETE FROM oauth_clients WHERE id = ? AND user_id = ?`, id, userID)
+	if err != nil {
+		return fmt.Errorf("delete oauth client: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("delete oauth client: %w", err)
+	} else if n == 0 {
+		return ams.NotFound("oauth_client", id)
+	}
+	return nil
+}
+
+// ListGrants returns the clients the user holds live access or refresh
+// tokens of.
+func (db *DB) ListGrants(ctx context.Context, userID string, now time.Time) ([]*ams.OAuthGrant, error) {
+	rows, err := db.rq.QueryContext(ctx, `SELECT t.client_id, c.name, MIN(t.created_at), MAX(t.created_at),
+			COALESCE(group_concat(CASE WHEN t.active AND t.expires_at > ?1 THEN t.scopes END, ' '), '')
+		FROM oauth_tokens t JOIN oauth_clients c ON c.id = t.client_id
+		WHERE t.user_id = ?2 AND t.kind IN ('access', 'refresh')
+		GROUP BY t.client_id, c.name
+		HAVING SUM(t.active AND t.expires_at > ?1) > 0
+		ORDER BY MAX(t.created_at) DESC, t.client_id`, ms(now), userID)
+	if err != nil {
+		return nil, fmt.Errorf("list oauth grants: %w", err)
+	}
+	defer rows.Close()
+	var out []*ams.OAuthGrant
+	for rows.Next() {
+		g := &ams.OAuthGrant{}
+		var first, last int64
+		var scopes string
+		if err := rows.Scan(&g.ClientID, &g.ClientName, &first, &last, &scopes); err != nil {
+			return nil, fmt.Errorf("scan oauth grant: %w", err)
+		}
+		g.FirstGrantedAt, g.LastGrantedAt = fromMS(first), fromMS(last)
+		g.Scopes = grantScopes(scopes)
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// grantScopes returns the permissions named in the space-separated list,
+// each once, in canonical order.
+func grantScopes(list string) []string {
+	words := strings.Fields(list)
+	out := []string{}
+	for _, p := range ams.AllPermissions {
+		if slices.Contains(words, string(p)) {
+			out = append(out, string(p))
+		}
+	}
+	return out
+}
+
+// RevokeGrants deactivates the user's codes, access and refresh tokens of
+// the client.
+func (db *DB) RevokeGrants(ctx context.Context, userID, clientID string) error {
+	res, err := db.write.ExecContext(ctx, `UPDATE oauth_tokens SET active = 0
+		WHERE user_id = ? AND client_id = ? AND kind IN ('code', 'access', 'refresh') AND active`, userID, clientID)
+	if err != nil {
+		return fmt.Errorf("revoke oauth grants: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("revoke oauth grants: %w", err)
+	} else if n == 0 {
+		return ams.NotFound("oauth_grant", clientID)
 	}
 	return nil
 }

@@ -158,3 +158,165 @@ func testOAuthLocks(t *testing.T, s ams.Store) {
 		t.Fatalf("%d of 8 racing owners took the lock, want 1", won.Load())
 	}
 }
+
+// testOAuthManagement: the account pages' management of clients and
+// grants: rotating a secret, deleting a client with its tokens, listing
+// the apps a user authorized and revoking them, each scoped to the user.
+func testOAuthManagement(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	u := mustUser(t, s, "owner@example.com")
+	other := mustUser(t, s, "other@example.com")
+	newClient := func(owner *ams.User, name string, public bool) *ams.OAuthClient {
+		t.Helper()
+		c := &ams.OAuthClient{ID: ams.NewID(ams.PrefixClient), Object: "oauth_client", UserID: owner.ID, Name: name,
+			RedirectURIs: []string{"https://app.example/cb"}, Public: public, CreatedAt: t0, UpdatedAt: t0}
+		if !public {
+			c.SecretHash = ams.HashSecret("old-" + name)
+		}
+		if err := s.CreateOAuthClient(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	app := newClient(u, "App", false)
+	pub := newClient(u, "Public app", true)
+	theirs := newClient(other, "Their app", false)
+
+	// Rotation.
+	got, err := s.SetOAuthClientSecret(ctx, u.ID, app.ID, ams.HashSecret("new"), t0.Add(time.Hour))
+	if err != nil || got.SecretHash != ams.HashSecret("new") || !got.UpdatedAt.Equal(t0.Add(time.Hour)) || !got.CreatedAt.Equal(t0) || got.Name != "App" {
+		t.Fatalf("rotate: %+v %v", got, err)
+	}
+	if c, _ := s.FindOAuthClient(ctx, app.ID); c.SecretHash != ams.HashSecret("new") {
+		t.Fatal("rotated secret not stored")
+	}
+	_, err = s.SetOAuthClientSecret(ctx, u.ID, theirs.ID, ams.HashSecret("x"), t0)
+	wantKind(t, err, ams.ENOTFOUND)
+	if c, _ := s.FindOAuthClient(ctx, theirs.ID); c.SecretHash != ams.HashSecret("old-Their app") {
+		t.Fatal("another account's client secret changed")
+	}
+	_, err = s.SetOAuthClientSecret(ctx, u.ID, "cli_missing", ams.HashSecret("x"), t0)
+	wantKind(t, err, ams.ENOTFOUND)
+	_, err = s.SetOAuthClientSecret(ctx, u.ID, pub.ID, ams.HashSecret("x"), t0)
+	wantKind(t, err, ams.ECONFLICT)
+	if c, _ := s.FindOAuthClient(ctx, pub.ID); c.SecretHash != "" {
+		t.Fatal("a public client got a secret")
+	}
+
+	// Tokens: u granted app (two grants: read, then write+messages),
+	// pub (an expired access token only, and an unused code), and
+	// theirs; other granted app too.
+	n := 0
+	tok := func(c *ams.OAuthClient, user *ams.User, kind string, scopes []string, created, expires time.Time) *ams.OAuthToken {
+		t.Helper()
+		n++
+		tk := &ams.OAuthToken{Signature: fmt.Sprint("sig", n), Kind: kind, RequestID: fmt.Sprint("req", n), ClientID: c.ID, UserID: user.ID,
+			Scopes: scopes, Active: true, Data: []byte(`{}`), ExpiresAt: expires, CreatedAt: created}
+		if err := s.CreateOAuthToken(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+		return tk
+	}
+	now := t0.Add(2 * time.Hour)
+	hour, month := time.Hour, 30*24*time.Hour
+	appOld := tok(app, u, ams.TokenRefresh, []string{"read"}, t0, t0.Add(month))
+	appAccess := tok(app, u, ams.TokenAccess, []string{"write", "messages"}, t0.Add(90*time.Minute), t0.Add(90*time.Minute+hour))
+	appRefresh := tok(app, u, ams.TokenRefresh, []string{"messages", "write"}, t0.Add(90*time.Minute), t0.Add(90*time.Minute+month))
+	retired := tok(app, u, ams.TokenRefresh, []string{"admin"}, t0.Add(-time.Hour), t0.Add(month)) // rotated: inactive
+	if err := s.DeactivateOAuthToken(ctx, ams.TokenRefresh, retired.Signature); err != nil {
+		t.Fatal(err)
+	}
+	tok(pub, u, ams.TokenAccess, []string{"read"}, t0, t0.Add(hour)) // expired at now
+	pubCode := tok(pub, u, ams.TokenAuthorizeCode, []string{"read"}, now, now.Add(10*time.Minute))
+	theirsAccess := tok(theirs, u, ams.TokenAccess, []string{"integrations"}, t0.Add(time.Minute), t0.Add(3*hour))
+	otherAccess := tok(app, other, ams.TokenAccess, []string{"admin"}, t0, t0.Add(3*hour))
+
+	grants, err := s.ListGrants(ctx, u.ID, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(grants) != 2 {
+		t.Fatalf("grants of %s: %d, want 2 (app, their app): %+v", u.Email, len(grants), grants)
+	}
+	g := grants[0] // most recently granted first
+	if g.ClientID != app.ID || g.ClientName != "App" || fmt.Sprint(g.Scopes) != "[read write messages]" ||
+		!g.FirstGrantedAt.Equal(t0.Add(-time.Hour)) || !g.LastGrantedAt.Equal(t0.Add(90*time.Minute)) {
+		t.Fatalf("grant of app: %+v (want scopes of live tokens only, in canonical order)", g)
+	}
+	if g := grants[1]; g.ClientID != theirs.ID || g.ClientName != "Their app" || fmt.Sprint(g.Scopes) != "[integrations]" ||
+		!g.FirstGrantedAt.Equal(t0.Add(time.Minute)) || !g.LastGrantedAt.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("grant of their app: %+v", g)
+	}
+	if og, err := s.ListGrants(ctx, other.ID, now); err != nil || len(og) != 1 || og[0].ClientID != app.ID || fmt.Sprint(og[0].Scopes) != "[admin]" {
+		t.Fatalf("grants of %s: %+v %v", other.Email, og, err)
+	}
+	if later, err := s.ListGrants(ctx, u.ID, t0.Add(3*time.Hour)); err != nil || len(later) != 1 || later[0].ClientID != app.ID ||
+		fmt.Sprint(later[0].Scopes) != "[read write messages]" {
+		// At t0+3h theirs's only token and app's access token have
+		// expired; app's refresh tokens are live.
+		t.Fatalf("grants after expiry: %+v %v", later, err)
+	}
+
+	active := func(tk *ams.OAuthToken) bool {
+		t.Helper()
+		got, err := s.GetOAuthToken(ctx, tk.Kind, tk.Signature)
+		if err != nil {
+			t.Fatalf("token %s: %v", tk.Signature, err)
+		}
+		return got.Active
+	}
+	// Revoking: every token of the user for the client, not another
+	// user's, not another client's.
+	if err := s.RevokeGrants(ctx, u.ID, app.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range []*ams.OAuthToken{appOld, appAccess, appRefresh} {
+		if active(tk) {
+			t.Fatalf("token %s (%s) still active after RevokeGrants", tk.Signature, tk.Kind)
+		}
+	}
+	if !active(otherAccess) || !active(theirsAccess) || !active(pubCode) {
+		t.Fatal("RevokeGrants touched another user's or another client's tokens")
+	}
+	if grants, _ := s.ListGrants(ctx, u.ID, now); len(grants) != 1 || grants[0].ClientID != theirs.ID {
+		t.Fatalf("grants after revoking app: %+v", grants)
+	}
+	wantKind(t, s.RevokeGrants(ctx, u.ID, app.ID), ams.ENOTFOUND) // nothing left to revoke
+	wantKind(t, s.RevokeGrants(ctx, other.ID, pub.ID), ams.ENOTFOUND)
+	// An unused code is revoked too, so it cannot be exchanged later.
+	if err := s.RevokeGrants(ctx, u.ID, pub.ID); err != nil {
+		t.Fatal(err)
+	}
+	if active(pubCode) {
+		t.Fatal("RevokeGrants left a code active")
+	}
+
+	// Deleting: only the owner, and every token of the client goes,
+	// whoever's it is.
+	wantKind(t, s.DeleteOAuthClient(ctx, other.ID, app.ID), ams.ENOTFOUND)
+	if _, err := s.FindOAuthClient(ctx, app.ID); err != nil {
+		t.Fatalf("another account deleted the client: %v", err)
+	}
+	wantKind(t, s.DeleteOAuthClient(ctx, u.ID, "cli_missing"), ams.ENOTFOUND)
+	if err := s.DeleteOAuthClient(ctx, u.ID, app.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FindOAuthClient(ctx, app.ID); !ams.IsNotFound(err) {
+		t.Fatalf("deleted client found: %v", err)
+	}
+	for _, tk := range []*ams.OAuthToken{appOld, appAccess, appRefresh, retired, otherAccess} {
+		if _, err := s.GetOAuthToken(ctx, tk.Kind, tk.Signature); !ams.IsNotFound(err) {
+			t.Fatalf("token %s of the deleted client: %v", tk.Signature, err)
+		}
+	}
+	if og, _ := s.ListGrants(ctx, other.ID, now); len(og) != 0 {
+		t.Fatalf("grants of a deleted client: %+v", og)
+	}
+	if !active(theirsAccess) {
+		t.Fatal("deleting a client touched another client's token")
+	}
+	if l, _ := s.ListOAuthClients(ctx, u.ID); len(l) != 1 || l[0].ID != pub.ID {
+		t.Fatalf("clients after delete: %+v", l)
+	}
+	wantKind(t, s.DeleteOAuthClient(ctx, u.ID, app.ID), ams.ENOTFOUND)
+}
