@@ -50,6 +50,23 @@ type User struct {
 	Timezone     string    `json:"timezone"`
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
+
+	// ApprovedAt is when the account was let off the early-access
+	// waitlist (nil: still on it; it may not create API keys).
+	ApprovedAt *time.Time `json:"approved_at"`
+	// Admin accounts administer the service (the waitlist page).
+	Admin bool `json:"admin"`
+}
+
+// Approved reports whether the account has API access: it is off the
+// early-access waitlist.
+func (u *User) Approved() bool { return u.ApprovedAt != nil }
+
+// ErrWaitlisted is the error of creating an API key for an account that is
+// still on the early-access waitlist.
+func ErrWaitlisted() error {
+	return &Error{Kind: EFORBIDDEN, Code: "account_on_waitlist",
+		Message: "This account is on the early-access waitlist: API keys can be created once it is approved."}
 }
 
 // Limits returns the account's rate limits: the plan's figures, or for
@@ -79,4 +96,8 @@ type UserUpdate struct {
 	RPD          *int
 	Timezone     *string
 	PasswordHash *string
+	// ApprovedAt approves the account (lets it off the waitlist) at the
+	// time given; nil keeps it as it is.
+	ApprovedAt *time.Time
+	Admin      *bool
 }

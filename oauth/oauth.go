@@ -77,6 +77,7 @@ type Server struct {
 	base     string
 	secure   bool // cookies get the Secure attribute
 	csrfKey  []byte
+	secret   []byte // Config.Secret, for DeriveKey
 	throttle LoginThrottle
 	provider fosite.OAuth2Provider
 	strategy *tokenStrategy
@@ -104,6 +105,7 @@ func New(cfg Config) (*Server, error) {
 		base:     base,
 		secure:   u.Scheme == "https",
 		csrfKey:  deriveKey(cfg.Secret, "ams oauth csrf v1"),
+		secret:   append([]byte(nil), cfg.Secret...),
 		throttle: cfg.Throttle,
 		locks:    grantLocks{owner: ams.NewID("proc")},
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/ratelimit/redisrate"
+	"github.com/amsdev/ams/web"
 	"github.com/amsdev/ams/webhook"
 	"github.com/amsdev/ams/webhook/ssrf"
 	"github.com/amsdev/ams/world"
@@ -221,6 +222,9 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	}
 	api.Tokens = authz
 	authz.Register(api.Mux())
+	// The account pages share the OAuth server's session and sign-in.
+	account := &web.Server{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, OAuth: authz}
+	account.Register(api.Mux())
 	if cfg.dev {
 		if err := devBootstrap(ctx, store, base, stdout); err != nil {
 			ln.Close()

@@ -1,0 +1,59 @@
+package oauth
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/amsdev/ams"
+)
+
+// This file exports what the account pages (package web) share with the
+// login pages: the session, its CSRF tokens and keys derived from the
+// server's secret.
+
+// SessionUser returns the signed-in user of r and the session id, or a
+// nil user and "" when r has no valid session.
+func (s *Server) SessionUser(r *http.Request) (*ams.User, string, error) {
+	return s.session(r)
+}
+
+// StartSession signs user in: it creates a login session and sets its
+// cookie on w (as a successful POST /login does).
+func (s *Server) StartSession(ctx context.Context, w http.ResponseWriter, r *http.Request, user *ams.User) error {
+	return s.startSession(ctx, w, r, user)
+}
+
+// CSRFToken returns the token a form must carry: bound to the session
+// sessionID when it is not empty (the token POST /logout and the consent
+// page accept), else to the browser's login cookie, which it sets on w if
+// missing (as the login form does).
+func (s *Server) CSRFToken(w http.ResponseWriter, r *http.Request, sessionID string) string {
+	if sessionID != "" {
+		return s.csrfToken("session", sessionID)
+	}
+	return s.csrfToken("login", s.loginBinding(w, r))
+}
+
+// CheckCSRF reports whether token is the CSRFToken of sessionID, or, when
+// sessionID is empty, of r's login cookie.
+func (s *Server) CheckCSRF(r *http.Request, sessionID, token string) bool {
+	if sessionID != "" {
+		return s.checkCSRF("session", sessionID, token)
+	}
+	binding := ""
+	if c, err := r.Cookie(loginCookie); err == nil {
+		binding = c.Value
+	}
+	return s.checkCSRF("login", binding, token)
+}
+
+// DeriveKey returns a 32-byte key for purpose, derived from the server's
+// secret (Config.Secret) and distinct from the keys the server itself
+// uses, so that every process sharing the secret derives the same key.
+func (s *Server) DeriveKey(purpose string) []byte {
+	return deriveKey(s.secret, "ams derived key v1\x00"+purpose)
+}
+
+// SecureCookies reports whether cookies set in answer to r get the Secure
+// attribute (the request came over TLS or the public URL is https).
+func (s *Server) SecureCookies(r *http.Request) bool { return s.secureCookies(r) }

@@ -1,0 +1,256 @@
+// Package web serves the account pages of ams: sign-up, the account
+// overview, API keys, password change, the waitlist admin page, and the
+// pages other files of this package add (OAuth apps, webhooks, usage,
+// assistants). The pages are server-rendered with html/template; the
+// templates, one stylesheet and one small script (the copy button, which
+// the pages do without) are embedded, so nothing is fetched at run time.
+//
+// Sign-in, sign-out and the session are the OAuth server's (package
+// oauth): the pages read the same session cookie, and "sign in" is
+// /login?return_to=/account.
+//
+// # Adding a page
+//
+// A page is a Go file in this package and one template file under
+// templates/. The Go file registers its routes from init with AddRoutes:
+//
+//	func init() {
+//		AddRoutes(func(s *Server) {
+//			s.Page("GET /account/webhooks", "webhooks.html", s.webhooks)
+//			s.Page("POST /account/webhooks", "webhooks.html", s.createWebhook)
+//		})
+//	}
+//
+//	func (s *Server) webhooks(w http.ResponseWriter, r *http.Request, c *Ctx) (any, error) {
+//		hooks, err := s.Store.ListWebhooks(r.Context(), c.User.ID, ams.ListParams{Limit: 100})
+//		if err != nil {
+//			return nil, err
+//		}
+//		return hooks, nil // rendered with webhooks.html as .Data
+//	}
+//
+// Page routes require a signed-in user (others are sent to the sign-in
+// page and back); every POST route also requires the form's CSRF token
+// (the hidden field {{template "csrf" .}}) and a same-origin request, and
+// answers 403 without running the handler otherwise. A handler returns
+// the data of its template, or ends with c.Redirect (after a POST: flash
+// a message with c.Flash, then redirect: POST → 303 → GET), or returns an
+// error: an *ams.Error is shown on the error page with its status and
+// message, any other error is logged and shown as a generic 500 page.
+// Form errors are c.Fail(field, message): the page is rendered again
+// (status 422) with an error summary on top; templates show a field's
+// message with {{$.ErrorFor "field"}}.
+//
+// The template file defines "title" and "content":
+//
+//	{{define "title"}}Webhooks{{end}}
+//	{{define "content"}}<h1>Webhooks</h1> … {{range .Data}} … {{end}}{{end}}
+//
+// Inside it, . is the *View: .Data is the handler's data, .User the
+// signed-in user, .Now the request time, and .Time/.Date/.Ago format
+// times in the user's time zone. The templates of templates/_*.html are
+// shared partials, included in every page. The header's navigation (nav
+// below) shows an entry once a GET page is registered at its path. Every
+// page is sent with Cache-Control: no-store.
+//
+// PublicPage registers a page that needs no session (sign-up); its POST
+// routes are protected by the CSRF token of the login form instead.
+package web
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/oauth"
+)
+
+// Server serves the account pages. Set its fields, then call Register.
+type Server struct {
+	// Store holds the accounts and their records.
+	Store ams.Store
+	// Clock is the service clock (nil: the wall clock).
+	Clock ams.Clock
+	// Logger receives internal errors (nil: slog.Default()).
+	Logger *slog.Logger
+	// BaseURL is the public URL of the service, without a trailing slash
+	// (shown in examples such as the curl line of a new key).
+	BaseURL string
+	// OAuth is the authorization server, whose session, sign-in and CSRF
+	// tokens the pages share.
+	OAuth *oauth.Server
+
+	once      sync.Once
+	mux       *http.ServeMux
+	cop       *http.CrossOriginProtection
+	available map[string]bool // GET paths with a registered page (for the nav)
+	flashKey  []byte
+	secretKey []byte
+}
+
+// Handler is a page handler: it returns the data its template renders as
+// .Data, or has already answered (c.Redirect), or fails.
+type Handler func(w http.ResponseWriter, r *http.Request, c *Ctx) (any, error)
+
+var (
+	registryMu sync.Mutex
+	registry   []func(*Server)
+)
+
+// AddRoutes adds a page file's routes; call it from the file's init. The
+// function runs when a Server registers its routes, and calls s.Page and
+// s.PublicPage.
+func AddRoutes(f func(s *Server)) {
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	registry = append(registry, f)
+}
+
+// NavItem is an entry of the header's navigation.
+type NavItem struct {
+	Label   string
+	Path    string
+	Current bool // the page shown is this entry's (or below it)
+}
+
+// nav is the header's navigation, in order. An entry appears once a GET
+// page is registered at its path. Sign out is a form in the header.
+var nav = []NavItem{
+	{Label: "Overview", Path: "/account"},
+	{Label: "API keys", Path: "/account/keys"},
+	{Label: "OAuth apps", Path: "/account/apps"},
+	{Label: "Webhooks", Path: "/account/webhooks"},
+	{Label: "Usage", Path: "/account/usage"},
+	{Label: "Assistants", Path: "/account/assistants"},
+}
+
+// Register adds the account pages to mux: /account and below, /signup,
+// the stylesheet and script under /account/static/, and / redirecting to
+// /account.
+func (s *Server) Register(mux *http.ServeMux) {
+	s.init()
+	s.mux = mux
+	mux.Handle("GET /account/static/{file}", http.HandlerFunc(serveStatic))
+	mux.Handle("GET /{$}", http.RedirectHandler("/account", http.StatusSeeOther))
+	registryMu.Lock()
+	fs := append([]func(*Server){}, registry...)
+	registryMu.Unlock()
+	for _, f := range fs {
+		f(s)
+	}
+}
+
+func (s *Server) init() {
+	s.once.Do(func() {
+		if s.Logger == nil {
+			s.Logger = slog.Default()
+		}
+		s.available = map[string]bool{}
+		s.cop = http.NewCrossOriginProtection()
+		s.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s.renderError(w, r, nil, http.StatusForbidden, "Request refused",
+				"This form was sent from another site, so it was refused. Go back to the page, reload it, and try again.")
+		}))
+		if s.OAuth != nil {
+			s.flashKey = s.OAuth.DeriveKey("web flash")
+			s.secretKey = s.OAuth.DeriveKey("web shown-once secret")
+		}
+		s.BaseURL = strings.TrimRight(s.BaseURL, "/")
+	})
+}
+
+// Page registers a page that needs a signed-in user. pattern is a
+// ServeMux pattern with a method ("GET /account/keys"); POST patterns are
+// forms, checked for CSRF before h runs. tmpl is the template file under
+// templates/ that renders what h returns.
+func (s *Server) Page(pattern, tmpl string, h Handler) {
+	s.handle(pattern, tmpl, h, false)
+}
+
+// PublicPage registers a page that needs no session; c.User is the
+// signed-in user or nil. Its POST routes check the CSRF token of the
+// browser's login cookie (or of the session, when signed in).
+func (s *Server) PublicPage(pattern, tmpl string, h Handler) {
+	s.handle(pattern, tmpl, h, true)
+}
+
+func (s *Server) handle(pattern, tmpl string, h Handler, public bool) {
+	s.init()
+	if s.mux == nil {
+		panic("web: Page called outside Register")
+	}
+	mustTemplate(tmpl)
+	method, path, _ := strings.Cut(pattern, " ")
+	var hh http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.serve(w, r, tmpl, h, public)
+	})
+	if method != http.MethodGet && method != http.MethodHead {
+		hh = s.cop.Handler(hh)
+	} else if !strings.Contains(path, "{") {
+		s.available[path] = true
+	}
+	s.mux.Handle(pattern, hh)
+}
+
+// maxFormBytes bounds the body of every form.
+const maxFormBytes = 64 << 10
+
+// serve runs one page request: session, CSRF, flash, handler, render.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, tmpl string, h Handler, public bool) {
+	user, sid, err := s.OAuth.SessionUser(r)
+	if err != nil {
+		s.fail(w, r, nil, err)
+		return
+	}
+	post := r.Method != http.MethodGet && r.Method != http.MethodHead
+	if user == nil && !public {
+		ret := r.URL.RequestURI()
+		if post {
+			ret = r.URL.Path
+		}
+		http.Redirect(w, r, "/login?return_to="+urlQueryEscape(ret), http.StatusSeeOther)
+		return
+	}
+	c := &Ctx{s: s, w: w, r: r, User: user, SessionID: sid, Now: s.Clock.Now(), tmpl: tmpl}
+	c.loc = time.UTC
+	if user != nil {
+		if loc, err := time.LoadLocation(user.Timezone); err == nil {
+			c.loc = loc
+		}
+	}
+	if post {
+		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+		if err := r.ParseForm(); err != nil {
+			s.renderError(w, r, c, http.StatusBadRequest, "Bad request", "The form could not be read. Go back, reload the page and try again.")
+			return
+		}
+		if !s.OAuth.CheckCSRF(r, sid, r.PostForm.Get("csrf_token")) {
+			s.renderError(w, r, c, http.StatusForbidden, "Request refused",
+				"This form has expired or was not sent from this site, so nothing was changed. Go back, reload the page and try again.")
+			return
+		}
+	}
+	c.CSRF = s.OAuth.CSRFToken(w, r, sid)
+	if !post {
+		c.Flashes = s.takeFlashes(w, r, sid)
+	}
+	data, err := h(w, r, c)
+	if err != nil {
+		s.fail(w, r, c, err)
+		return
+	}
+	if c.done {
+		return
+	}
+	status := c.Status
+	if status == 0 {
+		status = http.StatusOK
+		if len(c.Errors) > 0 {
+			status = http.StatusUnprocessableEntity
+		}
+	}
+	s.render(w, r, c, status, c.tmpl, data)
+}
