@@ -1,0 +1,106 @@
+"""The Python SDK of ams, the Assistant Messaging Service.
+
+>>> import ams
+>>> client = ams.Client(api_key="ams_sk_...", base_url="http://127.0.0.1:8080")
+>>> reply = client.send_message("ast_...", "Hello!")
+>>> reply.content
+
+Standard library only; Python 3.9+. See README.md.
+"""
+
+__version__ = "0.1.0"
+
+from .client import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, UNSET, Client  # noqa: E402
+from .errors import (  # noqa: E402
+    AmsError,
+    APIConnectionError,
+    APIError,
+    AuthenticationError,
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    OAuthError,
+    PermissionDeniedError,
+    PermissionError_,
+    RateLimitError,
+    WebhookVerificationError,
+)
+from .oauth import SCOPES, OAuth, generate_pkce  # noqa: E402
+from .types import (  # noqa: E402
+    Action,
+    ActionError,
+    Assistant,
+    AuthorizationRequest,
+    CalendarEvent,
+    CalendarFeed,
+    Conversation,
+    Event,
+    Integration,
+    Message,
+    OAuthToken,
+    Page,
+    StreamEvent,
+    Task,
+    Webhook,
+    WebhookDelivery,
+    WebhookRedelivery,
+    format_time,
+    parse_time,
+)
+from .webhooks import (  # noqa: E402
+    DEFAULT_TOLERANCE,
+    compute_signature,
+    compute_standard_signature,
+    construct_event,
+    verify_signature,
+    verify_standard_webhook,
+)
+
+__all__ = [
+    "__version__",
+    "Client",
+    "UNSET",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_TIMEOUT",
+    "AmsError",
+    "APIConnectionError",
+    "APIError",
+    "AuthenticationError",
+    "ConflictError",
+    "InvalidRequestError",
+    "NotFoundError",
+    "OAuthError",
+    "PermissionDeniedError",
+    "PermissionError_",
+    "RateLimitError",
+    "WebhookVerificationError",
+    "OAuth",
+    "SCOPES",
+    "generate_pkce",
+    "Action",
+    "ActionError",
+    "Assistant",
+    "AuthorizationRequest",
+    "CalendarEvent",
+    "CalendarFeed",
+    "Conversation",
+    "Event",
+    "Integration",
+    "Message",
+    "OAuthToken",
+    "Page",
+    "StreamEvent",
+    "Task",
+    "Webhook",
+    "WebhookDelivery",
+    "WebhookRedelivery",
+    "format_time",
+    "parse_time",
+    "DEFAULT_TOLERANCE",
+    "compute_signature",
+    "compute_standard_signature",
+    "construct_event",
+    "verify_signature",
+    "verify_standard_webhook",
+]

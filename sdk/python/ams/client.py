@@ -1,0 +1,727 @@
+"""The client of the ams v1 API."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import time
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Type, TypeVar, Union
+
+from . import __version__
+from ._http import Transport, new_idempotency_key, seg
+from .errors import AmsError, APIConnectionError, error_from_response
+from .types import (
+    Action,
+    Assistant,
+    CalendarEvent,
+    CalendarFeed,
+    Conversation,
+    Event,
+    Integration,
+    Message,
+    Page,
+    Record,
+    StreamEvent,
+    Task,
+    Webhook,
+    WebhookDelivery,
+    WebhookRedelivery,
+    format_time,
+)
+
+__all__ = ["Client", "UNSET", "DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "DEFAULT_MAX_RETRIES"]
+
+DEFAULT_BASE_URL = "http://127.0.0.1:8080"
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_MAX_RETRIES = 3
+
+R = TypeVar("R", bound=Record)
+Time = Union[_dt.datetime, _dt.date, str]
+
+
+class _Unset:
+    """The default of the optional fields of ``update_...`` methods: the
+    field is not sent and keeps its value (``None`` sends ``null``, which
+    clears the fields that allow it, such as a task's ``due_at``)."""
+
+    _instance: Optional["_Unset"] = None
+
+    def __new__(cls) -> "_Unset":
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+UNSET: Any = _Unset()
+
+
+def _body(**fields: Any) -> Dict[str, Any]:
+    """A request body of the fields that are set (not UNSET); times are
+    formatted."""
+    out: Dict[str, Any] = {}
+    for k, v in fields.items():
+        if v is UNSET:
+            continue
+        if isinstance(v, (_dt.datetime, _dt.date)):
+            v = format_time(v)
+        out[k] = v
+    return out
+
+
+def _opt(**fields: Any) -> Dict[str, Any]:
+    """A request body of the fields that are not None."""
+    return _body(**{k: (UNSET if v is None else v) for k, v in fields.items()})
+
+
+class Client:
+    """A client of the ams v1 API.
+
+    >>> import ams
+    >>> client = ams.Client(api_key="ams_sk_...", base_url="http://127.0.0.1:8080")
+    >>> reply = client.send_message("ast_...", "Hello!")
+    >>> print(reply.content)
+
+    ``api_key`` is an API key (``ams_sk_...``); ``access_token`` an OAuth
+    access token (``ams_at_...``) acting for a user; give one (by default
+    ``$AMS_API_KEY``). ``base_url`` is the server root (by default
+    ``$AMS_BASE_URL`` or ``http://127.0.0.1:8080``); a trailing ``/v1`` is
+    accepted. ``timeout`` bounds each network operation of an attempt
+    (connecting, each read) in seconds; ``None`` waits forever.
+    ``max_retries`` is how many times a request is retried after a 429, a
+    5xx or a connection failure (0 disables it): waits follow
+    ``Retry-After`` (up to 60 s; a longer one raises at once) or an
+    exponential backoff. Every POST carries an ``Idempotency-Key``
+    (generated unless you pass ``idempotency_key``), the same on each
+    retry, so that a retried POST never acts twice; PATCH is retried only
+    when the server surely did not run it (429).
+
+    The client is safe to share between threads.
+    """
+
+    def __init__(
+        self,
+        api_key: Optional[str] = None,
+        *,
+        access_token: Optional[str] = None,
+        base_url: Optional[str] = None,
+        timeout: Optional[float] = DEFAULT_TIMEOUT,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        user_agent: Optional[str] = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if api_key and access_token:
+            raise ValueError("give api_key or access_token, not both")
+        token = api_key or access_token or os.environ.get("AMS_API_KEY")
+        if not token:
+            raise ValueError("an api_key (or access_token) is required: pass it or set AMS_API_KEY")
+        ua = "ams-python/" + __version__
+        if user_agent:
+            ua = user_agent.strip() + " " + ua
+        self._t = Transport(
+            base_url or os.environ.get("AMS_BASE_URL") or DEFAULT_BASE_URL,
+            token,
+            timeout=timeout,
+            max_retries=max_retries,
+            user_agent=ua,
+            sleep=sleep,
+        )
+
+    @property
+    def base_url(self) -> str:
+        """The server root, without ``/v1``."""
+        return self._t.base_url
+
+    def __repr__(self) -> str:
+        return "ams.Client(base_url=%r)" % self._t.base_url
+
+    # -- generic ------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Optional[Mapping[str, Any]] = None,
+        body: Any = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Any:
+        """Call any endpoint: ``path`` is relative to ``/v1`` (such as
+        ``"/assistants"``); returns the decoded JSON answer (``None`` for an
+        empty one). Retries and errors as for the typed methods."""
+        _, _, data = self._t.request(method, path, query=query, body=body, idempotency_key=idempotency_key)
+        return data
+
+    def _one(self, cls: Type[R], method: str, path: str, **kw: Any) -> R:
+        data = self.request(method, path, **kw)
+        return cls.from_dict(data if isinstance(data, dict) else {})
+
+    def _page(self, cls: Type[R], path: str, query: Dict[str, Any]) -> Page[R]:
+        data = self.request("GET", path, query=query) or {}
+        return Page(
+            data=[cls.from_dict(x) for x in data.get("data") or []],
+            has_more=bool(data.get("has_more")),
+            first_id=data.get("first_id"),
+            last_id=data.get("last_id"),
+        )
+
+    def _iter(self, cls: Type[R], path: str, query: Dict[str, Any]) -> Iterator[R]:
+        q = dict(query)
+        while True:
+            page = self._page(cls, path, q)
+            for item in page.data:
+                yield item
+            if not page.has_more or not page.last_id:
+                return
+            q["after"] = page.last_id
+            q.pop("before", None)
+
+    @staticmethod
+    def _list_query(limit: Optional[int], after: Optional[str], before: Optional[str], order: Optional[str], **extra: Any) -> Dict[str, Any]:
+        q: Dict[str, Any] = {"limit": limit, "after": after, "before": before, "order": order}
+        q.update(extra)
+        return q
+
+    def get_openapi(self) -> Dict[str, Any]:
+        """The server's OpenAPI 3.1 document (``GET /v1/openapi.json``)."""
+        return self.request("GET", "/openapi.json")  # type: ignore[no-any-return]
+
+    # -- assistants ---------------------------------------------------------
+
+    def create_assistant(
+        self,
+        name: str,
+        *,
+        description: Optional[str] = None,
+        instructions: Optional[str] = None,
+        model: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Assistant:
+        """Create an assistant (``POST /v1/assistants``; permission ``write``)."""
+        body = _opt(name=name, description=description, instructions=instructions, model=model)
+        return self._one(Assistant, "POST", "/assistants", body=body, idempotency_key=idempotency_key)
+
+    def list_assistants(
+        self, *, limit: Optional[int] = None, after: Optional[str] = None, before: Optional[str] = None, order: Optional[str] = None
+    ) -> Page[Assistant]:
+        """One page of assistants (``GET /v1/assistants``), newest first
+        unless ``order="asc"``."""
+        return self._page(Assistant, "/assistants", self._list_query(limit, after, before, order))
+
+    def iter_assistants(self, *, limit: Optional[int] = None, order: Optional[str] = None) -> Iterator[Assistant]:
+        """Every assistant, page after page (``limit`` is the page size)."""
+        return self._iter(Assistant, "/assistants", self._list_query(limit, None, None, order))
+
+    def get_assistant(self, assistant_id: str) -> Assistant:
+        """``GET /v1/assistants/{id}``."""
+        return self._one(Assistant, "GET", "/assistants/" + seg(assistant_id))
+
+    def update_assistant(
+        self,
+        assistant_id: str,
+        *,
+        name: Any = UNSET,
+        description: Any = UNSET,
+        instructions: Any = UNSET,
+        model: Any = UNSET,
+    ) -> Assistant:
+        """Change the fields given (``PATCH /v1/assistants/{id}``)."""
+        body = _body(name=name, description=description, instructions=instructions, model=model)
+        return self._one(Assistant, "PATCH", "/assistants/" + seg(assistant_id), body=body)
+
+    def delete_assistant(self, assistant_id: str) -> None:
+        """``DELETE /v1/assistants/{id}``."""
+        self.request("DELETE", "/assistants/" + seg(assistant_id))
+
+    # -- assistant actions --------------------------------------------------
+
+    def run_action(
+        self,
+        assistant_id: str,
+        type: str,
+        input: Optional[Mapping[str, Any]] = None,
+        *,
+        idempotency_key: Optional[str] = None,
+    ) -> Action:
+        """Run one of the assistant's tools directly (``POST
+        /v1/assistants/{id}/actions``; permission ``messages``), such as
+        ``run_action(ast, "create_task", {"title": "Call Ana"})``."""
+        body = _opt(type=type, input=dict(input) if input is not None else None)
+        return self._one(Action, "POST", "/assistants/%s/actions" % seg(assistant_id), body=body, idempotency_key=idempotency_key)
+
+    def list_actions(
+        self,
+        assistant_id: str,
+        *,
+        limit: Optional[int] = None,
+        after: Optional[str] = None,
+        before: Optional[str] = None,
+        order: Optional[str] = None,
+    ) -> Page[Action]:
+        """One page of the assistant's actions."""
+        return self._page(Action, "/assistants/%s/actions" % seg(assistant_id), self._list_query(limit, after, before, order))
+
+    def iter_actions(self, assistant_id: str, *, limit: Optional[int] = None, order: Optional[str] = None) -> Iterator[Action]:
+        """Every action of the assistant, page after page."""
+        return self._iter(Action, "/assistants/%s/actions" % seg(assistant_id), self._list_query(limit, None, None, order))
+
+    def get_action(self, assistant_id: str, action_id: str) -> Action:
+        """``GET /v1/assistants/{id}/actions/{action_id}``."""
+        return self._one(Action, "GET", "/assistants/%s/actions/%s" % (seg(assistant_id), seg(action_id)))
+
+    # -- messages -----------------------------------------------------------
+
+    def send_message(
+        self,
+        assistant_id: str,
+        message: str,
+        *,
+        conversation_id: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Message:
+        """Send a message and return the assistant's reply (``POST
+        /v1/messages``; permission ``messages``). Without
+        ``conversation_id`` a new conversation starts: the reply's
+        ``conversation_id`` names it."""
+        body = _opt(assistant_id=assistant_id, message=message, conversation_id=conversation_id)
+        return self._one(Message, "POST", "/messages", body=body, idempotency_key=idempotency_key)
+
+    def send_message_stream(
+        self,
+        assistant_id: str,
+        message: str,
+        *,
+        conversation_id: Optional[str] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Iterator[StreamEvent]:
+        """Send a message with ``"stream": true`` and yield the reply as the
+        server produces it: ``StreamEvent(type="message.delta", delta=...)``
+        events, then one ``StreamEvent(type="message.completed",
+        message=...)`` with the stored reply, the last.
+
+        >>> for ev in client.send_message_stream(ast, "Hi"):
+        ...     print(ev.delta, end="", flush=True)
+
+        Errors before the stream starts are raised (and retried) as for
+        ``send_message``. An ``error`` event raises the ``AmsError`` it
+        carries (status 200; nothing was stored); a stream cut off before
+        ``message.completed`` raises ``APIConnectionError``: send again with
+        the same ``idempotency_key`` and the server replays a stored reply.
+        Leaving the loop early closes the connection."""
+        key = idempotency_key or new_idempotency_key()
+        body = _opt(assistant_id=assistant_id, message=message, conversation_id=conversation_id)
+        body["stream"] = True
+        return self._stream(body, key)
+
+    def _stream(self, body: Dict[str, Any], key: str) -> Iterator[StreamEvent]:
+        t = self._t
+        url = t.url("/messages")
+        h = t.headers(accept="text/event-stream")
+        h["Content-Type"] = "application/json"
+        h["Idempotency-Key"] = key
+        payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        resp = t.open("POST", url, h, payload)
+        try:
+            rh = dict(resp.headers.items())
+            ctype = rh.get("Content-Type", "")
+            if "text/event-stream" not in ctype:
+                # A server that answered with the plain reply.
+                data = json.loads(resp.read().decode("utf-8"))
+                yield StreamEvent(type="message.completed", message=Message.from_dict(data))
+                return
+            for name, data in _read_sse(resp):
+                if name == "message.delta":
+                    yield StreamEvent(type=name, delta=json.loads(data).get("delta", ""))
+                elif name == "message.completed":
+                    yield StreamEvent(type=name, message=Message.from_dict(json.loads(data)))
+                    return
+                elif name == "error":
+                    raise error_from_response(200, data.encode("utf-8"), rh)
+                # other events are for later versions: skipped
+            raise APIConnectionError(
+                "POST %s: the stream ended before the reply was complete; send again with the same idempotency_key" % url,
+                status=resp.status,
+                request_id=rh.get("X-Request-Id"),
+                headers=rh,
+            )
+        except (OSError, ValueError) as e:
+            if isinstance(e, AmsError):
+                raise
+            raise APIConnectionError("POST %s: reading the stream failed: %s" % (url, e)) from e
+        finally:
+            resp.close()
+
+    def get_message(self, message_id: str) -> Message:
+        """``GET /v1/messages/{id}``."""
+        return self._one(Message, "GET", "/messages/" + seg(message_id))
+
+    def update_message(self, message_id: str, content: str) -> Message:
+        """Edit an inbound message's content (``PATCH /v1/messages/{id}``)."""
+        return self._one(Message, "PATCH", "/messages/" + seg(message_id), body={"content": content})
+
+    def delete_message(self, message_id: str) -> None:
+        """``DELETE /v1/messages/{id}``."""
+        self.request("DELETE", "/messages/" + seg(message_id))
+
+    # -- conversations ------------------------------------------------------
+
+    def list_conversations(
+        self,
+        *,
+        assistant_id: Optional[str] = None,
+        limit: Optional[int] = None,
+        after: Optional[str] = None,
+        before: Optional[str] = None,
+        order: Optional[str] = None,
+    ) -> Page[Conversation]:
+        """One page of conversations, of one assistant if given."""
+        return self._page(Conversation, "/conversations", self._list_query(limit, after, before, order, assistant_id=assistant_id))
+
+    def iter_conversations(
+        self, *, assistant_id: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None
+    ) -> Iterator[Conversation]:
+        """Every conversation, page after page."""
+        return self._iter(Conversation, "/conversations", self._list_query(limit, None, None, order, assistant_id=assistant_id))
+
+    def get_conversation(self, conversation_id: str) -> Conversation:
+        """``GET /v1/conversations/{id}``."""
+        return self._one(Conversation, "GET", "/conversations/" + seg(conversation_id))
+
+    def list_conversation_messages(
+        self,
+        conversation_id: str,
+        *,
+        limit: Optional[int] = None,
+        after: Optional[str] = None,
+        before: Optional[str] = None,
+        order: Optional[str] = None,
+    ) -> Page[Message]:
+        """One page of a conversation's messages (newest first unless
+        ``order="asc"``)."""
+        return self._page(Message, "/conversations/%s/messages" % seg(conversation_id), self._list_query(limit, after, before, order))
+
+    def iter_conversation_messages(
+        self, conversation_id: str, *, limit: Optional[int] = None, order: Optional[str] = None
+    ) -> Iterator[Message]:
+        """Every message of a conversation, page after page."""
+        return self._iter(Message, "/conversations/%s/messages" % seg(conversation_id), self._list_query(limit, None, None, order))
+
+    # -- tasks --------------------------------------------------------------
+
+    def create_task(
+        self,
+        assistant_id: str,
+        title: str,
+        *,
+        notes: Optional[str] = None,
+        due_at: Optional[Time] = None,
+        remind_at: Optional[Time] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Task:
+        """``POST /v1/tasks`` (permission ``write``). Times are datetimes
+        (naive ones are UTC) or RFC 3339 strings."""
+        body = _opt(assistant_id=assistant_id, title=title, notes=notes, due_at=due_at, remind_at=remind_at)
+        return self._one(Task, "POST", "/tasks", body=body, idempotency_key=idempotency_key)
+
+    def list_tasks(
+        self,
+        *,
+        assistant_id: Optional[str] = None,
+        status: Optional[str] = None,
+        due_after: Optional[Time] = None,
+        due_before: Optional[Time] = None,
+        limit: Optional[int] = None,
+        after: Optional[str] = None,
+        before: Optional[str] = None,
+        order: Optional[str] = None,
+    ) -> Page[Task]:
+        """One page of tasks; ``status`` is ``"open"`` or ``"completed"``."""
+        q = self._list_query(limit, after, before, order, assistant_id=assistant_id, status=status, due_after=due_after, due_before=due_before)
+        return self._page(Task, "/tasks", q)
+
+    def iter_tasks(
+        self,
+        *,
+        assistant_id: Optional[str] = None,
+        status: Optional[str] = None,
+        due_after: Optional[Time] = None,
+        due_before: Optional[Time] = None,
+        limit: Optional[int] = None,
+        order: Optional[str] = None,
+    ) -> Iterator[Task]:
+        """Every task matching the filters, page after page."""
+        q = self._list_query(limit, None, None, order, assistant_id=assistant_id, status=status, due_after=due_after, due_before=due_before)
+        return self._iter(Task, "/tasks", q)
+
+    def get_task(self, task_id: str) -> Task:
+        """``GET /v1/tasks/{id}``."""
+        return self._one(Task, "GET", "/tasks/" + seg(task_id))
+
+    def update_task(
+        self, task_id: str, *, title: Any = UNSET, notes: Any = UNSET, due_at: Any = UNSET, remind_at: Any = UNSET
+    ) -> Task:
+        """Change the fields given (``PATCH /v1/tasks/{id}``); ``None``
+        clears ``due_at``, ``remind_at`` or ``notes``."""
+        body = _body(title=title, notes=notes, due_at=due_at, remind_at=remind_at)
+        return self._one(Task, "PATCH", "/tasks/" + seg(task_id), body=body)
+
+    def delete_task(self, task_id: str) -> None:
+        """``DELETE /v1/tasks/{id}``."""
+        self.request("DELETE", "/tasks/" + seg(task_id))
+
+    def complete_task(self, task_id: str, *, idempotency_key: Optional[str] = None) -> Task:
+        """Mark a task completed (``POST /v1/tasks/{id}/complete``)."""
+        return self._one(Task, "POST", "/tasks/%s/complete" % seg(task_id), idempotency_key=idempotency_key)
+
+    # -- calendar events ----------------------------------------------------
+
+    def create_calendar_event(
+        self,
+        assistant_id: str,
+        title: str,
+        starts_at: Time,
+        *,
+        ends_at: Optional[Time] = None,
+        description: Optional[str] = None,
+        location: Optional[str] = None,
+        remind_at: Optional[Time] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> CalendarEvent:
+        """``POST /v1/calendar/events`` (permission ``write``); ``ends_at``
+        defaults to an hour after ``starts_at``."""
+        body = _opt(
+            assistant_id=assistant_id,
+            title=title,
+            starts_at=starts_at,
+            ends_at=ends_at,
+            description=description,
+            location=location,
+            remind_at=remind_at,
+        )
+        return self._one(CalendarEvent, "POST", "/calendar/events", body=body, idempotency_key=idempotency_key)
+
+    def list_calendar_events(
+        self,
+        *,
+        assistant_id: Optional[str] = None,
+        starts_after: Optional[Time] = None,
+        starts_before: Optional[Time] = None,
+        limit: Optional[int] = None,
+        after: Optional[str] = None,
+        before: Optional[str] = None,
+        order: Optional[str] = None,
+    ) -> Page[CalendarEvent]:
+        """One page of calendar events."""
+        q = self._list_query(limit, after, before, order, assistant_id=assistant_id, starts_after=starts_after, starts_before=starts_before)
+        return self._page(CalendarEvent, "/calendar/events", q)
+
+    def iter_calendar_events(
+        self,
+        *,
+        assistant_id: Optional[str] = None,
+        starts_after: Optional[Time] = None,
+        starts_before: Optional[Time] = None,
+        limit: Optional[int] = None,
+        order: Optional[str] = None,
+    ) -> Iterator[CalendarEvent]:
+        """Every calendar event matching the filters, page after page."""
+        q = self._list_query(limit, None, None, order, assistant_id=assistant_id, starts_after=starts_after, starts_before=starts_before)
+        return self._iter(CalendarEvent, "/calendar/events", q)
+
+    def get_calendar_event(self, event_id: str) -> CalendarEvent:
+        """``GET /v1/calendar/events/{id}``."""
+        return self._one(CalendarEvent, "GET", "/calendar/events/" + seg(event_id))
+
+    def update_calendar_event(
+        self,
+        event_id: str,
+        *,
+        title: Any = UNSET,
+        description: Any = UNSET,
+        location: Any = UNSET,
+        starts_at: Any = UNSET,
+        ends_at: Any = UNSET,
+        remind_at: Any = UNSET,
+    ) -> CalendarEvent:
+        """Change the fields given (``PATCH /v1/calendar/events/{id}``); a
+        new ``starts_at`` alone moves the event, keeping its length."""
+        body = _body(title=title, description=description, location=location, starts_at=starts_at, ends_at=ends_at, remind_at=remind_at)
+        return self._one(CalendarEvent, "PATCH", "/calendar/events/" + seg(event_id), body=body)
+
+    def delete_calendar_event(self, event_id: str) -> None:
+        """``DELETE /v1/calendar/events/{id}``."""
+        self.request("DELETE", "/calendar/events/" + seg(event_id))
+
+    # -- integrations -------------------------------------------------------
+
+    def create_integration(
+        self,
+        provider: str,
+        config: Mapping[str, Any],
+        *,
+        secrets: Optional[Mapping[str, Any]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Integration:
+        """Connect an outside service (``POST /v1/integrations``; permission
+        ``integrations``), e.g. ``create_integration("caldav", {"url": ...,
+        "username": ...}, secrets={"password": ...})``. The server tries the
+        connection first."""
+        body = _opt(provider=provider, config=dict(config), secrets=dict(secrets) if secrets is not None else None)
+        return self._one(Integration, "POST", "/integrations", body=body, idempotency_key=idempotency_key)
+
+    def list_integrations(
+        self, *, limit: Optional[int] = None, after: Optional[str] = None, before: Optional[str] = None, order: Optional[str] = None
+    ) -> Page[Integration]:
+        """One page of integrations."""
+        return self._page(Integration, "/integrations", self._list_query(limit, after, before, order))
+
+    def iter_integrations(self, *, limit: Optional[int] = None, order: Optional[str] = None) -> Iterator[Integration]:
+        """Every integration, page after page."""
+        return self._iter(Integration, "/integrations", self._list_query(limit, None, None, order))
+
+    def get_integration(self, integration_id: str) -> Integration:
+        """``GET /v1/integrations/{id}``."""
+        return self._one(Integration, "GET", "/integrations/" + seg(integration_id))
+
+    def delete_integration(self, integration_id: str) -> None:
+        """Disconnect (``DELETE /v1/integrations/{id}``)."""
+        self.request("DELETE", "/integrations/" + seg(integration_id))
+
+    def sync_integration(self, integration_id: str, *, idempotency_key: Optional[str] = None) -> Integration:
+        """Sync now (``POST /v1/integrations/{id}/sync``)."""
+        return self._one(Integration, "POST", "/integrations/%s/sync" % seg(integration_id), idempotency_key=idempotency_key)
+
+    def create_calendar_feed(self, *, idempotency_key: Optional[str] = None) -> CalendarFeed:
+        """Create (or renew) the account's secret iCalendar feed URL
+        (``POST /v1/calendar/feed``)."""
+        return self._one(CalendarFeed, "POST", "/calendar/feed", idempotency_key=idempotency_key)
+
+    # -- events -------------------------------------------------------------
+
+    def list_events(
+        self,
+        *,
+        type: Optional[str] = None,
+        limit: Optional[int] = None,
+        after: Optional[str] = None,
+        before: Optional[str] = None,
+        order: Optional[str] = None,
+    ) -> Page[Event]:
+        """One page of the account's events (kept 30 days), of one type if
+        given (such as ``"message.created"``)."""
+        return self._page(Event, "/events", self._list_query(limit, after, before, order, type=type))
+
+    def iter_events(self, *, type: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None) -> Iterator[Event]:
+        """Every event, page after page."""
+        return self._iter(Event, "/events", self._list_query(limit, None, None, order, type=type))
+
+    # -- webhooks -----------------------------------------------------------
+
+    def create_webhook(
+        self,
+        url: str,
+        events: Sequence[str],
+        secret: str,
+        *,
+        active: Optional[bool] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Webhook:
+        """Register an endpoint for the event types given (``POST
+        /v1/webhooks``; permission ``write``). ``secret`` (16 to 256
+        characters; a ``whsec_<base64>`` secret suits the Standard Webhooks
+        libraries) signs every delivery: keep it to verify them with
+        ``ams.verify_signature`` or ``ams.verify_standard_webhook``."""
+        body = _opt(url=url, events=list(events), secret=secret, active=active)
+        return self._one(Webhook, "POST", "/webhooks", body=body, idempotency_key=idempotency_key)
+
+    def list_webhooks(
+        self, *, limit: Optional[int] = None, after: Optional[str] = None, before: Optional[str] = None, order: Optional[str] = None
+    ) -> Page[Webhook]:
+        """One page of webhooks."""
+        return self._page(Webhook, "/webhooks", self._list_query(limit, after, before, order))
+
+    def iter_webhooks(self, *, limit: Optional[int] = None, order: Optional[str] = None) -> Iterator[Webhook]:
+        """Every webhook, page after page."""
+        return self._iter(Webhook, "/webhooks", self._list_query(limit, None, None, order))
+
+    def get_webhook(self, webhook_id: str) -> Webhook:
+        """``GET /v1/webhooks/{id}``."""
+        return self._one(Webhook, "GET", "/webhooks/" + seg(webhook_id))
+
+    def update_webhook(
+        self, webhook_id: str, *, url: Any = UNSET, events: Any = UNSET, secret: Any = UNSET, active: Any = UNSET
+    ) -> Webhook:
+        """Change the fields given (``PATCH /v1/webhooks/{id}``);
+        ``active=True`` turns a failing webhook back on."""
+        body = _body(url=url, events=list(events) if events is not UNSET else UNSET, secret=secret, active=active)
+        return self._one(Webhook, "PATCH", "/webhooks/" + seg(webhook_id), body=body)
+
+    def delete_webhook(self, webhook_id: str) -> None:
+        """``DELETE /v1/webhooks/{id}``."""
+        self.request("DELETE", "/webhooks/" + seg(webhook_id))
+
+    def ping_webhook(self, webhook_id: str, *, idempotency_key: Optional[str] = None) -> Event:
+        """Queue a ``webhook.ping`` event for this webhook only (``POST
+        /v1/webhooks/{id}/ping``); returns the event."""
+        return self._one(Event, "POST", "/webhooks/%s/ping" % seg(webhook_id), idempotency_key=idempotency_key)
+
+    def list_webhook_deliveries(
+        self,
+        webhook_id: str,
+        *,
+        event_id: Optional[str] = None,
+        limit: Optional[int] = None,
+        after: Optional[str] = None,
+        before: Optional[str] = None,
+        order: Optional[str] = None,
+    ) -> Page[WebhookDelivery]:
+        """One page of the webhook's delivery attempts, of one event if
+        given."""
+        q = self._list_query(limit, after, before, order, event_id=event_id)
+        return self._page(WebhookDelivery, "/webhooks/%s/deliveries" % seg(webhook_id), q)
+
+    def iter_webhook_deliveries(
+        self, webhook_id: str, *, event_id: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None
+    ) -> Iterator[WebhookDelivery]:
+        """Every delivery attempt of the webhook, page after page."""
+        q = self._list_query(limit, None, None, order, event_id=event_id)
+        return self._iter(WebhookDelivery, "/webhooks/%s/deliveries" % seg(webhook_id), q)
+
+    def redeliver_webhook_delivery(
+        self, webhook_id: str, delivery_id: str, *, idempotency_key: Optional[str] = None
+    ) -> WebhookRedelivery:
+        """Queue the event of a delivery attempt again (``POST
+        /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver``)."""
+        path = "/webhooks/%s/deliveries/%s/redeliver" % (seg(webhook_id), seg(delivery_id))
+        return self._one(WebhookRedelivery, "POST", path, idempotency_key=idempotency_key)
+
+
+def _read_sse(resp: Any) -> Iterator["tuple[str, str]"]:
+    """Yield (event name, data) of a text/event-stream."""
+    name = ""
+    data: List[str] = []
+    while True:
+        line = resp.readline()
+        if not line:
+            return
+        text = line.decode("utf-8").rstrip("\r\n")
+        if text == "":
+            if data or name:
+                yield name or "message", "\n".join(data)
+            name, data = "", []
+            continue
+        if text.startswith(":"):
+            continue
+        field, _, value = text.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "event":
+            name = value
+        elif field == "data":
+            data.append(value)

@@ -1,0 +1,387 @@
+"""Typed records of the ams v1 API.
+
+Every record is a dataclass built from the API's JSON with ``from_dict``:
+fields the SDK does not know yet are kept in ``raw`` (the whole JSON object),
+so a newer server never breaks an older SDK. Timestamps are the API's
+RFC 3339 strings in UTC (``"2026-11-21T10:00:00.123Z"``); ``ams.parse_time``
+turns one into an aware ``datetime``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any, Dict, Generic, List, Optional, Type, TypeVar
+
+__all__ = [
+    "Record",
+    "Assistant",
+    "Message",
+    "Conversation",
+    "Task",
+    "CalendarEvent",
+    "ActionError",
+    "Action",
+    "Integration",
+    "CalendarFeed",
+    "Event",
+    "Webhook",
+    "WebhookDelivery",
+    "WebhookRedelivery",
+    "Page",
+    "StreamEvent",
+    "OAuthToken",
+    "AuthorizationRequest",
+    "parse_time",
+    "format_time",
+]
+
+R = TypeVar("R", bound="Record")
+T = TypeVar("T")
+
+
+def parse_time(value: Optional[str]) -> Optional[_dt.datetime]:
+    """Parse an API timestamp (``2026-11-21T10:00:00.123Z``) into an aware
+    ``datetime`` in UTC; ``None`` stays ``None``."""
+    if value is None:
+        return None
+    s = value.strip()
+    if s.endswith("Z") or s.endswith("z"):
+        s = s[:-1] + "+00:00"
+    # Python before 3.11 accepts only 3 or 6 fraction digits.
+    if "." in s:
+        head, rest = s.split(".", 1)
+        i = 0
+        while i < len(rest) and rest[i].isdigit():
+            i += 1
+        frac = (rest[:i] + "000000")[:6]
+        s = head + "." + frac + rest[i:]
+    return _dt.datetime.fromisoformat(s).astimezone(_dt.timezone.utc)
+
+
+def format_time(value: "_dt.datetime | _dt.date | str") -> str:
+    """Format a time for the API: RFC 3339. A string is sent unchanged; a
+    naive ``datetime`` is taken as UTC; a ``date`` is midnight UTC."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        s = value.isoformat()
+        return s[:-6] + "Z" if s.endswith("+00:00") else s
+    if isinstance(value, _dt.date):
+        return value.isoformat() + "T00:00:00Z"
+    raise TypeError("expected a datetime, a date or an RFC 3339 string, got %r" % (value,))
+
+
+def _raw() -> Any:
+    return field(default_factory=dict, repr=False, compare=False)
+
+
+class Record:
+    """Base of the API's records. ``raw`` is the JSON object as received."""
+
+    raw: Dict[str, Any]
+
+    @classmethod
+    def from_dict(cls: Type[R], data: Dict[str, Any]) -> R:
+        """Build the record from its JSON object; missing fields keep their
+        defaults, unknown ones are only in ``raw``."""
+        kwargs: Dict[str, Any] = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if f.name == "raw" or f.name not in data:
+                continue
+            kwargs[f.name] = cls._convert(f.name, data[f.name])
+        return cls(raw=dict(data), **kwargs)  # type: ignore[call-arg]
+
+    @classmethod
+    def _convert(cls, name: str, value: Any) -> Any:
+        return value
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The record as the API sent it."""
+        return dict(self.raw)
+
+
+# Field defaults are None so that records can be built by hand in tests and
+# from answers of older or newer servers alike; the API always fills the
+# fields documented as required.
+
+
+@dataclass
+class Assistant(Record):
+    """One of the account's AI assistants (``ast_...``)."""
+
+    id: str = ""
+    object: str = "assistant"
+    name: str = ""
+    description: str = ""
+    instructions: str = ""
+    model: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class Message(Record):
+    """One message of a conversation (``msg_...``). ``direction`` is
+    ``"inbound"`` (sent by your program) or ``"outbound"`` (the assistant's)."""
+
+    id: str = ""
+    object: str = "message"
+    assistant_id: str = ""
+    conversation_id: str = ""
+    direction: str = ""
+    content: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class Conversation(Record):
+    """A thread of messages with one assistant (``conv_...``)."""
+
+    id: str = ""
+    object: str = "conversation"
+    assistant_id: str = ""
+    title: str = ""
+    message_count: int = 0
+    last_message_at: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class Task(Record):
+    """A task an assistant keeps (``task_...``); ``status`` is ``"open"`` or
+    ``"completed"``."""
+
+    id: str = ""
+    object: str = "task"
+    assistant_id: str = ""
+    title: str = ""
+    notes: str = ""
+    status: str = ""
+    due_at: Optional[str] = None
+    remind_at: Optional[str] = None
+    completed_at: Optional[str] = None
+    created_at: str = ""
+    updated_at: str = ""
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class CalendarEvent(Record):
+    """A calendar event an assistant keeps (``cev_...``)."""
+
+    id: str = ""
+    object: str = "calendar_event"
+    assistant_id: str = ""
+    title: str = ""
+    description: str = ""
+    location: str = ""
+    starts_at: str = ""
+    ends_at: str = ""
+    remind_at: Optional[str] = None
+    created_at: str = ""
+    updated_at: str = ""
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class ActionError(Record):
+    """Why an action run by an engine failed."""
+
+    type: str = ""
+    code: str = ""
+    message: str = ""
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class Action(Record):
+    """A tool run of an assistant (``act_...``)."""
+
+    id: str = ""
+    object: str = "action"
+    assistant_id: str = ""
+    conversation_id: str = ""
+    type: str = ""
+    input: Any = None
+    status: str = ""
+    result: Optional[Dict[str, Any]] = None
+    error: Optional[ActionError] = None
+    created_at: str = ""
+    raw: Dict[str, Any] = _raw()
+
+    @classmethod
+    def _convert(cls, name: str, value: Any) -> Any:
+        if name == "error" and isinstance(value, dict):
+            return ActionError.from_dict(value)
+        return value
+
+
+@dataclass
+class Integration(Record):
+    """A connection to an outside service (``int_...``): ``caldav`` or the
+    ``ical_feed`` of ``create_calendar_feed``."""
+
+    id: str = ""
+    object: str = "integration"
+    provider: str = ""
+    status: str = ""
+    config: Dict[str, Any] = field(default_factory=dict)
+    last_error: Optional[str] = None
+    connected_at: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+    raw: Dict[str, Any] = _raw()
+
+    @classmethod
+    def _convert(cls, name: str, value: Any) -> Any:
+        if name == "config" and value is None:
+            return {}
+        return value
+
+
+@dataclass
+class CalendarFeed(Record):
+    """The secret iCalendar feed URL of the account's calendar."""
+
+    id: str = ""
+    object: str = "calendar_feed"
+    url: str = ""
+    created_at: str = ""
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class Event(Record):
+    """Something that happened in the account (``evt_...``), as listed by
+    ``list_events`` and delivered to webhooks. ``data`` depends on ``type``."""
+
+    id: str = ""
+    object: str = "event"
+    type: str = ""
+    created_at: str = ""
+    data: Dict[str, Any] = field(default_factory=dict)
+    raw: Dict[str, Any] = _raw()
+
+    @classmethod
+    def _convert(cls, name: str, value: Any) -> Any:
+        if name == "data" and value is None:
+            return {}
+        return value
+
+
+@dataclass
+class Webhook(Record):
+    """An endpoint that receives the account's events (``wh_...``)."""
+
+    id: str = ""
+    object: str = "webhook"
+    url: str = ""
+    events: List[str] = field(default_factory=list)
+    active: bool = True
+    status: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+    raw: Dict[str, Any] = _raw()
+
+    @classmethod
+    def _convert(cls, name: str, value: Any) -> Any:
+        if name == "events" and value is None:
+            return []
+        return value
+
+
+@dataclass
+class WebhookDelivery(Record):
+    """One delivery attempt of an event to a webhook (``dlv_...``)."""
+
+    id: str = ""
+    object: str = "webhook_delivery"
+    webhook_id: str = ""
+    event_id: str = ""
+    event_type: str = ""
+    attempt: int = 0
+    url: str = ""
+    success: bool = False
+    status_code: Optional[int] = None
+    duration_ms: int = 0
+    error: Optional[str] = None
+    response_body: str = ""
+    created_at: str = ""
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class WebhookRedelivery(Record):
+    """The answer of ``redeliver_webhook_delivery``: the event is queued."""
+
+    object: str = "webhook_redelivery"
+    webhook_id: str = ""
+    event_id: str = ""
+    delivery_id: str = ""
+    status: str = ""
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class Page(Generic[T]):
+    """One page of a list. Pass ``last_id`` as ``after`` for the next page
+    while ``has_more``; the ``iter_...`` methods do it for you."""
+
+    data: List[T]
+    has_more: bool
+    first_id: Optional[str] = None
+    last_id: Optional[str] = None
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+@dataclass
+class StreamEvent:
+    """One event of a streamed reply: ``type`` is ``"message.delta"`` (with
+    ``delta``, the next piece of text) or ``"message.completed"`` (with
+    ``message``, the stored reply; the last event)."""
+
+    type: str
+    delta: str = ""
+    message: Optional[Message] = None
+
+
+@dataclass
+class OAuthToken:
+    """The answer of ``POST /oauth/token``."""
+
+    access_token: str
+    token_type: str = "Bearer"
+    expires_in: int = 0
+    refresh_token: Optional[str] = None
+    scope: str = ""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def scopes(self) -> List[str]:
+        return self.scope.split()
+
+
+@dataclass
+class AuthorizationRequest:
+    """An authorization URL to send the user to, and what the callback
+    needs: check ``state`` and pass ``code_verifier`` to ``exchange_code``.
+    Keep both server-side (in the user's session)."""
+
+    url: str
+    state: str
+    code_verifier: str
+    code_challenge: str
