@@ -1,6 +1,7 @@
 package ams
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -100,4 +101,12 @@ type UserUpdate struct {
 	// time given; nil keeps it as it is.
 	ApprovedAt *time.Time
 	Admin      *bool
+}
+
+// Waitlist lists the accounts on the early-access waitlist. Both storage
+// engines implement it; the waitlist admin page uses it.
+type Waitlist interface {
+	// ListWaitlist returns up to limit accounts that are not approved,
+	// oldest first, and whether there are more.
+	ListWaitlist(ctx context.Context, limit int) ([]*User, bool, error)
 }

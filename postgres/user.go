@@ -15,8 +15,9 @@ import (
 // CreateUser stores u. The e-mail is stored lower-cased, so it is compared
 // case-insensitively; ECONFLICT if it is taken.
 func (db *DB) CreateUser(ctx context.Context, u *ams.User) error {
-	_, err := db.pool.Exec(ctx, `INSERT INTO users (`+sqlrow.UserCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		u.ID, strings.ToLower(u.Email), u.PasswordHash, string(u.Plan), u.RPM, u.RPD, u.Timezone, ms(u.CreatedAt), ms(u.UpdatedAt))
+	_, err := db.pool.Exec(ctx, `INSERT INTO users (`+sqlrow.UserCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		u.ID, strings.ToLower(u.Email), u.PasswordHash, string(u.Plan), u.RPM, u.RPD, u.Timezone, ms(u.CreatedAt), ms(u.UpdatedAt),
+		sqlrow.NullMS(u.ApprovedAt), u.Admin)
 	if code, constraint := pgCode(err); code == codeUniqueViolation && constraint == "users_email_key" {
 		return ams.Errorf(ams.ECONFLICT, "email_taken", "A user with e-mail %s already exists.", u.Email)
 	}
@@ -57,9 +58,15 @@ func (db *DB) UpdateUser(ctx context.Context, id string, upd ams.UserUpdate, now
 		p := string(*upd.Plan)
 		plan = &p
 	}
+	var approved *int64 // approved once: the first time stays
+	if upd.ApprovedAt != nil {
+		a := ms(*upd.ApprovedAt)
+		approved = &a
+	}
 	u, err := sqlrow.User(db.pool.QueryRow(ctx, `UPDATE users SET plan = coalesce($2, plan), rpm = coalesce($3, rpm),
-		rpd = coalesce($4, rpd), timezone = coalesce($5, timezone), password_hash = coalesce($6, password_hash), updated_at = $7
-		WHERE id = $1 RETURNING `+sqlrow.UserCols, id, plan, upd.RPM, upd.RPD, upd.Timezone, upd.PasswordHash, ms(now)))
+		rpd = coalesce($4, rpd), timezone = coalesce($5, timezone), password_hash = coalesce($6, password_hash), updated_at = $7,
+		approved_at = coalesce(approved_at, $8), admin = coalesce($9, admin)
+		WHERE id = $1 RETURNING `+sqlrow.UserCols, id, plan, upd.RPM, upd.RPD, upd.Timezone, upd.PasswordHash, ms(now), approved, upd.Admin))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ams.NotFound("user", id)
 	}
@@ -67,4 +74,29 @@ func (db *DB) UpdateUser(ctx context.Context, id string, upd ams.UserUpdate, now
 		return nil, fail("update user", err)
 	}
 	return u, nil
+}
+
+// ListWaitlist returns up to limit accounts that are not approved, oldest
+// first, and whether there are more.
+func (db *DB) ListWaitlist(ctx context.Context, limit int) ([]*ams.User, bool, error) {
+	rows, err := db.pool.Query(ctx, `SELECT `+sqlrow.UserCols+` FROM users WHERE approved_at IS NULL ORDER BY seq LIMIT $1`, limit+1)
+	if err != nil {
+		return nil, false, fail("list waitlist", err)
+	}
+	defer rows.Close()
+	var us []*ams.User
+	for rows.Next() {
+		u, err := sqlrow.User(rows)
+		if err != nil {
+			return nil, false, fail("list waitlist", err)
+		}
+		us = append(us, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fail("list waitlist", err)
+	}
+	if len(us) > limit {
+		return us[:limit], true, nil
+	}
+	return us, false, nil
 }

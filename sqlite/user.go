@@ -15,8 +15,9 @@ import (
 // CreateUser stores u. The e-mail is compared case-insensitively; ECONFLICT
 // if it is taken.
 func (db *DB) CreateUser(ctx context.Context, u *ams.User) error {
-	_, err := db.write.ExecContext(ctx, `INSERT INTO users (`+sqlrow.UserCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		u.ID, strings.ToLower(u.Email), u.PasswordHash, u.Plan, u.RPM, u.RPD, u.Timezone, ms(u.CreatedAt), ms(u.UpdatedAt))
+	_, err := db.write.ExecContext(ctx, `INSERT INTO users (`+sqlrow.UserCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		u.ID, strings.ToLower(u.Email), u.PasswordHash, u.Plan, u.RPM, u.RPD, u.Timezone, ms(u.CreatedAt), ms(u.UpdatedAt),
+		sqlrow.NullMS(u.ApprovedAt), u.Admin)
 	if isUnique(err) {
 		return ams.Errorf(ams.ECONFLICT, "email_taken", "A user with e-mail %s already exists.", u.Email)
 	}
@@ -73,10 +74,42 @@ func (db *DB) UpdateUser(ctx context.Context, id string, upd ams.UserUpdate, now
 	if upd.PasswordHash != nil {
 		u.PasswordHash = *upd.PasswordHash
 	}
+	if upd.ApprovedAt != nil && u.ApprovedAt == nil { // approved once: the first time stays
+		t := upd.ApprovedAt.UTC().Truncate(time.Millisecond)
+		u.ApprovedAt = &t
+	}
+	if upd.Admin != nil {
+		u.Admin = *upd.Admin
+	}
 	u.UpdatedAt = now
-	if _, err := tx.ExecContext(ctx, `UPDATE users SET plan = ?, rpm = ?, rpd = ?, timezone = ?, password_hash = ?, updated_at = ? WHERE id = ?`,
-		u.Plan, u.RPM, u.RPD, u.Timezone, u.PasswordHash, ms(now), id); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE users SET plan = ?, rpm = ?, rpd = ?, timezone = ?, password_hash = ?, approved_at = ?, admin = ?, updated_at = ? WHERE id = ?`,
+		u.Plan, u.RPM, u.RPD, u.Timezone, u.PasswordHash, sqlrow.NullMS(u.ApprovedAt), u.Admin, ms(now), id); err != nil {
 		return nil, fmt.Errorf("update user: %w", err)
 	}
 	return u, tx.Commit()
+}
+
+// ListWaitlist returns up to limit accounts that are not approved, oldest
+// first, and whether there are more.
+func (db *DB) ListWaitlist(ctx context.Context, limit int) ([]*ams.User, bool, error) {
+	rows, err := db.rq.QueryContext(ctx, `SELECT `+sqlrow.UserCols+` FROM users WHERE approved_at IS NULL ORDER BY seq LIMIT ?`, limit+1)
+	if err != nil {
+		return nil, false, fmt.Errorf("list waitlist: %w", err)
+	}
+	defer rows.Close()
+	var us []*ams.User
+	for rows.Next() {
+		u, err := sqlrow.User(rows)
+		if err != nil {
+			return nil, false, fmt.Errorf("list waitlist: %w", err)
+		}
+		us = append(us, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, fmt.Errorf("list waitlist: %w", err)
+	}
+	if len(us) > limit {
+		return us[:limit], true, nil
+	}
+	return us, false, nil
 }

@@ -17,11 +17,17 @@ import (
 func newUsersCmd(sf *storeFlags) *cobra.Command {
 	cmd := &cobra.Command{Use: "users", Short: "Create and update accounts"}
 	var email, plan, tz string
-	var pwStdin bool
+	var pwStdin, admin, waitlist bool
 	create := &cobra.Command{
-		Use:   "create --email E [--plan standard|professional|enterprise] [--password-stdin]",
+		Use:   "create --email E [--plan standard|professional|enterprise] [--password-stdin] [--admin] [--waitlist]",
 		Short: "Create an account; prints its user id",
-		Args:  cobra.NoArgs,
+		Long: `Create an account; prints its user id.
+
+The account has API access at once (it is approved), unless --waitlist puts
+it on the early-access waitlist, as accounts made on the sign-up page are;
+` + "`ams users approve`" + ` lets it off. --admin makes it an administrator of
+the service (the waitlist page of the account pages).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmdContext(cmd)
 			p, err := ams.ParsePlan(plan)
@@ -34,7 +40,7 @@ func newUsersCmd(sf *storeFlags) *cobra.Command {
 			if _, err := time.LoadLocation(tz); err != nil {
 				return fmt.Errorf("unknown timezone %q", tz)
 			}
-			u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: strings.ToLower(email), Plan: p, Timezone: tz}
+			u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: strings.ToLower(email), Plan: p, Timezone: tz, Admin: admin}
 			if pwStdin {
 				if u.PasswordHash, err = readPassword(cmd.InOrStdin()); err != nil {
 					return err
@@ -43,6 +49,9 @@ func newUsersCmd(sf *storeFlags) *cobra.Command {
 			return withStore(ctx, sf, func(store ams.Store) error {
 				u.CreatedAt = ams.Clock(nil).Now()
 				u.UpdatedAt = u.CreatedAt
+				if !waitlist {
+					u.ApprovedAt = &u.CreatedAt
+				}
 				if err := store.CreateUser(ctx, u); err != nil {
 					return err
 				}
@@ -55,6 +64,8 @@ func newUsersCmd(sf *storeFlags) *cobra.Command {
 	create.Flags().StringVar(&plan, "plan", "standard", "standard, professional or enterprise")
 	create.Flags().StringVar(&tz, "timezone", "UTC", "IANA time zone of the account")
 	create.Flags().BoolVar(&pwStdin, "password-stdin", false, "read a password (for the account pages) from standard input")
+	create.Flags().BoolVar(&admin, "admin", false, "make the account an administrator of the service")
+	create.Flags().BoolVar(&waitlist, "waitlist", false, "put the account on the early-access waitlist (no API keys until ams users approve lets it off)")
 	create.MarkFlagRequired("email")
 
 	var uEmail, uPlan, uTZ string
@@ -125,7 +136,35 @@ func newUsersCmd(sf *storeFlags) *cobra.Command {
 	update.Flags().StringVar(&uTZ, "timezone", "", "IANA time zone of the account")
 	update.Flags().BoolVar(&uPwStdin, "password-stdin", false, "read a new password from standard input")
 	update.MarkFlagRequired("email")
-	cmd.AddCommand(create, update)
+
+	var aEmail string
+	approve := &cobra.Command{
+		Use:   "approve --email E",
+		Short: "Let an account off the early-access waitlist: it may create API keys",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmdContext(cmd)
+			return withStore(ctx, sf, func(store ams.Store) error {
+				u, err := store.FindUserByEmail(ctx, aEmail)
+				if err != nil {
+					return err
+				}
+				if u.Approved() {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s (%s) was already approved at %s\n", u.ID, u.Email, u.ApprovedAt.Format(time.RFC3339))
+					return nil
+				}
+				now := ams.Clock(nil).Now()
+				if u, err = store.UpdateUser(ctx, u.ID, ams.UserUpdate{ApprovedAt: &now}, now); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "approved %s (%s) at %s\n", u.ID, u.Email, u.ApprovedAt.Format(time.RFC3339))
+				return nil
+			})
+		},
+	}
+	approve.Flags().StringVar(&aEmail, "email", "", "the account's e-mail address (required)")
+	approve.MarkFlagRequired("email")
+	cmd.AddCommand(create, update, approve)
 	return cmd
 }
 
@@ -173,6 +212,9 @@ func newKeysCmd(sf *storeFlags) *cobra.Command {
 				u, err := store.FindUserByEmail(ctx, email)
 				if err != nil {
 					return err
+				}
+				if !u.Approved() {
+					return fmt.Errorf("%s is on the early-access waitlist: approve it first with `ams users approve --email %s`", u.Email, u.Email)
 				}
 				now := ams.Clock(nil).Now()
 				var exp *time.Time

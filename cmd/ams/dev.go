@@ -23,7 +23,7 @@ func devBootstrap(ctx context.Context, store ams.Store, base string, w io.Writer
 	now := ams.Clock(nil).Now()
 	u, err := store.FindUserByEmail(ctx, devEmail)
 	if ams.IsNotFound(err) {
-		u = &ams.User{ID: ams.NewID(ams.PrefixUser), Email: devEmail, Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
+		u = &ams.User{ID: ams.NewID(ams.PrefixUser), Email: devEmail, Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now, ApprovedAt: &now}
 		err = store.CreateUser(ctx, u)
 	}
 	if err != nil {

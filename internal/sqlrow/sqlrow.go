@@ -33,7 +33,7 @@ func FinishPage[T any](page *ams.Page[T], limit int, forward bool) *ams.Page[T] 
 }
 
 // UserCols are the columns User reads.
-const UserCols = `id, email, password_hash, plan, rpm, rpd, timezone, created_at, updated_at`
+const UserCols = `id, email, password_hash, plan, rpm, rpd, timezone, created_at, updated_at, approved_at, admin`
 
 // KeyCols are the columns of api_keys, qualified by the alias k.
 const KeyCols = `k.id, k.user_id, k.name, k.hint, k.hash, k.permissions, k.created_at, k.last_used_at, k.expires_at, k.revoked_at`
@@ -63,10 +63,11 @@ const ClientCols = `id, user_id, name, redirect_uris, public, secret_hash, creat
 func User(s Scanner) (*ams.User, error) {
 	var u ams.User
 	var created, updated int64
-	if err := s.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.Plan, &u.RPM, &u.RPD, &u.Timezone, &created, &updated); err != nil {
+	var approved *int64
+	if err := s.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.Plan, &u.RPM, &u.RPD, &u.Timezone, &created, &updated, &approved, &u.Admin); err != nil {
 		return nil, err
 	}
-	u.CreatedAt, u.UpdatedAt = fromMS(created), fromMS(updated)
+	u.CreatedAt, u.UpdatedAt, u.ApprovedAt = fromMS(created), fromMS(updated), fromNullMS(approved)
 	return &u, nil
 }
 

@@ -1,0 +1,10 @@
+-- 0007: the early-access waitlist and service administrators; the twin of
+-- sqlite/migrations/0007_waitlist.sql.
+-- approved_at: when the account was let off the waitlist (Unix ms); NULL:
+-- still on it, it may not create API keys. Accounts that existed before
+-- the waitlist keep their access: they count as approved when created.
+ALTER TABLE users ADD COLUMN approved_at BIGINT;
+ALTER TABLE users ADD COLUMN admin BOOLEAN NOT NULL DEFAULT false;
+UPDATE users SET approved_at = created_at;
+-- The admin page lists the accounts waiting, oldest first.
+CREATE INDEX users_waitlist ON users (seq) WHERE approved_at IS NULL;
