@@ -11,12 +11,12 @@ error body's ``type`` (which the HTTP status fixes):
 ``authentication_error``    401                        ``AuthenticationError``
 ``permission_error``        403                        ``PermissionError_``
 ``rate_limit_error``        429                        ``RateLimitError``
-``api_error``               5xx (and answers without   ``APIError``
-                            an error body)
+``api_error``               5xx                        ``APIError``
 ==========================  =========================  =======================
 
 ``NotFoundError`` (404) and ``ConflictError`` (409) are ``InvalidRequestError``
-subclasses. A request that got no answer at all (connection refused, timeout,
+subclasses. An answer without the API's error body (from a proxy, say)
+gets the type its status fixes. A request that got no answer at all (connection refused, timeout,
 a stream cut off) raises ``APIConnectionError``. OAuth token endpoint errors
 (RFC 6749 section 5.2) raise ``OAuthError``; a webhook that fails
 verification raises ``WebhookVerificationError``.
@@ -235,7 +235,8 @@ def error_from_response(
             request_id = body["request_id"]
     etype = err.get("type") if isinstance(err.get("type"), str) else None
     if not etype:
-        etype = _type_for_status(status) if 400 <= status < 500 and err else "api_error"
+        # No error body (a proxy's answer, say): the type the status fixes.
+        etype = _type_for_status(status)
     message = err.get("message") if isinstance(err.get("message"), str) else ""
     if not message:
         message = _STATUS_TEXT.get(status, "HTTP status %d" % status)
