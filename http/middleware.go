@@ -220,6 +220,9 @@ func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, auth *ams.Aut
 	if err != nil {
 		return fmt.Errorf("rate limiter: %w", err)
 	}
+	if s.Usage != nil {
+		s.Usage.Record(auth.User.ID, now, d.Allowed)
+	}
 	t := d.Tightest()
 	h := w.Header()
 	// Keys in canonical form, set directly: this runs on every request.

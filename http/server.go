@@ -51,12 +51,22 @@ type Server struct {
 	// BaseURL is the service's public URL, for the links answered (the
 	// calendar feed's); "" takes the request's host.
 	BaseURL string
+	// Usage, when set, is told of every request the rate limiter decided
+	// on (allowed or refused), for usage metering (a *usage.Recorder).
+	Usage UsageRecorder
 
 	routes   []Route
 	mux      *http.ServeMux
 	known    *http.ServeMux // the API routes only: tells 405 from 404
 	touched  sync.Map       // key id -> unix minute of the last recorded use
 	initOnce sync.Once
+}
+
+// UsageRecorder counts an account's requests: allowed by the rate limiter,
+// or refused with a 429. Record is called on every rate-limited request and
+// must be fast.
+type UsageRecorder interface {
+	Record(account string, at time.Time, allowed bool)
 }
 
 // TokenAuthenticator resolves an OAuth 2.0 access token to its caller: the

@@ -33,6 +33,7 @@ import (
 	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/ratelimit/redisrate"
+	"github.com/amsdev/ams/usage"
 	"github.com/amsdev/ams/web"
 	"github.com/amsdev/ams/webhook"
 	"github.com/amsdev/ams/webhook/ssrf"
@@ -196,6 +197,11 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		Integrations: map[string]amshttp.Integrator{caldav.Provider: calendars},
 		Ready:        store.Ping,
 	}
+	// Usage metering: requests are counted in memory and added to the
+	// store every 10 s and at shutdown (meter.Run, a background worker).
+	meter := usage.NewRecorder(store)
+	meter.Logger = logger
+	api.Usage = meter
 	if qs, ok := store.(ams.QueueStatter); ok {
 		api.Metrics.WatchQueue(func(ctx context.Context) (int64, time.Duration, error) { return qs.QueueStats(ctx, api.Clock.Now()) })
 	}
@@ -251,7 +257,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		Schedule: schedule, Lease: cfg.webhookLease, Concurrency: cfg.webhookWorkers, PerWebhook: cfg.webhookPerHook, BaseURL: base,
 		OnAttempt: api.Metrics.Delivery}
 	mails := &mailer.Mailer{Queue: store, Sender: sender, Clock: api.Clock, Logger: logger}
-	for _, run := range []func(context.Context) error{worker.Run, mails.Run, reminders.Run, calendars.Run, func(ctx context.Context) error { return janitor(ctx, store, logger) }} {
+	for _, run := range []func(context.Context) error{worker.Run, mails.Run, reminders.Run, calendars.Run, meter.Run, func(ctx context.Context) error { return janitor(ctx, store, logger) }} {
 		bg.Add(1)
 		go func() {
 			defer bg.Done()

@@ -26,6 +26,7 @@ import (
 	"github.com/amsdev/ams/openapi"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/sqlite"
+	"github.com/amsdev/ams/usage"
 	"github.com/amsdev/ams/webhook"
 	"github.com/amsdev/ams/webhook/ssrf"
 	"github.com/amsdev/ams/world"
@@ -65,6 +66,9 @@ type Fixture struct {
 	// Worker delivers webhooks; it is not running: tests call RunOnce
 	// (after moving the clock) or start Run themselves.
 	Worker *webhook.Worker
+	// Usage meters requests when the fixture was made WithUsage (tests
+	// call Flush); else nil.
+	Usage *usage.Recorder
 }
 
 // Option changes how New builds the server.
@@ -73,6 +77,13 @@ type Option func(*options)
 type options struct {
 	wrap   func(*sqlite.DB) ams.Store
 	engine ams.Engine
+	usage  bool
+}
+
+// WithUsage meters the API's requests with a usage.Recorder on the
+// fixture's store (Fixture.Usage), on the fixture's clock.
+func WithUsage() Option {
+	return func(o *options) { o.usage = true }
 }
 
 // WithStore makes the API use the store that wrap returns around the
@@ -124,9 +135,15 @@ func New(t testing.TB, opts ...Option) *Fixture {
 		Ready:   db.Ping,
 	}
 	api.Metrics.WatchQueue(func(ctx context.Context) (int64, time.Duration, error) { return db.QueueStats(ctx, clock.Now()) })
+	var rec *usage.Recorder
+	if o.usage {
+		rec = usage.NewRecorder(store)
+		rec.Clock = clock.Now
+		api.Usage = rec
+	}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
-	f := &Fixture{T: t, Server: srv, API: api, Store: db, Clock: clock}
+	f := &Fixture{T: t, Server: srv, API: api, Store: db, Clock: clock, Usage: rec}
 	f.Worker = &webhook.Worker{Queue: db, Users: db, Client: webhook.NewClient(api.Guard), Clock: clock.Now,
 		Logger: logger, BaseURL: srv.URL, OnAttempt: api.Metrics.Delivery}
 	f.User = f.NewUser("ann@example.com", ams.PlanStandard)
