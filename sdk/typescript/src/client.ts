@@ -1,0 +1,375 @@
+// The Client: one resource object per part of the API, each with a method
+// per endpoint.
+
+import { Transport, timeString, type ClientOptions, type RequestOptions } from "./core.js";
+import { PagePromise, type PageFetcher } from "./pagination.js";
+import { MessageStream } from "./streaming.js";
+import type {
+  Action,
+  Assistant,
+  CalendarEvent,
+  CalendarFeed,
+  Conversation,
+  CreateAssistantParams,
+  CreateCalendarEventParams,
+  CreateIntegrationParams,
+  CreateTaskParams,
+  CreateWebhookParams,
+  Delivery,
+  Event,
+  Integration,
+  ListCalendarEventsParams,
+  ListConversationsParams,
+  ListDeliveriesParams,
+  ListEventsParams,
+  ListParams,
+  ListResponse,
+  ListTasksParams,
+  Message,
+  RunActionParams,
+  SendMessageParams,
+  Task,
+  UpdateAssistantParams,
+  UpdateCalendarEventParams,
+  UpdateMessageParams,
+  UpdateTaskParams,
+  UpdateWebhookParams,
+  Webhook,
+  WebhookRedelivery,
+} from "./types.js";
+import { verifyWebhook, type VerifyOptions, type WebhookHeaders, type WebhookPayload } from "./webhook.js";
+
+/** Escapes one path segment; refuses an empty id before any request. */
+function seg(id: string, what = "id"): string {
+  if (typeof id !== "string" || id === "") throw new TypeError(`ams: ${what} is empty`);
+  return encodeURIComponent(id);
+}
+
+/** Copies a body, turning Date values into RFC 3339 strings. */
+function body<T extends object>(params: T): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== undefined) out[k] = timeString(v);
+  }
+  return out;
+}
+
+abstract class Resource {
+  constructor(protected readonly t: Transport) {}
+
+  protected async doGet<T>(path: string, query?: object, options?: RequestOptions): Promise<T> {
+    return (await this.t.request<T>({ method: "GET", path, query: query as Record<string, unknown>, options })).data;
+  }
+
+  protected async doPost<T>(path: string, b: object | undefined, options?: RequestOptions): Promise<T> {
+    return (await this.t.request<T>({ method: "POST", path, body: b === undefined ? undefined : body(b), options })).data;
+  }
+
+  protected async doPatch<T>(path: string, b: object, options?: RequestOptions): Promise<T> {
+    return (await this.t.request<T>({ method: "PATCH", path, body: body(b), options })).data;
+  }
+
+  protected async doDelete(path: string, options?: RequestOptions): Promise<void> {
+    await this.t.request<undefined>({ method: "DELETE", path, options });
+  }
+
+  protected doList<T, P extends ListParams>(path: string, params: P | undefined, options?: RequestOptions): PagePromise<T> {
+    const fetcher: PageFetcher<T> = async (p) => {
+      const r = await this.t.request<ListResponse<T>>({ method: "GET", path, query: p as Record<string, unknown>, options });
+      return { data: r.data, requestId: r.requestId };
+    };
+    return new PagePromise<T>(fetcher, { ...(params ?? {}) });
+  }
+}
+
+/** /v1/assistants: the account's assistants. */
+export class Assistants extends Resource {
+  /** Creates an assistant (permission write). */
+  create(params: CreateAssistantParams, options?: RequestOptions): Promise<Assistant> {
+    return this.doPost("/assistants", params, options);
+  }
+  /** The assistant with id. */
+  get(id: string, options?: RequestOptions): Promise<Assistant> {
+    return this.doGet(`/assistants/${seg(id)}`, undefined, options);
+  }
+  /** Changes the fields params sets. */
+  update(id: string, params: UpdateAssistantParams, options?: RequestOptions): Promise<Assistant> {
+    return this.doPatch(`/assistants/${seg(id)}`, params, options);
+  }
+  /** Deletes the assistant; its conversations, tasks, calendar events and actions stay readable. */
+  delete(id: string, options?: RequestOptions): Promise<void> {
+    return this.doDelete(`/assistants/${seg(id)}`, options);
+  }
+  /** The assistants: await for a page, `for await` for all. */
+  list(params?: ListParams, options?: RequestOptions): PagePromise<Assistant> {
+    return this.doList("/assistants", params, options);
+  }
+}
+
+/** /v1/messages: send (or stream) a message and get the reply; get, edit, delete messages. */
+export class Messages extends Resource {
+  /**
+   * Sends a message to an assistant and returns its reply (direction
+   * "outbound"); the reply's conversation_id names the conversation. The
+   * request carries an Idempotency-Key (options.idempotencyKey or a random
+   * one), so a retry never sends the message twice.
+   */
+  send(params: SendMessageParams, options?: RequestOptions): Promise<Message> {
+    return this.doPost("/messages", params, options);
+  }
+  /**
+   * Sends a message and streams the reply: `message.delta` events, then
+   * `message.completed` with the stored reply.
+   *
+   * ```ts
+   * for await (const ev of client.messages.stream({ assistant_id, message: "Hi" })) {
+   *   if (ev.type === "message.delta") process.stdout.write(ev.delta);
+   *   else console.log("\nstored as", ev.message.id);
+   * }
+   * ```
+   */
+  stream(params: SendMessageParams, options?: RequestOptions): MessageStream {
+    return new MessageStream(async () => {
+      const r = await this.t.send({ method: "POST", path: "/messages", body: { ...params, stream: true }, options, stream: true });
+      return { response: r.response, controller: r.controller };
+    });
+  }
+  /** The message with id. */
+  get(id: string, options?: RequestOptions): Promise<Message> {
+    return this.doGet(`/messages/${seg(id)}`, undefined, options);
+  }
+  /** Replaces the content of an inbound message (emits message.updated). */
+  update(id: string, params: UpdateMessageParams, options?: RequestOptions): Promise<Message> {
+    return this.doPatch(`/messages/${seg(id)}`, params, options);
+  }
+  /** Deletes a message (emits message.deleted). */
+  delete(id: string, options?: RequestOptions): Promise<void> {
+    return this.doDelete(`/messages/${seg(id)}`, options);
+  }
+}
+
+/** /v1/conversations: threads of messages and their history. */
+export class Conversations extends Resource {
+  /** The conversations, optionally of one assistant. */
+  list(params?: ListConversationsParams, options?: RequestOptions): PagePromise<Conversation> {
+    return this.doList("/conversations", params, options);
+  }
+  /** The conversation with id. */
+  get(id: string, options?: RequestOptions): Promise<Conversation> {
+    return this.doGet(`/conversations/${seg(id)}`, undefined, options);
+  }
+  /** A conversation's messages (newest first unless order "asc"). */
+  listMessages(conversationId: string, params?: ListParams, options?: RequestOptions): PagePromise<Message> {
+    return this.doList(`/conversations/${seg(conversationId, "conversationId")}/messages`, params, options);
+  }
+}
+
+/** /v1/tasks: the to-do items assistants keep. */
+export class Tasks extends Resource {
+  create(params: CreateTaskParams, options?: RequestOptions): Promise<Task> {
+    return this.doPost("/tasks", params, options);
+  }
+  list(params?: ListTasksParams, options?: RequestOptions): PagePromise<Task> {
+    return this.doList("/tasks", params, options);
+  }
+  get(id: string, options?: RequestOptions): Promise<Task> {
+    return this.doGet(`/tasks/${seg(id)}`, undefined, options);
+  }
+  /** Changes the fields params sets; null clears due_at and remind_at. */
+  update(id: string, params: UpdateTaskParams, options?: RequestOptions): Promise<Task> {
+    return this.doPatch(`/tasks/${seg(id)}`, params, options);
+  }
+  delete(id: string, options?: RequestOptions): Promise<void> {
+    return this.doDelete(`/tasks/${seg(id)}`, options);
+  }
+  /** Marks the task completed (a completed task is returned unchanged). */
+  complete(id: string, options?: RequestOptions): Promise<Task> {
+    return this.doPost(`/tasks/${seg(id)}/complete`, undefined, options);
+  }
+}
+
+/** /v1/calendar/events: the user's calendar. */
+export class CalendarEvents extends Resource {
+  create(params: CreateCalendarEventParams, options?: RequestOptions): Promise<CalendarEvent> {
+    return this.doPost("/calendar/events", params, options);
+  }
+  /** The events; with starts_after and starts_before, those overlapping that window. */
+  list(params?: ListCalendarEventsParams, options?: RequestOptions): PagePromise<CalendarEvent> {
+    return this.doList("/calendar/events", params, options);
+  }
+  get(id: string, options?: RequestOptions): Promise<CalendarEvent> {
+    return this.doGet(`/calendar/events/${seg(id)}`, undefined, options);
+  }
+  update(id: string, params: UpdateCalendarEventParams, options?: RequestOptions): Promise<CalendarEvent> {
+    return this.doPatch(`/calendar/events/${seg(id)}`, params, options);
+  }
+  delete(id: string, options?: RequestOptions): Promise<void> {
+    return this.doDelete(`/calendar/events/${seg(id)}`, options);
+  }
+}
+
+/** /v1/calendar: events and the iCalendar feed. */
+export class Calendar extends Resource {
+  readonly events: CalendarEvents;
+  constructor(t: Transport) {
+    super(t);
+    this.events = new CalendarEvents(t);
+  }
+  /**
+   * Creates the account's calendar feed (an `ical_feed` integration) and
+   * returns its secret URL, shown this once; a new feed replaces the old.
+   */
+  createFeed(options?: RequestOptions): Promise<CalendarFeed> {
+    return this.doPost("/calendar/feed", undefined, options);
+  }
+}
+
+/** /v1/assistants/{id}/actions: run an assistant's tools directly. */
+export class Actions extends Resource {
+  /** Runs a tool and returns the action (status succeeded); bad input is an InvalidRequestError naming `input.<field>`. */
+  run(assistantId: string, params: RunActionParams, options?: RequestOptions): Promise<Action> {
+    return this.doPost(`/assistants/${seg(assistantId, "assistantId")}/actions`, params, options);
+  }
+  list(assistantId: string, params?: ListParams, options?: RequestOptions): PagePromise<Action> {
+    return this.doList(`/assistants/${seg(assistantId, "assistantId")}/actions`, params, options);
+  }
+  get(assistantId: string, actionId: string, options?: RequestOptions): Promise<Action> {
+    return this.doGet(`/assistants/${seg(assistantId, "assistantId")}/actions/${seg(actionId, "actionId")}`, undefined, options);
+  }
+}
+
+/** /v1/integrations: connections to outside services (CalDAV). */
+export class Integrations extends Resource {
+  /** Connects an integration; the server checks the connection first (502 integration_unreachable). */
+  create(params: CreateIntegrationParams, options?: RequestOptions): Promise<Integration> {
+    return this.doPost("/integrations", params, options);
+  }
+  list(params?: ListParams, options?: RequestOptions): PagePromise<Integration> {
+    return this.doList("/integrations", params, options);
+  }
+  get(id: string, options?: RequestOptions): Promise<Integration> {
+    return this.doGet(`/integrations/${seg(id)}`, undefined, options);
+  }
+  /** Disconnects the integration (it stays readable with status "disconnected"). */
+  delete(id: string, options?: RequestOptions): Promise<void> {
+    return this.doDelete(`/integrations/${seg(id)}`, options);
+  }
+  /** Syncs now and returns the integration afterwards (a failed sync: status "error", last_error). */
+  sync(id: string, options?: RequestOptions): Promise<Integration> {
+    return this.doPost(`/integrations/${seg(id)}/sync`, undefined, options);
+  }
+}
+
+/** /v1/events: what happened in the last 30 days. */
+export class Events extends Resource {
+  list(params?: ListEventsParams, options?: RequestOptions): PagePromise<Event> {
+    return this.doList("/events", params, options);
+  }
+}
+
+/** /v1/webhooks: endpoints that receive events, their deliveries, and verification. */
+export class Webhooks extends Resource {
+  create(params: CreateWebhookParams, options?: RequestOptions): Promise<Webhook> {
+    return this.doPost("/webhooks", params, options);
+  }
+  list(params?: ListParams, options?: RequestOptions): PagePromise<Webhook> {
+    return this.doList("/webhooks", params, options);
+  }
+  get(id: string, options?: RequestOptions): Promise<Webhook> {
+    return this.doGet(`/webhooks/${seg(id)}`, undefined, options);
+  }
+  /** Changes the fields params sets; `{ active: true }` turns a failing webhook back on. */
+  update(id: string, params: UpdateWebhookParams, options?: RequestOptions): Promise<Webhook> {
+    return this.doPatch(`/webhooks/${seg(id)}`, params, options);
+  }
+  delete(id: string, options?: RequestOptions): Promise<void> {
+    return this.doDelete(`/webhooks/${seg(id)}`, options);
+  }
+  /** Queues a webhook.ping event for this webhook only (which must be active); returns the event. */
+  ping(id: string, options?: RequestOptions): Promise<Event & { type: "webhook.ping" }> {
+    return this.doPost(`/webhooks/${seg(id)}/ping`, undefined, options);
+  }
+  /** The webhook's delivery attempts, optionally of one event (event_id). */
+  listDeliveries(id: string, params?: ListDeliveriesParams, options?: RequestOptions): PagePromise<Delivery> {
+    return this.doList(`/webhooks/${seg(id)}/deliveries`, params, options);
+  }
+  /**
+   * Queues the event of a delivery attempt for the webhook again (a new
+   * delivery, attempt 1, same event id); its attempts are listed with
+   * listDeliveries(id, { event_id }).
+   */
+  redeliver(id: string, deliveryId: string, options?: RequestOptions): Promise<WebhookRedelivery> {
+    return this.doPost(`/webhooks/${seg(id)}/deliveries/${seg(deliveryId, "deliveryId")}/redeliver`, undefined, options);
+  }
+  /** Verifies a delivery; see verifyWebhook. */
+  verify(payload: WebhookPayload, headers: WebhookHeaders, secret: string, opts?: VerifyOptions): Promise<Event> {
+    return verifyWebhook(payload, headers, secret, opts);
+  }
+}
+
+/**
+ * A client of the ams v1 API.
+ *
+ * ```ts
+ * const client = new Client({ apiKey: process.env.AMS_API_KEY, baseURL: "http://127.0.0.1:8080" });
+ * const reply = await client.messages.send({ assistant_id: "ast_…", message: "Hello!" });
+ * ```
+ *
+ * Every non-2xx answer is thrown as an AmsError subclass. 429 and 5xx
+ * answers (and connection failures of requests that are safe to repeat)
+ * are retried with backoff, honouring Retry-After up to maxRetryAfter;
+ * every POST carries an Idempotency-Key, the same on each retry.
+ */
+export class Client {
+  readonly assistants: Assistants;
+  readonly messages: Messages;
+  readonly conversations: Conversations;
+  readonly tasks: Tasks;
+  readonly calendar: Calendar;
+  readonly actions: Actions;
+  readonly integrations: Integrations;
+  readonly events: Events;
+  readonly webhooks: Webhooks;
+  readonly #t: Transport;
+
+  constructor(options: ClientOptions = {}) {
+    const t = new Transport(options);
+    this.#t = t;
+    this.assistants = new Assistants(t);
+    this.messages = new Messages(t);
+    this.conversations = new Conversations(t);
+    this.tasks = new Tasks(t);
+    this.calendar = new Calendar(t);
+    this.actions = new Actions(t);
+    this.integrations = new Integrations(t);
+    this.events = new Events(t);
+    this.webhooks = new Webhooks(t);
+  }
+
+  /** The server root the client talks to. */
+  get baseURL(): string {
+    return this.#t.baseURL;
+  }
+
+  /** The API's OpenAPI 3.1 document (GET /v1/openapi.json). */
+  async openapi(options?: RequestOptions): Promise<Record<string, unknown>> {
+    return (await this.#t.request<Record<string, unknown>>({ method: "GET", path: "/openapi.json", options })).data;
+  }
+
+  /**
+   * Calls any endpoint, with the client's authentication, retries and
+   * errors: the building block of the methods, and the way to call an
+   * endpoint this version does not wrap. path is relative to /v1.
+   */
+  async request<T = unknown>(
+    method: "GET" | "POST" | "PATCH" | "DELETE",
+    path: string,
+    init: { query?: Record<string, unknown>; body?: unknown; options?: RequestOptions } = {},
+  ): Promise<{ data: T; status: number; headers: Headers; requestId: string | undefined }> {
+    return this.#t.request<T>({ method, path, query: init.query, body: init.body === undefined ? undefined : timeBody(init.body), options: init.options });
+  }
+}
+
+function timeBody(b: unknown): unknown {
+  return b !== null && typeof b === "object" && !Array.isArray(b) ? body(b) : b;
+}

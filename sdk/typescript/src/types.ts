@@ -1,0 +1,410 @@
+// Records and parameters of the ams v1 API, as the JSON has them
+// (snake_case). Times are RFC 3339 strings in UTC ("2026-11-21T10:00:00.123Z");
+// parameters that take a time also take a Date.
+
+/** A time parameter: an RFC 3339 string or a Date. */
+export type TimeInput = string | Date;
+
+/** One of an account's AI assistants. */
+export interface Assistant {
+  id: string; // "ast_…"
+  object: "assistant";
+  name: string;
+  description: string;
+  instructions: string;
+  /** The engine: "builtin" is the server's embedded engine. */
+  model: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A thread of messages between a program and one assistant. */
+export interface Conversation {
+  id: string; // "conv_…"
+  object: "conversation";
+  assistant_id: string;
+  /** The first line of the first inbound message, at most 80 characters. */
+  title: string;
+  message_count: number;
+  last_message_at: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** "inbound": from the caller's program; "outbound": from the assistant. */
+export type Direction = "inbound" | "outbound";
+
+/** One message of a conversation. */
+export interface Message {
+  id: string; // "msg_…"
+  object: "message";
+  assistant_id: string;
+  conversation_id: string;
+  direction: Direction;
+  content: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A task (a to-do item) an assistant keeps for the user. */
+export interface Task {
+  id: string; // "task_…"
+  object: "task";
+  assistant_id: string;
+  title: string;
+  notes: string;
+  status: "open" | "completed";
+  due_at: string | null;
+  remind_at: string | null;
+  completed_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** An event in the user's calendar. */
+export interface CalendarEvent {
+  id: string; // "cev_…"
+  object: "calendar_event";
+  /** "" for an event that came from a calendar integration. */
+  assistant_id: string;
+  title: string;
+  description: string;
+  location: string;
+  starts_at: string;
+  ends_at: string;
+  remind_at: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The tools an action may run. */
+export type ToolName =
+  | "create_task"
+  | "update_task"
+  | "complete_task"
+  | "list_tasks"
+  | "create_calendar_event"
+  | "update_calendar_event"
+  | "list_calendar_events";
+
+/** Why an action failed, as the API would have answered. */
+export interface ActionError {
+  type: string;
+  code: string;
+  message: string;
+  param?: string;
+}
+
+/** One run of an assistant's tool. */
+export interface Action {
+  id: string; // "act_…"
+  object: "action";
+  assistant_id: string;
+  /** "" when run with actions.run. */
+  conversation_id: string;
+  type: ToolName | string;
+  input: Record<string, unknown> | string;
+  status: "succeeded" | "failed";
+  /** The task or calendar event the tool left, or for the list tools a list; null unless succeeded. */
+  result: Task | CalendarEvent | { object: "list"; data: Array<Task | CalendarEvent>; has_more: boolean } | Record<string, unknown> | null;
+  error: ActionError | null;
+  created_at: string;
+}
+
+/** A connection of the account to an outside service. */
+export interface Integration {
+  id: string; // "int_…"
+  object: "integration";
+  /** "caldav", or "ical_feed" for the calendar feed. */
+  provider: string;
+  status: "connected" | "error" | "disconnected";
+  /** Provider settings, without secrets. */
+  config: Record<string, unknown>;
+  last_error: string | null;
+  connected_at: string;
+  created_at: string;
+  updated_at: string;
+}
+
+/** The account's calendar feed, as created: its URL is shown this once. */
+export interface CalendarFeed {
+  id: string; // "int_…"
+  object: "calendar_feed";
+  /** `<base URL>/calendar/feed/ams_cf_<token>.ics`: anyone with it can read the calendar. */
+  url: string;
+  created_at: string;
+}
+
+/** The event types; "webhook.ping" is sent only by a ping. */
+export type EventType =
+  | "message.created"
+  | "message.updated"
+  | "message.deleted"
+  | "task.created"
+  | "task.completed"
+  | "task.updated"
+  | "task.reminder"
+  | "event.created"
+  | "event.updated"
+  | "event.reminder"
+  | "integration.connected"
+  | "integration.disconnected"
+  | "integration.error"
+  | "webhook.ping";
+
+/** The event types a webhook can subscribe to. */
+export type WebhookEventType = Exclude<EventType, "webhook.ping">;
+
+/** `data` of the message.* events. */
+export interface MessageEventData {
+  message_id: string;
+  assistant_id: string;
+  conversation_id: string;
+  content: string;
+  direction: Direction;
+}
+
+/** The `data` of each event type. */
+export interface EventDataMap {
+  "message.created": MessageEventData;
+  "message.updated": MessageEventData;
+  "message.deleted": MessageEventData;
+  "task.created": Task;
+  "task.completed": Task;
+  "task.updated": Task;
+  "task.reminder": Task;
+  "event.created": CalendarEvent;
+  "event.updated": CalendarEvent;
+  "event.reminder": CalendarEvent;
+  "integration.connected": Integration;
+  "integration.disconnected": Integration;
+  "integration.error": Integration & { error: string };
+  "webhook.ping": { webhook_id: string };
+}
+
+/**
+ * Something that happened in the account, listed at GET /v1/events and
+ * delivered to webhooks. Narrow on `type` to get the shape of `data`.
+ */
+export type Event = {
+  [K in EventType]: {
+    id: string; // "evt_…"
+    object: "event";
+    type: K;
+    created_at: string;
+    data: EventDataMap[K];
+  };
+}[EventType];
+
+/** A registered webhook endpoint (never its secret). */
+export interface Webhook {
+  id: string; // "wh_…"
+  object: "webhook";
+  url: string;
+  events: WebhookEventType[];
+  active: boolean;
+  /** "failing" after a delivery's fifth failed attempt (or a 410); `active` is then false. */
+  status: "active" | "failing";
+  created_at: string;
+  updated_at: string;
+}
+
+/** One delivery attempt of an event to a webhook. */
+export interface Delivery {
+  id: string; // "dlv_…"
+  object: "webhook_delivery";
+  webhook_id: string;
+  event_id: string;
+  event_type: EventType;
+  attempt: number;
+  url: string;
+  success: boolean;
+  status_code: number | null;
+  duration_ms: number;
+  error: string | null;
+  /** The first 1024 bytes of the receiver's answer. */
+  response_body: string;
+  created_at: string;
+}
+
+/** The answer of a redelivery: the event is queued for the webhook again. */
+export interface WebhookRedelivery {
+  object: "webhook_redelivery";
+  webhook_id: string;
+  /** The event queued again; its id is unchanged. */
+  event_id: string;
+  /** The attempt named in the request; the new attempts get new ids. */
+  delivery_id: string;
+  status: "queued";
+}
+
+/** One page of a list endpoint, as the API answers it. */
+export interface ListResponse<T> {
+  object: "list";
+  data: T[];
+  /** Id of the first record of data; null when data is empty. */
+  first_id: string | null;
+  /** Id of the last record of data; null when data is empty. Pass it as `after` for the next page. */
+  last_id: string | null;
+  /** Whether more records follow (with `before`: precede) this page. */
+  has_more: boolean;
+}
+
+/** Selects one page of a list. Set at most one of after and before. */
+export interface ListParams {
+  /** 1..100, default 20. */
+  limit?: number;
+  /** The page follows the record with this id, in the list's order. */
+  after?: string;
+  /** The page precedes the record with this id, in the list's order. */
+  before?: string;
+  /** "desc" (newest first, the default) or "asc". */
+  order?: "desc" | "asc";
+}
+
+export interface SendMessageParams {
+  /** The assistant to talk to. */
+  assistant_id: string;
+  /** The text: 1 to 32,768 bytes with at least one non-whitespace character. */
+  message: string;
+  /** Continues a conversation; omitted starts a new one. */
+  conversation_id?: string;
+}
+
+export interface UpdateMessageParams {
+  /** The new text of an inbound message. */
+  content: string;
+}
+
+export interface ListConversationsParams extends ListParams {
+  assistant_id?: string;
+}
+
+export interface CreateAssistantParams {
+  name: string;
+  description?: string | null;
+  instructions?: string | null;
+  /** Default "builtin". */
+  model?: string | null;
+}
+
+export interface UpdateAssistantParams {
+  name?: string;
+  description?: string | null;
+  instructions?: string | null;
+  model?: string | null;
+}
+
+export interface CreateTaskParams {
+  assistant_id: string;
+  title: string;
+  notes?: string | null;
+  due_at?: TimeInput | null;
+  /** Reminds once, with a task.reminder event. */
+  remind_at?: TimeInput | null;
+}
+
+/** Fields to change; omitted fields are kept, null clears due_at and remind_at ("" clears notes). */
+export interface UpdateTaskParams {
+  title?: string;
+  notes?: string | null;
+  due_at?: TimeInput | null;
+  remind_at?: TimeInput | null;
+}
+
+export interface ListTasksParams extends ListParams {
+  assistant_id?: string;
+  status?: "open" | "completed";
+  /** Only tasks due at or after this time. */
+  due_after?: TimeInput;
+  /** Only tasks due before this time. */
+  due_before?: TimeInput;
+}
+
+export interface CreateCalendarEventParams {
+  assistant_id: string;
+  title: string;
+  starts_at: TimeInput;
+  /** After starts_at; omitted means one hour after it. */
+  ends_at?: TimeInput;
+  description?: string | null;
+  location?: string | null;
+  /** Reminds once, with an event.reminder event. */
+  remind_at?: TimeInput | null;
+}
+
+/** Fields to change; moving starts_at alone keeps the event's length. */
+export interface UpdateCalendarEventParams {
+  title?: string;
+  description?: string | null;
+  location?: string | null;
+  starts_at?: TimeInput;
+  ends_at?: TimeInput;
+  remind_at?: TimeInput | null;
+}
+
+export interface ListCalendarEventsParams extends ListParams {
+  assistant_id?: string;
+  /** Only events that end after this time. */
+  starts_after?: TimeInput;
+  /** Only events that start before this time. */
+  starts_before?: TimeInput;
+}
+
+export interface RunActionParams {
+  /** The tool to run. */
+  type: ToolName;
+  /** The tool's input, such as {title: "Call Bob", due_at: "2026-11-22T09:00:00Z"}. */
+  input?: Record<string, unknown> | null;
+}
+
+export interface CreateIntegrationParams {
+  provider: "caldav";
+  /** For caldav: url (the calendar collection) and username. */
+  config: { url: string; username?: string };
+  /** For caldav: password. Stored sealed; never returned. */
+  secrets?: { password?: string };
+}
+
+export interface ListEventsParams extends ListParams {
+  type?: EventType;
+}
+
+export interface ListDeliveriesParams extends ListParams {
+  /** Only the attempts to deliver this event. */
+  event_id?: string;
+}
+
+export interface CreateWebhookParams {
+  /** https (any http or loopback URL on a server in dev mode). */
+  url: string;
+  events: WebhookEventType[];
+  /** At least 16 characters; a `whsec_<base64>` secret also suits the Standard Webhooks libraries. */
+  secret: string;
+  /** Default true. */
+  active?: boolean;
+}
+
+export interface UpdateWebhookParams {
+  url?: string;
+  events?: WebhookEventType[];
+  secret?: string;
+  /** true turns a failing webhook back on. */
+  active?: boolean;
+}
+
+/** A piece of a streamed reply. */
+export interface MessageDeltaEvent {
+  type: "message.delta";
+  /** The next piece of the reply's text; the deltas put together are its content. */
+  delta: string;
+}
+
+/** The last event of a streamed reply: the stored reply. */
+export interface MessageCompletedEvent {
+  type: "message.completed";
+  message: Message;
+}
+
+/** An event of a streamed reply. */
+export type MessageStreamEvent = MessageDeltaEvent | MessageCompletedEvent;

@@ -1,0 +1,359 @@
+// Every /v1 endpoint through the SDK, against a real `ams serve`.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import {
+  Client,
+  InvalidRequestError,
+  NotFoundError,
+  Page,
+  type Assistant,
+  type Conversation,
+  type Event,
+  type Message,
+  type Task,
+} from "@ams/sdk";
+import { startServe, type AmsServer } from "./helpers.js";
+
+let srv: AmsServer;
+let client: Client;
+
+before(async () => {
+  srv = await startServe();
+  client = new Client({ apiKey: srv.apiKey, baseURL: srv.baseURL });
+});
+after(async () => {
+  await srv?.stop();
+});
+
+describe("assistants", () => {
+  test("create, get, update, list, delete", async () => {
+    const a = await client.assistants.create({ name: "Travel helper", description: "Plans trips.", instructions: "Be brief." });
+    assert.match(a.id, /^ast_/);
+    assert.equal(a.object, "assistant");
+    assert.equal(a.model, "builtin");
+    assert.equal((await client.assistants.get(a.id)).name, "Travel helper");
+
+    const u = await client.assistants.update(a.id, { name: "Trips", description: null });
+    assert.equal(u.name, "Trips");
+    assert.equal(u.description, "");
+
+    const page = await client.assistants.list({ limit: 100 });
+    assert.ok(page instanceof Page);
+    assert.ok(page.data.some((x: Assistant) => x.id === a.id));
+    assert.ok(page.data.some((x: Assistant) => x.id === srv.assistantId));
+    assert.match(page.requestId ?? "", /^req_/);
+
+    await client.assistants.delete(a.id);
+    await assert.rejects(client.assistants.get(a.id), NotFoundError);
+  });
+
+  test("a base URL ending in /v1 and a trailing slash work too", async () => {
+    const c = new Client({ apiKey: srv.apiKey, baseURL: srv.baseURL + "/v1/" });
+    assert.equal((await c.assistants.get(srv.assistantId)).id, srv.assistantId);
+    assert.equal(c.baseURL, srv.baseURL);
+  });
+});
+
+describe("messages and conversations", () => {
+  let reply: Message;
+
+  test("send, continue, get", async () => {
+    reply = await client.messages.send({ assistant_id: srv.assistantId, message: "Hello! My name is Ada." });
+    assert.match(reply.id, /^msg_/);
+    assert.equal(reply.direction, "outbound");
+    assert.match(reply.conversation_id, /^conv_/);
+    assert.ok(reply.content.length > 0);
+
+    const again = await client.messages.send({ assistant_id: srv.assistantId, conversation_id: reply.conversation_id, message: "What's my name?" });
+    assert.equal(again.conversation_id, reply.conversation_id);
+    assert.match(again.content, /Ada/);
+
+    assert.deepEqual(await client.messages.get(reply.id), reply);
+  });
+
+  test("conversations: list, get, messages", async () => {
+    const convs = await client.conversations.list({ assistant_id: srv.assistantId, limit: 100 });
+    assert.ok(convs.data.some((c: Conversation) => c.id === reply.conversation_id));
+    const conv = await client.conversations.get(reply.conversation_id);
+    assert.equal(conv.object, "conversation");
+    assert.equal(conv.message_count, 4);
+    assert.equal(conv.title, "Hello! My name is Ada.");
+
+    const msgs = await client.conversations.listMessages(reply.conversation_id, { order: "asc" });
+    assert.deepEqual(
+      msgs.data.map((m: Message) => m.direction),
+      ["inbound", "outbound", "inbound", "outbound"],
+    );
+    assert.equal(msgs.data[0]!.content, "Hello! My name is Ada.");
+  });
+
+  test("edit and delete an inbound message", async () => {
+    const msgs = await client.conversations.listMessages(reply.conversation_id, { order: "asc", limit: 1 });
+    const inbound = msgs.data[0]!;
+    const edited = await client.messages.update(inbound.id, { content: "Hello! My name is Grace." });
+    assert.equal(edited.content, "Hello! My name is Grace.");
+    assert.equal((await client.messages.get(inbound.id)).content, "Hello! My name is Grace.");
+
+    // The assistant's replies cannot be edited.
+    await assert.rejects(client.messages.update(reply.id, { content: "x" }), (e: unknown) => {
+      assert.ok(e instanceof InvalidRequestError);
+      assert.equal(e.status, 400);
+      assert.equal(e.code, "message_not_editable");
+      return true;
+    });
+
+    await client.messages.delete(inbound.id);
+    await assert.rejects(client.messages.get(inbound.id), NotFoundError);
+
+    const types = (await client.events.list({ limit: 100 })).data.map((e: Event) => e.type);
+    assert.ok(types.includes("message.updated"));
+    assert.ok(types.includes("message.deleted"));
+  });
+
+  test("an explicit idempotency key replays the first reply", async () => {
+    const key = `test-${Date.now()}`;
+    const a = await client.messages.send({ assistant_id: srv.assistantId, message: "Remember the number 7." }, { idempotencyKey: key });
+    const b = await client.messages.send({ assistant_id: srv.assistantId, message: "Remember the number 7." }, { idempotencyKey: key });
+    assert.equal(a.id, b.id);
+    const r = await client.request<Message>("POST", "/messages", {
+      body: { assistant_id: srv.assistantId, message: "Remember the number 7." },
+      options: { idempotencyKey: key },
+    });
+    assert.equal(r.headers.get("idempotent-replayed"), "true");
+    assert.equal(r.status, 201);
+    assert.equal(r.data.id, a.id);
+  });
+});
+
+describe("tasks", () => {
+  test("create, get, update, complete, list with filters, delete", async () => {
+    const due = new Date(Date.now() + 86400_000);
+    const t = await client.tasks.create({ assistant_id: srv.assistantId, title: "Call Bob", notes: "About the offer.", due_at: due });
+    assert.match(t.id, /^task_/);
+    assert.equal(t.status, "open");
+    assert.equal(new Date(t.due_at!).getTime(), Math.floor(due.getTime()));
+    assert.equal((await client.tasks.get(t.id)).title, "Call Bob");
+
+    const u = await client.tasks.update(t.id, { title: "Call Bob back", notes: "", remind_at: new Date(Date.now() + 3600_000) });
+    assert.equal(u.title, "Call Bob back");
+    assert.equal(u.notes, "");
+    assert.notEqual(u.remind_at, null);
+    assert.equal((await client.tasks.update(t.id, { remind_at: null })).remind_at, null);
+
+    const open = await client.tasks.list({ status: "open", assistant_id: srv.assistantId, due_after: new Date(Date.now()), limit: 100 });
+    assert.ok(open.data.some((x: Task) => x.id === t.id));
+
+    const done = await client.tasks.complete(t.id);
+    assert.equal(done.status, "completed");
+    assert.notEqual(done.completed_at, null);
+    const completed = await client.tasks.list({ status: "completed" });
+    assert.ok(completed.data.some((x: Task) => x.id === t.id));
+    assert.ok(!(await client.tasks.list({ status: "open", limit: 100 })).data.some((x: Task) => x.id === t.id));
+
+    await client.tasks.delete(t.id);
+    await assert.rejects(client.tasks.get(t.id), NotFoundError);
+  });
+
+  test("for await walks every page, following the cursors", async () => {
+    const a = await client.assistants.create({ name: "Pager" });
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) made.push((await client.tasks.create({ assistant_id: a.id, title: `Task ${i}` })).id);
+
+    // Page by page.
+    const first = await client.tasks.list({ assistant_id: a.id, limit: 2, order: "asc" });
+    assert.equal(first.data.length, 2);
+    assert.equal(first.has_more, true);
+    assert.equal(first.hasNextPage(), true);
+    const second = await first.nextPage();
+    assert.deepEqual(second.params, { assistant_id: a.id, limit: 2, order: "asc", after: first.last_id });
+    assert.deepEqual(
+      [...first.data, ...second.data].map((t: Task) => t.id),
+      made.slice(0, 4),
+    );
+
+    // Every record, in three requests of two.
+    const seen: string[] = [];
+    for await (const t of client.tasks.list({ assistant_id: a.id, limit: 2, order: "asc" })) seen.push(t.id);
+    assert.deepEqual(seen, made);
+
+    // Newest first (the default order), and toArray.
+    const ids = (ts: Task[]) => ts.map((t) => t.id);
+    assert.deepEqual(ids(await client.tasks.list({ assistant_id: a.id, limit: 2 }).toArray()), [...made].reverse());
+    assert.deepEqual(ids(await client.tasks.list({ assistant_id: a.id, limit: 2 }).toArray(3)), [...made].reverse().slice(0, 3));
+
+    // Backwards from a record: nearest to it first.
+    const back: string[] = [];
+    for await (const t of client.tasks.list({ assistant_id: a.id, limit: 2, order: "asc", before: made[4]! })) back.push(t.id);
+    assert.deepEqual(back, [made[3], made[2], made[1], made[0]]);
+
+    // Breaking out stops fetching.
+    let n = 0;
+    for await (const _ of client.tasks.list({ assistant_id: a.id, limit: 1 })) if (++n === 2) break;
+    assert.equal(n, 2);
+  });
+});
+
+describe("calendar", () => {
+  test("events: create, get, update, list, delete", async () => {
+    const starts = new Date(Date.UTC(2030, 0, 15, 15, 0, 0));
+    const ev = await client.calendar.events.create({ assistant_id: srv.assistantId, title: "Dentist", location: "Main St 1", starts_at: starts });
+    assert.match(ev.id, /^cev_/);
+    assert.equal(ev.object, "calendar_event");
+    const ms = (s: string) => new Date(s).getTime();
+    assert.equal(ms(ev.starts_at), starts.getTime());
+    assert.equal(ms(ev.ends_at), starts.getTime() + 3600_000); // one hour by default
+    assert.equal((await client.calendar.events.get(ev.id)).location, "Main St 1");
+
+    const moved = await client.calendar.events.update(ev.id, { starts_at: "2030-01-15T17:00:00Z", description: "Check-up" });
+    assert.equal(ms(moved.starts_at), Date.UTC(2030, 0, 15, 17));
+    assert.equal(ms(moved.ends_at), Date.UTC(2030, 0, 15, 18)); // keeps its length
+    assert.equal(moved.description, "Check-up");
+
+    const inJanuary = await client.calendar.events.list({ starts_after: "2030-01-01T00:00:00Z", starts_before: new Date(Date.UTC(2030, 1, 1)) });
+    assert.deepEqual(
+      inJanuary.data.map((e) => e.id),
+      [ev.id],
+    );
+    assert.equal((await client.calendar.events.list({ starts_after: "2030-02-01T00:00:00Z" })).data.length, 0);
+
+    await client.calendar.events.delete(ev.id);
+    await assert.rejects(client.calendar.events.get(ev.id), NotFoundError);
+  });
+
+  test("feed: created once, listed as an integration", async () => {
+    const feed = await client.calendar.createFeed();
+    assert.equal(feed.object, "calendar_feed");
+    assert.match(feed.url, /\/calendar\/feed\/ams_cf_[A-Za-z0-9_-]+\.ics$/);
+    const ics = await fetch(feed.url);
+    assert.equal(ics.status, 200);
+    assert.match(await ics.text(), /BEGIN:VCALENDAR/);
+    const integ = await client.integrations.get(feed.id);
+    assert.equal(integ.provider, "ical_feed");
+  });
+});
+
+describe("actions", () => {
+  test("run, list, get", async () => {
+    const act = await client.actions.run(srv.assistantId, { type: "create_task", input: { title: "Water the plants" } });
+    assert.match(act.id, /^act_/);
+    assert.equal(act.status, "succeeded");
+    assert.equal(act.conversation_id, "");
+    const task = act.result as Task;
+    assert.equal(task.title, "Water the plants");
+
+    const listed = await client.actions.run(srv.assistantId, { type: "list_tasks", input: {} });
+    assert.equal((listed.result as { object: string }).object, "list");
+
+    const page = await client.actions.list(srv.assistantId, { limit: 100 });
+    assert.ok(page.data.some((a) => a.id === act.id));
+    assert.deepEqual(await client.actions.get(srv.assistantId, act.id), act);
+
+    await assert.rejects(client.actions.run(srv.assistantId, { type: "create_task", input: { title: "" } }), (e: unknown) => {
+      assert.ok(e instanceof InvalidRequestError);
+      assert.equal(e.param, "input.title");
+      return true;
+    });
+  });
+});
+
+describe("integrations", () => {
+  test("the calendar feed: list, get, sync (not syncable), delete", async () => {
+    const feed = await client.calendar.createFeed();
+    const all = await client.integrations.list({ limit: 100 }).toArray();
+    assert.ok(all.some((i) => i.id === feed.id));
+    await assert.rejects(client.integrations.sync(feed.id), (e: unknown) => {
+      assert.ok(e instanceof InvalidRequestError);
+      assert.equal(e.code, "integration_not_syncable");
+      return true;
+    });
+    await client.integrations.delete(feed.id);
+    assert.equal((await client.integrations.get(feed.id)).status, "disconnected");
+  });
+
+  test("an unreachable CalDAV server is refused", async () => {
+    await assert.rejects(
+      client.integrations.create({ provider: "caldav", config: { url: "http://127.0.0.1:9/nothing/", username: "u" }, secrets: { password: "p" } }, { maxRetries: 0 }),
+      (e: unknown) => {
+        assert.ok(e instanceof Error && "status" in e);
+        assert.ok([400, 502].includes((e as { status: number }).status), String(e));
+        return true;
+      },
+    );
+  });
+
+  test("CalDAV: create, get, list, sync, delete (a real Radicale)", async (t) => {
+    const raw = process.env["AMS_TEST_CALDAV_URL"];
+    if (!raw) {
+      if (process.env["AMS_REQUIRE_CALDAV_TESTS"]) assert.fail("AMS_TEST_CALDAV_URL is not set but AMS_REQUIRE_CALDAV_TESTS is");
+      t.skip("set AMS_TEST_CALDAV_URL (a Radicale collection URL with credentials; .ci/run starts one)");
+      return;
+    }
+    const u = new URL(raw);
+    const user = decodeURIComponent(u.username);
+    const password = decodeURIComponent(u.password);
+    u.username = "";
+    u.password = "";
+    u.pathname = u.pathname.replace(/\/?$/, "/") + `ts-${Date.now()}-${Math.random().toString(36).slice(2)}/`;
+    const auth = "Basic " + Buffer.from(`${user}:${password}`).toString("base64");
+    const mk = await fetch(u, { method: "MKCALENDAR", headers: { Authorization: auth } });
+    assert.equal(mk.status, 201);
+    try {
+      const integ = await client.integrations.create({ provider: "caldav", config: { url: u.toString(), username: user }, secrets: { password } });
+      assert.match(integ.id, /^int_/);
+      assert.equal(integ.status, "connected");
+      assert.ok(!JSON.stringify(integ).includes(password));
+      assert.equal((await client.integrations.get(integ.id)).config["username"], user);
+      assert.ok((await client.integrations.list()).data.some((i) => i.id === integ.id));
+      assert.equal((await client.integrations.sync(integ.id)).status, "connected");
+      await client.integrations.delete(integ.id);
+      assert.equal((await client.integrations.get(integ.id)).status, "disconnected");
+      const types = (await client.events.list({ limit: 100 })).data.map((e) => e.type);
+      assert.ok(types.includes("integration.connected") && types.includes("integration.disconnected"));
+    } finally {
+      await fetch(u, { method: "DELETE", headers: { Authorization: auth } });
+    }
+  });
+});
+
+describe("events", () => {
+  test("list with a type filter, narrowed by type", async () => {
+    const page = await client.events.list({ type: "message.created", limit: 3 });
+    assert.ok(page.data.length > 0);
+    for (const e of page.data) {
+      assert.equal(e.type, "message.created");
+      if (e.type === "message.created") assert.match(e.data.message_id, /^msg_/);
+    }
+    let n = 0;
+    for await (const e of client.events.list({ limit: 5 })) {
+      assert.match(e.id, /^evt_/);
+      n++;
+    }
+    assert.ok(n > 5);
+  });
+});
+
+describe("webhooks (records; deliveries are in webhook.test)", () => {
+  test("create, get, update, list, delete", async () => {
+    const wh = await client.webhooks.create({ url: "http://127.0.0.1:9/hook", events: ["task.created"], secret: "whsec_c2VjcmV0LXNpZ25pbmcta2V5LTEyMzQ1Ng==" });
+    assert.match(wh.id, /^wh_/);
+    assert.equal(wh.active, true);
+    assert.equal(wh.status, "active");
+    assert.ok(!("secret" in wh));
+    assert.deepEqual((await client.webhooks.get(wh.id)).events, ["task.created"]);
+    const u = await client.webhooks.update(wh.id, { events: ["task.created", "task.completed"], active: false });
+    assert.deepEqual(u.events, ["task.created", "task.completed"]);
+    assert.equal(u.active, false);
+    assert.ok((await client.webhooks.list()).data.some((w) => w.id === wh.id));
+    assert.deepEqual((await client.webhooks.listDeliveries(wh.id)).data, []);
+    await client.webhooks.delete(wh.id);
+    await assert.rejects(client.webhooks.get(wh.id), NotFoundError);
+  });
+});
+
+test("the OpenAPI document", async () => {
+  const doc = await client.openapi();
+  assert.equal(doc["openapi"], "3.1.0");
+  const paths = Object.keys(doc["paths"] as object);
+  assert.ok(paths.includes("/v1/messages"));
+});
