@@ -98,7 +98,7 @@ class WebhookDeliveryTest(unittest.TestCase):
         got = rc.wait_for(lambda rs: len(rs) >= 2)
         first, second = (self.verify(r, secret) for r in got[:2])
         self.assertEqual(first.id, second.id)
-        self.assertEqual(first.data["id"] if "id" in first.data else first.data.get("task", {}).get("id"), task.id)
+        self.assertEqual(first.data["id"], task.id)
         dl = self.wait_deliveries(wh.id, 2, order="asc")
         self.assertEqual([(d.attempt, d.success, d.status_code) for d in dl], [(1, False, 500), (2, True, 200)])
         self.assertEqual(dl[0].response_body, "not yet")
