@@ -79,6 +79,19 @@ class Browser:
             raise
 
 
+def sign_in_and_allow(base_url, auth_url):
+    """Open the authorization URL in a cookie-keeping 'browser', sign in as
+    sdk@example.com and allow; the callback URL the server redirects to."""
+    b = Browser(base_url)
+    page = b.open(auth_url)  # the login page
+    fields = [(k, v) for k, v in form(page, "/login") if k not in ("email", "password")]
+    page = b.open("/login", fields + [("email", helpers.EMAIL), ("password", helpers.PASSWORD)])  # the consent page
+    assert "SDK Test App" in page, page
+    page = b.open("/oauth/authorize", form(page, "/oauth/authorize") + [("action", "allow")])
+    assert b.stop.callback, "no redirect to the callback; page:\n" + page
+    return b.stop.callback
+
+
 class OAuthTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -151,16 +164,9 @@ class OAuthTest(unittest.TestCase):
         self.assertEqual(cm.exception.code, "access_denied")
 
     def authorize(self, oauth, scopes):
-        """Sign in and allow in a cookie-keeping 'browser'; the code."""
+        """Sign in and allow; the code and the verifier."""
         req = oauth.authorization_url(scopes)
-        b = Browser(self.s.base_url)
-        page = b.open(req.url)  # the login page
-        fields = [(k, v) for k, v in form(page, "/login") if k not in ("email", "password")]
-        page = b.open("/login", fields + [("email", helpers.EMAIL), ("password", helpers.PASSWORD)])  # back at the consent page
-        self.assertIn("SDK Test App", page)
-        page = b.open("/oauth/authorize", form(page, "/oauth/authorize") + [("action", "allow")])
-        self.assertIsNotNone(b.stop.callback, "no redirect to the callback; page:\n" + page)
-        return ams.OAuth.parse_callback(b.stop.callback, req.state), req.code_verifier
+        return ams.OAuth.parse_callback(sign_in_and_allow(self.s.base_url, req.url), req.state), req.code_verifier
 
     def test_full_flow(self):
         oauth = self.oauth()  # client_secret_basic
