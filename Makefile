@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make run` and `make test`.
-.PHONY: run test bench build vet
+.PHONY: run test bench build vet test-python
 
 run:
 	go run ./cmd/ams serve --dev
@@ -9,6 +9,11 @@ test:
 	@if command -v npm >/dev/null; then npm ci --silent --no-audit --no-fund --prefix webhook/testdata/standardwebhooks; fi
 	go vet ./...
 	go test -race -count=1 ./...
+	@# The Python SDK (sdk/python) against a real ams serve; about 15 s.
+	@if command -v python3 >/dev/null; then $(MAKE) --no-print-directory test-python; else echo "python3 not found: Python SDK tests skipped"; fi
+
+test-python:
+	python3 -m unittest discover -s sdk/python/tests -t sdk/python
 
 build:
 	go build -o bin/ams ./cmd/ams
