@@ -73,9 +73,10 @@ abstract class Resource {
     await this.t.request<undefined>({ method: "DELETE", path, options });
   }
 
-  protected doList<T, P extends ListParams>(path: string, params: P | undefined, options?: RequestOptions): PagePromise<T> {
+  /** A list; path is a function so that a bad id rejects on await (or iteration), like the other methods. */
+  protected doList<T, P extends ListParams>(path: () => string, params: P | undefined, options?: RequestOptions): PagePromise<T> {
     const fetcher: PageFetcher<T> = async (p) => {
-      const r = await this.t.request<ListResponse<T>>({ method: "GET", path, query: p as Record<string, unknown>, options });
+      const r = await this.t.request<ListResponse<T>>({ method: "GET", path: path(), query: p as Record<string, unknown>, options });
       return { data: r.data, requestId: r.requestId };
     };
     return new PagePromise<T>(fetcher, { ...(params ?? {}) });
@@ -85,24 +86,24 @@ abstract class Resource {
 /** /v1/assistants: the account's assistants. */
 export class Assistants extends Resource {
   /** Creates an assistant (permission write). */
-  create(params: CreateAssistantParams, options?: RequestOptions): Promise<Assistant> {
+  async create(params: CreateAssistantParams, options?: RequestOptions): Promise<Assistant> {
     return this.doPost("/assistants", params, options);
   }
   /** The assistant with id. */
-  get(id: string, options?: RequestOptions): Promise<Assistant> {
+  async get(id: string, options?: RequestOptions): Promise<Assistant> {
     return this.doGet(`/assistants/${seg(id)}`, undefined, options);
   }
   /** Changes the fields params sets. */
-  update(id: string, params: UpdateAssistantParams, options?: RequestOptions): Promise<Assistant> {
+  async update(id: string, params: UpdateAssistantParams, options?: RequestOptions): Promise<Assistant> {
     return this.doPatch(`/assistants/${seg(id)}`, params, options);
   }
   /** Deletes the assistant; its conversations, tasks, calendar events and actions stay readable. */
-  delete(id: string, options?: RequestOptions): Promise<void> {
+  async delete(id: string, options?: RequestOptions): Promise<void> {
     return this.doDelete(`/assistants/${seg(id)}`, options);
   }
   /** The assistants: await for a page, `for await` for all. */
   list(params?: ListParams, options?: RequestOptions): PagePromise<Assistant> {
-    return this.doList("/assistants", params, options);
+    return this.doList(() => "/assistants", params, options);
   }
 }
 
@@ -114,7 +115,7 @@ export class Messages extends Resource {
    * request carries an Idempotency-Key (options.idempotencyKey or a random
    * one), so a retry never sends the message twice.
    */
-  send(params: SendMessageParams, options?: RequestOptions): Promise<Message> {
+  async send(params: SendMessageParams, options?: RequestOptions): Promise<Message> {
     return this.doPost("/messages", params, options);
   }
   /**
@@ -135,15 +136,15 @@ export class Messages extends Resource {
     });
   }
   /** The message with id. */
-  get(id: string, options?: RequestOptions): Promise<Message> {
+  async get(id: string, options?: RequestOptions): Promise<Message> {
     return this.doGet(`/messages/${seg(id)}`, undefined, options);
   }
   /** Replaces the content of an inbound message (emits message.updated). */
-  update(id: string, params: UpdateMessageParams, options?: RequestOptions): Promise<Message> {
+  async update(id: string, params: UpdateMessageParams, options?: RequestOptions): Promise<Message> {
     return this.doPatch(`/messages/${seg(id)}`, params, options);
   }
   /** Deletes a message (emits message.deleted). */
-  delete(id: string, options?: RequestOptions): Promise<void> {
+  async delete(id: string, options?: RequestOptions): Promise<void> {
     return this.doDelete(`/messages/${seg(id)}`, options);
   }
 }
@@ -152,58 +153,58 @@ export class Messages extends Resource {
 export class Conversations extends Resource {
   /** The conversations, optionally of one assistant. */
   list(params?: ListConversationsParams, options?: RequestOptions): PagePromise<Conversation> {
-    return this.doList("/conversations", params, options);
+    return this.doList(() => "/conversations", params, options);
   }
   /** The conversation with id. */
-  get(id: string, options?: RequestOptions): Promise<Conversation> {
+  async get(id: string, options?: RequestOptions): Promise<Conversation> {
     return this.doGet(`/conversations/${seg(id)}`, undefined, options);
   }
   /** A conversation's messages (newest first unless order "asc"). */
   listMessages(conversationId: string, params?: ListParams, options?: RequestOptions): PagePromise<Message> {
-    return this.doList(`/conversations/${seg(conversationId, "conversationId")}/messages`, params, options);
+    return this.doList(() => `/conversations/${seg(conversationId, "conversationId")}/messages`, params, options);
   }
 }
 
 /** /v1/tasks: the to-do items assistants keep. */
 export class Tasks extends Resource {
-  create(params: CreateTaskParams, options?: RequestOptions): Promise<Task> {
+  async create(params: CreateTaskParams, options?: RequestOptions): Promise<Task> {
     return this.doPost("/tasks", params, options);
   }
   list(params?: ListTasksParams, options?: RequestOptions): PagePromise<Task> {
-    return this.doList("/tasks", params, options);
+    return this.doList(() => "/tasks", params, options);
   }
-  get(id: string, options?: RequestOptions): Promise<Task> {
+  async get(id: string, options?: RequestOptions): Promise<Task> {
     return this.doGet(`/tasks/${seg(id)}`, undefined, options);
   }
   /** Changes the fields params sets; null clears due_at and remind_at. */
-  update(id: string, params: UpdateTaskParams, options?: RequestOptions): Promise<Task> {
+  async update(id: string, params: UpdateTaskParams, options?: RequestOptions): Promise<Task> {
     return this.doPatch(`/tasks/${seg(id)}`, params, options);
   }
-  delete(id: string, options?: RequestOptions): Promise<void> {
+  async delete(id: string, options?: RequestOptions): Promise<void> {
     return this.doDelete(`/tasks/${seg(id)}`, options);
   }
   /** Marks the task completed (a completed task is returned unchanged). */
-  complete(id: string, options?: RequestOptions): Promise<Task> {
+  async complete(id: string, options?: RequestOptions): Promise<Task> {
     return this.doPost(`/tasks/${seg(id)}/complete`, undefined, options);
   }
 }
 
 /** /v1/calendar/events: the user's calendar. */
 export class CalendarEvents extends Resource {
-  create(params: CreateCalendarEventParams, options?: RequestOptions): Promise<CalendarEvent> {
+  async create(params: CreateCalendarEventParams, options?: RequestOptions): Promise<CalendarEvent> {
     return this.doPost("/calendar/events", params, options);
   }
   /** The events; with starts_after and starts_before, those overlapping that window. */
   list(params?: ListCalendarEventsParams, options?: RequestOptions): PagePromise<CalendarEvent> {
-    return this.doList("/calendar/events", params, options);
+    return this.doList(() => "/calendar/events", params, options);
   }
-  get(id: string, options?: RequestOptions): Promise<CalendarEvent> {
+  async get(id: string, options?: RequestOptions): Promise<CalendarEvent> {
     return this.doGet(`/calendar/events/${seg(id)}`, undefined, options);
   }
-  update(id: string, params: UpdateCalendarEventParams, options?: RequestOptions): Promise<CalendarEvent> {
+  async update(id: string, params: UpdateCalendarEventParams, options?: RequestOptions): Promise<CalendarEvent> {
     return this.doPatch(`/calendar/events/${seg(id)}`, params, options);
   }
-  delete(id: string, options?: RequestOptions): Promise<void> {
+  async delete(id: string, options?: RequestOptions): Promise<void> {
     return this.doDelete(`/calendar/events/${seg(id)}`, options);
   }
 }
@@ -219,7 +220,7 @@ export class Calendar extends Resource {
    * Creates the account's calendar feed (an `ical_feed` integration) and
    * returns its secret URL, shown this once; a new feed replaces the old.
    */
-  createFeed(options?: RequestOptions): Promise<CalendarFeed> {
+  async createFeed(options?: RequestOptions): Promise<CalendarFeed> {
     return this.doPost("/calendar/feed", undefined, options);
   }
 }
@@ -227,13 +228,13 @@ export class Calendar extends Resource {
 /** /v1/assistants/{id}/actions: run an assistant's tools directly. */
 export class Actions extends Resource {
   /** Runs a tool and returns the action (status succeeded); bad input is an InvalidRequestError naming `input.<field>`. */
-  run(assistantId: string, params: RunActionParams, options?: RequestOptions): Promise<Action> {
+  async run(assistantId: string, params: RunActionParams, options?: RequestOptions): Promise<Action> {
     return this.doPost(`/assistants/${seg(assistantId, "assistantId")}/actions`, params, options);
   }
   list(assistantId: string, params?: ListParams, options?: RequestOptions): PagePromise<Action> {
-    return this.doList(`/assistants/${seg(assistantId, "assistantId")}/actions`, params, options);
+    return this.doList(() => `/assistants/${seg(assistantId, "assistantId")}/actions`, params, options);
   }
-  get(assistantId: string, actionId: string, options?: RequestOptions): Promise<Action> {
+  async get(assistantId: string, actionId: string, options?: RequestOptions): Promise<Action> {
     return this.doGet(`/assistants/${seg(assistantId, "assistantId")}/actions/${seg(actionId, "actionId")}`, undefined, options);
   }
 }
@@ -241,21 +242,21 @@ export class Actions extends Resource {
 /** /v1/integrations: connections to outside services (CalDAV). */
 export class Integrations extends Resource {
   /** Connects an integration; the server checks the connection first (502 integration_unreachable). */
-  create(params: CreateIntegrationParams, options?: RequestOptions): Promise<Integration> {
+  async create(params: CreateIntegrationParams, options?: RequestOptions): Promise<Integration> {
     return this.doPost("/integrations", params, options);
   }
   list(params?: ListParams, options?: RequestOptions): PagePromise<Integration> {
-    return this.doList("/integrations", params, options);
+    return this.doList(() => "/integrations", params, options);
   }
-  get(id: string, options?: RequestOptions): Promise<Integration> {
+  async get(id: string, options?: RequestOptions): Promise<Integration> {
     return this.doGet(`/integrations/${seg(id)}`, undefined, options);
   }
   /** Disconnects the integration (it stays readable with status "disconnected"). */
-  delete(id: string, options?: RequestOptions): Promise<void> {
+  async delete(id: string, options?: RequestOptions): Promise<void> {
     return this.doDelete(`/integrations/${seg(id)}`, options);
   }
   /** Syncs now and returns the integration afterwards (a failed sync: status "error", last_error). */
-  sync(id: string, options?: RequestOptions): Promise<Integration> {
+  async sync(id: string, options?: RequestOptions): Promise<Integration> {
     return this.doPost(`/integrations/${seg(id)}/sync`, undefined, options);
   }
 }
@@ -263,42 +264,42 @@ export class Integrations extends Resource {
 /** /v1/events: what happened in the last 30 days. */
 export class Events extends Resource {
   list(params?: ListEventsParams, options?: RequestOptions): PagePromise<Event> {
-    return this.doList("/events", params, options);
+    return this.doList(() => "/events", params, options);
   }
 }
 
 /** /v1/webhooks: endpoints that receive events, their deliveries, and verification. */
 export class Webhooks extends Resource {
-  create(params: CreateWebhookParams, options?: RequestOptions): Promise<Webhook> {
+  async create(params: CreateWebhookParams, options?: RequestOptions): Promise<Webhook> {
     return this.doPost("/webhooks", params, options);
   }
   list(params?: ListParams, options?: RequestOptions): PagePromise<Webhook> {
-    return this.doList("/webhooks", params, options);
+    return this.doList(() => "/webhooks", params, options);
   }
-  get(id: string, options?: RequestOptions): Promise<Webhook> {
+  async get(id: string, options?: RequestOptions): Promise<Webhook> {
     return this.doGet(`/webhooks/${seg(id)}`, undefined, options);
   }
   /** Changes the fields params sets; `{ active: true }` turns a failing webhook back on. */
-  update(id: string, params: UpdateWebhookParams, options?: RequestOptions): Promise<Webhook> {
+  async update(id: string, params: UpdateWebhookParams, options?: RequestOptions): Promise<Webhook> {
     return this.doPatch(`/webhooks/${seg(id)}`, params, options);
   }
-  delete(id: string, options?: RequestOptions): Promise<void> {
+  async delete(id: string, options?: RequestOptions): Promise<void> {
     return this.doDelete(`/webhooks/${seg(id)}`, options);
   }
   /** Queues a webhook.ping event for this webhook only (which must be active); returns the event. */
-  ping(id: string, options?: RequestOptions): Promise<Event & { type: "webhook.ping" }> {
+  async ping(id: string, options?: RequestOptions): Promise<Event & { type: "webhook.ping" }> {
     return this.doPost(`/webhooks/${seg(id)}/ping`, undefined, options);
   }
   /** The webhook's delivery attempts, optionally of one event (event_id). */
   listDeliveries(id: string, params?: ListDeliveriesParams, options?: RequestOptions): PagePromise<Delivery> {
-    return this.doList(`/webhooks/${seg(id)}/deliveries`, params, options);
+    return this.doList(() => `/webhooks/${seg(id)}/deliveries`, params, options);
   }
   /**
    * Queues the event of a delivery attempt for the webhook again (a new
    * delivery, attempt 1, same event id); its attempts are listed with
    * listDeliveries(id, { event_id }).
    */
-  redeliver(id: string, deliveryId: string, options?: RequestOptions): Promise<WebhookRedelivery> {
+  async redeliver(id: string, deliveryId: string, options?: RequestOptions): Promise<WebhookRedelivery> {
     return this.doPost(`/webhooks/${seg(id)}/deliveries/${seg(deliveryId, "deliveryId")}/redeliver`, undefined, options);
   }
   /** Verifies a delivery; see verifyWebhook. */

@@ -88,7 +88,8 @@ export class Page<T> implements ListResponse<T>, AsyncIterable<T> {
  * for await (const task of client.tasks.list({ limit: 2 })) { ... }
  * ```
  */
-export class PagePromise<T> implements PromiseLike<Page<T>>, AsyncIterable<T> {
+export class PagePromise<T> implements Promise<Page<T>>, AsyncIterable<T> {
+  readonly [Symbol.toStringTag] = "PagePromise";
   readonly #fetch: PageFetcher<T>;
   readonly #params: ListParams;
   #promise: Promise<Page<T>> | undefined;
@@ -113,6 +114,10 @@ export class PagePromise<T> implements PromiseLike<Page<T>>, AsyncIterable<T> {
 
   catch<R = never>(onrejected?: ((reason: unknown) => R | PromiseLike<R>) | null): Promise<Page<T> | R> {
     return this.#first().catch(onrejected);
+  }
+
+  finally(onfinally?: (() => void) | null): Promise<Page<T>> {
+    return this.#first().finally(onfinally);
   }
 
   /** Every record of the list from the selected page on. */
