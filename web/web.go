@@ -65,6 +65,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/oauth"
 )
 
@@ -82,6 +83,9 @@ type Server struct {
 	// OAuth is the authorization server, whose session, sign-in and CSRF
 	// tokens the pages share.
 	OAuth *oauth.Server
+	// Messages sends the messages of the assistants pages: the service
+	// of the API's POST /v1/messages (nil: the pages only read).
+	Messages *messaging.Service
 
 	once      sync.Once
 	mux       *http.ServeMux
