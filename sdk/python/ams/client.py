@@ -308,7 +308,8 @@ class Client:
         >>> for ev in client.send_message_stream(ast, "Hi"):
         ...     print(ev.delta, end="", flush=True)
 
-        Errors before the stream starts are raised (and retried) as for
+        The request is sent when the iteration starts. Errors before the
+        stream starts are raised (and retried) as for
         ``send_message``. An ``error`` event raises the ``AmsError`` it
         carries (status 200; nothing was stored); a stream cut off before
         ``message.completed`` raises ``APIConnectionError``: send again with
