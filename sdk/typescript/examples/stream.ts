@@ -1,0 +1,19 @@
+// Stream a reply as it is produced (Server-Sent Events).
+//
+//   AMS_BASE_URL=… AMS_API_KEY=… AMS_ASSISTANT_ID=… node build-test/examples/stream.js
+
+import { Client } from "@ams/sdk";
+
+const client = new Client({ apiKey: process.env["AMS_API_KEY"], baseURL: process.env["AMS_BASE_URL"] });
+
+const stream = client.messages.stream({
+  assistant_id: process.env["AMS_ASSISTANT_ID"]!,
+  message: "Hello! What can you do?",
+});
+for await (const event of stream) {
+  if (event.type === "message.delta") {
+    process.stdout.write(event.delta); // the next piece of text
+  } else {
+    console.log(`\n(stored as ${event.message.id})`); // message.completed: the stored reply
+  }
+}
