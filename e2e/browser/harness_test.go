@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -445,7 +446,11 @@ func (p *page) field(label string) chromedp.CSS {
 func (p *page) fill(label, value string) {
 	p.t.Helper()
 	sel := p.field(label)
-	p.do("fill "+label, chromedp.Clear(sel), chromedp.SendKeys(sel, value))
+	// Empty it first (chromedp.Clear fails on an empty textarea), then type.
+	if _, err := eval[bool](p, `(function(el){ el.value = ""; el.dispatchEvent(new Event("input", {bubbles: true})); return true; })(document.querySelector('`+string(sel)+`'))`); err != nil {
+		p.t.Fatalf("clear %s: %v", label, err)
+	}
+	p.do("fill "+label, chromedp.SendKeys(sel, value))
 }
 
 // choose selects the option with the visible text in the select labelled label.
@@ -582,4 +587,40 @@ func (s *syncBuffer) From(offset int) string {
 		offset = 0
 	}
 	return s.b.String()[offset:]
+}
+
+// secret waits until the page shows a string that matches re, in its text
+// or in the value of a field (secrets shown once are in read-only fields),
+// and returns the first match.
+func (p *page) secret(what string, re *regexp.Regexp) string {
+	p.t.Helper()
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		all, _ := eval[string](p, `document.body ? [document.body.innerText, ...[...document.querySelectorAll("input, textarea")].map(e => e.value)].join("\n") : ""`)
+		if s := re.FindString(all); s != "" {
+			return s
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("waiting for %s (%s): not on the page %s after %s:\n%s", what, re, p.location(), stepTimeout, all)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// fieldValues returns the values of the page's fields, one a line.
+func (p *page) fieldValues() string {
+	s, _ := eval[string](p, `[...document.querySelectorAll("input, textarea, select")].map(e => e.value).join("\n")`)
+	return s
+}
+
+// signIn signs in on /login and waits for the page it returns to (next,
+// a path such as /account).
+func (p *page) signIn(email, password, next string) {
+	p.t.Helper()
+	p.open("/login?return_to=" + url.QueryEscape(next))
+	p.waitText("Sign in to ams")
+	p.fill("E-mail address", email)
+	p.fill("Password", password)
+	p.submit("Sign in")
+	p.waitPath(next)
 }

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/oauth2"
 )
@@ -108,4 +109,44 @@ func TestOAuthConsentFlow(t *testing.T) {
 	if st != http.StatusOK || !strings.Contains(resp, "Dev Assistant") {
 		t.Fatalf("GET /v1/assistants with the access token: %d %s", st, resp)
 	}
+}
+
+// authorizeCode runs an authorization of conf in the browser: it opens the
+// authorize URL (PKCE with verifier), signs in as the dev user if the login
+// page comes, allows on the consent page, and returns the code that the
+// callback received (got is callbackServer's).
+func (p *page) authorizeCode(conf *oauth2.Config, got <-chan url.Values, verifier string) string {
+	p.t.Helper()
+	state := "st-" + oauth2.GenerateVerifier()[:12]
+	p.open(conf.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier)))
+	path := p.waitFor("the login or consent page", `document.readyState === "complete" && /^\/(login|oauth\/authorize)$/.test(location.pathname) && location.pathname`)
+	if path == "/login" {
+		p.fill("E-mail address", "dev@example.com")
+		p.fill("Password", p.e.devPass)
+		p.submit("Sign in")
+	}
+	p.waitText("to use your ams account?")
+	p.submit("Allow")
+	p.waitPath("/callback")
+	select {
+	case q := <-got:
+		if q.Get("state") != state || q.Get("code") == "" {
+			p.t.Fatalf("callback query %v, want the state %q and a code", q, state)
+		}
+		return q.Get("code")
+	case <-time.After(stepTimeout):
+		p.t.Fatalf("the callback was not called; the browser is at %s", p.location())
+	}
+	return ""
+}
+
+// authorize runs authorizeCode and exchanges the code.
+func (p *page) authorize(conf *oauth2.Config, got <-chan url.Values) *oauth2.Token {
+	p.t.Helper()
+	verifier := oauth2.GenerateVerifier()
+	tok, err := conf.Exchange(context.Background(), p.authorizeCode(conf, got, verifier), oauth2.VerifierOption(verifier))
+	if err != nil {
+		p.t.Fatalf("exchange the code: %v", err)
+	}
+	return tok
 }
