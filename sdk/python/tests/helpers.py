@@ -171,6 +171,8 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.proc is not None and self.proc.stdout is not None:
+            self.proc.stdout.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
