@@ -9,7 +9,7 @@ test:
 	@if command -v npm >/dev/null; then npm ci --silent --no-audit --no-fund --prefix webhook/testdata/standardwebhooks; fi
 	go vet ./...
 	go test -race -count=1 ./...
-	@# The Python SDK (sdk/python) against a real ams serve; about 15 s.
+	@# The Python SDK (sdk/python) against a real ams serve it builds; about 30 s.
 	@if command -v python3 >/dev/null; then $(MAKE) --no-print-directory test-python; else echo "python3 not found: Python SDK tests skipped"; fi
 
 test-python:
