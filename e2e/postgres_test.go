@@ -43,7 +43,7 @@ func TestServeOnPostgres(t *testing.T) {
 	t.Setenv("AMS_DATABASE_URL", url)
 	t.Setenv("AMS_SECRET_KEY", base64.StdEncoding.EncodeToString(key))
 	dir := t.TempDir()
-	if out := run(t, dir, "", "migrate"); out != "schema version 6\n" {
+	if out := run(t, dir, "", "migrate"); out != schemaVersion(t, "postgres") {
 		t.Fatalf("migrate on PostgreSQL printed %q", out)
 	}
 	s := startServe(t, dir)
