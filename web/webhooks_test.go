@@ -444,3 +444,38 @@ func TestWebhooksOtherAccountAndCSRF(t *testing.T) {
 		t.Fatalf("a refused ping was delivered (%d requests)", n)
 	}
 }
+
+// TestWebhookDeliveryLogPages: the log shows the newest attempts first,
+// a page at a time, with links to older and back to the newest.
+func TestWebhookDeliveryLogPages(t *testing.T) {
+	t.Parallel()
+	h := newAccountHarness(t, nil)
+	rc := newReceiver(t)
+	h.createWebhook(t, h.Browser, rc.URL, []string{ams.EventTaskCreated}, "")
+	wh := h.webhooksOf(t, h.User)[0]
+	ctx := context.Background()
+	for range 30 {
+		h.Clock.Add(time.Second)
+		if err := h.Store.PingWebhook(ctx, h.User.ID, wh.ID, webhook.PingEvent(h.User.ID, wh.ID, h.Clock.Now())); err != nil {
+			t.Fatal(err)
+		}
+		h.deliver(t)
+	}
+	ds := h.deliveries(t, h.User, wh.ID)
+	if len(ds) != 30 {
+		t.Fatalf("%d deliveries", len(ds))
+	}
+	page := "/account/webhooks/" + wh.ID
+	p := h.get(t, h.Browser, page)
+	older := page + "?after=" + ds[24].ID
+	wantPage(t, p, http.StatusOK, ds[0].ID, ds[24].ID, `href="`+older+`"`)
+	if strings.Contains(p.Body, ds[25].ID) || strings.Count(p.Body, "/redeliver\"") != 25 {
+		t.Fatal("the first page of the log is not the 25 newest attempts")
+	}
+	p = h.get(t, h.Browser, older)
+	wantPage(t, p, http.StatusOK, ds[25].ID, ds[29].ID, `href="`+page+`">Newest attempts`)
+	if strings.Contains(p.Body, ds[24].ID) || strings.Count(p.Body, "/redeliver\"") != 5 || strings.Contains(p.Body, "?after=") {
+		t.Fatal("the second page of the log is not the 5 oldest attempts, without a next page")
+	}
+	wantPage(t, h.get(t, h.Browser, page+"?after=bogus"), http.StatusBadRequest)
+}
