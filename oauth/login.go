@@ -119,7 +119,7 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) error {
 	if err := s.throttle.Reset(ctx, keys[0]); err != nil {
 		return err
 	}
-	if err := s.startSession(ctx, w, r, user); err != nil {
+	if _, err := s.startSession(ctx, w, r, user); err != nil {
 		return err
 	}
 	http.Redirect(w, r, ret, http.StatusSeeOther)
@@ -177,20 +177,21 @@ func (s *Server) session(r *http.Request) (*ams.User, string, error) {
 	return u, c.Value, nil
 }
 
-// startSession creates a login session for user and sets its cookie.
-func (s *Server) startSession(ctx context.Context, w http.ResponseWriter, r *http.Request, user *ams.User) error {
+// startSession creates a login session for user, sets its cookie and
+// returns its id.
+func (s *Server) startSession(ctx context.Context, w http.ResponseWriter, r *http.Request, user *ams.User) (string, error) {
 	id := randomToken()
 	now := s.clock.Now()
 	if err := s.store.CreateLoginSession(ctx, &ams.LoginSession{
 		IDHash: ams.HashSecret(id), UserID: user.ID, CreatedAt: now, ExpiresAt: now.Add(ams.LoginSessionLifetime),
 	}); err != nil {
-		return err
+		return "", err
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: id, Path: "/", MaxAge: int(ams.LoginSessionLifetime / time.Second),
 		HttpOnly: true, Secure: s.secureCookies(r), SameSite: http.SameSiteLaxMode,
 	})
-	return nil
+	return id, nil
 }
 
 // secureCookies reports whether cookies get the Secure attribute: when the

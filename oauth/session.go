@@ -17,9 +17,9 @@ func (s *Server) SessionUser(r *http.Request) (*ams.User, string, error) {
 	return s.session(r)
 }
 
-// StartSession signs user in: it creates a login session and sets its
-// cookie on w (as a successful POST /login does).
-func (s *Server) StartSession(ctx context.Context, w http.ResponseWriter, r *http.Request, user *ams.User) error {
+// StartSession signs user in: it creates a login session, sets its
+// cookie on w (as a successful POST /login does) and returns its id.
+func (s *Server) StartSession(ctx context.Context, w http.ResponseWriter, r *http.Request, user *ams.User) (string, error) {
 	return s.startSession(ctx, w, r, user)
 }
 
