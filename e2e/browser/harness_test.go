@@ -624,3 +624,23 @@ func (p *page) signIn(email, password, next string) {
 	p.submit("Sign in")
 	p.waitPath(next)
 }
+
+// reloadUntil loads the current page again until the JavaScript expression
+// is truthy (for what the server does in the background, such as webhook
+// deliveries).
+func (p *page) reloadUntil(what, js string) {
+	p.t.Helper()
+	here := p.location()
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		p.open(here)
+		v, err := eval[bool](p, `!!(function(){ try { return (`+js+`); } catch (e) { return false; } })()`)
+		if err == nil && v {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("waiting for %s at %s: not there after %s:\n%s", what, here, stepTimeout, p.bodyText())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
