@@ -61,8 +61,10 @@ func TestSignUpApprovalAndKeys(t *testing.T) {
 	// Shown once, with a copy button.
 	p.waitText("Copy the key now.")
 	key := p.secret("the new API key", regexp.MustCompile(`ams_sk_[0-9A-Za-z]{40}`))
+	// The copy button selects the key (and copies it; it says "Copied" for
+	// two seconds, too short to wait for on a loaded machine).
 	p.click("Copy")
-	p.waitText("Copied")
+	p.waitFor("the key selected by the copy button", `(function(){ const el = document.activeElement; return el && el.value && el.value.startsWith("ams_sk_") && el.selectionStart === 0 && el.selectionEnd === el.value.length; })()`)
 	p.shot("key-created")
 	created := p.location()
 
