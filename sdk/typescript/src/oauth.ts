@@ -16,7 +16,7 @@ export interface TokenResponse {
   /** Seconds the access token lasts (3600). */
   expires_in: number;
   /** `ams_rt_…`: lasts 30 days and rotates on every use. */
-  refresh_token?: string;
+  refresh_token: string;
   /** The granted scopes, separated by spaces. */
   scope?: string;
   [extra: string]: unknown;
