@@ -631,7 +631,9 @@ func (p *page) signIn(email, password, next string) {
 func (p *page) reloadUntil(what, js string) {
 	p.t.Helper()
 	here := p.location()
-	deadline := time.Now().Add(stepTimeout)
+	// Twice the step timeout: background work has its own pace (usage
+	// counts are stored every 10 s).
+	deadline := time.Now().Add(2 * stepTimeout)
 	for {
 		p.open(here)
 		v, err := eval[bool](p, `!!(function(){ try { return (`+js+`); } catch (e) { return false; } })()`)
@@ -639,7 +641,7 @@ func (p *page) reloadUntil(what, js string) {
 			return
 		}
 		if time.Now().After(deadline) {
-			p.t.Fatalf("waiting for %s at %s: not there after %s:\n%s", what, here, stepTimeout, p.bodyText())
+			p.t.Fatalf("waiting for %s at %s: not there after %s:\n%s", what, here, 2*stepTimeout, p.bodyText())
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
