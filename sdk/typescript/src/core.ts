@@ -314,11 +314,11 @@ export class Transport {
       return fail(e, "connection failed");
     }
     if (res.status < 200 || res.status > 299) {
-      let raw = "";
+      let raw: string;
       try {
         raw = await res.text();
       } catch (e) {
-        if (signal?.aborted) fail(e, "read error answer");
+        return fail(e, "read error answer");
       }
       done();
       const err = makeError(res.status, res.headers, raw, parseRetryAfter(res.headers.get("retry-after")));

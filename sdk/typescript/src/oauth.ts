@@ -2,7 +2,7 @@
 // URL with PKCE (S256) and state, the callback check, the code exchange,
 // refresh, and revocation, against the server's /oauth endpoints.
 
-import { randomBytes, sha256, toBase64URL, toBytes } from "./crypto.js";
+import { randomBytes, sha256, timingSafeEqual, toBase64URL, toBytes } from "./crypto.js";
 import { OAuthError } from "./errors.js";
 
 /** The permissions a token may hold; OAuth scopes are the same words. */
@@ -129,7 +129,7 @@ export class OAuth {
     const u = typeof callbackURL === "string" ? new URL(callbackURL, "http://callback.invalid") : callbackURL;
     const p = u.searchParams;
     const state = p.get("state") ?? "";
-    if (!expectedState || state.length !== expectedState.length || state !== expectedState) {
+    if (!expectedState || !timingSafeEqual(state, expectedState)) {
       throw new OAuthError(400, "invalid_state", "The callback's state is not the one of the authorization request.");
     }
     const err = p.get("error");
