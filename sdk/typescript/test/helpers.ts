@@ -94,6 +94,10 @@ export async function startServe(opts: ServeOptions = {}): Promise<AmsServer> {
     ["serve", "--dev", "--addr", "127.0.0.1:0", "--data-dir", dataDir, "--webhook-retry-schedule", "0s,1s", "--shutdown-timeout", "5s", ...(opts.args ?? [])],
     { env, stdio: ["ignore", "pipe", "pipe"] },
   );
+  // However the test process ends, the server ends with it.
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
+  child.once("exit", () => process.removeListener("exit", killOnExit));
   let stdout = "";
   let stderr = "";
   child.stderr!.setEncoding("utf8").on("data", (s: string) => {

@@ -3,13 +3,14 @@
 // `ams serve`. Arguments are passed to `node --test` (a file to run one).
 
 import { spawnSync } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { buildAms } from "./helpers.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const bin = process.env["AMS_BIN"] || buildAms();
+const given = process.env["AMS_BIN"];
+const bin = given || buildAms();
 const args = process.argv.slice(2);
 const files = args.some((a) => !a.startsWith("-"))
   ? []
@@ -26,4 +27,5 @@ const r = spawnSync(process.execPath, ["--test", ...concurrency, ...args, ...fil
   stdio: "inherit",
   env: { ...process.env, AMS_BIN: bin },
 });
+if (!given) rmSync(dirname(bin), { recursive: true, force: true });
 process.exit(r.status ?? 1);
