@@ -14,7 +14,6 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/oauth"
-	"github.com/amsdev/ams/password"
 	"github.com/amsdev/ams/web"
 	"golang.org/x/net/html"
 )
@@ -45,7 +44,7 @@ func newEnv(t *testing.T) *env {
 // user creates an account with a password (approved or on the waitlist).
 func (e *env) user(email, pw string, approved, admin bool) *ams.User {
 	e.t.Helper()
-	hash, err := password.Hash(pw)
+	hash, err := web.HashPassword(pw)
 	if err != nil {
 		e.t.Fatal(err)
 	}
