@@ -1,0 +1,80 @@
+package sqlite_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+// waitlistStore is what testWaitlist needs of an engine.
+type waitlistStore interface {
+	ams.Store
+	ams.Waitlist
+}
+
+// testWaitlist checks the waitlist columns of users: approval and the
+// admin flag read back, are changed by UpdateUser (the first approval
+// time stays), and ListWaitlist lists the unapproved, oldest first.
+// postgres/waitlist_test.go runs the same checks.
+func testWaitlist(t *testing.T, s waitlistStore) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	mk := func(email string, i int, approved, admin bool) *ams.User {
+		now := t0.Add(time.Duration(i) * time.Minute)
+		u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: email, Plan: ams.PlanStandard, Timezone: "UTC",
+			CreatedAt: now, UpdatedAt: now, Admin: admin}
+		if approved {
+			u.ApprovedAt = &now
+		}
+		if err := s.CreateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	w1 := mk("w1@example.com", 0, false, false)
+	boss := mk("boss@example.com", 1, true, true)
+	w2 := mk("w2@example.com", 2, false, false)
+	w3 := mk("w3@example.com", 3, false, false)
+
+	got, err := s.FindUser(ctx, boss.ID)
+	if err != nil || !got.Approved() || !got.ApprovedAt.Equal(t0.Add(time.Minute)) || !got.Admin {
+		t.Fatalf("admin read back: %+v, %v", got, err)
+	}
+	if got, _ := s.FindUserByEmail(ctx, "w1@example.com"); got.Approved() || got.Admin {
+		t.Fatalf("waiting user read back: %+v", got)
+	}
+
+	list, more, err := s.ListWaitlist(ctx, 2)
+	if err != nil || !more || len(list) != 2 || list[0].ID != w1.ID || list[1].ID != w2.ID {
+		t.Fatalf("ListWaitlist(2): %v %v %v", list, more, err)
+	}
+
+	approvedAt := t0.Add(time.Hour)
+	u, err := s.UpdateUser(ctx, w1.ID, ams.UserUpdate{ApprovedAt: &approvedAt}, approvedAt)
+	if err != nil || !u.Approved() || !u.ApprovedAt.Equal(approvedAt) || u.Email != "w1@example.com" || u.Plan != ams.PlanStandard {
+		t.Fatalf("approve: %+v, %v", u, err)
+	}
+	later := approvedAt.Add(time.Hour)
+	yes := true
+	u, err = s.UpdateUser(ctx, w1.ID, ams.UserUpdate{ApprovedAt: &later, Admin: &yes}, later)
+	if err != nil || !u.ApprovedAt.Equal(approvedAt) || !u.Admin {
+		t.Fatalf("second approval and admin: %+v, %v", u, err)
+	}
+	if u, _ := s.FindUser(ctx, w1.ID); !u.ApprovedAt.Equal(approvedAt) || !u.Admin {
+		t.Fatalf("read back: %+v", u)
+	}
+	no := false
+	tz := "Europe/Berlin"
+	if u, err = s.UpdateUser(ctx, w1.ID, ams.UserUpdate{Admin: &no, Timezone: &tz}, later); err != nil || u.Admin || !u.Approved() || u.Timezone != tz {
+		t.Fatalf("admin off, time zone: %+v, %v", u, err)
+	}
+
+	list, more, err = s.ListWaitlist(ctx, 10)
+	if err != nil || more || len(list) != 2 || list[0].ID != w2.ID || list[1].ID != w3.ID {
+		t.Fatalf("ListWaitlist(10) after approval: %v %v %v", list, more, err)
+	}
+}
+
+func TestWaitlist(t *testing.T) { testWaitlist(t, open(t)) }
