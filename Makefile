@@ -1,5 +1,5 @@
 # The two commands a newcomer needs: `make run` and `make test`.
-.PHONY: run test bench build vet test-python
+.PHONY: run test bench build vet test-python test-typescript
 
 run:
 	go run ./cmd/ams serve --dev
@@ -11,9 +11,15 @@ test:
 	go test -race -count=1 ./...
 	@# The Python SDK (sdk/python) against a real ams serve it builds; about 30 s.
 	@if command -v python3 >/dev/null; then $(MAKE) --no-print-directory test-python; else echo "python3 not found: Python SDK tests skipped"; fi
+	@# The TypeScript SDK (sdk/typescript) against real ams serve processes; about 2 min.
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory test-typescript; else echo "npm not found: TypeScript SDK tests skipped"; fi
 
 test-python:
 	python3 -m unittest discover -s sdk/python/tests -t sdk/python
+
+test-typescript:
+	npm ci --silent --no-audit --no-fund --prefix sdk/typescript
+	npm test --prefix sdk/typescript
 
 build:
 	go build -o bin/ams ./cmd/ams
