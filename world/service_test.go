@@ -109,6 +109,10 @@ func TestTaskLifecycle(t *testing.T) {
 	if err != nil || got.DueAt != nil || got.Notes != "bring photos" {
 		t.Fatalf("stored: %+v %v", got, err)
 	}
+	// null clears notes too.
+	if up, err := e.svc.UpdateTask(e.ctx, e.user.ID, task.ID, json.RawMessage(`{"notes":null}`), ""); err != nil || up.Notes != "" {
+		t.Fatalf("notes null: %+v %v", up, err)
+	}
 	done, err := e.svc.CompleteTask(e.ctx, e.user.ID, task.ID)
 	if err != nil || done.Status != ams.TaskCompleted || done.CompletedAt == nil || !done.CompletedAt.Equal(e.now) {
 		t.Fatalf("complete: %+v %v", done, err)
@@ -117,7 +121,7 @@ func TestTaskLifecycle(t *testing.T) {
 	if _, err := e.svc.CompleteTask(e.ctx, e.user.ID, task.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(e.events(t), ","); got != "task.created,task.updated,task.completed" {
+	if got := strings.Join(e.events(t), ","); got != "task.created,task.updated,task.updated,task.completed" {
 		t.Fatalf("events %s", got)
 	}
 	if err := e.svc.DeleteTask(e.ctx, e.user.ID, task.ID); err != nil {

@@ -99,6 +99,7 @@ func (s *Service) UpdateTask(ctx context.Context, userID, id string, input json.
 		o.fail("parameter_invalid", "title", "The field 'title' must not be empty.")
 	}
 	notes, hasNotes := o.str("notes", false, MaxText)
+	hasNotes = hasNotes || o.isNull("notes") // null clears, as "" does
 	if o.has("title") && o.isNull("title") {
 		o.fail("parameter_invalid", "title", "The field 'title' must be a string, not null.")
 	}
@@ -251,6 +252,9 @@ func (s *Service) UpdateEvent(ctx context.Context, userID, id string, input json
 	}
 	desc, hasDesc := o.str("description", false, MaxText)
 	place, hasPlace := o.str("location", false, MaxPlace)
+	// null clears a text field, as "" does.
+	hasDesc = hasDesc || o.isNull("description")
+	hasPlace = hasPlace || o.isNull("location")
 	starts := o.time("starts_at", false)
 	ends := o.time("ends_at", false)
 	remind := o.time("remind_at", true)
