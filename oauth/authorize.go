@@ -25,6 +25,12 @@ var scopeMeanings = map[string]string{
 // Form fields of the consent page that are not authorization parameters.
 var consentFields = []string{"csrf_token", "action", "grant"}
 
+// errWaitlisted refuses the consent page to an account on the early-access
+// waitlist: API access, whether by key or by an application's token,
+// starts when the account is approved.
+var errWaitlisted = &ams.Error{Kind: ams.EFORBIDDEN, Code: "account_on_waitlist",
+	Message: "Your account is on the early-access waitlist, so no application can use the API for it yet. You will be able to authorize applications once it is approved."}
+
 // getAuthorize validates an authorization request and shows the consent
 // page, after the login page when there is no session.
 func (s *Server) getAuthorize(w http.ResponseWriter, r *http.Request) error {
@@ -39,6 +45,9 @@ func (s *Server) getAuthorize(w http.ResponseWriter, r *http.Request) error {
 	if user == nil {
 		http.Redirect(w, r, "/login?return_to="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return nil
+	}
+	if !user.Approved() {
+		return errWaitlisted
 	}
 	v := view{
 		Title: "Authorize " + clientName(ar), UserEmail: user.Email, ClientName: clientName(ar),
@@ -76,6 +85,9 @@ func (s *Server) postAuthorize(w http.ResponseWriter, r *http.Request) error {
 	}
 	if !s.checkCSRF("session", sid, r.PostForm.Get("csrf_token")) {
 		return forbidden("The consent form has expired. Go back to the application and start again.")
+	}
+	if !user.Approved() {
+		return errWaitlisted
 	}
 	ar, err := s.authorizeRequest(ctx, r)
 	if err != nil {

@@ -1,10 +1,14 @@
 package oauth_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/amsdev/ams"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // TestAuthorizeErrors: RFC 6749 section 4.1.2.1. With an unknown client or
@@ -150,4 +154,36 @@ func TestCrossSitePosts(t *testing.T) {
 	// Nothing happened: the session is still there and the consent form
 	// still works from the same origin.
 	redirected(t, h.post(t, h.Browser, "/oauth/authorize", consent.Values))
+}
+
+// TestWaitlistedUserCannotAuthorize: an account on the early-access
+// waitlist has no API access, so it cannot authorize an application
+// either: the consent page explains, and a forged consent POST is refused.
+func TestWaitlistedUserCannotAuthorize(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	ctx := context.Background()
+	hash, err := bcrypt.GenerateFromPassword([]byte(testPassword), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := h.Clock.Now()
+	waiting := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "waiting@example.com", PasswordHash: string(hash), Plan: ams.PlanStandard,
+		Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
+	if err := h.Store.CreateUser(ctx, waiting); err != nil {
+		t.Fatal(err)
+	}
+	b := h.newBrowser()
+	h.login(t, b, waiting.Email, testPassword)
+	p := h.get(t, b, h.authorizeURL(h.Client))
+	if p.StatusCode != http.StatusForbidden || !strings.Contains(p.Body, "waitlist") || strings.Contains(p.Body, `value="allow"`) {
+		t.Fatalf("consent page for a waitlisted user: %d\n%s", p.StatusCode, p.Body)
+	}
+	// Approved, the same user sees the consent page.
+	if _, err := h.Store.UpdateUser(ctx, waiting.ID, ams.UserUpdate{ApprovedAt: &now}, now); err != nil {
+		t.Fatal(err)
+	}
+	if p := h.get(t, b, h.authorizeURL(h.Client)); p.StatusCode != http.StatusOK || !strings.Contains(p.Body, `value="allow"`) {
+		t.Fatalf("consent page after approval: %d", p.StatusCode)
+	}
 }

@@ -156,7 +156,8 @@ func New(t testing.TB, opts ...Option) *Fixture {
 func (f *Fixture) NewUser(email string, plan ams.Plan) *ams.User {
 	f.T.Helper()
 	now := f.Clock.Now()
-	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: email, Plan: plan, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
+	// Approved (off the waitlist), as accounts made with the CLI are.
+	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: email, Plan: plan, Timezone: "UTC", ApprovedAt: &now, CreatedAt: now, UpdatedAt: now}
 	if err := f.Store.CreateUser(context.Background(), u); err != nil {
 		f.T.Fatal(err)
 	}
