@@ -486,3 +486,27 @@ func TestAssistantPagesPaginate(t *testing.T) {
 		t.Errorf("newer links %v", l)
 	}
 }
+
+// TestSendMessageRateLimited: a message sent from the page counts against
+// the account's rate limits like an API request; over the limit it is a
+// form error (429) and nothing is stored.
+func TestSendMessageRateLimited(t *testing.T) {
+	e := newEnv(t)
+	ann := cheapUser(e, "ann.limit@example.com")
+	a := newAssistant(e, ann, "Helper", "builtin", "")
+	b := e.browser()
+	b.signIn(ann.Email, "correct horse battery")
+	p := b.get("/account/assistants/" + a.ID)
+	now := e.f.Clock.Now()
+	for range ann.Limits().PerMinute {
+		if d, err := e.f.API.Limiter.Take(context.Background(), ann.ID, ann.Limits(), now); err != nil || !d.Allowed {
+			t.Fatalf("take: %+v %v", d, err)
+		}
+	}
+	p = b.submit(p, "/account/assistants/"+a.ID+"/conversations", url.Values{"message": {"Hello"}})
+	p.mustStatus(http.StatusTooManyRequests)
+	p.mustContain("limit of 60 requests per minute")
+	if convs := conversations(e, ann, a); len(convs) != 0 {
+		t.Fatalf("%d conversations stored over the limit", len(convs))
+	}
+}

@@ -36,7 +36,8 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	authz.Register(f.API.Mux())
-	ws := &web.Server{Store: f.Store, Clock: f.Clock.Now, Logger: logger, BaseURL: f.Server.URL, OAuth: authz, Messages: f.API.Messages}
+	ws := &web.Server{Store: f.Store, Clock: f.Clock.Now, Logger: logger, BaseURL: f.Server.URL, OAuth: authz, Messages: f.API.Messages,
+		Guard: f.API.Guard, Limiter: f.API.Limiter}
 	ws.Register(f.API.Mux())
 	return &env{t: t, f: f}
 }

@@ -54,7 +54,7 @@ func newAccountHarness(t *testing.T, guard *ssrf.Guard) *accountHarness {
 	if guard == nil {
 		guard = f.API.Guard
 	}
-	pages.SetWebhookGuard(guard)
+	pages.Guard = guard
 	pages.Register(f.API.Mux())
 	h := &accountHarness{Fixture: f, OAuth: authz, Pages: pages}
 	h.setPassword(f.User)

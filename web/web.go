@@ -67,6 +67,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/oauth"
+	"github.com/amsdev/ams/webhook/ssrf"
 )
 
 // Server serves the account pages. Set its fields, then call Register.
@@ -86,6 +87,14 @@ type Server struct {
 	// Messages sends the messages of the assistants pages: the service
 	// of the API's POST /v1/messages (nil: the pages only read).
 	Messages *messaging.Service
+	// Guard checks webhook URLs: give it the API's (http.Server.Guard), so
+	// that the pages accept exactly the URLs the API accepts (in --dev
+	// mode, loopback and plain http). Nil: a strict guard (https, no
+	// internal addresses).
+	Guard *ssrf.Guard
+	// Limiter counts the messages sent from the pages against the
+	// account's rate limits, like API requests (nil: not counted).
+	Limiter ams.RateLimiter
 
 	once      sync.Once
 	mux       *http.ServeMux

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/webhook"
@@ -34,19 +33,11 @@ func init() {
 	})
 }
 
-// webhookGuards holds the SSRF guard each Server checks webhook URLs with (set
-// with SetWebhookGuard).
-var webhookGuards sync.Map // *Server -> *ssrf.Guard
-
-// SetWebhookGuard sets the SSRF guard the webhooks pages check URLs with:
-// give it the API's (http.Server.Guard), so that the pages accept exactly
-// the URLs the API accepts (in --dev mode, loopback and plain http).
-// Without it the pages use a strict guard (https, no internal addresses).
-func (s *Server) SetWebhookGuard(g *ssrf.Guard) { webhookGuards.Store(s, g) }
-
+// webhookGuard returns the guard webhook URLs are checked with: the
+// Server's Guard, or a strict one (https, no internal addresses).
 func (s *Server) webhookGuard() *ssrf.Guard {
-	if g, ok := webhookGuards.Load(s); ok {
-		return g.(*ssrf.Guard)
+	if s.Guard != nil {
+		return s.Guard
 	}
 	return &ssrf.Guard{}
 }

@@ -229,7 +229,8 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	api.Tokens = authz
 	authz.Register(api.Mux())
 	// The account pages share the OAuth server's session and sign-in.
-	account := &web.Server{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, OAuth: authz, Messages: api.Messages}
+	account := &web.Server{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, OAuth: authz, Messages: api.Messages,
+		Guard: guard, Limiter: api.Limiter}
 	account.Register(api.Mux())
 	if cfg.dev {
 		if err := devBootstrap(ctx, store, base, stdout); err != nil {
