@@ -44,16 +44,6 @@ func (rc *receiver) deliveries() []string {
 // webhook page's delivery log (each has a Redeliver button).
 const logRows = `[...document.querySelectorAll("button")].filter(b => b.innerText.trim() === "Redeliver").length`
 
-// devURLs reports whether the new-webhook form accepts http loopback URLs
-// (ams serve --dev); it skips the test when the pages were not told.
-func devURLs(t *testing.T, p *page) {
-	t.Helper()
-	p.waitText("Endpoint URL")
-	if !strings.Contains(p.bodyText(), "This server runs in development mode") {
-		t.Skip("the webhook pages of this ams serve --dev refuse http loopback URLs (web.Server.SetWebhookGuard not called with the dev SSRF guard)")
-	}
-}
-
 // TestWebhookForm: the user creates a webhook on /account/webhooks/new; its
 // page shows the signing secret once and an empty log.
 func TestWebhookForm(t *testing.T) {
@@ -65,7 +55,9 @@ func TestWebhookForm(t *testing.T) {
 	p.waitText("Webhooks")
 	p.submit("New webhook")
 	p.waitPath("/account/webhooks/new")
-	devURLs(t, p)
+	// ams serve --dev gives the pages the API's guard: http loopback URLs
+	// are allowed, and the form says so.
+	p.waitText("This server runs in development mode")
 	p.fill("Endpoint URL", ok.URL+"/hooks/form")
 	p.check("message.created", true)
 	p.check("task.created", true)
@@ -84,6 +76,16 @@ func TestWebhookForm(t *testing.T) {
 	p.waitText("Delivery log")
 	if strings.Contains(p.fieldValues()+p.bodyText(), "whsec_") {
 		t.Fatal("the signing secret is shown again")
+	}
+
+	// Deleted after confirmation (so that it gets no events of the tests
+	// after this one).
+	p.click("Delete this webhook…")
+	p.submit("Delete webhook")
+	p.waitPath("/account/webhooks")
+	p.waitText("deleted, with its delivery log")
+	if listed, _ := eval[bool](p, `[...document.querySelectorAll("a")].some(a => a.innerText.includes(`+jsString(ok.URL)+`))`); listed {
+		t.Fatal("the deleted webhook is still listed")
 	}
 }
 
@@ -148,7 +150,7 @@ func TestWebhookDeliveries(t *testing.T) {
 	p.reloadUntil("the failing webhook", `document.body.innerText.includes("This webhook is failing.")`)
 	p.shot("webhook-failing")
 	p.open("/account/webhooks")
-	p.waitText("webhook is failing")
+	p.waitFor("the failing-webhooks alert", `/\bwebhooks? (is|are) failing\b/.test(document.body.innerText)`)
 	p.waitText(bad.URL + "/broken")
 	p.shot("webhooks")
 	if n := len(bad.deliveries()); n != 2 {
