@@ -233,8 +233,15 @@ func (e *env) serve() error {
 // ams runs an ams subcommand on the server's store and returns its stdout.
 func (e *env) ams(t *testing.T, args ...string) string {
 	t.Helper()
+	return e.amsStdin(t, "", args...)
+}
+
+// amsStdin is ams with the standard input stdin.
+func (e *env) amsStdin(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
 	cmd := exec.Command(e.bin, args...)
 	cmd.Env = append(os.Environ(), "AMS_DATA_DIR="+e.dir)
+	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
