@@ -1,20 +1,10 @@
 package http
 
 import (
-	"errors"
 	"net/http"
-	"slices"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/webhook/ssrf"
-)
-
-// Webhook secret bounds.
-const (
-	minSecretLength = 16
-	maxSecretLength = 256
+	"github.com/amsdev/ams/webhook"
 )
 
 // webhookRequest is the body of POST and PATCH /v1/webhooks.
@@ -25,42 +15,12 @@ type webhookRequest struct {
 	Active *bool     `json:"active"`
 }
 
-// checkURL validates a webhook URL with the SSRF guard.
+// The field rules of a webhook (url, events, secret) are package
+// webhook's, shared with the account pages.
+
+// checkURL validates a webhook URL with the server's SSRF guard.
 func (s *Server) checkURL(r *http.Request, u string) error {
-	if err := s.Guard.CheckURL(r.Context(), u); err != nil {
-		var ue *ssrf.URLError
-		if errors.As(err, &ue) {
-			return ams.ParamError("parameter_invalid", "url", "Invalid webhook URL: %s.", ue.Reason)
-		}
-		return err
-	}
-	return nil
-}
-
-func checkEvents(events []string) ([]string, error) {
-	if len(events) == 0 {
-		return nil, ams.ParamError("parameter_invalid", "events", "'events' must list at least one event type.")
-	}
-	var out []string
-	for _, t := range events {
-		if !ams.IsEventType(t) {
-			return nil, ams.ParamError("parameter_invalid", "events", "Unknown event type '%s'. Known types: %s.", t, strings.Join(ams.EventTypes, ", "))
-		}
-		if !slices.Contains(out, t) {
-			out = append(out, t)
-		}
-	}
-	return out, nil
-}
-
-func checkSecret(secret string) error {
-	if n := utf8.RuneCountInString(secret); n < minSecretLength || len(secret) > maxSecretLength {
-		return ams.ParamError("parameter_invalid", "secret", "'secret' must be %d to %d characters.", minSecretLength, maxSecretLength)
-	}
-	if strings.IndexFunc(secret, func(c rune) bool { return c < 0x20 || c == 0x7f }) >= 0 {
-		return ams.ParamError("parameter_invalid", "secret", "'secret' must not contain control characters.")
-	}
-	return nil
+	return webhook.CheckURL(r.Context(), s.Guard, u)
 }
 
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
@@ -79,11 +39,11 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 			return ams.ParamError("parameter_missing", m.name, "Missing required parameter '%s'.", m.name)
 		}
 	}
-	events, err := checkEvents(*req.Events)
+	events, err := webhook.CheckEvents(*req.Events)
 	if err != nil {
 		return err
 	}
-	if err := checkSecret(*req.Secret); err != nil {
+	if err := webhook.CheckSecret(*req.Secret); err != nil {
 		return err
 	}
 	if err := s.checkURL(r, *req.URL); err != nil {
@@ -146,12 +106,12 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	upd := ams.WebhookUpdate{Active: req.Active, Secret: req.Secret, URL: req.URL}
 	if req.Events != nil {
-		if upd.Events, err = checkEvents(*req.Events); err != nil {
+		if upd.Events, err = webhook.CheckEvents(*req.Events); err != nil {
 			return err
 		}
 	}
 	if req.Secret != nil {
-		if err := checkSecret(*req.Secret); err != nil {
+		if err := webhook.CheckSecret(*req.Secret); err != nil {
 			return err
 		}
 	}
@@ -196,8 +156,7 @@ func (s *Server) pingWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	userID := auth(r).User.ID
 	now := s.now()
-	e := &ams.Event{ID: ams.NewID(ams.PrefixEvent), Object: "event", UserID: userID, Type: ams.EventWebhookPing, CreatedAt: now,
-		Data: map[string]any{"webhook_id": id}}
+	e := webhook.PingEvent(userID, id, now)
 	if err := s.Store.PingWebhook(r.Context(), userID, id, e); err != nil {
 		return err
 	}
