@@ -98,6 +98,10 @@ type OAuthStore interface {
 	CreateLoginSession(ctx context.Context, s *LoginSession) error
 	FindLoginSession(ctx context.Context, idHash string, now time.Time) (*LoginSession, error)
 	DeleteLoginSession(ctx context.Context, idHash string) error
+	// DeleteOtherLoginSessions ends every login session of the user but
+	// the one whose id hash is keep (after a password change: whoever
+	// signed in with the old password is signed out).
+	DeleteOtherLoginSessions(ctx context.Context, userID, keep string) error
 
 	// Management of a user's clients and grants (the account pages). Each
 	// matches userID: another account's client is ENOTFOUND.

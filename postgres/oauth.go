@@ -177,6 +177,14 @@ func (db *DB) DeleteLoginSession(ctx context.Context, idHash string) error {
 	return nil
 }
 
+// DeleteOtherLoginSessions ends the user's login sessions but keep.
+func (db *DB) DeleteOtherLoginSessions(ctx context.Context, userID, keep string) error {
+	if _, err := db.pool.Exec(ctx, `DELETE FROM login_sessions WHERE user_id = $1 AND id_hash != $2`, userID, keep); err != nil {
+		return fmt.Errorf("delete login sessions: %w", err)
+	}
+	return nil
+}
+
 // SetOAuthClientSecret replaces the secret hash of the user's confidential
 // client.
 func (db *DB) SetOAuthClientSecret(ctx context.Context, userID, id, hash string, now time.Time) (*ams.OAuthClient, error) {

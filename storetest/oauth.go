@@ -93,6 +93,28 @@ func testOAuth(t *testing.T, s ams.Store) {
 	if _, err := s.FindLoginSession(ctx, ls.IDHash, t0); !ams.IsNotFound(err) {
 		t.Fatal("deleted session found")
 	}
+	// DeleteOtherLoginSessions keeps one session of the user and no other
+	// user's sessions are touched.
+	other := mustUser(t, s, "oauth-other@example.com")
+	for _, x := range []*ams.LoginSession{
+		{IDHash: ams.HashSecret("keep"), UserID: u.ID, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)},
+		{IDHash: ams.HashSecret("old-1"), UserID: u.ID, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)},
+		{IDHash: ams.HashSecret("old-2"), UserID: u.ID, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)},
+		{IDHash: ams.HashSecret("theirs"), UserID: other.ID, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour)},
+	} {
+		if err := s.CreateLoginSession(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteOtherLoginSessions(ctx, u.ID, ams.HashSecret("keep")); err != nil {
+		t.Fatal(err)
+	}
+	for cookie, alive := range map[string]bool{"keep": true, "old-1": false, "old-2": false, "theirs": true} {
+		_, err := s.FindLoginSession(ctx, ams.HashSecret(cookie), t0)
+		if alive != (err == nil) {
+			t.Fatalf("session %s after DeleteOtherLoginSessions: %v (want alive %v)", cookie, err, alive)
+		}
+	}
 }
 
 // testOAuthLocks: a credential lock is held by one owner at a time, racing

@@ -115,7 +115,12 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request, c *Ctx) 
 	if _, err := s.Store.UpdateUser(r.Context(), c.User.ID, ams.UserUpdate{PasswordHash: &hash}, c.Now); err != nil {
 		return nil, err
 	}
-	c.Flash(FlashSuccess, "Your password was changed.")
+	// Whoever signed in with the old password (another browser) is
+	// signed out; this session stays.
+	if err := s.Store.DeleteOtherLoginSessions(r.Context(), c.User.ID, ams.HashSecret(c.SessionID)); err != nil {
+		return nil, err
+	}
+	c.Flash(FlashSuccess, "Your password was changed. Every other browser signed in to your account was signed out.")
 	return c.Redirect("/account")
 }
 

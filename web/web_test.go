@@ -302,6 +302,9 @@ func TestPasswordChange(t *testing.T) {
 	e.user("pat@example.com", "old password 1", true, false)
 	b := e.browser()
 	p := b.signIn("pat@example.com", "old password 1")
+	// Another browser signed in with the old password.
+	elsewhere := e.browser()
+	elsewhere.signIn("pat@example.com", "old password 1")
 	p = b.get("/account/password")
 	p = b.submit(p, "/account/password", url.Values{"current_password": {"wrong password"},
 		"new_password": {"new password 12"}, "new_password_confirm": {"new password 12"}})
@@ -327,6 +330,11 @@ func TestPasswordChange(t *testing.T) {
 		"new_password": {"new password 12"}, "new_password_confirm": {"new password 12"}})
 	p.mustStatus(http.StatusOK)
 	p.mustContain("Your password was changed.")
+	// This browser stays signed in; the other one is signed out.
+	b.get("/account").mustStatus(http.StatusOK)
+	if ep := elsewhere.get("/account"); ep.url.Path != "/login" {
+		t.Fatalf("the other browser still sees %s after the password change", ep.url.Path)
+	}
 	e.browser().signIn("pat@example.com", "new password 12")
 	fresh := e.browser()
 	lp := fresh.get("/login")
