@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/amsdev/ams"
 )
@@ -57,3 +58,18 @@ func (s *Server) DeriveKey(purpose string) []byte {
 // SecureCookies reports whether cookies set in answer to r get the Secure
 // attribute (the request came over TLS or the public URL is https).
 func (s *Server) SecureCookies(r *http.Request) bool { return s.secureCookies(r) }
+
+// Sign-ups are throttled per client IP with the login throttle's figures
+// and store: at most MaxLoginFailures accounts from one address within
+// LoginFailureWindow.
+
+// SignupBlocked reports whether r's client address has made too many
+// accounts recently, and until when.
+func (s *Server) SignupBlocked(ctx context.Context, r *http.Request) (time.Time, bool, error) {
+	return s.throttle.Blocked(ctx, "signup-ip:"+clientIP(r), s.clock.Now())
+}
+
+// SignupDone counts an account made from r's client address.
+func (s *Server) SignupDone(ctx context.Context, r *http.Request) error {
+	return s.throttle.Failed(ctx, "signup-ip:"+clientIP(r), s.clock.Now())
+}

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -65,6 +66,16 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request, c *Ctx) (any, er
 	if c.Invalid() {
 		return d, nil
 	}
+	// At most a few accounts from one address in a while: sign-ups are
+	// cheap to script, and each one is a row and a bcrypt hash.
+	if until, blocked, err := s.OAuth.SignupBlocked(r.Context(), r); err != nil {
+		return nil, err
+	} else if blocked {
+		c.Status = http.StatusTooManyRequests
+		c.Fail("email", fmt.Sprintf("Too many accounts were created from your network recently. Try again in %d minutes.",
+			int(until.Sub(c.Now).Minutes())+1))
+		return d, nil
+	}
 	hash, err := hashPassword(pw)
 	if err != nil {
 		return nil, err
@@ -76,6 +87,9 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request, c *Ctx) (any, er
 		c.Fail("email", "An account with this e-mail address already exists. Sign in instead, or use another address.")
 		return d, nil
 	} else if err != nil {
+		return nil, err
+	}
+	if err := s.OAuth.SignupDone(r.Context(), r); err != nil {
 		return nil, err
 	}
 	sid, err := s.OAuth.StartSession(r.Context(), w, r, u)

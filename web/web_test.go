@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/password"
 	"golang.org/x/net/html"
 )
@@ -468,4 +470,23 @@ func TestPageHeaders(t *testing.T) {
 		t.Errorf("current nav entry %q", cur)
 	}
 	b.get("/account/keys/key_nope/created").mustStatus(http.StatusNotFound)
+}
+
+// TestSignUpThrottled: at most five accounts from one address within the
+// window; the sixth is refused (429) and not created, and the window's
+// end lets sign-ups through again.
+func TestSignUpThrottled(t *testing.T) {
+	e := newEnv(t)
+	for i := range oauth.MaxLoginFailures {
+		p := signUp(e.browser(), fmt.Sprintf("user%d@example.com", i), "long enough 1")
+		p.mustStatus(http.StatusOK)
+	}
+	p := signUp(e.browser(), "one-too-many@example.com", "long enough 1")
+	p.mustStatus(http.StatusTooManyRequests)
+	p.mustContain("Too many accounts were created from your network recently")
+	if _, err := e.f.Store.FindUserByEmail(t.Context(), "one-too-many@example.com"); !ams.IsNotFound(err) {
+		t.Fatalf("the refused sign-up made an account: %v", err)
+	}
+	e.f.Clock.Add(oauth.LoginFailureWindow + time.Second)
+	signUp(e.browser(), "later@example.com", "long enough 1").mustStatus(http.StatusOK)
 }
