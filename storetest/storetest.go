@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Purge", testPurge},
 		{"OAuth", testOAuth},
 		{"OAuthLocks", testOAuthLocks},
+		{"Waitlist", testWaitlist},
 		{"OAuthManagement", testOAuthManagement},
 		{"WorldTasks", testWorldTasks},
 		{"WorldCalendar", testWorldCalendar},

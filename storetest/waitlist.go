@@ -1,4 +1,4 @@
-package sqlite_test
+package storetest
 
 import (
 	"context"
@@ -8,19 +8,19 @@ import (
 	"github.com/amsdev/ams"
 )
 
-// waitlistStore is what testWaitlist needs of an engine.
-type waitlistStore interface {
-	ams.Store
-	ams.Waitlist
-}
-
 // testWaitlist checks the waitlist columns of users: approval and the
 // admin flag read back, are changed by UpdateUser (the first approval
 // time stays), and ListWaitlist lists the unapproved, oldest first.
-// postgres/waitlist_test.go runs the same checks.
-func testWaitlist(t *testing.T, s waitlistStore) {
+// Every engine implements ams.Waitlist.
+func testWaitlist(t *testing.T, store ams.Store) {
+	s, ok := store.(interface {
+		ams.Store
+		ams.Waitlist
+	})
+	if !ok {
+		t.Fatalf("%T does not implement ams.Waitlist", store)
+	}
 	ctx := context.Background()
-	t0 := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	mk := func(email string, i int, approved, admin bool) *ams.User {
 		now := t0.Add(time.Duration(i) * time.Minute)
 		u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: email, Plan: ams.PlanStandard, Timezone: "UTC",
@@ -76,5 +76,3 @@ func testWaitlist(t *testing.T, s waitlistStore) {
 		t.Fatalf("ListWaitlist(10) after approval: %v %v %v", list, more, err)
 	}
 }
-
-func TestWaitlist(t *testing.T) { testWaitlist(t, open(t)) }
