@@ -1,6 +1,7 @@
 package ams
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -123,4 +124,19 @@ func NewAPIKey(userID, name string, perms Permissions, now time.Time, expiresAt 
 		Hint: KeyHint(secret), Hash: HashSecret(secret), Permissions: perms,
 		CreatedAt: now, ExpiresAt: expiresAt,
 	}
+}
+
+// KeyStore keeps API keys. AuthenticateKey finds a key by the hash of its
+// secret, with its user, whether revoked or expired or not (the caller
+// decides); ENOTFOUND if no key has that hash. It runs on every request,
+// so it fills only what authentication needs: the key's id, user id,
+// permissions, expiry and revocation, and the user's id, e-mail, plan,
+// limits and time zone. TouchKey records a use.
+type KeyStore interface {
+	CreateKey(ctx context.Context, k *APIKey) error
+	ListKeys(ctx context.Context, userID string) ([]*APIKey, error)
+	FindKey(ctx context.Context, id string) (*APIKey, error)
+	RevokeKey(ctx context.Context, userID, id string, now time.Time) (*APIKey, error)
+	AuthenticateKey(ctx context.Context, hash string) (*APIKey, *User, error)
+	TouchKey(ctx context.Context, id string, now time.Time) error
 }

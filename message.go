@@ -123,49 +123,44 @@ type Toolbox interface {
 	Run(ctx context.Context, name string, input json.RawMessage) (*Action, error)
 }
 
-// Event is a record of something that happened, delivered to webhooks and
-// listed at GET /v1/events. It is written in the same transaction as the
-// change that caused it.
-type Event struct {
-	ID        string         `json:"id"`
-	Object    string         `json:"object"` // "event"
-	UserID    string         `json:"-"`
-	Type      string         `json:"type"`
-	CreatedAt time.Time      `json:"created_at"`
-	Data      map[string]any `json:"data"`
+// Exchange is one turn of a conversation: the inbound message, the
+// assistant's reply, and (when the conversation is new) the conversation.
+// The store writes all of it, with its events, in one transaction.
+type Exchange struct {
+	NewConversation *Conversation // set when the exchange starts a conversation
+	ConversationID  string
+	Inbound         *Message
+	Reply           *Message
+	Events          []*Event
 }
 
-// Event types of the interface.
-const (
-	EventMessageCreated          = "message.created"
-	EventMessageUpdated          = "message.updated"
-	EventMessageDeleted          = "message.deleted"
-	EventTaskCreated             = "task.created"
-	EventTaskCompleted           = "task.completed"
-	EventTaskUpdated             = "task.updated"
-	EventTaskReminder            = "task.reminder"
-	EventEventCreated            = "event.created"
-	EventEventUpdated            = "event.updated"
-	EventEventReminder           = "event.reminder"
-	EventIntegrationConnected    = "integration.connected"
-	EventIntegrationDisconnected = "integration.disconnected"
-	EventIntegrationError        = "integration.error"
-)
+// AssistantStore keeps assistants. Deleted assistants leave lists and
+// lookups; their conversations, messages, tasks and events stay readable.
+type AssistantStore interface {
+	// FindAssistant returns ENOTFOUND if the assistant does not exist, is
+	// another user's, or was deleted.
+	FindAssistant(ctx context.Context, userID, id string) (*Assistant, error)
+	ListAssistants(ctx context.Context, userID string, p ListParams) (*Page[*Assistant], error)
+	CreateAssistant(ctx context.Context, a *Assistant) error
+	// UpdateAssistant writes the name, description, instructions, model
+	// and update time.
+	UpdateAssistant(ctx context.Context, a *Assistant) error
+	DeleteAssistant(ctx context.Context, userID, id string, now time.Time) error
+}
 
-// MessageCreatedEvent returns the message.created event for m.
-func MessageCreatedEvent(m *Message) *Event {
-	return &Event{
-		ID:        NewID(PrefixEvent),
-		Object:    "event",
-		UserID:    m.UserID,
-		Type:      EventMessageCreated,
-		CreatedAt: m.CreatedAt,
-		Data: map[string]any{
-			"message_id":      m.ID,
-			"assistant_id":    m.AssistantID,
-			"conversation_id": m.ConversationID,
-			"content":         m.Content,
-			"direction":       m.Direction,
-		},
-	}
+// ConversationStore keeps conversations and their messages.
+type ConversationStore interface {
+	FindConversation(ctx context.Context, userID, id string) (*Conversation, error)
+	ListConversations(ctx context.Context, userID, assistantID string, p ListParams) (*Page[*Conversation], error)
+	FindMessage(ctx context.Context, userID, id string) (*Message, error)
+	ListMessages(ctx context.Context, userID, conversationID string, p ListParams) (*Page[*Message], error)
+	// RecentMessages returns the last n messages of a conversation, oldest
+	// first.
+	RecentMessages(ctx context.Context, userID, conversationID string, n int) ([]*Message, error)
+	// SaveExchange writes a turn with its events in one transaction.
+	SaveExchange(ctx context.Context, x *Exchange) error
+	// UpdateMessage writes the content and update time.
+	UpdateMessage(ctx context.Context, m *Message) error
+	// DeleteMessage removes a message and counts it out of its conversation.
+	DeleteMessage(ctx context.Context, userID, id string, now time.Time) error
 }

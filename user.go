@@ -103,10 +103,15 @@ type UserUpdate struct {
 	Admin      *bool
 }
 
-// Waitlist lists the accounts on the early-access waitlist. Both storage
-// engines implement it; the waitlist admin page uses it.
-type Waitlist interface {
-	// ListWaitlist returns up to limit accounts that are not approved,
-	// oldest first, and whether there are more.
+// UserStore keeps accounts. FindUserByEmail and FindUser return ENOTFOUND
+// when missing; CreateUser returns ECONFLICT if the e-mail is taken.
+type UserStore interface {
+	CreateUser(ctx context.Context, u *User) error
+	FindUser(ctx context.Context, id string) (*User, error)
+	FindUserByEmail(ctx context.Context, email string) (*User, error)
+	UpdateUser(ctx context.Context, id string, upd UserUpdate, now time.Time) (*User, error)
+	// ListWaitlist returns up to limit accounts that are not approved
+	// (the early-access waitlist), oldest first, and whether there are
+	// more.
 	ListWaitlist(ctx context.Context, limit int) ([]*User, bool, error)
 }

@@ -2,7 +2,6 @@ package ams
 
 import (
 	"context"
-	"slices"
 	"time"
 )
 
@@ -11,23 +10,6 @@ const (
 	WebhookActive  = "active"  // deliveries succeed, or have not failed five times
 	WebhookFailing = "failing" // a delivery failed five times (or got 410): disabled
 )
-
-// EventWebhookPing is the type of the event POST /v1/webhooks/{id}/ping sends.
-const EventWebhookPing = "webhook.ping"
-
-// EventTypes lists the event types a webhook may subscribe to.
-var EventTypes = []string{
-	EventMessageCreated, EventMessageUpdated, EventMessageDeleted,
-	EventTaskCreated, EventTaskCompleted, EventTaskUpdated, EventTaskReminder,
-	EventEventCreated, EventEventUpdated, EventEventReminder,
-	EventIntegrationConnected, EventIntegrationDisconnected, EventIntegrationError,
-}
-
-// IsEventType reports whether t is one of EventTypes.
-func IsEventType(t string) bool { return slices.Contains(EventTypes, t) }
-
-// EventRetention is how long events are kept (and listed at GET /v1/events).
-const EventRetention = 30 * 24 * time.Hour
 
 // Webhook is an HTTPS endpoint that receives an account's events. Its
 // secret signs every delivery; it is never shown after creation.
@@ -51,6 +33,26 @@ type WebhookUpdate struct {
 	Events []string // nil: keep
 	Active *bool
 	Secret *string
+}
+
+// WebhookStore keeps webhooks and their delivery log.
+type WebhookStore interface {
+	// CreateWebhook stores w with its secret sealed.
+	CreateWebhook(ctx context.Context, w *Webhook) error
+	FindWebhook(ctx context.Context, userID, id string) (*Webhook, error)
+	ListWebhooks(ctx context.Context, userID string, p ListParams) (*Page[*Webhook], error)
+	// UpdateWebhook applies upd; deactivating a webhook (by the caller or
+	// through failing) cancels its pending deliveries.
+	UpdateWebhook(ctx context.Context, userID, id string, upd WebhookUpdate, now time.Time) (*Webhook, error)
+	// DeleteWebhook removes it with its deliveries.
+	DeleteWebhook(ctx context.Context, userID, id string) error
+	// PingWebhook stores the webhook.ping event e and queues it for webhook
+	// id only. EnqueueDelivery queues event eventID again for the webhook
+	// (redelivery). Both return ECONFLICT if the webhook is not active.
+	PingWebhook(ctx context.Context, userID, id string, e *Event) error
+	EnqueueDelivery(ctx context.Context, userID, webhookID, eventID string, now time.Time) error
+	ListDeliveries(ctx context.Context, userID, webhookID, eventID string, p ListParams) (*Page[*Delivery], error)
+	FindDelivery(ctx context.Context, userID, webhookID, id string) (*Delivery, error)
 }
 
 // Delivery is one attempt to deliver an event to a webhook.
@@ -141,12 +143,7 @@ type DeliveryQueue interface {
 	// Purge deletes events older than EventRetention with their jobs and
 	// attempts, and idempotency keys older than IdempotencyTTL.
 	Purge(ctx context.Context, now time.Time) (int64, error)
-}
-
-// QueueStatter is implemented by stores that can report the delivery
-// queue for metrics.
-type QueueStatter interface {
 	// QueueStats returns how many jobs are pending and how long the oldest
-	// due one has waited at now.
+	// due one has waited at now (for metrics).
 	QueueStats(ctx context.Context, now time.Time) (pending int64, oldest time.Duration, err error)
 }

@@ -107,28 +107,10 @@ type CalendarFilter struct {
 	StartsBefore *time.Time // starts_at < StartsBefore
 }
 
-// Tx is one transaction over an account's records of the assistant's
-// world. Everything written through it, including the events emitted,
-// commits together when the function given to WorldStore.Update returns
-// nil, and none of it otherwise. The Find methods lock the row they read
-// until the transaction ends, so a read-modify-write cannot lose a
-// concurrent update. Every method matches the user id: another account's
-// record is ENOTFOUND. After an ENOTFOUND or ECONFLICT answer the
-// transaction may go on; after any other error fn must return it.
-type Tx interface {
-	FindAssistant(ctx context.Context, userID, id string) (*Assistant, error)
-	CreateAssistant(ctx context.Context, a *Assistant) error
-	UpdateAssistant(ctx context.Context, a *Assistant) error
-	// DeleteAssistant removes the assistant from lists and lookups; its
-	// conversations, messages, tasks and events stay readable.
-	DeleteAssistant(ctx context.Context, userID, id string, now time.Time) error
-
-	FindMessage(ctx context.Context, userID, id string) (*Message, error)
-	UpdateMessage(ctx context.Context, m *Message) error
-	// DeleteMessage removes a message and counts it out of its conversation.
-	DeleteMessage(ctx context.Context, userID, id string, now time.Time) error
-
+// TaskStore keeps tasks.
+type TaskStore interface {
 	FindTask(ctx context.Context, userID, id string) (*Task, error)
+	ListTasks(ctx context.Context, userID string, f TaskFilter, p ListParams) (*Page[*Task], error)
 	// CreateTask returns ENOTFOUND if the task's assistant is not the
 	// user's (or was deleted).
 	CreateTask(ctx context.Context, t *Task) error
@@ -139,11 +121,15 @@ type Tx interface {
 	// one. t.RemindedAt is set to the result.
 	UpdateTask(ctx context.Context, t *Task) error
 	DeleteTask(ctx context.Context, userID, id string) error
+}
 
+// CalendarStore keeps calendar events.
+type CalendarStore interface {
 	FindCalendarEvent(ctx context.Context, userID, id string) (*CalendarEvent, error)
 	// FindCalendarEventByUID finds the event an integration keeps under an
 	// iCalendar UID; ENOTFOUND if none.
 	FindCalendarEventByUID(ctx context.Context, userID, integrationID, uid string) (*CalendarEvent, error)
+	ListCalendarEvents(ctx context.Context, userID string, f CalendarFilter, p ListParams) (*Page[*CalendarEvent], error)
 	// CreateCalendarEvent returns ENOTFOUND if the event's assistant or
 	// integration is not the user's, ECONFLICT if the integration already
 	// keeps an event under its ExternalUID.
@@ -152,44 +138,20 @@ type Tx interface {
 	// creation time; RemindedAt as UpdateTask does.
 	UpdateCalendarEvent(ctx context.Context, e *CalendarEvent) error
 	DeleteCalendarEvent(ctx context.Context, userID, id string) error
+}
 
-	// Integrations. The secrets (a password, a token) are sealed at rest
-	// and never appear in Integration.Config.
-	FindIntegration(ctx context.Context, userID, id string) (*Integration, error)
-	CreateIntegration(ctx context.Context, in *Integration, secrets map[string]string) error
-	UpdateIntegration(ctx context.Context, in *Integration) error
-
+// ActionStore keeps the actions (tool runs).
+type ActionStore interface {
+	FindAction(ctx context.Context, userID, id string) (*Action, error)
+	ListActions(ctx context.Context, userID, assistantID string, p ListParams) (*Page[*Action], error)
 	// CreateAction returns ENOTFOUND if the action's assistant is not the
 	// user's, EINVALID if its input or result is not JSON. Its
 	// ConversationID is not checked: tools run before a turn is stored.
 	CreateAction(ctx context.Context, a *Action) error
-
-	// Emit writes events into the outbox and queues their deliveries to
-	// the subscribed webhooks.
-	Emit(ctx context.Context, events ...*Event) error
 }
 
-// WorldStore is the storage of the assistant's world.
-type WorldStore interface {
-	// Update runs fn in one transaction; see Tx. It commits when fn
-	// returns nil and returns fn's error unchanged otherwise. fn must not
-	// call the store's other writing methods (SQLite has one write
-	// connection, which fn holds), nor use tx after it returns.
-	Update(ctx context.Context, fn func(tx Tx) error) error
-
-	FindTask(ctx context.Context, userID, id string) (*Task, error)
-	ListTasks(ctx context.Context, userID string, f TaskFilter, p ListParams) (*Page[*Task], error)
-	FindCalendarEvent(ctx context.Context, userID, id string) (*CalendarEvent, error)
-	ListCalendarEvents(ctx context.Context, userID string, f CalendarFilter, p ListParams) (*Page[*CalendarEvent], error)
-	FindAction(ctx context.Context, userID, id string) (*Action, error)
-	ListActions(ctx context.Context, userID, assistantID string, p ListParams) (*Page[*Action], error)
-	FindIntegration(ctx context.Context, userID, id string) (*Integration, error)
-	// IntegrationSecrets returns the unsealed secrets of an integration.
-	IntegrationSecrets(ctx context.Context, userID, id string) (map[string]string, error)
-	// ActiveIntegrations returns every integration of the provider, of all
-	// accounts, whose status is connected or error (for the sync worker).
-	ActiveIntegrations(ctx context.Context, provider string) ([]*Integration, error)
-
+// ReminderStore fires the reminders of tasks and calendar events.
+type ReminderStore interface {
 	// FireReminders emits task.reminder and event.reminder for at most
 	// limit tasks and calendar events whose remind_at is at or before now
 	// and whose reminder has not fired, marking each fired in the same
@@ -201,43 +163,10 @@ type WorldStore interface {
 	NextReminder(ctx context.Context) (time.Time, error)
 }
 
-// Event data of the world's records: the record itself, as the API shows it.
-
-// TaskEvent returns an event of type typ (task.created, task.updated,
-// task.completed, task.reminder) carrying t.
-func TaskEvent(typ string, t *Task, at time.Time) *Event {
-	return recordEvent(typ, t.UserID, "task", t, at)
-}
-
-// CalendarEventEvent returns an event of type typ (event.created,
-// event.updated, event.reminder) carrying e.
-func CalendarEventEvent(typ string, e *CalendarEvent, at time.Time) *Event {
-	return recordEvent(typ, e.UserID, "calendar_event", e, at)
-}
-
-// IntegrationEvent returns an event of type typ (integration.connected,
-// integration.disconnected, integration.error) carrying in.
-func IntegrationEvent(typ string, in *Integration, at time.Time) *Event {
-	return recordEvent(typ, in.UserID, "integration", in, at)
-}
-
-// MessageEvent returns message.updated or message.deleted for m.
-func MessageEvent(typ string, m *Message, at time.Time) *Event {
-	e := MessageCreatedEvent(m)
-	e.Type, e.CreatedAt = typ, at
-	return e
-}
-
-// recordEvent makes an event whose data is v's JSON object. v is one of
-// this package's records, which always encode.
-func recordEvent(typ, userID, object string, v any, at time.Time) *Event {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("ams: encode " + object + ": " + err.Error())
-	}
-	var data map[string]any
-	if err := json.Unmarshal(b, &data); err != nil {
-		panic("ams: decode " + object + ": " + err.Error())
-	}
-	return &Event{ID: NewID(PrefixEvent), Object: "event", UserID: userID, Type: typ, CreatedAt: at, Data: data}
+// WorldStore is what the services of the assistant's world need: the
+// account's records, transactions over them, and the reminders.
+type WorldStore interface {
+	AccountData
+	ReminderStore
+	Update(ctx context.Context, fn func(tx Tx) error) error
 }

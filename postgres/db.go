@@ -33,24 +33,20 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/seal"
-	"github.com/amsdev/ams/internal/sqlrow"
+	"github.com/amsdev/ams/sqlstore"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// DB is an open PostgreSQL store.
+// DB is an open PostgreSQL store: the shared SQL store (package sqlstore)
+// over a pgx pool, with the SKIP LOCKED queue claims, the shared rate
+// limiter and login throttle, and COPY import.
 type DB struct {
-	pool   *pgxpool.Pool
-	sealer *seal.Sealer
-	// jobs is signalled when a commit of this process queued webhook jobs.
-	// Other processes find them by polling (the worker does every second):
-	// a LISTEN/NOTIFY wake-up would cost every event-writing commit the
-	// server's global notification lock, which serializes those commits.
-	jobs chan struct{}
+	*sqlstore.Store
+	pool *pgxpool.Pool
 }
 
 var _ ams.Store = (*DB)(nil)
@@ -111,7 +107,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	db := &DB{pool: pool, sealer: sealer, jobs: make(chan struct{}, 1)}
+	db := &DB{pool: pool, Store: sqlstore.New(&engine{pool: pool}, dialect, sealer)}
 	if err := db.migrate(ctx, o.schema); err != nil {
 		pool.Close()
 		return nil, err
@@ -236,127 +232,4 @@ func (db *DB) migrate(ctx context.Context, schema string) error {
 		return fmt.Errorf("postgres: commit migrations: %w", err)
 	}
 	return nil
-}
-
-// SchemaVersion returns the highest applied migration number.
-func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
-	var v int
-	err := db.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
-	return v, err
-}
-
-// querier runs queries: the pool, or a transaction.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// ms converts a time to stored milliseconds; fromMS converts back (UTC).
-func ms(t time.Time) int64 { return t.UnixMilli() }
-
-func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
-
-func nullMS(t *time.Time) *int64 {
-	if t == nil {
-		return nil
-	}
-	v := t.UnixMilli()
-	return &v
-}
-
-func fromNullMS(v *int64) *time.Time {
-	if v == nil {
-		return nil
-	}
-	t := fromMS(*v)
-	return &t
-}
-
-// SQLSTATE codes the engine tells apart.
-const (
-	codeUniqueViolation     = "23505"
-	codeBadCharacter        = "22021" // character_not_in_repertoire: a NUL byte in text
-	codeUntranslatableChars = "22P05" // untranslatable_character: \u0000 in JSON
-)
-
-// pgCode returns the SQLSTATE of err, and the constraint it names.
-func pgCode(err error) (code, constraint string) {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		return pe.Code, pe.ConstraintName
-	}
-	return "", ""
-}
-
-// fail wraps a database error with what was being done. PostgreSQL text
-// cannot hold a NUL character (SQLite's can): such input is reported as
-// EINVALID rather than as an internal error.
-func fail(op string, err error) error {
-	switch code, _ := pgCode(err); code {
-	case codeBadCharacter, codeUntranslatableChars:
-		return ams.Errorf(ams.EINVALID, "parameter_invalid", "Text must not contain NUL characters (\\u0000).")
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}
-
-// scanner is the part of pgx.Row and pgx.Rows that scan functions use.
-type scanner = sqlrow.Scanner
-
-// list runs a cursor-paginated query, as sqlite's list does. from is the
-// table; where the scoping condition, with placeholders $1..$len(args),
-// that both the page and the cursor lookup must match; cols the selected
-// columns, read by scan.
-func list[T any](ctx context.Context, q querier, cols, from, where string, args []any, p ams.ListParams, scan func(scanner) (T, error)) (*ams.Page[T], error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 20
-	}
-	desc := p.Order != ams.OrderAsc
-	cond, a := where, append([]any(nil), args...)
-	cursorID, param := p.After, "after"
-	if p.Before != "" {
-		cursorID, param = p.Before, "before"
-	}
-	// forward: the page walks in the list's own order from the cursor.
-	forward := p.Before == ""
-	if cursorID != "" {
-		var seq int64
-		err := q.QueryRow(ctx, "SELECT seq FROM "+from+" WHERE id = $"+strconv.Itoa(len(args)+1)+" AND "+where,
-			append(append([]any(nil), args...), cursorID)...).Scan(&seq)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, ams.ParamError("resource_missing", param, "No such object in this list: '%s'", cursorID)
-		} else if err != nil {
-			return nil, fmt.Errorf("find cursor: %w", err)
-		}
-		a = append(a, seq)
-		if desc == forward {
-			cond += " AND seq < $" + strconv.Itoa(len(a))
-		} else {
-			cond += " AND seq > $" + strconv.Itoa(len(a))
-		}
-	}
-	scanDesc := desc == forward
-	order := " ORDER BY seq ASC"
-	if scanDesc {
-		order = " ORDER BY seq DESC"
-	}
-	a = append(a, limit+1)
-	rows, err := q.Query(ctx, "SELECT "+cols+" FROM "+from+" WHERE "+cond+order+" LIMIT $"+strconv.Itoa(len(a)), a...)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", from, err)
-	}
-	defer rows.Close()
-	page := &ams.Page[T]{Data: make([]T, 0, limit)}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", from, err)
-		}
-		page.Data = append(page.Data, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list %s: %w", from, err)
-	}
-	return sqlrow.FinishPage(page, limit, forward), nil
 }

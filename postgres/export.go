@@ -171,7 +171,7 @@ func (db *DB) exportTable(ctx context.Context, tx pgx.Tx, t *dump.Table, fn dump
 				}
 			}
 		}
-		if err := dump.OpenSecrets(t, vals, db.sealer); err != nil {
+		if err := dump.OpenSecrets(t, vals, db.Sealer()); err != nil {
 			return fmt.Errorf("postgres: export: %w (is --secret-key the store's key?)", err)
 		}
 		if err := fn(t, vals); err != nil {
@@ -300,7 +300,7 @@ func (s *copySource) Err() error { return s.err }
 // (the PostgreSQL engine compares e-mails lower-cased; SQLite compares
 // them with NOCASE, so an older SQLite row may have capitals).
 func (db *DB) prepareRow(t *dump.Table, vals []any) error {
-	if err := dump.SealSecrets(t, vals, db.sealer); err != nil {
+	if err := dump.SealSecrets(t, vals, db.Sealer()); err != nil {
 		return err
 	}
 	if t.Name == "users" {

@@ -100,20 +100,3 @@ func (r *RateLimiter) Take(ctx context.Context, account string, l ams.Limits, no
 	}
 	return ratelimit.Decision(false, l, s), nil
 }
-
-// purgeRateState deletes the rate-limit rows whose day window has passed
-// at now (they hold nothing a request can still count in) and the failed
-// logins older than loginFailureRetention. Purge calls it in its
-// transaction.
-func purgeRateState(ctx context.Context, q querier, now time.Time) (int64, error) {
-	_, today := ratelimit.Starts(now)
-	a, err := q.Exec(ctx, `DELETE FROM rate_limits WHERE day_start < $1`, today)
-	if err != nil {
-		return 0, fmt.Errorf("purge rate limits: %w", err)
-	}
-	b, err := q.Exec(ctx, `DELETE FROM login_failures WHERE at <= $1`, now.Add(-loginFailureRetention).UnixNano())
-	if err != nil {
-		return 0, fmt.Errorf("purge login failures: %w", err)
-	}
-	return a.RowsAffected() + b.RowsAffected(), nil
-}

@@ -22,26 +22,25 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/seal"
-	"github.com/amsdev/ams/internal/sqlrow"
+	"github.com/amsdev/ams/sqlstore"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
-// DB is an open SQLite store.
+// DB is an open SQLite store: the shared SQL store (package sqlstore) over
+// SQLite's connections, with the queue claims of SQLite's single writer.
 type DB struct {
-	path   string
-	write  *sql.DB // one connection: all writes
-	read   *sql.DB // read-only pool
-	rq     reader  // the read pool with prepared statements cached
-	sealer *seal.Sealer
-	jobs   chan struct{} // signalled when a commit queued webhook jobs
+	*sqlstore.Store
+	path  string
+	write *sql.DB // one connection: all writes
+	read  *sql.DB // read-only pool
+	rq    *reader // the read pool with prepared statements cached
 }
 
 // Option configures Open.
@@ -52,72 +51,6 @@ type openOptions struct{ secretKey []byte }
 // WithSecretKey sets the key that seals webhook secrets. Without it, Open
 // uses the key in secret.key beside the database file, creating it.
 func WithSecretKey(key []byte) Option { return func(o *openOptions) { o.secretKey = key } }
-
-// reader runs read queries on a pool through prepared statements kept for
-// the life of the pool: parsing a statement costs more than running one of
-// these indexed lookups. database/sql prepares each on a connection the
-// first time that connection runs it.
-type reader struct {
-	db    *sql.DB
-	stmts sync.Map // query text -> *sql.Stmt
-}
-
-func (r *reader) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
-	if s, ok := r.stmts.Load(query); ok {
-		return s.(*sql.Stmt), nil
-	}
-	s, err := r.db.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if prev, loaded := r.stmts.LoadOrStore(query, s); loaded {
-		s.Close()
-		return prev.(*sql.Stmt), nil
-	}
-	return s, nil
-}
-
-// QueryRowContext runs a query expected to return at most one row.
-func (r *reader) QueryRowContext(ctx context.Context, query string, args ...any) rowScanner {
-	s, err := r.stmt(ctx, query)
-	if err != nil {
-		return errRow{err}
-	}
-	return s.QueryRowContext(ctx, args...)
-}
-
-// QueryContext runs a query.
-func (r *reader) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	s, err := r.stmt(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	return s.QueryContext(ctx, args...)
-}
-
-func (r *reader) close() error {
-	r.stmts.Range(func(_, s any) bool { s.(*sql.Stmt).Close(); return true })
-	return r.db.Close()
-}
-
-// rowQuerier runs a one-row query: the reader, or a transaction through
-// txQuerier.
-type rowQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) rowScanner
-}
-
-type txQuerier struct{ *sql.Tx }
-
-func (t txQuerier) QueryRowContext(ctx context.Context, query string, args ...any) rowScanner {
-	return t.Tx.QueryRowContext(ctx, query, args...)
-}
-
-// rowScanner is what *sql.Row offers; errRow is one that failed to run.
-type rowScanner interface{ Scan(dest ...any) error }
-
-type errRow struct{ err error }
-
-func (e errRow) Scan(...any) error { return e.err }
 
 var _ ams.Store = (*DB)(nil)
 
@@ -152,7 +85,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		}
 		return "file:" + abs + "?" + q.Encode()
 	}
-	db := &DB{path: abs, sealer: sealer, jobs: make(chan struct{}, 1)}
+	db := &DB{path: abs}
 	if db.write, err = sql.Open("sqlite", dsn()+"&_txlock=immediate"); err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
@@ -171,7 +104,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	db.read.SetMaxOpenConns(n)
 	db.read.SetMaxIdleConns(n)
 	db.read.SetConnMaxLifetime(0)
-	db.rq.db = db.read
+	db.rq = &reader{db: db.read}
+	db.Store = sqlstore.New(&engine{read: db.rq, write: db.write}, dialect, sealer)
 	return db, nil
 }
 
@@ -244,94 +178,4 @@ func (db *DB) applyMigration(ctx context.Context, version int, name string) erro
 		return fmt.Errorf("sqlite: record migration %s: %w", name, err)
 	}
 	return tx.Commit()
-}
-
-// SchemaVersion returns the highest applied migration number.
-func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
-	var v sql.NullInt64
-	err := db.rq.QueryRowContext(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&v)
-	return int(v.Int64), err
-}
-
-// ms converts a time to stored milliseconds; fromMS converts back (UTC).
-func ms(t time.Time) int64 { return t.UnixMilli() }
-
-func fromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
-
-func nullMS(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return t.UnixMilli()
-}
-
-func fromNullMS(v sql.NullInt64) *time.Time {
-	if !v.Valid {
-		return nil
-	}
-	t := fromMS(v.Int64)
-	return &t
-}
-
-// isUnique reports whether err is a UNIQUE constraint violation.
-func isUnique(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
-}
-
-// scanner is the part of *sql.Row and *sql.Rows that scan functions use.
-type scanner = sqlrow.Scanner
-
-// list runs a cursor-paginated query. from is the table, where the scoping
-// condition (with args) that both the page and the cursor lookup must
-// match; cols the selected columns, read by scan.
-func list[T any](ctx context.Context, q *reader, cols, from, where string, args []any, p ams.ListParams, scan func(scanner) (T, error)) (*ams.Page[T], error) {
-	limit := p.Limit
-	if limit <= 0 {
-		limit = 20
-	}
-	desc := p.Order != ams.OrderAsc
-	cond, a := where, append([]any(nil), args...)
-	cursorID, param := p.After, "after"
-	if p.Before != "" {
-		cursorID, param = p.Before, "before"
-	}
-	// forward: the page walks in the list's own order from the cursor.
-	forward := p.Before == ""
-	if cursorID != "" {
-		var seq int64
-		err := q.QueryRowContext(ctx, "SELECT seq FROM "+from+" WHERE id = ? AND "+where, append([]any{cursorID}, args...)...).Scan(&seq)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, ams.ParamError("resource_missing", param, "No such object in this list: '%s'", cursorID)
-		} else if err != nil {
-			return nil, fmt.Errorf("find cursor: %w", err)
-		}
-		if desc == forward {
-			cond += " AND seq < ?"
-		} else {
-			cond += " AND seq > ?"
-		}
-		a = append(a, seq)
-	}
-	scanDesc := desc == forward
-	order := " ORDER BY seq ASC"
-	if scanDesc {
-		order = " ORDER BY seq DESC"
-	}
-	rows, err := q.QueryContext(ctx, "SELECT "+cols+" FROM "+from+" WHERE "+cond+order+" LIMIT ?", append(a, limit+1)...)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", from, err)
-	}
-	defer rows.Close()
-	page := &ams.Page[T]{Data: make([]T, 0, limit)}
-	for rows.Next() {
-		v, err := scan(rows)
-		if err != nil {
-			return nil, fmt.Errorf("scan %s: %w", from, err)
-		}
-		page.Data = append(page.Data, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list %s: %w", from, err)
-	}
-	return sqlrow.FinishPage(page, limit, forward), nil
 }

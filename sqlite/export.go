@@ -145,7 +145,7 @@ func (db *DB) exportTable(ctx context.Context, tx *sql.Tx, t *dump.Table, fn dum
 				}
 			}
 		}
-		if err := dump.OpenSecrets(t, vals, db.sealer); err != nil {
+		if err := dump.OpenSecrets(t, vals, db.Sealer()); err != nil {
 			return fmt.Errorf("sqlite: export: %w (is this the store's secret key?)", err)
 		}
 		if err := fn(t, vals); err != nil {
@@ -208,7 +208,7 @@ func (db *DB) Import(ctx context.Context, r *dump.Reader) error {
 			}
 			stmts[t] = s
 		}
-		if err := dump.SealSecrets(t, vals, db.sealer); err != nil {
+		if err := dump.SealSecrets(t, vals, db.Sealer()); err != nil {
 			return err
 		}
 		if _, err := s.ExecContext(ctx, vals...); err != nil {

@@ -29,11 +29,7 @@ func (s *Server) waitlist(w http.ResponseWriter, r *http.Request, c *Ctx) (any, 
 	if err := c.RequireAdmin(); err != nil {
 		return nil, err
 	}
-	wl, ok := s.Store.(ams.Waitlist)
-	if !ok {
-		return waitlistData{}, nil
-	}
-	us, more, err := wl.ListWaitlist(r.Context(), waitlistLimit)
+	us, more, err := s.Store.ListWaitlist(r.Context(), waitlistLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -93,13 +93,7 @@ func exportHeader(ctx context.Context, store ams.Store) (dump.Header, error) {
 	default:
 		return h, errors.New("this store cannot be exported")
 	}
-	v, ok := store.(interface {
-		SchemaVersion(ctx context.Context) (int, error)
-	})
-	if !ok {
-		return h, errors.New("this store does not report its schema version")
-	}
-	n, err := v.SchemaVersion(ctx)
+	n, err := store.SchemaVersion(ctx)
 	if err != nil {
 		return h, fmt.Errorf("read schema version: %w", err)
 	}

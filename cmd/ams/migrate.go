@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 
 	"github.com/amsdev/ams"
@@ -21,13 +19,7 @@ own transaction and is recorded, so running it again changes nothing.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmdContext(cmd)
 			return withStore(ctx, sf, func(store ams.Store) error {
-				v, ok := store.(interface {
-					SchemaVersion(ctx context.Context) (int, error)
-				})
-				if !ok {
-					return errors.New("this store does not report its schema version")
-				}
-				n, err := v.SchemaVersion(ctx)
+				n, err := store.SchemaVersion(ctx)
 				if err != nil {
 					return err
 				}

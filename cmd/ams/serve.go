@@ -202,9 +202,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	meter := usage.NewRecorder(store)
 	meter.Logger = logger
 	api.Usage = meter
-	if qs, ok := store.(ams.QueueStatter); ok {
-		api.Metrics.WatchQueue(func(ctx context.Context) (int64, time.Duration, error) { return qs.QueueStats(ctx, api.Clock.Now()) })
-	}
+	api.Metrics.WatchQueue(func(ctx context.Context) (int64, time.Duration, error) { return store.QueueStats(ctx, api.Clock.Now()) })
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)

@@ -1,0 +1,122 @@
+package ams
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+)
+
+// Event is a record of something that happened, delivered to webhooks and
+// listed at GET /v1/events. It is written in the same transaction as the
+// change that caused it.
+type Event struct {
+	ID        string         `json:"id"`
+	Object    string         `json:"object"` // "event"
+	UserID    string         `json:"-"`
+	Type      string         `json:"type"`
+	CreatedAt time.Time      `json:"created_at"`
+	Data      map[string]any `json:"data"`
+}
+
+// Event types of the interface.
+const (
+	EventMessageCreated          = "message.created"
+	EventMessageUpdated          = "message.updated"
+	EventMessageDeleted          = "message.deleted"
+	EventTaskCreated             = "task.created"
+	EventTaskCompleted           = "task.completed"
+	EventTaskUpdated             = "task.updated"
+	EventTaskReminder            = "task.reminder"
+	EventEventCreated            = "event.created"
+	EventEventUpdated            = "event.updated"
+	EventEventReminder           = "event.reminder"
+	EventIntegrationConnected    = "integration.connected"
+	EventIntegrationDisconnected = "integration.disconnected"
+	EventIntegrationError        = "integration.error"
+)
+
+// MessageCreatedEvent returns the message.created event for m.
+func MessageCreatedEvent(m *Message) *Event {
+	return &Event{
+		ID:        NewID(PrefixEvent),
+		Object:    "event",
+		UserID:    m.UserID,
+		Type:      EventMessageCreated,
+		CreatedAt: m.CreatedAt,
+		Data: map[string]any{
+			"message_id":      m.ID,
+			"assistant_id":    m.AssistantID,
+			"conversation_id": m.ConversationID,
+			"content":         m.Content,
+			"direction":       m.Direction,
+		},
+	}
+}
+
+// EventWebhookPing is the type of the event POST /v1/webhooks/{id}/ping sends.
+const EventWebhookPing = "webhook.ping"
+
+// EventTypes lists the event types a webhook may subscribe to.
+var EventTypes = []string{
+	EventMessageCreated, EventMessageUpdated, EventMessageDeleted,
+	EventTaskCreated, EventTaskCompleted, EventTaskUpdated, EventTaskReminder,
+	EventEventCreated, EventEventUpdated, EventEventReminder,
+	EventIntegrationConnected, EventIntegrationDisconnected, EventIntegrationError,
+}
+
+// IsEventType reports whether t is one of EventTypes.
+func IsEventType(t string) bool { return slices.Contains(EventTypes, t) }
+
+// EventRetention is how long events are kept (and listed at GET /v1/events).
+const EventRetention = 30 * 24 * time.Hour
+
+// Event data of the world's records: the record itself, as the API shows it.
+
+// TaskEvent returns an event of type typ (task.created, task.updated,
+// task.completed, task.reminder) carrying t.
+func TaskEvent(typ string, t *Task, at time.Time) *Event {
+	return recordEvent(typ, t.UserID, "task", t, at)
+}
+
+// CalendarEventEvent returns an event of type typ (event.created,
+// event.updated, event.reminder) carrying e.
+func CalendarEventEvent(typ string, e *CalendarEvent, at time.Time) *Event {
+	return recordEvent(typ, e.UserID, "calendar_event", e, at)
+}
+
+// IntegrationEvent returns an event of type typ (integration.connected,
+// integration.disconnected, integration.error) carrying in.
+func IntegrationEvent(typ string, in *Integration, at time.Time) *Event {
+	return recordEvent(typ, in.UserID, "integration", in, at)
+}
+
+// MessageEvent returns message.updated or message.deleted for m.
+func MessageEvent(typ string, m *Message, at time.Time) *Event {
+	e := MessageCreatedEvent(m)
+	e.Type, e.CreatedAt = typ, at
+	return e
+}
+
+// recordEvent makes an event whose data is v's JSON object. v is one of
+// this package's records, which always encode.
+func recordEvent(typ, userID, object string, v any, at time.Time) *Event {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("ams: encode " + object + ": " + err.Error())
+	}
+	var data map[string]any
+	if err := json.Unmarshal(b, &data); err != nil {
+		panic("ams: decode " + object + ": " + err.Error())
+	}
+	return &Event{ID: NewID(PrefixEvent), Object: "event", UserID: userID, Type: typ, CreatedAt: at, Data: data}
+}
+
+// EventStore keeps the outbox of events. Emit writes events and queues
+// their deliveries to the subscribed webhooks; in a transaction (Tx) they
+// commit with the change that caused them.
+type EventStore interface {
+	FindEvent(ctx context.Context, userID, id string) (*Event, error)
+	ListEvents(ctx context.Context, userID, eventType string, p ListParams) (*Page[*Event], error)
+	Emit(ctx context.Context, events ...*Event) error
+}

@@ -1,0 +1,111 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/amsdev/ams/sqlstore"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// SQLSTATE codes the engine tells apart.
+const (
+	codeUniqueViolation     = "23505"
+	codeBadCharacter        = "22021" // character_not_in_repertoire: a NUL byte in text
+	codeUntranslatableChars = "22P05" // untranslatable_character: \u0000 in JSON
+)
+
+// pgCode returns the SQLSTATE of err.
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// dialect is PostgreSQL's: many processes write at once, so a transaction
+// locks the rows it reads to change.
+var dialect = sqlstore.Dialect{
+	Name:     "postgres",
+	RowLocks: true,
+	IsUnique: func(err error) bool { return pgCode(err) == codeUniqueViolation },
+	BadText: func(err error) bool {
+		c := pgCode(err)
+		return c == codeBadCharacter || c == codeUntranslatableChars
+	},
+}
+
+// querier runs queries: the pool, or a transaction.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// conn adapts a pool or transaction to sqlstore.Conn.
+type conn struct{ q querier }
+
+func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	tag, err := c.q.Exec(ctx, query, args...)
+	return tag.RowsAffected(), err
+}
+
+func (c conn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return c.q.Query(ctx, query, args...)
+}
+
+func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return c.q.QueryRow(ctx, query, args...)
+}
+
+// Batch sends the statements in one round trip (pgx pipelines a batch).
+func (c conn) Batch(ctx context.Context, stmts []sqlstore.Stmt) ([]int64, int, error) {
+	b := &pgx.Batch{}
+	for _, s := range stmts {
+		b.Queue(s.SQL, s.Args...)
+	}
+	br := c.q.SendBatch(ctx, b)
+	n := make([]int64, len(stmts))
+	for i := range stmts {
+		tag, err := br.Exec()
+		if err != nil {
+			br.Close()
+			return nil, i, err
+		}
+		n[i] = tag.RowsAffected()
+	}
+	if err := br.Close(); err != nil {
+		return nil, len(stmts) - 1, err
+	}
+	return n, 0, nil
+}
+
+// engine gives sqlstore the pool for reads and writes, and transactions.
+type engine struct{ pool *pgxpool.Pool }
+
+func (e *engine) Reader() sqlstore.Conn { return conn{e.pool} }
+func (e *engine) Writer() sqlstore.Conn { return conn{e.pool} }
+
+// InTx runs fn in one READ COMMITTED transaction. A statement that fails
+// in PostgreSQL ends the transaction: the store checks what it can
+// (ownership, a taken unique value) before writing, so that its ENOTFOUND
+// and ECONFLICT answers leave the transaction usable, as in SQLite.
+func (e *engine) InTx(ctx context.Context, fn func(sqlstore.Conn) error) error {
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	if err := fn(conn{tx}); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}

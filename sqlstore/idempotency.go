@@ -1,0 +1,74 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/amsdev/ams"
+)
+
+// BeginIdempotent claims (user, key) for a new request, or returns the
+// record a previous request left, if it is younger than ams.IdempotencyTTL
+// (or, while still running, than ams.IdempotencyAbandoned).
+//
+// The claim is one INSERT … ON CONFLICT that also replaces an expired
+// record: of several requests with one key, in any processes, exactly one
+// inserts; the others wait for its commit and see its row. Those then read
+// the record; should it vanish in between (its request failed and
+// released it), they try again.
+func (q *Queries) BeginIdempotent(ctx context.Context, rec *ams.IdempotencyRecord) (*ams.IdempotencyRecord, error) {
+	for range 5 {
+		var claimed bool
+		err := q.w.QueryRow(ctx, `INSERT INTO idempotency_keys (user_id, key, request_hash, done, status, header, body, created_at)
+			VALUES ($1, $2, $3, FALSE, 0, '{}', NULL, $4)
+			ON CONFLICT (user_id, key) DO UPDATE SET request_hash = excluded.request_hash, done = FALSE, status = 0,
+				header = '{}', body = NULL, created_at = excluded.created_at
+			WHERE idempotency_keys.created_at <= $5 OR (NOT idempotency_keys.done AND idempotency_keys.created_at <= $6)
+			RETURNING TRUE`, rec.UserID, rec.Key, rec.RequestHash, MS(rec.CreatedAt), MS(rec.CreatedAt.Add(-ams.IdempotencyTTL)),
+			MS(rec.CreatedAt.Add(-ams.IdempotencyAbandoned))).Scan(&claimed)
+		if err == nil {
+			return nil, nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, q.fail("insert idempotency key", err)
+		}
+		old := &ams.IdempotencyRecord{UserID: rec.UserID, Key: rec.Key}
+		var header []byte
+		var created int64
+		err = q.w.QueryRow(ctx, `SELECT request_hash, done, status, header, body, created_at FROM idempotency_keys
+			WHERE user_id = $1 AND key = $2`, rec.UserID, rec.Key).Scan(&old.RequestHash, &old.Done, &old.Status, &header, &old.Body, &created)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // released meanwhile: claim it
+		}
+		if err != nil {
+			return nil, q.fail("find idempotency key", err)
+		}
+		old.CreatedAt = FromMS(created)
+		if err := json.Unmarshal(header, &old.Header); err != nil {
+			return nil, fmt.Errorf("decode idempotent header: %w", err)
+		}
+		return old, nil
+	}
+	return nil, errors.New("claim idempotency key: the key keeps changing hands")
+}
+
+// FinishIdempotent stores the response of the request that claimed the key.
+func (q *Queries) FinishIdempotent(ctx context.Context, rec *ams.IdempotencyRecord) error {
+	header, err := json.Marshal(rec.Header)
+	if err != nil {
+		return fmt.Errorf("encode idempotent header: %w", err)
+	}
+	_, err = q.exec(ctx, "finish idempotency key", `UPDATE idempotency_keys SET done = TRUE, status = $1, header = $2, body = $3
+		WHERE user_id = $4 AND key = $5 AND request_hash = $6`, rec.Status, string(header), rec.Body, rec.UserID, rec.Key, rec.RequestHash)
+	return err
+}
+
+// ReleaseIdempotent forgets a key whose request did not finish, so that the
+// client may retry it.
+func (q *Queries) ReleaseIdempotent(ctx context.Context, userID, key string) error {
+	_, err := q.exec(ctx, "release idempotency key", `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND NOT done`, userID, key)
+	return err
+}

@@ -1,0 +1,288 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+const assistantCols = `id, user_id, name, description, instructions, model, created_at, updated_at`
+
+func scanAssistant(s scanner) (*ams.Assistant, error) {
+	a := &ams.Assistant{Object: "assistant"}
+	var c, u int64
+	if err := s.Scan(&a.ID, &a.UserID, &a.Name, &a.Description, &a.Instructions, &a.Model, &c, &u); err != nil {
+		return nil, err
+	}
+	a.CreatedAt, a.UpdatedAt = FromMS(c), FromMS(u)
+	return a, nil
+}
+
+// conflict maps a unique violation to ECONFLICT with message msg.
+func (q *Queries) conflict(op string, err error, msg string, args ...any) error {
+	if q.isUnique(err) {
+		return ams.Errorf(ams.ECONFLICT, "resource_exists", msg, args...)
+	}
+	return q.fail(op, err)
+}
+
+// CreateAssistant stores a.
+func (q *Queries) CreateAssistant(ctx context.Context, a *ams.Assistant) error {
+	if _, err := q.w.Exec(ctx, `INSERT INTO assistants (`+assistantCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		a.ID, a.UserID, a.Name, a.Description, a.Instructions, a.Model, MS(a.CreatedAt), MS(a.UpdatedAt)); err != nil {
+		return q.conflict("insert assistant", err, "Assistant '%s' already exists.", a.ID)
+	}
+	return nil
+}
+
+// FindAssistant returns the user's assistant (locked in a transaction);
+// ENOTFOUND if it does not exist, belongs to another user, or was deleted.
+func (q *Queries) FindAssistant(ctx context.Context, userID, id string) (*ams.Assistant, error) {
+	return findOne(ctx, q, scanAssistant, "assistant", id,
+		`SELECT `+assistantCols+` FROM assistants WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL`+q.lock("FOR UPDATE"), id, userID)
+}
+
+// ListAssistants returns a page of the user's assistants, deleted ones
+// left out.
+func (q *Queries) ListAssistants(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Assistant], error) {
+	return list(ctx, q, assistantCols, "assistants", where("user_id = $1 AND deleted_at IS NULL", userID), p, scanAssistant)
+}
+
+// UpdateAssistant writes a's name, description, instructions, model and
+// updated_at.
+func (q *Queries) UpdateAssistant(ctx context.Context, a *ams.Assistant) error {
+	n, err := q.exec(ctx, "update assistant", `UPDATE assistants SET name = $1, description = $2, instructions = $3, model = $4, updated_at = $5
+		WHERE id = $6 AND user_id = $7 AND deleted_at IS NULL`, a.Name, a.Description, a.Instructions, a.Model, MS(a.UpdatedAt), a.ID, a.UserID)
+	if err != nil {
+		return err
+	}
+	return affected(n, "assistant", a.ID)
+}
+
+// DeleteAssistant marks the assistant deleted at now.
+func (q *Queries) DeleteAssistant(ctx context.Context, userID, id string, now time.Time) error {
+	n, err := q.exec(ctx, "delete assistant", `UPDATE assistants SET deleted_at = $1, updated_at = $1 WHERE id = $2 AND user_id = $3 AND deleted_at IS NULL`,
+		MS(now), id, userID)
+	if err != nil {
+		return err
+	}
+	return affected(n, "assistant", id)
+}
+
+// ownedAssistant checks that the user has the (not deleted) assistant.
+func (q *Queries) ownedAssistant(ctx context.Context, userID, id string) error {
+	ok, err := q.exists(ctx, "assistant", `SELECT 1 FROM assistants WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL`, id, userID)
+	if err == nil && !ok {
+		err = ams.NotFound("assistant", id)
+	}
+	return err
+}
+
+const conversationCols = `id, user_id, assistant_id, title, message_count, last_message_at, created_at, updated_at`
+
+func scanConversation(s scanner) (*ams.Conversation, error) {
+	c := &ams.Conversation{Object: "conversation"}
+	var last, cr, up int64
+	if err := s.Scan(&c.ID, &c.UserID, &c.AssistantID, &c.Title, &c.MessageCount, &last, &cr, &up); err != nil {
+		return nil, err
+	}
+	c.LastMessageAt, c.CreatedAt, c.UpdatedAt = FromMS(last), FromMS(cr), FromMS(up)
+	return c, nil
+}
+
+// FindConversation returns the user's conversation; ENOTFOUND otherwise.
+func (q *Queries) FindConversation(ctx context.Context, userID, id string) (*ams.Conversation, error) {
+	return findOne(ctx, q, scanConversation, "conversation", id, `SELECT `+conversationCols+` FROM conversations WHERE id = $1 AND user_id = $2`, id, userID)
+}
+
+// ListConversations returns a page of the user's conversations, of one
+// assistant when assistantID is set.
+func (q *Queries) ListConversations(ctx context.Context, userID, assistantID string, p ams.ListParams) (*ams.Page[*ams.Conversation], error) {
+	f := where("user_id = $1", userID)
+	if assistantID != "" {
+		f.add("assistant_id = $?", assistantID)
+	}
+	return list(ctx, q, conversationCols, "conversations", f, p, scanConversation)
+}
+
+const messageCols = `id, user_id, assistant_id, conversation_id, direction, content, created_at, updated_at`
+
+func scanMessage(s scanner) (*ams.Message, error) {
+	m := &ams.Message{Object: "message"}
+	var c, u int64
+	if err := s.Scan(&m.ID, &m.UserID, &m.AssistantID, &m.ConversationID, &m.Direction, &m.Content, &c, &u); err != nil {
+		return nil, err
+	}
+	m.CreatedAt, m.UpdatedAt = FromMS(c), FromMS(u)
+	return m, nil
+}
+
+// FindMessage returns the user's message (locked in a transaction);
+// ENOTFOUND otherwise.
+func (q *Queries) FindMessage(ctx context.Context, userID, id string) (*ams.Message, error) {
+	return findOne(ctx, q, scanMessage, "message", id, `SELECT `+messageCols+` FROM messages WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
+}
+
+// ListMessages returns a page of one conversation's messages.
+func (q *Queries) ListMessages(ctx context.Context, userID, conversationID string, p ams.ListParams) (*ams.Page[*ams.Message], error) {
+	return list(ctx, q, messageCols, "messages", where("conversation_id = $1 AND user_id = $2", conversationID, userID), p, scanMessage)
+}
+
+// RecentMessages returns the last n messages of a conversation, oldest first.
+func (q *Queries) RecentMessages(ctx context.Context, userID, conversationID string, n int) ([]*ams.Message, error) {
+	page, err := q.ListMessages(ctx, userID, conversationID, ams.ListParams{Limit: n, Order: ams.OrderDesc})
+	if err != nil {
+		return nil, err
+	}
+	slices.Reverse(page.Data)
+	return page.Data, nil
+}
+
+// UpdateMessage writes m's content and updated_at.
+func (q *Queries) UpdateMessage(ctx context.Context, m *ams.Message) error {
+	n, err := q.exec(ctx, "update message", `UPDATE messages SET content = $1, updated_at = $2 WHERE id = $3 AND user_id = $4`,
+		m.Content, MS(m.UpdatedAt), m.ID, m.UserID)
+	if err != nil {
+		return err
+	}
+	return affected(n, "message", m.ID)
+}
+
+// DeleteMessage deletes the message and counts it out of its
+// conversation: message_count goes down by one, last_message_at becomes
+// that of the latest message left (the conversation's creation when none).
+func (q *Queries) DeleteMessage(ctx context.Context, userID, id string, now time.Time) error {
+	return q.inTx(ctx, func(q *Queries) error {
+		var conv string
+		err := q.w.QueryRow(ctx, `DELETE FROM messages WHERE id = $1 AND user_id = $2 RETURNING conversation_id`, id, userID).Scan(&conv)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ams.NotFound("message", id)
+		} else if err != nil {
+			return q.fail("delete message", err)
+		}
+		_, err = q.exec(ctx, "count message out", `UPDATE conversations
+			SET message_count = CASE WHEN message_count > 0 THEN message_count - 1 ELSE 0 END,
+			last_message_at = coalesce((SELECT max(m.created_at) FROM messages m WHERE m.conversation_id = conversations.id), created_at),
+			updated_at = $1 WHERE id = $2`, MS(now), conv)
+		return err
+	})
+}
+
+// SaveExchange writes a conversation turn and its events in one
+// transaction: the new conversation (if any), the inbound message, the
+// reply, the conversation's counters, and the events with their delivery
+// jobs. The statements go in two batches (one round trip each on
+// PostgreSQL): the conversation first (its counter update proves that it
+// exists and is the user's), then everything else.
+func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
+	var msgs []*ams.Message
+	for _, m := range []*ams.Message{x.Inbound, x.Reply} {
+		if m != nil {
+			msgs = append(msgs, m)
+		}
+	}
+	return q.inTx(ctx, func(q *Queries) error {
+		var first []Stmt
+		if c := x.NewConversation; c != nil {
+			first = append(first, Stmt{"insert conversation", `INSERT INTO conversations (` + conversationCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+				[]any{c.ID, c.UserID, c.AssistantID, c.Title, 0, MS(c.LastMessageAt), MS(c.CreatedAt), MS(c.UpdatedAt)}})
+		}
+		if len(msgs) > 0 {
+			last := msgs[len(msgs)-1]
+			first = append(first, Stmt{"update conversation", `UPDATE conversations SET message_count = message_count + $1, last_message_at = $2, updated_at = $2
+				WHERE id = $3 AND user_id = $4`, []any{len(msgs), MS(last.CreatedAt), x.ConversationID, last.UserID}})
+		}
+		n, err := q.batch(ctx, first)
+		if err != nil {
+			return err
+		}
+		if len(msgs) > 0 && n[len(n)-1] == 0 {
+			return ams.NotFound("conversation", x.ConversationID)
+		}
+		var rest []Stmt
+		for _, m := range msgs {
+			rest = append(rest, Stmt{"insert message", `INSERT INTO messages (` + messageCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+				[]any{m.ID, m.UserID, m.AssistantID, m.ConversationID, m.Direction, m.Content, MS(m.CreatedAt), MS(m.UpdatedAt)}})
+		}
+		return q.emit(ctx, rest, x.Events)
+	})
+}
+
+const eventCols = `id, user_id, type, data, created_at`
+
+func scanEvent(s scanner) (*ams.Event, error) {
+	e := &ams.Event{Object: "event"}
+	var data []byte
+	var c int64
+	if err := s.Scan(&e.ID, &e.UserID, &e.Type, &data, &c); err != nil {
+		return nil, err
+	}
+	e.CreatedAt = FromMS(c)
+	if err := json.Unmarshal(data, &e.Data); err != nil {
+		return nil, fmt.Errorf("decode event %s: %w", e.ID, err)
+	}
+	return e, nil
+}
+
+// FindEvent returns the user's event; ENOTFOUND otherwise.
+func (q *Queries) FindEvent(ctx context.Context, userID, id string) (*ams.Event, error) {
+	return findOne(ctx, q, scanEvent, "event", id, `SELECT `+eventCols+` FROM events WHERE id = $1 AND user_id = $2`, id, userID)
+}
+
+// ListEvents returns a page of the user's events, of one type when set.
+func (q *Queries) ListEvents(ctx context.Context, userID, eventType string, p ams.ListParams) (*ams.Page[*ams.Event], error) {
+	f := where("user_id = $1", userID)
+	if eventType != "" {
+		f.add("type = $?", eventType)
+	}
+	return list(ctx, q, eventCols, "events", f, p, scanEvent)
+}
+
+// Emit writes events into the outbox and queues their deliveries; the
+// worker of this process is woken after the commit.
+func (q *Queries) Emit(ctx context.Context, events ...*ams.Event) error {
+	return q.inTx(ctx, func(q *Queries) error { return q.emit(ctx, nil, events) })
+}
+
+// emit runs stmts, then for each event its insert into the outbox and its
+// fan-out to the subscribed webhooks, in one batch; it counts the jobs
+// queued.
+func (q *Queries) emit(ctx context.Context, stmts []Stmt, events []*ams.Event) error {
+	head := len(stmts)
+	for _, e := range events {
+		data, err := json.Marshal(e.Data)
+		if err != nil {
+			return fmt.Errorf("encode event data: %w", err)
+		}
+		stmts = append(stmts,
+			Stmt{"insert event", `INSERT INTO events (` + eventCols + `) VALUES ($1, $2, $3, $4, $5)`,
+				[]any{e.ID, e.UserID, e.Type, string(data), MS(e.CreatedAt)}},
+			Stmt{"queue deliveries", q.fanOut(), []any{e.ID, MS(e.CreatedAt), e.UserID, e.Type}})
+	}
+	n, err := q.batch(ctx, stmts)
+	if err != nil {
+		return err
+	}
+	for i := head + 1; i < len(n); i += 2 {
+		q.queued(n[i])
+	}
+	return nil
+}
+
+// fanOut queues a delivery job for every active webhook subscribed to an
+// event's type. On PostgreSQL it share-locks those webhooks: a concurrent
+// deactivation (UpdateWebhook, or a final failure) either waits for this
+// transaction and then cancels its jobs, or commits first and is seen
+// here, so no pending job outlives its webhook's deactivation. (SQLite's
+// single writer gives the same order.)
+func (q *Queries) fanOut() string {
+	return `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
+	SELECT w.user_id, w.id, $1, $2, $2, $2 FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
+	WHERE s.user_id = $3 AND s.event_type = $4 AND w.active` + q.lock("FOR SHARE OF w")
+}

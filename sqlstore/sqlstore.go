@@ -1,0 +1,278 @@
+// Package sqlstore is the storage of ams written once for both SQL engines.
+// Every statement and every multi-step rule (a webhook's lifecycle, a
+// conversation turn with its events, a reminder fired once) lives here;
+// the engines, package sqlite and package postgres, give it a connection
+// (Conn) and a Dialect and keep only what truly differs: opening and
+// pooling, pragmas, migrations and their locking, the delivery-queue
+// claims (SKIP LOCKED against SQLite's single writer), COPY for import,
+// pipelining and error codes.
+//
+// The SQL is written in the common subset of SQLite and PostgreSQL:
+// numbered placeholders ($1, which SQLite binds by number too), TRUE and
+// FALSE, RETURNING, ON CONFLICT, string_agg, CAST. Times are BIGINT Unix
+// milliseconds on both, so they round and compare identically. Row locks
+// (FOR UPDATE and its kin) come from the Dialect: SQLite has one writer
+// and needs none.
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/seal"
+)
+
+// Conn runs statements: an engine's pool, or one transaction.
+type Conn interface {
+	// Exec runs a statement and returns the number of rows it changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	QueryRow(ctx context.Context, query string, args ...any) Row
+	// Batch runs stmts in order, stopping at the first error, and returns
+	// the rows each changed. PostgreSQL sends them in one round trip
+	// (pipelined); SQLite, which is in-process, runs them one by one. On
+	// error, failed is the index of the statement that failed.
+	Batch(ctx context.Context, stmts []Stmt) (affected []int64, failed int, err error)
+}
+
+// Row is one row of a query; Scan returns sql.ErrNoRows (pgx's ErrNoRows
+// wraps it) when there is none.
+type Row interface{ Scan(dest ...any) error }
+
+// Rows is the result of Conn.Query.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Stmt is one statement of a Batch. Op names it in errors.
+type Stmt struct {
+	Op   string
+	SQL  string
+	Args []any
+}
+
+// Engine is what an engine gives the store.
+type Engine interface {
+	// Reader runs reads outside transactions.
+	Reader() Conn
+	// Writer runs single-statement writes outside transactions.
+	Writer() Conn
+	// InTx runs fn in a write transaction, committing when it returns nil.
+	InTx(ctx context.Context, fn func(Conn) error) error
+}
+
+// Dialect is what differs in the SQL and the errors of an engine.
+type Dialect struct {
+	// Name is "sqlite" or "postgres".
+	Name string
+	// RowLocks is whether a transaction must lock the rows it reads to
+	// change (PostgreSQL); SQLite serializes writers and takes none.
+	RowLocks bool
+	// IsUnique reports whether err is a unique-constraint violation.
+	IsUnique func(err error) bool
+	// BadText reports whether err says that a text value cannot be
+	// stored (PostgreSQL refuses NUL characters, which SQLite keeps).
+	BadText func(err error) bool
+}
+
+// Store implements ams.Store over an Engine. An engine embeds it and adds
+// the methods whose SQL must differ.
+type Store struct {
+	*Queries
+	eng    Engine
+	d      Dialect
+	sealer *seal.Sealer
+	jobs   chan struct{} // signalled when a commit queued webhook jobs
+}
+
+// New returns a store over eng; sealer seals webhook and integration
+// secrets.
+func New(eng Engine, d Dialect, sealer *seal.Sealer) *Store {
+	s := &Store{eng: eng, d: d, sealer: sealer, jobs: make(chan struct{}, 1)}
+	s.Queries = &Queries{s: s, r: eng.Reader(), w: eng.Writer()}
+	return s
+}
+
+// Sealer returns the key that seals secrets at rest.
+func (s *Store) Sealer() *seal.Sealer { return s.sealer }
+
+// Dialect returns the engine's dialect.
+func (s *Store) Dialect() Dialect { return s.d }
+
+// Queries runs the store's statements on one connection: the engine's
+// pools (reads on the reader, writes on the writer), or one transaction.
+// Inside a transaction (ams.Tx) the reads that precede a change lock their
+// rows where the engine needs it, and the events emitted wake the delivery
+// worker once the transaction commits.
+type Queries struct {
+	s    *Store
+	r, w Conn
+	tx   *txState // nil outside a transaction
+}
+
+type txState struct{ queued int64 }
+
+// Update runs fn in one transaction; see ams.Tx.
+func (s *Store) Update(ctx context.Context, fn func(tx ams.Tx) error) error {
+	return s.inTx(ctx, func(q *Queries) error { return fn(q) })
+}
+
+// inTx runs fn in a transaction: q's own when it is one, else a new one,
+// committed when fn returns nil. Delivery jobs queued in it wake the
+// worker after the commit.
+func (q *Queries) inTx(ctx context.Context, fn func(q *Queries) error) error {
+	if q.tx != nil {
+		return fn(q)
+	}
+	st := &txState{}
+	if err := q.s.eng.InTx(ctx, func(c Conn) error {
+		return fn(&Queries{s: q.s, r: c, w: c, tx: st})
+	}); err != nil {
+		return err
+	}
+	q.s.signalJobs(st.queued)
+	return nil
+}
+
+// lock returns the row-locking clause clause (" FOR UPDATE", ...) for a
+// read inside a transaction on an engine that takes row locks, else "".
+func (q *Queries) lock(clause string) string {
+	if q.tx == nil || !q.s.d.RowLocks {
+		return ""
+	}
+	return " " + clause
+}
+
+// queued counts delivery jobs queued: woken after the commit, or at once
+// outside a transaction.
+func (q *Queries) queued(n int64) {
+	if q.tx != nil {
+		q.tx.queued += n
+	} else {
+		q.s.signalJobs(n)
+	}
+}
+
+func (s *Store) signalJobs(n int64) {
+	if n > 0 {
+		select {
+		case s.jobs <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// JobsReady is signalled when a commit of this process queued delivery
+// jobs. Workers of other processes find them when they poll.
+func (s *Store) JobsReady() <-chan struct{} { return s.jobs }
+
+// fail wraps a database error with what was being done. Text the engine
+// cannot hold (a NUL character in PostgreSQL) is the caller's EINVALID,
+// not an internal error.
+func (q *Queries) fail(op string, err error) error { return q.s.fail(op, err) }
+
+func (s *Store) fail(op string, err error) error {
+	var ae *ams.Error
+	if errors.As(err, &ae) {
+		return err
+	}
+	if s.d.BadText != nil && s.d.BadText(err) {
+		return ams.Errorf(ams.EINVALID, "parameter_invalid", "Text must not contain NUL characters (\\u0000).")
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// Fail is fail for the engines' own statements.
+func (s *Store) Fail(op string, err error) error { return s.fail(op, err) }
+
+// isUnique reports whether err is a unique violation.
+func (q *Queries) isUnique(err error) bool { return err != nil && q.s.d.IsUnique(err) }
+
+// exec runs one write statement on the writer.
+func (q *Queries) exec(ctx context.Context, op, query string, args ...any) (int64, error) {
+	n, err := q.w.Exec(ctx, query, args...)
+	if err != nil {
+		return 0, q.fail(op, err)
+	}
+	return n, nil
+}
+
+// batch runs stmts on the writer, pipelined where the engine can.
+func (q *Queries) batch(ctx context.Context, stmts []Stmt) ([]int64, error) {
+	if len(stmts) == 0 {
+		return nil, nil
+	}
+	n, i, err := q.w.Batch(ctx, stmts)
+	if err != nil {
+		return nil, q.fail(stmts[i].Op, err)
+	}
+	return n, nil
+}
+
+// affected returns ams.NotFound(object, id) when n is 0.
+func affected(n int64, object, id string) error {
+	if n == 0 {
+		return ams.NotFound(object, id)
+	}
+	return nil
+}
+
+// exists runs a SELECT EXISTS (...) query.
+func (q *Queries) exists(ctx context.Context, what, query string, args ...any) (bool, error) {
+	var ok bool
+	if err := q.r.QueryRow(ctx, `SELECT EXISTS (`+query+`)`, args...).Scan(&ok); err != nil {
+		return false, q.fail("find "+what, err)
+	}
+	return ok, nil
+}
+
+// MS converts a time to stored milliseconds.
+func MS(t time.Time) int64 { return t.UnixMilli() }
+
+// FromMS converts stored milliseconds to a time in UTC.
+func FromMS(v int64) time.Time { return time.UnixMilli(v).UTC() }
+
+func fromNullMS(v *int64) *time.Time {
+	if v == nil {
+		return nil
+	}
+	t := FromMS(*v)
+	return &t
+}
+
+// nullMS converts an optional time to stored milliseconds (nil: NULL).
+func nullMS(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	v := t.UnixMilli()
+	return &v
+}
+
+// nullText converts a string to a nullable column value: "" is NULL.
+func nullText(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// SchemaVersion returns the highest applied migration number.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	err := s.r.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
+	return v, err
+}

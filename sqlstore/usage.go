@@ -1,0 +1,83 @@
+package sqlstore
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+// usageChunk is how many rows one INSERT of AddUsage carries.
+const usageChunk = 500
+
+// AddUsage adds per-minute request counts to the stored ones, in one
+// transaction. The rows go in in the order of their key (ams.MergeUsage
+// sorts them), so that processes adding the same minutes lock the rows in
+// the same order and never deadlock.
+func (q *Queries) AddUsage(ctx context.Context, rows []ams.UsageCount) error {
+	rows = ams.MergeUsage(rows)
+	if len(rows) == 0 {
+		return nil
+	}
+	return q.inTx(ctx, func(q *Queries) error {
+		for len(rows) > 0 {
+			n := min(len(rows), usageChunk)
+			var b strings.Builder
+			b.WriteString(`INSERT INTO usage_minutes AS u (user_id, minute_start, allowed, refused) VALUES `)
+			args := make([]any, 0, 4*n)
+			for i, r := range rows[:n] {
+				if i > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString("(" + placeholders(len(args)+1, 4) + ")")
+				args = append(args, r.UserID, MS(r.Minute), r.Allowed, r.Refused)
+			}
+			b.WriteString(` ON CONFLICT (user_id, minute_start) DO UPDATE
+				SET allowed = u.allowed + excluded.allowed, refused = u.refused + excluded.refused`)
+			if _, err := q.exec(ctx, "add usage", b.String(), args...); err != nil {
+				return err
+			}
+			rows = rows[n:]
+		}
+		return nil
+	})
+}
+
+// placeholders returns "$from, $from+1, ..." for n arguments.
+func placeholders(from, n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("$" + strconv.Itoa(from+i))
+	}
+	return b.String()
+}
+
+// UsageSeries returns the account's requests from from until to in
+// buckets of step, empty buckets included.
+func (q *Queries) UsageSeries(ctx context.Context, userID string, from, to time.Time, step time.Duration) ([]ams.UsagePoint, error) {
+	pts, from, err := ams.NewUsageSeries(from, to, step)
+	if err != nil || len(pts) == 0 {
+		return pts, err
+	}
+	end := pts[len(pts)-1].Start.Add(step)
+	type bucket struct{ i, allowed, refused int64 }
+	bs, err := collect(ctx, q.r, "usage", func(s scanner) (b bucket, err error) {
+		return b, s.Scan(&b.i, &b.allowed, &b.refused)
+	}, `SELECT (minute_start - $1) / $2, CAST(sum(allowed) AS BIGINT), CAST(sum(refused) AS BIGINT) FROM usage_minutes
+		WHERE user_id = $3 AND minute_start >= $1 AND minute_start < $4 GROUP BY 1`,
+		MS(from), step.Milliseconds(), userID, MS(end))
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bs {
+		if b.i >= 0 && b.i < int64(len(pts)) {
+			pts[b.i].Allowed, pts[b.i].Refused = b.allowed, b.refused
+		}
+	}
+	return pts, nil
+}

@@ -1,0 +1,400 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+// webhookCols are a webhook's columns and its subscribed event types,
+// joined with commas.
+const webhookCols = `id, user_id, url, secret_sealed, active, status, created_at, updated_at,
+	(SELECT string_agg(s.event_type, ',') FROM webhook_subscriptions s WHERE s.webhook_id = webhooks.id)`
+
+// sortEvents puts event types in their canonical order, dropping blanks,
+// duplicates and unknown types.
+func sortEvents(types []string) []string {
+	out := []string{}
+	for _, t := range ams.EventTypes {
+		if slices.Contains(types, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (q *Queries) scanWebhook(s scanner) (*ams.Webhook, error) {
+	w := &ams.Webhook{Object: "webhook"}
+	var sealed string
+	var events *string
+	var c, u int64
+	if err := s.Scan(&w.ID, &w.UserID, &w.URL, &sealed, &w.Active, &w.Status, &c, &u, &events); err != nil {
+		return nil, err
+	}
+	w.CreatedAt, w.UpdatedAt = FromMS(c), FromMS(u)
+	w.Events = sortEvents(strings.Split(deref(events), ","))
+	secret, err := q.s.sealer.Open(sealed, w.ID)
+	if err != nil {
+		return nil, fmt.Errorf("webhook %s: %w", w.ID, err)
+	}
+	w.Secret = secret
+	return w, nil
+}
+
+// CreateWebhook stores w, its subscriptions, and its secret sealed.
+func (q *Queries) CreateWebhook(ctx context.Context, w *ams.Webhook) error {
+	w.Events = sortEvents(w.Events)
+	return q.inTx(ctx, func(q *Queries) error {
+		if _, err := q.exec(ctx, "insert webhook", `INSERT INTO webhooks (id, user_id, url, secret_sealed, active, status, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, w.ID, w.UserID, w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status,
+			MS(w.CreatedAt), MS(w.UpdatedAt)); err != nil {
+			return err
+		}
+		return q.setSubscriptions(ctx, w)
+	})
+}
+
+// setSubscriptions replaces the webhook's subscriptions with w.Events.
+func (q *Queries) setSubscriptions(ctx context.Context, w *ams.Webhook) error {
+	stmts := []Stmt{{"clear subscriptions", `DELETE FROM webhook_subscriptions WHERE webhook_id = $1`, []any{w.ID}}}
+	if len(w.Events) > 0 {
+		var values []string
+		args := []any{w.ID, w.UserID}
+		for _, t := range w.Events {
+			args = append(args, t)
+			values = append(values, fmt.Sprintf("($1, $2, $%d)", len(args)))
+		}
+		stmts = append(stmts, Stmt{"insert subscriptions", `INSERT INTO webhook_subscriptions (webhook_id, user_id, event_type) VALUES ` +
+			strings.Join(values, ", "), args})
+	}
+	_, err := q.batch(ctx, stmts)
+	return err
+}
+
+// FindWebhook returns the user's webhook; ENOTFOUND otherwise. In a
+// transaction it locks the row (FOR NO KEY UPDATE, which lets deliveries
+// and jobs referencing it be inserted meanwhile), so concurrent updates
+// from several processes apply one after the other.
+func (q *Queries) FindWebhook(ctx context.Context, userID, id string) (*ams.Webhook, error) {
+	return findOne(ctx, q, q.scanWebhook, "webhook", id,
+		`SELECT `+webhookCols+` FROM webhooks WHERE id = $1 AND user_id = $2`+q.lock("FOR NO KEY UPDATE"), id, userID)
+}
+
+// ListWebhooks returns a page of the user's webhooks.
+func (q *Queries) ListWebhooks(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Webhook], error) {
+	return list(ctx, q, webhookCols, "webhooks", where("user_id = $1", userID), p, q.scanWebhook)
+}
+
+// UpdateWebhook applies upd. Turning a webhook off cancels its pending
+// deliveries; turning it on clears a failing status.
+func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.WebhookUpdate, now time.Time) (*ams.Webhook, error) {
+	var w *ams.Webhook
+	err := q.inTx(ctx, func(q *Queries) error {
+		var err error
+		if w, err = q.FindWebhook(ctx, userID, id); err != nil {
+			return err
+		}
+		if upd.URL != nil {
+			w.URL = *upd.URL
+		}
+		if upd.Secret != nil {
+			w.Secret = *upd.Secret
+		}
+		if upd.Events != nil {
+			w.Events = sortEvents(upd.Events)
+			if err := q.setSubscriptions(ctx, w); err != nil {
+				return err
+			}
+		}
+		if upd.Active != nil {
+			if *upd.Active {
+				w.Status = ams.WebhookActive
+			} else if w.Active {
+				if err := q.cancelJobs(ctx, w.ID, now); err != nil {
+					return err
+				}
+			}
+			w.Active = *upd.Active
+		}
+		w.UpdatedAt = now
+		_, err = q.exec(ctx, "update webhook", `UPDATE webhooks SET url = $1, secret_sealed = $2, active = $3, status = $4, updated_at = $5 WHERE id = $6`,
+			w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status, MS(now), w.ID)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (q *Queries) cancelJobs(ctx context.Context, webhookID string, now time.Time) error {
+	_, err := q.exec(ctx, "cancel deliveries", `UPDATE webhook_jobs SET state = 'canceled', updated_at = $1 WHERE webhook_id = $2 AND state = 'pending'`,
+		MS(now), webhookID)
+	return err
+}
+
+// DeleteWebhook removes the webhook, its subscriptions, jobs and delivery
+// log.
+func (q *Queries) DeleteWebhook(ctx context.Context, userID, id string) error {
+	n, err := q.exec(ctx, "delete webhook", `DELETE FROM webhooks WHERE id = $1 AND user_id = $2`, id, userID)
+	if err != nil {
+		return err
+	}
+	return affected(n, "webhook", id)
+}
+
+// activeWebhook checks that the user's webhook exists and is active,
+// share-locking it in a transaction: a concurrent deactivation waits, then
+// cancels the job queued here.
+func (q *Queries) activeWebhook(ctx context.Context, userID, id string) error {
+	var active bool
+	err := q.r.QueryRow(ctx, `SELECT active FROM webhooks WHERE id = $1 AND user_id = $2`+q.lock("FOR SHARE"), id, userID).Scan(&active)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ams.NotFound("webhook", id)
+	} else if err != nil {
+		return q.fail("find webhook", err)
+	}
+	if !active {
+		return ams.Errorf(ams.ECONFLICT, "webhook_inactive", "Webhook '%s' is not active; enable it with PATCH {\"active\": true} first.", id)
+	}
+	return nil
+}
+
+const insertJob = `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at) VALUES ($1, $2, $3, $4, $4, $4)`
+
+// PingWebhook stores e (a webhook.ping event) and queues it for this
+// webhook only.
+func (q *Queries) PingWebhook(ctx context.Context, userID, id string, e *ams.Event) error {
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return fmt.Errorf("encode event data: %w", err)
+	}
+	return q.inTx(ctx, func(q *Queries) error {
+		if err := q.activeWebhook(ctx, userID, id); err != nil {
+			return err
+		}
+		if _, err := q.batch(ctx, []Stmt{
+			{"insert event", `INSERT INTO events (` + eventCols + `) VALUES ($1, $2, $3, $4, $5)`, []any{e.ID, e.UserID, e.Type, string(data), MS(e.CreatedAt)}},
+			{"queue delivery", insertJob, []any{userID, id, e.ID, MS(e.CreatedAt)}},
+		}); err != nil {
+			return err
+		}
+		q.queued(1)
+		return nil
+	})
+}
+
+// EnqueueDelivery queues the event for the webhook again; ECONFLICT if the
+// event is past its retention.
+func (q *Queries) EnqueueDelivery(ctx context.Context, userID, webhookID, eventID string, now time.Time) error {
+	return q.inTx(ctx, func(q *Queries) error {
+		if err := q.activeWebhook(ctx, userID, webhookID); err != nil {
+			return err
+		}
+		ok, err := q.exists(ctx, "event", `SELECT 1 FROM events WHERE id = $1 AND user_id = $2`, eventID, userID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ams.Errorf(ams.ECONFLICT, "event_expired", "Event '%s' is no longer kept (events are kept %d days).", eventID, int(ams.EventRetention.Hours()/24))
+		}
+		if _, err := q.exec(ctx, "queue delivery", insertJob, userID, webhookID, eventID, MS(now)); err != nil {
+			return err
+		}
+		q.queued(1)
+		return nil
+	})
+}
+
+const deliveryCols = `id, user_id, webhook_id, event_id, event_type, attempt, url, success, status_code, duration_ms, error, response_body, created_at`
+
+func scanDelivery(s scanner) (*ams.Delivery, error) {
+	d := &ams.Delivery{Object: "webhook_delivery"}
+	var code *int64
+	var c int64
+	if err := s.Scan(&d.ID, &d.UserID, &d.WebhookID, &d.EventID, &d.EventType, &d.Attempt, &d.URL, &d.Success, &code,
+		&d.DurationMS, &d.Error, &d.ResponseBody, &c); err != nil {
+		return nil, err
+	}
+	if code != nil {
+		v := int(*code)
+		d.StatusCode = &v
+	}
+	d.CreatedAt = FromMS(c)
+	return d, nil
+}
+
+// ListDeliveries returns a page of a webhook's delivery attempts, of one
+// event when eventID is set.
+func (q *Queries) ListDeliveries(ctx context.Context, userID, webhookID, eventID string, p ams.ListParams) (*ams.Page[*ams.Delivery], error) {
+	f := where("webhook_id = $1 AND user_id = $2", webhookID, userID)
+	if eventID != "" {
+		f.add("event_id = $?", eventID)
+	}
+	return list(ctx, q, deliveryCols, "webhook_deliveries", f, p, scanDelivery)
+}
+
+// FindDelivery returns one attempt of the user's webhook; ENOTFOUND otherwise.
+func (q *Queries) FindDelivery(ctx context.Context, userID, webhookID, id string) (*ams.Delivery, error) {
+	return findOne(ctx, q, scanDelivery, "delivery", id,
+		`SELECT `+deliveryCols+` FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2 AND user_id = $3`, id, webhookID, userID)
+}
+
+// RecordAttempt stores an attempt and its consequences; see
+// ams.DeliveryQueue. For a final failure it first locks the webhook, so
+// that it takes its locks in the order UpdateWebhook does (webhook, then
+// jobs) and the two cannot deadlock; of two final failures of one webhook
+// recorded at once, the second waits for the first and finds the webhook
+// no longer active, so the owner gets one e-mail.
+func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now time.Time) (bool, error) {
+	failed := false
+	err := q.inTx(ctx, func(q *Queries) error {
+		if r.Outcome == ams.JobFailed && q.s.d.RowLocks {
+			if _, err := q.exec(ctx, "lock webhook", `SELECT 1 FROM webhooks WHERE id = $1`+q.lock("FOR NO KEY UPDATE"), r.Job.WebhookID); err != nil {
+				return err
+			}
+		}
+		d := r.Delivery
+		state, next := "succeeded", int64(0)
+		switch r.Outcome {
+		case ams.JobRetry:
+			state, next = "pending", MS(r.NextAt)
+		case ams.JobFailed:
+			state = "failed"
+		}
+		// A webhook deleted while its delivery was in flight took its jobs
+		// and log with it: then there is nothing to record.
+		if _, err := q.batch(ctx, []Stmt{
+			{"insert delivery", `INSERT INTO webhook_deliveries (` + deliveryCols + `)
+				SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = $3)`,
+				[]any{d.ID, d.UserID, d.WebhookID, d.EventID, d.EventType, d.Attempt, d.URL, d.Success, d.StatusCode, d.DurationMS, d.Error,
+					d.ResponseBody, MS(d.CreatedAt)}},
+			{"update job", `UPDATE webhook_jobs SET state = CASE WHEN state = 'pending' THEN $1 ELSE state END,
+				attempts = attempts + 1, next_at = CASE WHEN CAST($2 AS BIGINT) > 0 THEN $2 ELSE next_at END, lease_until = 0, updated_at = $3 WHERE seq = $4`,
+				[]any{state, next, MS(now), r.Job.Seq}},
+		}); err != nil {
+			return err
+		}
+		if r.Outcome != ams.JobFailed {
+			return nil
+		}
+		n, err := q.exec(ctx, "mark webhook failing", `UPDATE webhooks SET active = FALSE, status = $1, updated_at = $2 WHERE id = $3 AND active`,
+			ams.WebhookFailing, MS(now), r.Job.WebhookID)
+		if err != nil || n != 1 {
+			return err
+		}
+		failed = true
+		if err := q.cancelJobs(ctx, r.Job.WebhookID, now); err != nil {
+			return err
+		}
+		if e := r.Email; e != nil {
+			if _, err := q.exec(ctx, "queue e-mail", `INSERT INTO emails (id, to_addr, subject, body, next_at, created_at) VALUES ($1, $2, $3, $4, $5, $5)`,
+				e.ID, e.To, e.Subject, e.Text, MS(now)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return failed, nil
+}
+
+// FinishEmail records the outcome of sending an e-mail.
+func (q *Queries) FinishEmail(ctx context.Context, id string, sent bool, errText string, retryAt, now time.Time) error {
+	var err error
+	switch {
+	case sent:
+		_, err = q.exec(ctx, "finish e-mail", `UPDATE emails SET state = 'sent', attempts = attempts + 1, sent_at = $1, lease_until = 0 WHERE id = $2`, MS(now), id)
+	case retryAt.IsZero():
+		_, err = q.exec(ctx, "finish e-mail", `UPDATE emails SET state = 'failed', attempts = attempts + 1, last_error = $1, lease_until = 0 WHERE id = $2`, errText, id)
+	default:
+		_, err = q.exec(ctx, "finish e-mail", `UPDATE emails SET attempts = attempts + 1, last_error = $1, next_at = $2, lease_until = 0 WHERE id = $3`, errText, MS(retryAt), id)
+	}
+	return err
+}
+
+// PurgeStmt is one retention rule of Purge: a DELETE of the rows older
+// than its one argument, Cutoff.
+type PurgeStmt struct {
+	SQL    string
+	Cutoff int64
+}
+
+// Purge deletes what is past its retention, and what extra (the engine's
+// own tables) says, in one transaction.
+func (q *Queries) Purge(ctx context.Context, now time.Time) (int64, error) {
+	return q.purge(ctx, now)
+}
+
+func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) (int64, error) {
+	events := now.Add(-ams.EventRetention)
+	rules := append([]PurgeStmt{
+		{`DELETE FROM webhook_jobs WHERE event_id IN (SELECT id FROM events WHERE created_at < $1)`, MS(events)},
+		{`DELETE FROM webhook_deliveries WHERE created_at < $1`, MS(events)},
+		{`DELETE FROM events WHERE created_at < $1`, MS(events)},
+		{`DELETE FROM emails WHERE state != 'pending' AND created_at < $1`, MS(events)},
+		{`DELETE FROM idempotency_keys WHERE created_at < $1`, MS(now.Add(-ams.IdempotencyTTL))},
+		{`DELETE FROM oauth_tokens WHERE expires_at < $1`, MS(now.Add(-24 * time.Hour))},
+		{`DELETE FROM login_sessions WHERE expires_at < $1`, MS(now)},
+		{`DELETE FROM oauth_locks WHERE expires_at < $1`, MS(now)},
+		{`DELETE FROM usage_minutes WHERE minute_start < $1`, MS(now.Add(-ams.UsageRetention))},
+	}, extra...)
+	stmts := make([]Stmt, len(rules))
+	for i, r := range rules {
+		stmts[i] = Stmt{"purge", r.SQL, []any{r.Cutoff}}
+	}
+	var total int64
+	err := q.inTx(ctx, func(q *Queries) error {
+		n, err := q.batch(ctx, stmts)
+		for _, k := range n {
+			total += k
+		}
+		return err
+	})
+	return total, err
+}
+
+// PurgeWith is Purge with the engine's own retention rules added.
+func (s *Store) PurgeWith(ctx context.Context, now time.Time, extra ...PurgeStmt) (int64, error) {
+	return s.purge(ctx, now, extra...)
+}
+
+// QueueStats reports the delivery queue for metrics: how many jobs are
+// pending, and how long the oldest due one has waited at now.
+func (q *Queries) QueueStats(ctx context.Context, now time.Time) (int64, time.Duration, error) {
+	var n int64
+	var oldest *int64
+	err := q.r.QueryRow(ctx, `SELECT count(*), min(CASE WHEN next_at <= $1 THEN next_at END) FROM webhook_jobs WHERE state = 'pending'`,
+		MS(now)).Scan(&n, &oldest)
+	if err != nil {
+		return 0, 0, q.fail("queue stats", err)
+	}
+	var age time.Duration
+	if oldest != nil {
+		age = now.Sub(FromMS(*oldest))
+	}
+	return n, age, nil
+}
+
+// OpenJob finishes a job an engine's claim read: it decodes the event's
+// data and unseals the webhook's secret.
+func (s *Store) OpenJob(j *ams.Job, data []byte, sealed string) error {
+	if err := json.Unmarshal(data, &j.Event.Data); err != nil {
+		return fmt.Errorf("decode event %s: %w", j.Event.ID, err)
+	}
+	secret, err := s.sealer.Open(sealed, j.WebhookID)
+	if err != nil {
+		return fmt.Errorf("webhook %s: %w", j.WebhookID, err)
+	}
+	j.Secret = secret
+	return nil
+}

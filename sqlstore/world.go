@@ -1,0 +1,512 @@
+package sqlstore
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+// The assistant's world: tasks, calendar events, integrations, actions
+// and reminders. Writes run in a transaction (ams.Tx) that checks what it
+// can (ownership, a taken external UID) before writing: a statement that
+// fails in PostgreSQL ends the transaction, and the ENOTFOUND and
+// ECONFLICT answers must leave it usable, as in SQLite.
+
+const taskCols = `id, user_id, assistant_id, title, notes, status, due_at, remind_at, reminded_at, completed_at, created_at, updated_at`
+
+func scanTask(s scanner) (*ams.Task, error) {
+	t := &ams.Task{Object: "task"}
+	var due, remind, reminded, completed *int64
+	var c, u int64
+	if err := s.Scan(&t.ID, &t.UserID, &t.AssistantID, &t.Title, &t.Notes, &t.Status, &due, &remind, &reminded, &completed, &c, &u); err != nil {
+		return nil, err
+	}
+	t.DueAt, t.RemindAt, t.RemindedAt, t.CompletedAt = fromNullMS(due), fromNullMS(remind), fromNullMS(reminded), fromNullMS(completed)
+	t.CreatedAt, t.UpdatedAt = FromMS(c), FromMS(u)
+	return t, nil
+}
+
+// FindTask returns the user's task (locked in a transaction); ENOTFOUND
+// otherwise.
+func (q *Queries) FindTask(ctx context.Context, userID, id string) (*ams.Task, error) {
+	return findOne(ctx, q, scanTask, "task", id, `SELECT `+taskCols+` FROM tasks WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
+}
+
+// ListTasks returns a page of the user's tasks that pass f.
+func (q *Queries) ListTasks(ctx context.Context, userID string, f ams.TaskFilter, p ams.ListParams) (*ams.Page[*ams.Task], error) {
+	w := where("user_id = $1", userID)
+	if f.AssistantID != "" {
+		w.add("assistant_id = $?", f.AssistantID)
+	}
+	if f.Status != "" {
+		w.add("status = $?", f.Status)
+	}
+	if f.DueAfter != nil {
+		w.add("due_at >= $?", MS(*f.DueAfter))
+	}
+	if f.DueBefore != nil {
+		w.add("due_at < $?", MS(*f.DueBefore))
+	}
+	return list(ctx, q, taskCols, "tasks", w, p, scanTask)
+}
+
+// CreateTask stores t; ENOTFOUND if its assistant is not the user's.
+func (q *Queries) CreateTask(ctx context.Context, t *ams.Task) error {
+	return q.inTx(ctx, func(q *Queries) error {
+		if err := q.ownedAssistant(ctx, t.UserID, t.AssistantID); err != nil {
+			return err
+		}
+		if _, err := q.w.Exec(ctx, `INSERT INTO tasks (`+taskCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			t.ID, t.UserID, t.AssistantID, t.Title, t.Notes, t.Status, nullMS(t.DueAt), nullMS(t.RemindAt), nullMS(t.RemindedAt),
+			nullMS(t.CompletedAt), MS(t.CreatedAt), MS(t.UpdatedAt)); err != nil {
+			return q.conflict("insert task", err, "Task '%s' already exists.", t.ID)
+		}
+		return nil
+	})
+}
+
+// keepReminded is the SET clause that keeps reminded_at when remind_at
+// ($n, the new value) is unchanged and clears it otherwise, so that a new
+// reminder fires.
+func keepReminded(n string) string {
+	return `reminded_at = CASE WHEN remind_at IS NOT DISTINCT FROM CAST(` + n + ` AS BIGINT) THEN reminded_at END, remind_at = ` + n
+}
+
+// UpdateTask writes t's title, notes, status, due_at, remind_at,
+// completed_at and updated_at (its assistant and creation stay);
+// reminded_at as keepReminded says. t.RemindedAt is set to the stored
+// value.
+func (q *Queries) UpdateTask(ctx context.Context, t *ams.Task) error {
+	var reminded *int64
+	err := q.w.QueryRow(ctx, `UPDATE tasks SET title = $1, notes = $2, status = $3, due_at = $4, `+keepReminded("$5")+`,
+		completed_at = $6, updated_at = $7 WHERE id = $8 AND user_id = $9 RETURNING reminded_at`,
+		t.Title, t.Notes, t.Status, nullMS(t.DueAt), nullMS(t.RemindAt), nullMS(t.CompletedAt), MS(t.UpdatedAt),
+		t.ID, t.UserID).Scan(&reminded)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ams.NotFound("task", t.ID)
+	} else if err != nil {
+		return q.fail("update task", err)
+	}
+	t.RemindedAt = fromNullMS(reminded)
+	return nil
+}
+
+// DeleteTask deletes the user's task.
+func (q *Queries) DeleteTask(ctx context.Context, userID, id string) error {
+	n, err := q.exec(ctx, "delete task", `DELETE FROM tasks WHERE id = $1 AND user_id = $2`, id, userID)
+	if err != nil {
+		return err
+	}
+	return affected(n, "task", id)
+}
+
+// calendarEventCols are the columns of calendar_events. assistant_id and
+// integration_id are NULL when empty.
+const calendarEventCols = `id, user_id, assistant_id, title, description, location, starts_at, ends_at, remind_at, reminded_at,
+	integration_id, external_uid, external_path, external_etag, created_at, updated_at`
+
+func scanCalendarEvent(s scanner) (*ams.CalendarEvent, error) {
+	e := &ams.CalendarEvent{Object: "calendar_event"}
+	var assistant, integration *string
+	var remind, reminded *int64
+	var starts, ends, c, u int64
+	if err := s.Scan(&e.ID, &e.UserID, &assistant, &e.Title, &e.Description, &e.Location, &starts, &ends, &remind, &reminded,
+		&integration, &e.ExternalUID, &e.ExternalPath, &e.ExternalETag, &c, &u); err != nil {
+		return nil, err
+	}
+	e.AssistantID, e.IntegrationID = deref(assistant), deref(integration)
+	e.StartsAt, e.EndsAt, e.CreatedAt, e.UpdatedAt = FromMS(starts), FromMS(ends), FromMS(c), FromMS(u)
+	e.RemindAt, e.RemindedAt = fromNullMS(remind), fromNullMS(reminded)
+	return e, nil
+}
+
+// FindCalendarEvent returns the user's calendar event (locked in a
+// transaction); ENOTFOUND otherwise.
+func (q *Queries) FindCalendarEvent(ctx context.Context, userID, id string) (*ams.CalendarEvent, error) {
+	return findOne(ctx, q, scanCalendarEvent, "calendar_event", id,
+		`SELECT `+calendarEventCols+` FROM calendar_events WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
+}
+
+// FindCalendarEventByUID returns the event the integration keeps under
+// uid (locked in a transaction); ENOTFOUND if none.
+func (q *Queries) FindCalendarEventByUID(ctx context.Context, userID, integrationID, uid string) (*ams.CalendarEvent, error) {
+	return findOne(ctx, q, scanCalendarEvent, "calendar_event", uid,
+		`SELECT `+calendarEventCols+` FROM calendar_events
+		WHERE user_id = $1 AND integration_id = $2 AND external_uid = $3 AND external_uid <> ''`+q.lock("FOR UPDATE"),
+		userID, integrationID, uid)
+}
+
+// ListCalendarEvents returns a page of the user's calendar events that
+// pass f.
+func (q *Queries) ListCalendarEvents(ctx context.Context, userID string, f ams.CalendarFilter, p ams.ListParams) (*ams.Page[*ams.CalendarEvent], error) {
+	w := where("user_id = $1", userID)
+	if f.AssistantID != "" {
+		w.add("assistant_id = $?", f.AssistantID)
+	}
+	if f.StartsAfter != nil {
+		w.add("ends_at > $?", MS(*f.StartsAfter))
+	}
+	if f.StartsBefore != nil {
+		w.add("starts_at < $?", MS(*f.StartsBefore))
+	}
+	return list(ctx, q, calendarEventCols, "calendar_events", w, p, scanCalendarEvent)
+}
+
+// eventConflict is the error of a calendar event whose id or external UID
+// is taken.
+func eventConflict(e *ams.CalendarEvent) error {
+	if e.ExternalUID != "" {
+		return ams.Errorf(ams.ECONFLICT, "resource_exists", "Integration '%s' already has an event with UID '%s'.", e.IntegrationID, e.ExternalUID)
+	}
+	return ams.Errorf(ams.ECONFLICT, "resource_exists", "Calendar event '%s' already exists.", e.ID)
+}
+
+// checkEventRefs checks that an event's assistant (when assistant is
+// true) and integration are the user's, that an external UID comes with
+// its integration, and that no other event of the integration has the UID.
+func (q *Queries) checkEventRefs(ctx context.Context, e *ams.CalendarEvent, assistant bool) error {
+	if e.ExternalUID != "" && e.IntegrationID == "" {
+		return ams.Errorf(ams.EINVALID, "parameter_invalid", "A calendar event with an external UID needs its integration.")
+	}
+	if assistant && e.AssistantID != "" {
+		if err := q.ownedAssistant(ctx, e.UserID, e.AssistantID); err != nil {
+			return err
+		}
+	}
+	if e.IntegrationID != "" {
+		ok, err := q.exists(ctx, "integration", `SELECT 1 FROM integrations WHERE id = $1 AND user_id = $2`, e.IntegrationID, e.UserID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ams.NotFound("integration", e.IntegrationID)
+		}
+	}
+	if e.ExternalUID != "" {
+		taken, err := q.exists(ctx, "calendar event", `SELECT 1 FROM calendar_events
+			WHERE user_id = $1 AND integration_id = $2 AND external_uid = $3 AND id <> $4`, e.UserID, e.IntegrationID, e.ExternalUID, e.ID)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return eventConflict(e)
+		}
+	}
+	return nil
+}
+
+// CreateCalendarEvent stores e; ENOTFOUND if its assistant or integration
+// is not the user's, ECONFLICT if the integration already keeps an event
+// under its external UID.
+func (q *Queries) CreateCalendarEvent(ctx context.Context, e *ams.CalendarEvent) error {
+	return q.inTx(ctx, func(q *Queries) error {
+		if err := q.checkEventRefs(ctx, e, true); err != nil {
+			return err
+		}
+		// ON CONFLICT DO NOTHING: a UID taken by a concurrent transaction
+		// since the check is ECONFLICT with the transaction still usable.
+		n, err := q.exec(ctx, "insert calendar event", `INSERT INTO calendar_events (`+calendarEventCols+`)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT DO NOTHING`,
+			e.ID, e.UserID, nullText(e.AssistantID), e.Title, e.Description, e.Location, MS(e.StartsAt), MS(e.EndsAt),
+			nullMS(e.RemindAt), nullMS(e.RemindedAt), nullText(e.IntegrationID), e.ExternalUID, e.ExternalPath, e.ExternalETag,
+			MS(e.CreatedAt), MS(e.UpdatedAt))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return eventConflict(e)
+		}
+		return nil
+	})
+}
+
+// UpdateCalendarEvent writes e's fields except its assistant and
+// creation; ENOTFOUND if its integration is not the user's, ECONFLICT if
+// another event of the integration has its external UID. reminded_at as
+// keepReminded says; e.RemindedAt is set to the stored value.
+func (q *Queries) UpdateCalendarEvent(ctx context.Context, e *ams.CalendarEvent) error {
+	return q.inTx(ctx, func(q *Queries) error {
+		if err := q.checkEventRefs(ctx, e, false); err != nil {
+			return err
+		}
+		var reminded *int64
+		err := q.w.QueryRow(ctx, `UPDATE calendar_events SET title = $1, description = $2, location = $3, starts_at = $4, ends_at = $5,
+			`+keepReminded("$6")+`, integration_id = $7, external_uid = $8, external_path = $9, external_etag = $10, updated_at = $11
+			WHERE id = $12 AND user_id = $13 RETURNING reminded_at`,
+			e.Title, e.Description, e.Location, MS(e.StartsAt), MS(e.EndsAt), nullMS(e.RemindAt),
+			nullText(e.IntegrationID), e.ExternalUID, e.ExternalPath, e.ExternalETag, MS(e.UpdatedAt), e.ID, e.UserID).Scan(&reminded)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ams.NotFound("calendar_event", e.ID)
+		} else if err != nil {
+			return q.conflict("update calendar event", err, "Integration '%s' already has an event with UID '%s'.", e.IntegrationID, e.ExternalUID)
+		}
+		e.RemindedAt = fromNullMS(reminded)
+		return nil
+	})
+}
+
+// DeleteCalendarEvent deletes the user's calendar event.
+func (q *Queries) DeleteCalendarEvent(ctx context.Context, userID, id string) error {
+	n, err := q.exec(ctx, "delete calendar event", `DELETE FROM calendar_events WHERE id = $1 AND user_id = $2`, id, userID)
+	if err != nil {
+		return err
+	}
+	return affected(n, "calendar_event", id)
+}
+
+const integrationCols = `id, user_id, provider, status, config, last_error, connected_at, created_at, updated_at`
+
+func scanIntegration(s scanner) (*ams.Integration, error) {
+	in := &ams.Integration{Object: "integration"}
+	var config []byte
+	var conn, c, u int64
+	if err := s.Scan(&in.ID, &in.UserID, &in.Provider, &in.Status, &config, &in.LastError, &conn, &c, &u); err != nil {
+		return nil, err
+	}
+	in.ConnectedAt, in.CreatedAt, in.UpdatedAt = FromMS(conn), FromMS(c), FromMS(u)
+	if err := json.Unmarshal(config, &in.Config); err != nil {
+		return nil, fmt.Errorf("decode integration config %s: %w", in.ID, err)
+	}
+	if in.Config == nil {
+		in.Config = map[string]any{}
+	}
+	return in, nil
+}
+
+// FindIntegration returns the user's integration (locked in a
+// transaction); ENOTFOUND otherwise.
+func (q *Queries) FindIntegration(ctx context.Context, userID, id string) (*ams.Integration, error) {
+	return findOne(ctx, q, scanIntegration, "integration", id,
+		`SELECT `+integrationCols+` FROM integrations WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
+}
+
+// ListIntegrations returns a page of the user's integrations.
+func (q *Queries) ListIntegrations(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Integration], error) {
+	return list(ctx, q, integrationCols, "integrations", where("user_id = $1", userID), p, scanIntegration)
+}
+
+func configJSON(in *ams.Integration) (string, error) {
+	if in.Config == nil {
+		return "{}", nil
+	}
+	b, err := json.Marshal(in.Config)
+	if err != nil {
+		return "", fmt.Errorf("encode integration config: %w", err)
+	}
+	return string(b), nil
+}
+
+// CreateIntegration stores in with its secrets sealed (bound to its id).
+func (q *Queries) CreateIntegration(ctx context.Context, in *ams.Integration, secrets map[string]string) error {
+	config, err := configJSON(in)
+	if err != nil {
+		return err
+	}
+	var sealed *string
+	if len(secrets) > 0 {
+		plain, err := json.Marshal(secrets)
+		if err != nil {
+			return fmt.Errorf("encode integration secrets: %w", err)
+		}
+		s := q.s.sealer.Seal(string(plain), in.ID)
+		sealed = &s
+	}
+	if _, err := q.w.Exec(ctx, `INSERT INTO integrations (`+integrationCols+`, secrets) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		in.ID, in.UserID, in.Provider, in.Status, config, in.LastError, MS(in.ConnectedAt), MS(in.CreatedAt), MS(in.UpdatedAt), sealed); err != nil {
+		return q.conflict("insert integration", err, "Integration '%s' already exists.", in.ID)
+	}
+	return nil
+}
+
+// UpdateIntegration writes in's status, config, last error, connected_at
+// and updated_at; its secrets stay.
+func (q *Queries) UpdateIntegration(ctx context.Context, in *ams.Integration) error {
+	config, err := configJSON(in)
+	if err != nil {
+		return err
+	}
+	n, err := q.exec(ctx, "update integration", `UPDATE integrations SET status = $1, config = $2, last_error = $3, connected_at = $4, updated_at = $5
+		WHERE id = $6 AND user_id = $7`, in.Status, config, in.LastError, MS(in.ConnectedAt), MS(in.UpdatedAt), in.ID, in.UserID)
+	if err != nil {
+		return err
+	}
+	return affected(n, "integration", in.ID)
+}
+
+// IntegrationSecrets returns the unsealed secrets of the user's
+// integration (empty when it has none); ENOTFOUND otherwise.
+func (q *Queries) IntegrationSecrets(ctx context.Context, userID, id string) (map[string]string, error) {
+	var sealed *string
+	err := q.r.QueryRow(ctx, `SELECT secrets FROM integrations WHERE id = $1 AND user_id = $2`, id, userID).Scan(&sealed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ams.NotFound("integration", id)
+	} else if err != nil {
+		return nil, q.fail("find integration", err)
+	}
+	out := map[string]string{}
+	if sealed == nil {
+		return out, nil
+	}
+	plain, err := q.s.sealer.Open(*sealed, id)
+	if err != nil {
+		return nil, fmt.Errorf("integration %s: %w", id, err)
+	}
+	if err := json.Unmarshal([]byte(plain), &out); err != nil {
+		return nil, fmt.Errorf("decode integration secrets: %w", err)
+	}
+	return out, nil
+}
+
+// ActiveIntegrations returns the provider's integrations of every account
+// whose status is connected or error, oldest first.
+func (q *Queries) ActiveIntegrations(ctx context.Context, provider string) ([]*ams.Integration, error) {
+	return collect(ctx, q.r, "integrations", scanIntegration, `SELECT `+integrationCols+` FROM integrations
+		WHERE provider = $1 AND status IN ('`+ams.IntegrationConnected+`', '`+ams.IntegrationError+`') ORDER BY seq`, provider)
+}
+
+const actionCols = `id, user_id, assistant_id, conversation_id, type, input, status, result, error, created_at`
+
+func scanAction(s scanner) (*ams.Action, error) {
+	a := &ams.Action{Object: "action"}
+	var input, result, actErr []byte
+	var c int64
+	if err := s.Scan(&a.ID, &a.UserID, &a.AssistantID, &a.ConversationID, &a.Type, &input, &a.Status, &result, &actErr, &c); err != nil {
+		return nil, err
+	}
+	a.CreatedAt = FromMS(c)
+	a.Input = json.RawMessage(input)
+	if result != nil {
+		a.Result = json.RawMessage(result)
+	}
+	if actErr != nil {
+		a.Error = &ams.ActionError{}
+		if err := json.Unmarshal(actErr, a.Error); err != nil {
+			return nil, fmt.Errorf("decode action error %s: %w", a.ID, err)
+		}
+	}
+	return a, nil
+}
+
+// FindAction returns the user's action; ENOTFOUND otherwise.
+func (q *Queries) FindAction(ctx context.Context, userID, id string) (*ams.Action, error) {
+	return findOne(ctx, q, scanAction, "action", id, `SELECT `+actionCols+` FROM actions WHERE id = $1 AND user_id = $2`, id, userID)
+}
+
+// ListActions returns a page of the user's actions, of one assistant when
+// assistantID is set.
+func (q *Queries) ListActions(ctx context.Context, userID, assistantID string, p ams.ListParams) (*ams.Page[*ams.Action], error) {
+	w := where("user_id = $1", userID)
+	if assistantID != "" {
+		w.add("assistant_id = $?", assistantID)
+	}
+	return list(ctx, q, actionCols, "actions", w, p, scanAction)
+}
+
+// CreateAction stores a; ENOTFOUND if its assistant is not the user's,
+// EINVALID if its input or result is not JSON. The JSON values are passed
+// as text (SQLite would keep bytes as a BLOB): input as given ("null"
+// when empty), result and error NULL when absent.
+func (q *Queries) CreateAction(ctx context.Context, a *ams.Action) error {
+	if len(a.Input) > 0 && !json.Valid(a.Input) {
+		return ams.Errorf(ams.EINVALID, "parameter_invalid", "Action input is not JSON.")
+	}
+	if len(a.Result) > 0 && !json.Valid(a.Result) {
+		return ams.Errorf(ams.EINVALID, "parameter_invalid", "Action result is not JSON.")
+	}
+	input := "null"
+	if len(a.Input) > 0 {
+		input = string(a.Input)
+	}
+	var result, actErr *string
+	if len(a.Result) > 0 {
+		s := string(a.Result)
+		result = &s
+	}
+	if a.Error != nil {
+		b, err := json.Marshal(a.Error)
+		if err != nil {
+			return fmt.Errorf("encode action: %w", err)
+		}
+		s := string(b)
+		actErr = &s
+	}
+	return q.inTx(ctx, func(q *Queries) error {
+		if err := q.ownedAssistant(ctx, a.UserID, a.AssistantID); err != nil {
+			return err
+		}
+		if _, err := q.w.Exec(ctx, `INSERT INTO actions (`+actionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			a.ID, a.UserID, a.AssistantID, a.ConversationID, a.Type, input, a.Status, result, actErr, MS(a.CreatedAt)); err != nil {
+			return q.conflict("insert action", err, "Action '%s' already exists.", a.ID)
+		}
+		return nil
+	})
+}
+
+// fireQuery marks at most $2 due reminders of a table fired and returns
+// the records. On PostgreSQL SKIP LOCKED passes over rows that another
+// caller is firing (or an Update holds); a row fired and committed
+// meanwhile is re-checked once locked (reminded_at is no longer NULL) and
+// left out, so each reminder fires once however many processes call.
+func (q *Queries) fireQuery(table, cols, cond string) string {
+	return `UPDATE ` + table + ` SET reminded_at = $1 WHERE seq IN (SELECT seq FROM ` + table + `
+		WHERE remind_at <= $1 AND reminded_at IS NULL` + cond + ` ORDER BY remind_at LIMIT $2` + q.lock("FOR UPDATE SKIP LOCKED") + `)
+		RETURNING ` + cols
+}
+
+// FireReminders emits the due reminders; see ams.ReminderStore. Tasks
+// come first: calendar events fill what is left of limit (a caller that
+// gets limit back calls again). The reminders are marked fired and their
+// events written in one transaction.
+func (q *Queries) FireReminders(ctx context.Context, now time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	fired := 0
+	err := q.inTx(ctx, func(q *Queries) error {
+		tasks, err := collect(ctx, q.w, "task reminders", scanTask, q.fireQuery("tasks", taskCols, " AND status = '"+ams.TaskOpen+"'"), MS(now), limit)
+		if err != nil {
+			return q.fail("fire task reminders", err)
+		}
+		slices.SortFunc(tasks, func(a, b *ams.Task) int { return cmp.Compare(MS(*a.RemindAt), MS(*b.RemindAt)) })
+		var evs []*ams.CalendarEvent
+		if len(tasks) < limit {
+			if evs, err = collect(ctx, q.w, "event reminders", scanCalendarEvent, q.fireQuery("calendar_events", calendarEventCols, ""), MS(now), limit-len(tasks)); err != nil {
+				return q.fail("fire event reminders", err)
+			}
+			slices.SortFunc(evs, func(a, b *ams.CalendarEvent) int { return cmp.Compare(MS(*a.RemindAt), MS(*b.RemindAt)) })
+		}
+		events := make([]*ams.Event, 0, len(tasks)+len(evs))
+		for _, t := range tasks {
+			events = append(events, ams.TaskEvent(ams.EventTaskReminder, t, now))
+		}
+		for _, e := range evs {
+			events = append(events, ams.CalendarEventEvent(ams.EventEventReminder, e, now))
+		}
+		fired = len(events)
+		return q.emit(ctx, nil, events)
+	})
+	return fired, err
+}
+
+// NextReminder returns the earliest remind_at still to fire; zero if none.
+func (q *Queries) NextReminder(ctx context.Context) (time.Time, error) {
+	var next *int64
+	err := q.r.QueryRow(ctx, `SELECT min(m) FROM (
+		SELECT min(remind_at) AS m FROM tasks WHERE remind_at IS NOT NULL AND reminded_at IS NULL AND status = '`+ams.TaskOpen+`'
+		UNION ALL
+		SELECT min(remind_at) AS m FROM calendar_events WHERE remind_at IS NOT NULL AND reminded_at IS NULL) AS due`).Scan(&next)
+	if err != nil {
+		return time.Time{}, q.fail("next reminder", err)
+	}
+	if next == nil {
+		return time.Time{}, nil
+	}
+	return FromMS(*next), nil
+}
