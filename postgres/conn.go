@@ -32,6 +32,7 @@ func pgCode(err error) string {
 var dialect = sqlstore.Dialect{
 	Name:     "postgres",
 	RowLocks: true,
+	Schema:   schema,
 	IsUnique: func(err error) bool { return pgCode(err) == codeUniqueViolation },
 	BadText: func(err error) bool {
 		c := pgCode(err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/amsdev/ams/internal/dump"
+	"github.com/amsdev/ams/sqlstore"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -18,27 +19,16 @@ var (
 // Engine is the engine name written in the headers of exports.
 const Engine = "postgres"
 
-// liveSchema reads the tables and columns of the store's schema (the
-// first of search_path).
-func liveSchema(ctx context.Context, q querier) (map[string][]dump.LiveColumn, error) {
-	rows, err := q.Query(ctx, `SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull
+// schema describes PostgreSQL's tables to the dump: the columns of the
+// tables of the store's schema (the first of search_path).
+var schema = sqlstore.Schema{
+	Query: `SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+			EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary AND a.attnum = ANY(i.indkey))
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid
 		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
-		ORDER BY c.relname, a.attnum`)
-	if err != nil {
-		return nil, fmt.Errorf("read schema: %w", err)
-	}
-	defer rows.Close()
-	live := map[string][]dump.LiveColumn{}
-	for rows.Next() {
-		var table string
-		var c dump.LiveColumn
-		if err := rows.Scan(&table, &c.Name, &c.Type, &c.NotNull); err != nil {
-			return nil, fmt.Errorf("read schema: %w", err)
-		}
-		live[table] = append(live[table], c)
-	}
-	return live, rows.Err()
+		ORDER BY c.relname, a.attnum`,
+	TypeOK:    typeOK,
+	TextOrder: ` COLLATE "C"`,
 }
 
 // typeOK reports whether a column of the PostgreSQL type holds values of
@@ -59,45 +49,6 @@ func typeOK(k dump.Kind, typ string) bool {
 	return false
 }
 
-// CheckSchema compares the store's tables and columns with the export
-// format (dump.Tables): an unknown table or column, which an export would
-// leave behind, is an error.
-func (db *DB) CheckSchema(ctx context.Context) error {
-	live, err := liveSchema(ctx, db.pool)
-	if err != nil {
-		return err
-	}
-	return dump.CheckSchema(live, typeOK)
-}
-
-// selectList returns the SELECT list of t's columns, JSON ones as their
-// text (kept exactly as written).
-func selectList(t *dump.Table) string {
-	parts := make([]string, len(t.Columns))
-	for i, c := range t.Columns {
-		parts[i] = c.SQL
-		if c.Kind == dump.JSON {
-			parts[i] += "::text"
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
-// orderBy returns t's ORDER BY list, text compared byte by byte (as
-// SQLite does), so that both engines export rows in the same order.
-func orderBy(t *dump.Table) string {
-	parts := make([]string, len(t.OrderBy))
-	for i, name := range t.OrderBy {
-		parts[i] = name
-		for _, c := range t.Columns {
-			if c.SQL == name && c.Kind != dump.Int {
-				parts[i] += ` COLLATE "C"`
-			}
-		}
-	}
-	return strings.Join(parts, ", ")
-}
-
 // Export calls fn with every row of every table of dump.Tables, in their
 // order, each table's rows in its stable order, from one snapshot (a
 // read-only REPEATABLE READ transaction: writers may go on meanwhile and
@@ -109,79 +60,7 @@ func (db *DB) Export(ctx context.Context, fn dump.RowFunc) error {
 		return fmt.Errorf("postgres: export: begin: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	live, err := liveSchema(ctx, tx)
-	if err != nil {
-		return fmt.Errorf("postgres: export: %w", err)
-	}
-	if err := dump.CheckSchema(live, typeOK); err != nil {
-		return err
-	}
-	for _, t := range dump.Tables {
-		if err := db.exportTable(ctx, tx, t, fn); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (db *DB) exportTable(ctx context.Context, tx pgx.Tx, t *dump.Table, fn dump.RowFunc) error {
-	rows, err := tx.Query(ctx, `SELECT `+selectList(t)+` FROM `+t.Name+` ORDER BY `+orderBy(t))
-	if err != nil {
-		return fmt.Errorf("postgres: export %s: %w", t.Name, err)
-	}
-	defer rows.Close()
-	dest := make([]any, len(t.Columns))
-	for i, c := range t.Columns {
-		switch c.Kind {
-		case dump.Int:
-			dest[i] = new(*int64)
-		case dump.Bool:
-			dest[i] = new(*bool)
-		case dump.Bytes:
-			dest[i] = new([]byte)
-		default:
-			dest[i] = new(*string)
-		}
-	}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return fmt.Errorf("postgres: export %s: %w", t.Name, err)
-		}
-		vals := make([]any, len(t.Columns))
-		for i, c := range t.Columns {
-			switch d := dest[i].(type) {
-			case **int64:
-				if *d != nil {
-					vals[i] = **d
-				}
-			case **bool:
-				if *d != nil {
-					vals[i] = **d
-				}
-			case **string:
-				if *d != nil {
-					vals[i] = **d
-				}
-			case *[]byte:
-				switch {
-				case *d != nil:
-					vals[i] = *d
-				case !c.Null:
-					vals[i] = []byte{}
-				}
-			}
-		}
-		if err := dump.OpenSecrets(t, vals, db.Sealer()); err != nil {
-			return fmt.Errorf("postgres: export: %w (is --secret-key the store's key?)", err)
-		}
-		if err := fn(t, vals); err != nil {
-			return err
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("postgres: export %s: %w", t.Name, err)
-	}
-	return nil
+	return db.ExportFrom(ctx, conn{tx}, fn)
 }
 
 // Import loads the dump r into the store, which must be empty (every table
@@ -197,26 +76,13 @@ func (db *DB) Import(ctx context.Context, r *dump.Reader) error {
 		return fmt.Errorf("postgres: import: begin: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	live, err := liveSchema(ctx, tx)
-	if err != nil {
-		return fmt.Errorf("postgres: import: %w", err)
-	}
-	if err := dump.CheckSchema(live, typeOK); err != nil {
-		return err
-	}
 	// EXCLUSIVE mode lets readers in and keeps writers (a server started
 	// too early) out until the import commits.
 	if _, err := tx.Exec(ctx, `LOCK TABLE `+strings.Join(dump.TableNames(), ", ")+` IN EXCLUSIVE MODE`); err != nil {
 		return fmt.Errorf("postgres: import: lock tables: %w", err)
 	}
-	for _, t := range dump.Tables {
-		var has bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM `+t.Name+`)`).Scan(&has); err != nil {
-			return fmt.Errorf("postgres: import: %w", err)
-		}
-		if has {
-			return fmt.Errorf("postgres: import: %w: table %s has rows; import only into a new database or schema, after ams migrate", dump.ErrNotEmpty, t.Name)
-		}
+	if err := db.BeginImport(ctx, conn{tx}); err != nil {
+		return err
 	}
 	t, vals, err := r.Next()
 	for err == nil {
@@ -283,7 +149,7 @@ func (s *copySource) Next() bool {
 		}
 		vals = v
 	}
-	if err := s.db.prepareRow(s.t, vals); err != nil {
+	if err := s.db.ImportRow(s.t, vals); err != nil {
 		s.err, s.end = err, err
 		return false
 	}
@@ -294,21 +160,3 @@ func (s *copySource) Next() bool {
 func (s *copySource) Values() ([]any, error) { return s.cur, nil }
 
 func (s *copySource) Err() error { return s.err }
-
-// prepareRow turns a row of the dump into what this engine stores: the
-// webhook secret sealed with this store's key, and the e-mail lower-cased
-// (the PostgreSQL engine compares e-mails lower-cased; SQLite compares
-// them with NOCASE, so an older SQLite row may have capitals).
-func (db *DB) prepareRow(t *dump.Table, vals []any) error {
-	if err := dump.SealSecrets(t, vals, db.Sealer()); err != nil {
-		return err
-	}
-	if t.Name == "users" {
-		if i := t.Index("email"); i >= 0 {
-			if s, ok := vals[i].(string); ok {
-				vals[i] = strings.ToLower(s)
-			}
-		}
-	}
-	return nil
-}

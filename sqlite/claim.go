@@ -150,4 +150,3 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 	}
 	return out, tx.Commit()
 }
-

@@ -14,6 +14,7 @@ import (
 var dialect = sqlstore.Dialect{
 	Name:     "sqlite",
 	RowLocks: false,
+	Schema:   schema,
 	IsUnique: func(err error) bool { return strings.Contains(err.Error(), "UNIQUE constraint failed") },
 }
 

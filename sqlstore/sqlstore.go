@@ -79,6 +79,8 @@ type Dialect struct {
 	// BadText reports whether err says that a text value cannot be
 	// stored (PostgreSQL refuses NUL characters, which SQLite keeps).
 	BadText func(err error) bool
+	// Schema describes the engine's tables for export and import.
+	Schema Schema
 }
 
 // Store implements ams.Store over an Engine. An engine embeds it and adds

@@ -81,3 +81,6 @@ func (q *Queries) UsageSeries(ctx context.Context, userID string, from, to time.
 	}
 	return pts, nil
 }
+
+// Placeholders returns "$1, $2, ..., $n".
+func Placeholders(n int) string { return placeholders(1, n) }

@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
-	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/dump"
-	"github.com/amsdev/ams/postgres"
-	"github.com/amsdev/ams/sqlite"
 	"github.com/spf13/cobra"
 )
 
@@ -41,11 +37,7 @@ key): keep it as secret as the database and its key together. A file is written 
 					return fmt.Errorf("no SQLite store at %s (--data-dir %s): %w", db, sf.dataDir, err)
 				}
 			}
-			return withStore(ctx, sf, func(store ams.Store) error {
-				ex, ok := store.(dump.Exporter)
-				if !ok {
-					return errors.New("this store cannot be exported")
-				}
+			return withEngine(ctx, sf, func(store engineStore) error {
 				h, err := exportHeader(ctx, store)
 				if err != nil {
 					return err
@@ -56,7 +48,7 @@ key): keep it as secret as the database and its key together. A file is written 
 				}
 				w, err := dump.NewWriter(out, h)
 				if err == nil {
-					err = ex.Export(ctx, w.Write)
+					err = store.Export(ctx, w.Write)
 				}
 				if err == nil {
 					err = w.Close()
@@ -83,16 +75,8 @@ key): keep it as secret as the database and its key together. A file is written 
 }
 
 // exportHeader describes the source store for the dump's header.
-func exportHeader(ctx context.Context, store ams.Store) (dump.Header, error) {
-	var h dump.Header
-	switch store.(type) {
-	case *sqlite.DB:
-		h.Engine = sqlite.Engine
-	case *postgres.DB:
-		h.Engine = postgres.Engine
-	default:
-		return h, errors.New("this store cannot be exported")
-	}
+func exportHeader(ctx context.Context, store engineStore) (dump.Header, error) {
+	h := dump.Header{Engine: store.Dialect().Name}
 	n, err := store.SchemaVersion(ctx)
 	if err != nil {
 		return h, fmt.Errorf("read schema version: %w", err)
@@ -167,12 +151,8 @@ webhook and integration secrets are sealed with the target's key
 				return err
 			}
 			h := r.Header()
-			return withStore(ctx, sf, func(store ams.Store) error {
-				im, ok := store.(dump.Importer)
-				if !ok {
-					return errors.New("this store cannot import")
-				}
-				if err := im.Import(ctx, r); err != nil {
+			return withEngine(ctx, sf, func(store engineStore) error {
+				if err := store.Import(ctx, r); err != nil {
 					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "imported %d rows from a %s export of %s: %s\n",

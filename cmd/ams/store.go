@@ -11,9 +11,11 @@ import (
 	"strings"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/dump"
 	"github.com/amsdev/ams/internal/seal"
 	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/sqlite"
+	"github.com/amsdev/ams/sqlstore"
 )
 
 // secretKey returns the key that seals webhook secrets: --secret-key, or
@@ -35,9 +37,23 @@ func (sf *storeFlags) key() ([]byte, error) {
 // under PostgreSQL's default max_connections of 100.
 const defaultPGConns = 16
 
+// engineStore is what both engines are: the store, a dump's source and
+// target, and their dialect (whose name goes in a dump's header).
+type engineStore interface {
+	ams.Store
+	dump.Exporter
+	dump.Importer
+	Dialect() sqlstore.Dialect
+}
+
+var (
+	_ engineStore = (*sqlite.DB)(nil)
+	_ engineStore = (*postgres.DB)(nil)
+)
+
 // openStore opens the store the flags name: SQLite under the data
 // directory, or PostgreSQL with a postgres:// database URL.
-func openStore(ctx context.Context, sf *storeFlags) (ams.Store, error) {
+func openStore(ctx context.Context, sf *storeFlags) (engineStore, error) {
 	key, err := sf.key()
 	if err != nil {
 		return nil, err
@@ -80,6 +96,11 @@ func oauthKey(sf *storeFlags) ([]byte, error) {
 
 // withStore opens the store the flags name, runs fn on it, and closes it.
 func withStore(ctx context.Context, sf *storeFlags, fn func(store ams.Store) error) error {
+	return withEngine(ctx, sf, func(store engineStore) error { return fn(store) })
+}
+
+// withEngine is withStore for the commands that need more than ams.Store.
+func withEngine(ctx context.Context, sf *storeFlags, fn func(store engineStore) error) error {
 	store, err := openStore(ctx, sf)
 	if err != nil {
 		return err
