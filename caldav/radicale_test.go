@@ -209,7 +209,7 @@ func (f *fixture) store(config map[string]any, secrets map[string]string) *ams.I
 	f.t.Helper()
 	now := f.clock.Now()
 	in := &ams.Integration{ID: ams.NewID(ams.PrefixIntegration), Object: "integration", UserID: f.user.ID, Provider: caldav.Provider,
-		Status: caldav.StatusConnected, Config: config, ConnectedAt: now, CreatedAt: now, UpdatedAt: now}
+		Status: ams.IntegrationConnected, Config: config, ConnectedAt: now, CreatedAt: now, UpdatedAt: now}
 	err := f.db.Update(context.Background(), func(tx ams.Tx) error {
 		if err := tx.CreateIntegration(context.Background(), in, secrets); err != nil {
 			return err
@@ -324,7 +324,7 @@ func TestSyncBothWays(t *testing.T) {
 	// An event created here appears on the server, under its id.
 	local := f.createEvent(`{"title":"Dentist","description":"Bring the card","location":"Main St 1",` +
 		`"starts_at":"2026-11-22T15:00:00Z","ends_at":"2026-11-22T15:30:00Z","remind_at":"2026-11-22T14:45:00Z"}`)
-	if got := f.sync(in); got.Status != caldav.StatusConnected || got.LastError != nil {
+	if got := f.sync(in); got.Status != ams.IntegrationConnected || got.LastError != nil {
 		t.Fatalf("after sync: %+v", got)
 	}
 	obj := srv.get(t, cal, local.ID+".ics")
@@ -489,13 +489,13 @@ func TestFailureSetsErrorOnceAndRecovery(t *testing.T) {
 
 	p.broken.Store(true)
 	got := f.sync(in)
-	if got.Status != caldav.StatusError || got.LastError == nil || *got.LastError != "The CalDAV server refused the credentials (HTTP 401)." {
+	if got.Status != ams.IntegrationError || got.LastError == nil || *got.LastError != "The CalDAV server refused the credentials (HTTP 401)." {
 		t.Fatalf("after a refused sync: %+v", got)
 	}
 	f.sync(in)
 	f.sync(in)
 	stored, err := f.db.FindIntegration(context.Background(), f.user.ID, in.ID)
-	if err != nil || stored.Status != caldav.StatusError {
+	if err != nil || stored.Status != ams.IntegrationError {
 		t.Fatalf("stored %+v, %v", stored, err)
 	}
 	if ev := f.emitted(ams.EventIntegrationError, ams.EventIntegrationConnected); strings.Join(ev, "|") != "integration.connected connected|integration.error error" {
@@ -510,7 +510,7 @@ func TestFailureSetsErrorOnceAndRecovery(t *testing.T) {
 	}
 
 	p.broken.Store(false)
-	if got := f.sync(in); got.Status != caldav.StatusConnected || got.LastError != nil {
+	if got := f.sync(in); got.Status != ams.IntegrationConnected || got.LastError != nil {
 		t.Fatalf("after recovery: %+v", got)
 	}
 	if ev := f.emitted(ams.EventIntegrationError, ams.EventIntegrationConnected); len(ev) != 3 || ev[2] != "integration.connected connected" {

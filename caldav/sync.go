@@ -47,13 +47,6 @@ const (
 	SecretPassword = "password"
 )
 
-// Integration statuses (ams.Integration.Status).
-const (
-	StatusConnected    = "connected"
-	StatusError        = "error"
-	StatusDisconnected = "disconnected"
-)
-
 // Syncer runs sync runs.
 type Syncer struct {
 	Store  ams.WorldStore
@@ -294,7 +287,7 @@ func (s *Syncer) inactiveIntegrations(ctx context.Context, in *ams.Integration, 
 			}
 			return nil, err
 		}
-		out[other.ID] = other.Status == StatusDisconnected
+		out[other.ID] = other.Status == ams.IntegrationDisconnected
 	}
 	return out, nil
 }
@@ -487,29 +480,29 @@ func (s *Syncer) finish(ctx context.Context, in *ams.Integration, runErr error) 
 			return err
 		}
 		out = cur
-		if cur.Status == StatusDisconnected {
+		if cur.Status == ams.IntegrationDisconnected {
 			return nil
 		}
 		now := s.now()
 		if runErr == nil {
-			if cur.Status == StatusConnected {
+			if cur.Status == ams.IntegrationConnected {
 				return nil
 			}
-			cur.Status, cur.LastError, cur.UpdatedAt = StatusConnected, nil, now
+			cur.Status, cur.LastError, cur.UpdatedAt = ams.IntegrationConnected, nil, now
 			if err := tx.UpdateIntegration(ctx, cur); err != nil {
 				return err
 			}
 			return tx.Emit(ctx, ams.IntegrationEvent(ams.EventIntegrationConnected, cur, now))
 		}
 		msg := describe(runErr)
-		if cur.Status == StatusError {
+		if cur.Status == ams.IntegrationError {
 			if cur.LastError != nil && *cur.LastError == msg {
 				return nil
 			}
 			cur.LastError, cur.UpdatedAt = &msg, now // another failure: no new event
 			return tx.UpdateIntegration(ctx, cur)
 		}
-		cur.Status, cur.LastError, cur.UpdatedAt = StatusError, &msg, now
+		cur.Status, cur.LastError, cur.UpdatedAt = ams.IntegrationError, &msg, now
 		if err := tx.UpdateIntegration(ctx, cur); err != nil {
 			return err
 		}
@@ -534,7 +527,7 @@ func (s *Syncer) claim(ctx context.Context, in *ams.Integration, minAge time.Dur
 		}
 		out = cur
 		now := s.now()
-		if cur.Status == StatusDisconnected || cur.Provider != Provider {
+		if cur.Status == ams.IntegrationDisconnected || cur.Provider != Provider {
 			return nil
 		}
 		if minAge > 0 && now.Sub(cur.UpdatedAt) < minAge {

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"WorldIntegrations", testWorldIntegrations},
 		{"WorldActions", testWorldActions},
 		{"WorldReminders", testWorldReminders},
+		{"TxSameInterfaces", testTxSameInterfaces}, {"EmitOutsideTx", testEmitOutsideTx},
 		{"UsageMinutes", testUsageMinutes}, {"UsageDays", testUsageDays}, {"UsagePurge", testUsagePurge}, {"UsageConcurrent", testUsageConcurrent},
 	}
 	for _, tc := range tests {
