@@ -25,7 +25,6 @@ import (
 	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/internal/logbuf"
 	"github.com/amsdev/ams/mail"
-	"github.com/amsdev/ams/mailer"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/metrics"
 	"github.com/amsdev/ams/oauth"
@@ -257,7 +256,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	worker := &webhook.Worker{Queue: store, Users: store, Client: webhook.NewClient(guard), Clock: api.Clock, Logger: logger,
 		Schedule: schedule, Lease: cfg.webhookLease, Concurrency: cfg.webhookWorkers, PerWebhook: cfg.webhookPerHook, BaseURL: base,
 		OnAttempt: api.Metrics.Delivery}
-	mails := &mailer.Mailer{Queue: store, Sender: sender, Clock: api.Clock, Logger: logger}
+	mails := &mail.Worker{Queue: store, Sender: sender, Clock: api.Clock, Logger: logger}
 	for _, run := range []func(context.Context) error{worker.Run, mails.Run, reminders.Run, calendars.Run, meter.Run, func(ctx context.Context) error { return janitor(ctx, store, logger) }} {
 		bg.Add(1)
 		go func() {
