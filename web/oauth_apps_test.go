@@ -15,8 +15,8 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/oauth"
+	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/web"
-	"github.com/amsdev/ams/webhook/ssrf"
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/net/html"
 )

@@ -67,7 +67,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/oauth"
-	"github.com/amsdev/ams/webhook/ssrf"
+	"github.com/amsdev/ams/ssrf"
 )
 
 // Server serves the account pages. Set its fields, then call Register.

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/webhook"
-	"github.com/amsdev/ams/webhook/ssrf"
 )
 
 // The webhooks pages: the list (a failing webhook stands out, with the

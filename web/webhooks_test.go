@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/webhook"
-	"github.com/amsdev/ams/webhook/ssrf"
 )
 
 // receiver is a webhook endpoint that records what it gets and answers

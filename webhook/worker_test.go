@@ -24,8 +24,8 @@ import (
 	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/internal/smtptest"
 	"github.com/amsdev/ams/mail"
+	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/webhook"
-	"github.com/amsdev/ams/webhook/ssrf"
 )
 
 // received is one request a test receiver got.

@@ -32,10 +32,10 @@ import (
 	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/ratelimit/redisrate"
+	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/usage"
 	"github.com/amsdev/ams/web"
 	"github.com/amsdev/ams/webhook"
-	"github.com/amsdev/ams/webhook/ssrf"
 	"github.com/amsdev/ams/world"
 	"github.com/spf13/cobra"
 )
