@@ -29,12 +29,12 @@ import (
 	"github.com/amsdev/ams/metrics"
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/openapi"
+	"github.com/amsdev/ams/pages"
 	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/ratelimit/redisrate"
 	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/usage"
-	"github.com/amsdev/ams/web"
 	"github.com/amsdev/ams/webhook"
 	"github.com/amsdev/ams/world"
 	"github.com/spf13/cobra"
@@ -228,7 +228,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	api.Tokens = authz
 	authz.Register(api.Mux())
 	// The account pages share the OAuth server's session and sign-in.
-	account := &web.Server{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, OAuth: authz, Messages: api.Messages,
+	account := &pages.Server{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, OAuth: authz, Messages: api.Messages,
 		Guard: guard, Limiter: api.Limiter}
 	account.Register(api.Mux())
 	if cfg.dev {

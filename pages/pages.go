@@ -1,4 +1,4 @@
-// Package web serves the account pages of ams: sign-up, the account
+// Package pages serves the account pages of ams: sign-up, the account
 // overview, API keys, password change, the waitlist admin page, and the
 // pages other files of this package add (OAuth apps, webhooks, usage,
 // assistants). The pages are server-rendered with html/template; the
@@ -55,7 +55,7 @@
 //
 // PublicPage registers a page that needs no session (sign-up); its POST
 // routes are protected by the CSRF token of the login form instead.
-package web
+package pages
 
 import (
 	"log/slog"
@@ -193,7 +193,7 @@ func (s *Server) PublicPage(pattern, tmpl string, h Handler) {
 func (s *Server) handle(pattern, tmpl string, h Handler, public bool) {
 	s.init()
 	if s.mux == nil {
-		panic("web: Page called outside Register")
+		panic("pages: Page called outside Register")
 	}
 	mustTemplate(tmpl)
 	method, path, _ := strings.Cut(pattern, " ")
