@@ -8,12 +8,6 @@ import (
 	"github.com/amsdev/ams"
 )
 
-func init() {
-	AddRoutes(func(s *Server) {
-		s.Page("GET /account", "overview.html", s.overview)
-	})
-}
-
 // overviewData is the data of the overview page.
 type overviewData struct {
 	Plan       ams.Plan

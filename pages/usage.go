@@ -9,12 +9,6 @@ import (
 	"github.com/amsdev/ams/usage"
 )
 
-func init() {
-	AddRoutes(func(s *Server) {
-		s.Page("GET /account/usage", "usage.html", s.usage)
-	})
-}
-
 // usageData is the data of the usage page.
 type usageData struct {
 	Plan   ams.Plan
