@@ -20,7 +20,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/caldav"
 	"github.com/amsdev/ams/sqlite"
-	"github.com/amsdev/ams/webhook/ssrf"
+	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/world"
 	"github.com/emersion/go-ical"
 )

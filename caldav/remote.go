@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/amsdev/ams/webhook/ssrf"
+	"github.com/amsdev/ams/ssrf"
 	"github.com/emersion/go-ical"
 	"github.com/emersion/go-webdav"
 	"github.com/emersion/go-webdav/caldav"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/webhook/ssrf"
+	"github.com/amsdev/ams/ssrf"
 )
 
 // DefaultInterval is how often each integration is synced.

@@ -14,7 +14,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/caldav"
 	amshttp "github.com/amsdev/ams/http"
-	"github.com/amsdev/ams/webhook/ssrf"
+	"github.com/amsdev/ams/ssrf"
 )
 
 // withCalDAV gives the fixture's server a CalDAV worker on its store (dev

@@ -16,7 +16,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/metrics"
-	"github.com/amsdev/ams/webhook/ssrf"
+	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/world"
 )
 

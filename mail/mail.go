@@ -7,7 +7,9 @@
 // single-machine installation needs no mail server. FromConfig picks one.
 //
 // E-mails are rare (one per failing webhook), so neither sender queues or
-// pools connections: each Send does its work and returns.
+// pools connections: each Send does its work and returns. Queuing is the
+// database's: e-mails are queued in the transaction that causes them, and a
+// Worker sends them through a Sender, retrying failures.
 package mail
 
 import (

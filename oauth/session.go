@@ -8,7 +8,7 @@ import (
 	"github.com/amsdev/ams"
 )
 
-// This file exports what the account pages (package web) share with the
+// This file exports what the account pages (package pages) share with the
 // login pages: the session, its CSRF tokens and keys derived from the
 // server's secret.
 

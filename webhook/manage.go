@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/webhook/ssrf"
+	"github.com/amsdev/ams/ssrf"
 )
 
 // The rules of a webhook's fields, the same wherever a webhook is created

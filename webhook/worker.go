@@ -17,7 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/webhook/ssrf"
+	"github.com/amsdev/ams/ssrf"
 )
 
 // Timeout is how long a receiver has to answer one delivery.

@@ -24,9 +24,8 @@ import (
 	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/internal/smtptest"
 	"github.com/amsdev/ams/mail"
-	"github.com/amsdev/ams/mailer"
+	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/webhook"
-	"github.com/amsdev/ams/webhook/ssrf"
 )
 
 // received is one request a test receiver got.
@@ -226,7 +225,7 @@ func TestScheduleFailingAndOneEmail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mails := &mailer.Mailer{Queue: f.Store, Sender: sender, Clock: f.Clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	mails := &mail.Worker{Queue: f.Store, Sender: sender, Clock: f.Clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	wh := createWebhook(t, f, rc.URL, "message.created")
 	ping := f.Do("POST", "/v1/webhooks/"+wh+"/ping", f.Key, "")
 	if ping.Status != 202 {

@@ -25,18 +25,17 @@ import (
 	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/internal/logbuf"
 	"github.com/amsdev/ams/mail"
-	"github.com/amsdev/ams/mailer"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/metrics"
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/openapi"
+	"github.com/amsdev/ams/pages"
 	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/ratelimit/redisrate"
+	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/usage"
-	"github.com/amsdev/ams/web"
 	"github.com/amsdev/ams/webhook"
-	"github.com/amsdev/ams/webhook/ssrf"
 	"github.com/amsdev/ams/world"
 	"github.com/spf13/cobra"
 )
@@ -227,7 +226,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	api.Tokens = authz
 	authz.Register(api.Mux())
 	// The account pages share the OAuth server's session and sign-in.
-	account := &web.Server{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, OAuth: authz, Messages: api.Messages,
+	account := &pages.Server{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, OAuth: authz, Messages: api.Messages,
 		Guard: guard, Limiter: api.Limiter}
 	account.Register(api.Mux())
 	if cfg.dev {
@@ -255,7 +254,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	worker := &webhook.Worker{Queue: store, Users: store, Client: webhook.NewClient(guard), Clock: api.Clock, Logger: logger,
 		Schedule: schedule, Lease: cfg.webhookLease, Concurrency: cfg.webhookWorkers, PerWebhook: cfg.webhookPerHook, BaseURL: base,
 		OnAttempt: api.Metrics.Delivery}
-	mails := &mailer.Mailer{Queue: store, Sender: sender, Clock: api.Clock, Logger: logger}
+	mails := &mail.Worker{Queue: store, Sender: sender, Clock: api.Clock, Logger: logger}
 	for _, run := range []func(context.Context) error{worker.Run, mails.Run, reminders.Run, calendars.Run, meter.Run, func(ctx context.Context) error { return janitor(ctx, store, logger) }} {
 		bg.Add(1)
 		go func() {

@@ -26,9 +26,9 @@ import (
 	"github.com/amsdev/ams/openapi"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/sqlite"
+	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/usage"
 	"github.com/amsdev/ams/webhook"
-	"github.com/amsdev/ams/webhook/ssrf"
 	"github.com/amsdev/ams/world"
 )
 

@@ -1,17 +1,10 @@
-package web
+package pages
 
 import (
 	"net/http"
 
 	"github.com/amsdev/ams"
 )
-
-func init() {
-	AddRoutes(func(s *Server) {
-		s.Page("GET /account/admin/waitlist", "waitlist.html", s.waitlist)
-		s.Page("POST /account/admin/waitlist/{id}/approve", "waitlist.html", s.approve)
-	})
-}
 
 // waitlistData is the data of the waitlist admin page.
 type waitlistData struct {

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"context"
@@ -7,12 +7,6 @@ import (
 
 	"github.com/amsdev/ams"
 )
-
-func init() {
-	AddRoutes(func(s *Server) {
-		s.Page("GET /account", "overview.html", s.overview)
-	})
-}
 
 // overviewData is the data of the overview page.
 type overviewData struct {

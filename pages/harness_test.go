@@ -1,4 +1,4 @@
-package web_test
+package pages_test
 
 import (
 	"crypto/rand"
@@ -14,7 +14,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/oauth"
-	"github.com/amsdev/ams/web"
+	"github.com/amsdev/ams/pages"
 	"golang.org/x/net/html"
 )
 
@@ -36,7 +36,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	authz.Register(f.API.Mux())
-	ws := &web.Server{Store: f.Store, Clock: f.Clock.Now, Logger: logger, BaseURL: f.Server.URL, OAuth: authz, Messages: f.API.Messages,
+	ws := &pages.Server{Store: f.Store, Clock: f.Clock.Now, Logger: logger, BaseURL: f.Server.URL, OAuth: authz, Messages: f.API.Messages,
 		Guard: f.API.Guard, Limiter: f.API.Limiter}
 	ws.Register(f.API.Mux())
 	return &env{t: t, f: f}
@@ -45,7 +45,7 @@ func newEnv(t *testing.T) *env {
 // user creates an account with a password (approved or on the waitlist).
 func (e *env) user(email, pw string, approved, admin bool) *ams.User {
 	e.t.Helper()
-	hash, err := web.HashPassword(pw)
+	hash, err := pages.HashPassword(pw)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"net/http"
@@ -9,15 +9,6 @@ import (
 
 	"github.com/amsdev/ams"
 )
-
-func init() {
-	AddRoutes(func(s *Server) {
-		s.Page("GET /account/keys", "keys.html", s.keys)
-		s.Page("POST /account/keys", "keys.html", s.createKey)
-		s.Page("GET /account/keys/{id}/created", "key_created.html", s.keyCreated)
-		s.Page("POST /account/keys/{id}/revoke", "keys.html", s.revokeKey)
-	})
-}
 
 // RotationAge is the age past which a key gets the rotation reminder
 // (the interface recommends rotating keys every 90 days).

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"errors"
@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/webhook"
-	"github.com/amsdev/ams/webhook/ssrf"
 )
 
 // The webhooks pages: the list (a failing webhook stands out, with the
@@ -17,21 +17,6 @@ import (
 // methods and the same rules (package webhook's CheckURL, CheckEvents,
 // CheckSecret and PingEvent), so a webhook made here is one the API
 // would have accepted.
-func init() {
-	AddRoutes(func(s *Server) {
-		s.Page("GET /account/webhooks", "webhooks.html", s.webhooks)
-		s.Page("GET /account/webhooks/new", "webhooks_form.html", s.newWebhook)
-		s.Page("POST /account/webhooks", "webhooks_form.html", s.createWebhook)
-		s.Page("GET /account/webhooks/{id}", "webhooks_detail.html", s.webhook)
-		s.Page("GET /account/webhooks/{id}/edit", "webhooks_form.html", s.editWebhook)
-		s.Page("POST /account/webhooks/{id}", "webhooks_form.html", s.updateWebhook)
-		s.Page("POST /account/webhooks/{id}/enable", "webhooks_detail.html", s.enableWebhook)
-		s.Page("POST /account/webhooks/{id}/disable", "webhooks_detail.html", s.disableWebhook)
-		s.Page("POST /account/webhooks/{id}/ping", "webhooks_detail.html", s.pingWebhook)
-		s.Page("POST /account/webhooks/{id}/delete", "webhooks_confirm.html", s.deleteWebhook)
-		s.Page("POST /account/webhooks/{id}/deliveries/{dlv}/redeliver", "webhooks_detail.html", s.redeliver)
-	})
-}
 
 // webhookGuard returns the guard webhook URLs are checked with: the
 // Server's Guard, or a strict one (https, no internal addresses).

@@ -1,15 +1,18 @@
-// Package ssrf keeps webhook deliveries from reaching the service's own
-// network (server-side request forgery protection).
+// Package ssrf keeps the service's outgoing requests to URLs that users give
+// from reaching the service's own network (server-side request forgery
+// protection). It guards every such request alike: webhook deliveries
+// (webhook URLs set through the API or the account pages) and CalDAV sync
+// (the calendar server URL of an integration).
 //
-// Webhook URLs are given by API users, so without care a delivery could be
-// aimed at the loopback interface, a private network, or a cloud metadata
-// endpoint such as 169.254.169.254. The package checks twice:
+// Without care such a request could be aimed at the loopback interface, a
+// private network, or a cloud metadata endpoint such as 169.254.169.254. The
+// package checks twice:
 //
-//   - [Guard.CheckURL] validates a URL when a webhook is created or updated,
-//     giving the API user a readable [URLError];
+//   - [Guard.CheckURL] validates a URL when it is set (a webhook or an
+//     integration created or updated), giving the user a readable [URLError];
 //   - [Guard.DialContext] (used by [Guard.Transport]) checks again at connect
 //     time, on the addresses actually resolved and dialled, so that a DNS
-//     answer that changes after the webhook was created (DNS rebinding) cannot
+//     answer that changes after the URL was checked (DNS rebinding) cannot
 //     get through.
 //
 // [Blocked] is the single definition of which addresses are off limits.
@@ -29,7 +32,7 @@ import (
 	"time"
 )
 
-// MaxURLLength is the longest webhook URL, in bytes, that [Guard.CheckURL]
+// MaxURLLength is the longest URL, in bytes, that [Guard.CheckURL]
 // accepts.
 const MaxURLLength = 2048
 
@@ -42,7 +45,7 @@ const dialTimeout = 5 * time.Second
 // errors.Is to detect it, also through *url.Error from an http.Client.
 var ErrBlocked = errors.New("ssrf: address is not allowed")
 
-// blockedPrefixes lists the ranges a webhook must never reach, whatever the
+// blockedPrefixes lists the ranges a request must never reach, whatever the
 // mode. IPv4-mapped IPv6 addresses are unmapped before being matched, and the
 // IPv6 ranges that embed an IPv4 address (NAT64, 6to4, Teredo) are judged by
 // that address in [Blocked] rather than listed here.
@@ -86,7 +89,7 @@ var (
 	teredoPrefix = netip.MustParsePrefix("2001::/32")    // RFC 4380
 )
 
-// Blocked reports whether a webhook must never reach ip: unspecified,
+// Blocked reports whether a request must never reach ip: unspecified,
 // loopback, private, link-local (including cloud metadata addresses),
 // carrier-grade NAT, documentation, benchmarking, reserved, broadcast and
 // multicast addresses of both families, the IPv6 discard prefix, and IPv6
@@ -130,7 +133,7 @@ func DefaultResolver(ctx context.Context, host string) ([]netip.Addr, error) {
 	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 }
 
-// Guard checks webhook URLs and dials webhook deliveries. The zero value is
+// Guard checks user-given URLs and dials requests to them. The zero value is
 // ready to use and strict. A Guard must not be modified while in use.
 type Guard struct {
 	// AllowPrivate is the server's --dev mode: plain http is accepted and
@@ -149,8 +152,8 @@ func (g *Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 	return r(ctx, host)
 }
 
-// URLError is the error [Guard.CheckURL] returns for a webhook URL that is
-// refused. Its message is a sentence meant for API users; it never repeats
+// URLError is the error [Guard.CheckURL] returns for a URL that is
+// refused. Its message is a sentence meant for users; it never repeats
 // more than a short excerpt of the input.
 type URLError struct {
 	// Reason says why the URL is refused, as a sentence.
@@ -184,7 +187,8 @@ func excerpt(s string) string {
 	return s[:i] + "..."
 }
 
-// CheckURL validates a webhook URL when a webhook is created or updated. The
+// CheckURL validates a URL when it is set (a webhook or an integration is
+// created or updated). The
 // URL must be absolute, use https (or http when AllowPrivate is set), have a
 // host, carry no user name or password and no fragment, be at most
 // [MaxURLLength] bytes long, and have a port (if any) between 1 and 65535.
@@ -193,7 +197,7 @@ func excerpt(s string) string {
 //
 // Refusals are returned as *[URLError]; a refusal for an internal address
 // also matches [ErrBlocked] with errors.Is. Passing CheckURL does not make
-// later deliveries safe on its own: deliver with [Guard.Transport], which
+// later requests safe on its own: send them with [Guard.Transport], which
 // checks again at connect time.
 func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 	if strings.TrimSpace(raw) == "" {
@@ -267,7 +271,7 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 	if !g.AllowPrivate {
 		for _, ip := range addrs {
 			if Blocked(ip) {
-				// The address is not named: that would make webhook creation
+				// The address is not named: that would make setting a URL
 				// an oracle for internal DNS names.
 				return urlErr(ErrBlocked, "the host resolves to a private or internal address")
 			}
@@ -374,7 +378,7 @@ func (g *Guard) control(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-// Transport returns an http.Transport for webhook deliveries that dials with
+// Transport returns an http.Transport for guarded requests that dials with
 // [Guard.DialContext] and never uses a proxy (the environment's HTTP_PROXY is
 // ignored). TLS handshakes and waiting for response headers are each limited
 // to 5 s. Callers should still refuse redirects and bound the whole request.

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"errors"
@@ -13,16 +13,6 @@ import (
 // its secret shown once, rotate the secret, delete it) and the apps the
 // user authorized, each revocable. Clients are made by oauth.CreateClient,
 // the same as `ams oauth-clients create`.
-func init() {
-	AddRoutes(func(s *Server) {
-		s.Page("GET /account/apps", "oauth_apps.html", s.oauthApps)
-		s.Page("POST /account/apps", "oauth_apps.html", s.createOAuthApp)
-		s.Page("GET /account/apps/{id}", "oauth_apps_client.html", s.oauthApp)
-		s.Page("POST /account/apps/{id}/rotate", "oauth_apps_confirm.html", s.rotateOAuthApp)
-		s.Page("POST /account/apps/{id}/delete", "oauth_apps_confirm.html", s.deleteOAuthApp)
-		s.Page("POST /account/apps/authorized/{id}/revoke", "oauth_apps_confirm.html", s.revokeOAuthGrant)
-	})
-}
 
 // oauthAppForm is the registration form as sent.
 type oauthAppForm struct {

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"errors"
@@ -10,16 +10,6 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/messaging"
 )
-
-func init() {
-	AddRoutes(func(s *Server) {
-		s.Page("GET /account/assistants", "assistants.html", s.assistants)
-		s.Page("GET /account/assistants/{id}", "assistant.html", s.assistant)
-		s.Page("POST /account/assistants/{id}/conversations", "assistant.html", s.startConversation)
-		s.Page("GET /account/assistants/{id}/conversations/{conv}", "conversation.html", s.conversation)
-		s.Page("POST /account/assistants/{id}/conversations/{conv}/messages", "conversation.html", s.sendMessage)
-	})
-}
 
 // Page sizes of the assistants pages.
 const (

@@ -1,9 +1,9 @@
-// Package web serves the account pages of ams: sign-up, the account
-// overview, API keys, password change, the waitlist admin page, and the
-// pages other files of this package add (OAuth apps, webhooks, usage,
-// assistants). The pages are server-rendered with html/template; the
-// templates, one stylesheet and one small script (the copy button, which
-// the pages do without) are embedded, so nothing is fetched at run time.
+// Package pages serves the account pages of ams: sign-up, the account
+// overview, API keys, password change, the waitlist admin page, OAuth
+// apps, webhooks, usage and assistants (the route list is in routes.go).
+// The pages are server-rendered with html/template; the templates, one
+// stylesheet and one small script (the copy button, which the pages do
+// without) are embedded, so nothing is fetched at run time.
 //
 // Sign-in, sign-out and the session are the OAuth server's (package
 // oauth): the pages read the same session cookie, and "sign in" is
@@ -11,15 +11,14 @@
 //
 // # Adding a page
 //
-// A page is a Go file in this package and one template file under
-// templates/. The Go file registers its routes from init with AddRoutes:
+// A page is a Go file in this package with its handlers, one template file
+// under templates/, and its routes in the one route list, Server.routes in
+// routes.go:
 //
-//	func init() {
-//		AddRoutes(func(s *Server) {
-//			s.Page("GET /account/webhooks", "webhooks.html", s.webhooks)
-//			s.Page("POST /account/webhooks", "webhooks.html", s.createWebhook)
-//		})
-//	}
+//	s.Page("GET /account/webhooks", "webhooks.html", s.webhooks)
+//	s.Page("POST /account/webhooks", "webhooks.html", s.createWebhook)
+//
+// A handler returns the data its template renders:
 //
 //	func (s *Server) webhooks(w http.ResponseWriter, r *http.Request, c *Ctx) (any, error) {
 //		hooks, err := s.Store.ListWebhooks(r.Context(), c.User.ID, ams.ListParams{Limit: 100})
@@ -55,7 +54,7 @@
 //
 // PublicPage registers a page that needs no session (sign-up); its POST
 // routes are protected by the CSRF token of the login form instead.
-package web
+package pages
 
 import (
 	"log/slog"
@@ -67,7 +66,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/oauth"
-	"github.com/amsdev/ams/webhook/ssrf"
+	"github.com/amsdev/ams/ssrf"
 )
 
 // Server serves the account pages. Set its fields, then call Register.
@@ -108,20 +107,6 @@ type Server struct {
 // .Data, or has already answered (c.Redirect), or fails.
 type Handler func(w http.ResponseWriter, r *http.Request, c *Ctx) (any, error)
 
-var (
-	registryMu sync.Mutex
-	registry   []func(*Server)
-)
-
-// AddRoutes adds a page file's routes; call it from the file's init. The
-// function runs when a Server registers its routes, and calls s.Page and
-// s.PublicPage.
-func AddRoutes(f func(s *Server)) {
-	registryMu.Lock()
-	defer registryMu.Unlock()
-	registry = append(registry, f)
-}
-
 // NavItem is an entry of the header's navigation.
 type NavItem struct {
 	Label   string
@@ -142,18 +127,11 @@ var nav = []NavItem{
 
 // Register adds the account pages to mux: /account and below, /signup,
 // the stylesheet and script under /account/static/, and / redirecting to
-// /account.
+// /account. The routes are listed in routes.go.
 func (s *Server) Register(mux *http.ServeMux) {
 	s.init()
 	s.mux = mux
-	mux.Handle("GET /account/static/{file}", http.HandlerFunc(serveStatic))
-	mux.Handle("GET /{$}", http.RedirectHandler("/account", http.StatusSeeOther))
-	registryMu.Lock()
-	fs := append([]func(*Server){}, registry...)
-	registryMu.Unlock()
-	for _, f := range fs {
-		f(s)
-	}
+	s.routes()
 }
 
 func (s *Server) init() {
@@ -193,7 +171,7 @@ func (s *Server) PublicPage(pattern, tmpl string, h Handler) {
 func (s *Server) handle(pattern, tmpl string, h Handler, public bool) {
 	s.init()
 	if s.mux == nil {
-		panic("web: Page called outside Register")
+		panic("pages: Page called outside Register")
 	}
 	mustTemplate(tmpl)
 	method, path, _ := strings.Cut(pattern, " ")

@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"net/http"
@@ -8,12 +8,6 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/usage"
 )
-
-func init() {
-	AddRoutes(func(s *Server) {
-		s.Page("GET /account/usage", "usage.html", s.usage)
-	})
-}
 
 // usageData is the data of the usage page.
 type usageData struct {

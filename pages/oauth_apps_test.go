@@ -1,4 +1,4 @@
-package web_test
+package pages_test
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/oauth"
-	"github.com/amsdev/ams/web"
-	"github.com/amsdev/ams/webhook/ssrf"
+	"github.com/amsdev/ams/pages"
+	"github.com/amsdev/ams/ssrf"
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/net/html"
 )
@@ -27,7 +27,7 @@ import (
 type accountHarness struct {
 	*amstest.Fixture
 	OAuth   *oauth.Server
-	Pages   *web.Server
+	Pages   *pages.Server
 	Browser *http.Client
 }
 
@@ -50,13 +50,13 @@ func newAccountHarness(t *testing.T, guard *ssrf.Guard) *accountHarness {
 	}
 	authz.Register(f.API.Mux())
 	f.API.Tokens = authz
-	pages := &web.Server{Store: f.Store, Clock: f.Clock.Now, Logger: logger, BaseURL: f.Server.URL, OAuth: authz}
+	account := &pages.Server{Store: f.Store, Clock: f.Clock.Now, Logger: logger, BaseURL: f.Server.URL, OAuth: authz}
 	if guard == nil {
 		guard = f.API.Guard
 	}
-	pages.Guard = guard
-	pages.Register(f.API.Mux())
-	h := &accountHarness{Fixture: f, OAuth: authz, Pages: pages}
+	account.Guard = guard
+	account.Register(f.API.Mux())
+	h := &accountHarness{Fixture: f, OAuth: authz, Pages: account}
 	h.setPassword(f.User)
 	h.Browser = h.signIn(t, f.User.Email)
 	return h

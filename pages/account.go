@@ -1,4 +1,4 @@
-package web
+package pages
 
 import (
 	"fmt"
@@ -11,15 +11,6 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/password"
 )
-
-func init() {
-	AddRoutes(func(s *Server) {
-		s.PublicPage("GET /signup", "signup.html", s.signupForm)
-		s.PublicPage("POST /signup", "signup.html", s.signup)
-		s.Page("GET /account/password", "password.html", s.passwordForm)
-		s.Page("POST /account/password", "password.html", s.changePassword)
-	})
-}
 
 // MinPasswordLength is the shortest password the pages accept.
 const MinPasswordLength = 10
