@@ -109,7 +109,7 @@ type AttemptResult struct {
 	Email *Email
 }
 
-// Email is an e-mail queued in the database and sent by the mailer.
+// Email is an e-mail queued in the database and sent by the mail worker (mail.Worker).
 type Email struct {
 	ID       string
 	To       string
@@ -118,7 +118,7 @@ type Email struct {
 	Attempts int
 }
 
-// DeliveryQueue is the durable queue the webhook worker and mailer use.
+// DeliveryQueue is the durable queue the webhook worker and the mail worker use.
 type DeliveryQueue interface {
 	// ClaimJobs leases up to limit due jobs (next attempt at or before now,
 	// webhook active, not leased) until now+lease, oldest first, at most
