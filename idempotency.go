@@ -6,16 +6,17 @@ import (
 )
 
 // IdempotencyRecord is the stored outcome of a request made with an
-// Idempotency-Key.
+// idempotency key.
 type IdempotencyRecord struct {
 	UserID      string
 	Key         string
-	RequestHash string // hash of method, path and body
+	RequestHash string // hash of what the request asked
 	Done        bool   // false while the first request is still running
-	Status      int
-	Header      map[string]string
-	Body        []byte
-	CreatedAt   time.Time
+	// Response is the first request's outcome, encoded by the caller (the
+	// HTTP layer keeps the status, headers and body it replays); the store
+	// keeps it as it is.
+	Response  []byte
+	CreatedAt time.Time
 }
 
 // IdempotencyTTL is how long an idempotency key is remembered.

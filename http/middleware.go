@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -319,12 +320,16 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 			return ams.Errorf(ams.ECONFLICT, "idempotency_key_in_use",
 				"A request with Idempotency-Key '%s' is still being processed; retry later.", key)
 		}
-		for k, v := range old.Header {
+		var saved storedResponse
+		if err := json.Unmarshal(old.Response, &saved); err != nil || saved.Status < 200 || saved.Status > 299 {
+			return fmt.Errorf("stored response of idempotency key %q: %w", key, errors.Join(err, errors.New("not a stored response")))
+		}
+		for k, v := range saved.Header {
 			w.Header().Set(k, v)
 		}
 		w.Header().Set("Idempotent-Replayed", "true")
-		w.WriteHeader(old.Status)
-		_, err := w.Write(old.Body)
+		w.WriteHeader(saved.Status)
+		_, err := w.Write(saved.Body)
 		return err
 	}
 	rw := &recorder{ResponseWriter: w}
@@ -339,11 +344,12 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 	// a retry runs the request again.
 	secret := strings.Contains(w.Header().Get("Cache-Control"), "no-store")
 	if rw.status >= 200 && rw.status < 300 && !rw.failed && !secret {
-		rec.Done, rec.Status, rec.Body = true, rw.status, rw.body.Bytes()
-		rec.Header = map[string]string{"Content-Type": w.Header().Get("Content-Type")}
+		saved := storedResponse{Status: rw.status, Body: rw.body.Bytes(),
+			Header: map[string]string{"Content-Type": w.Header().Get("Content-Type")}}
 		if loc := w.Header().Get("Location"); loc != "" {
-			rec.Header["Location"] = loc
+			saved.Header["Location"] = loc
 		}
+		rec.Done, rec.Response = true, mustJSON(saved)
 		if err := s.Store.FinishIdempotent(ctx, rec); err != nil {
 			s.Logger.Error("store idempotent response", "request_id", requestID(ctx), "err", err)
 		}
@@ -351,6 +357,24 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 		s.Logger.Error("release idempotency key", "request_id", requestID(ctx), "err", err)
 	}
 	return nil
+}
+
+// storedResponse is what an idempotency key replays: the first answer's
+// status, the headers a client reads (Content-Type, Location) and body.
+// It is kept as JSON in ams.IdempotencyRecord.Response.
+type storedResponse struct {
+	Status int               `json:"status"`
+	Header map[string]string `json:"header"`
+	Body   []byte            `json:"body"`
+}
+
+// mustJSON encodes v, a value of this package that always encodes.
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("http: encode " + err.Error())
+	}
+	return b
 }
 
 // bodyReadError maps an error reading the request body.

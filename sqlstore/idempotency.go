@@ -3,9 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/amsdev/ams"
 )
@@ -36,10 +34,9 @@ func (q *Queries) BeginIdempotent(ctx context.Context, rec *ams.IdempotencyRecor
 			return nil, q.fail("insert idempotency key", err)
 		}
 		old := &ams.IdempotencyRecord{UserID: rec.UserID, Key: rec.Key}
-		var header []byte
 		var created int64
-		err = q.w.QueryRow(ctx, `SELECT request_hash, done, status, header, body, created_at FROM idempotency_keys
-			WHERE user_id = $1 AND key = $2`, rec.UserID, rec.Key).Scan(&old.RequestHash, &old.Done, &old.Status, &header, &old.Body, &created)
+		err = q.w.QueryRow(ctx, `SELECT request_hash, done, body, created_at FROM idempotency_keys
+			WHERE user_id = $1 AND key = $2`, rec.UserID, rec.Key).Scan(&old.RequestHash, &old.Done, &old.Response, &created)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue // released meanwhile: claim it
 		}
@@ -47,22 +44,18 @@ func (q *Queries) BeginIdempotent(ctx context.Context, rec *ams.IdempotencyRecor
 			return nil, q.fail("find idempotency key", err)
 		}
 		old.CreatedAt = FromMS(created)
-		if err := json.Unmarshal(header, &old.Header); err != nil {
-			return nil, fmt.Errorf("decode idempotent header: %w", err)
-		}
 		return old, nil
 	}
 	return nil, errors.New("claim idempotency key: the key keeps changing hands")
 }
 
-// FinishIdempotent stores the response of the request that claimed the key.
+// FinishIdempotent stores the response of the request that claimed the
+// key. The response goes in the body column; the status and header
+// columns, which the caller's own encoding made redundant, keep their
+// defaults (docs/operations.md, rolling upgrades).
 func (q *Queries) FinishIdempotent(ctx context.Context, rec *ams.IdempotencyRecord) error {
-	header, err := json.Marshal(rec.Header)
-	if err != nil {
-		return fmt.Errorf("encode idempotent header: %w", err)
-	}
-	_, err = q.exec(ctx, "finish idempotency key", `UPDATE idempotency_keys SET done = TRUE, status = $1, header = $2, body = $3
-		WHERE user_id = $4 AND key = $5 AND request_hash = $6`, rec.Status, string(header), rec.Body, rec.UserID, rec.Key, rec.RequestHash)
+	_, err := q.exec(ctx, "finish idempotency key", `UPDATE idempotency_keys SET done = TRUE, body = $1
+		WHERE user_id = $2 AND key = $3 AND request_hash = $4`, rec.Response, rec.UserID, rec.Key, rec.RequestHash)
 	return err
 }
 
