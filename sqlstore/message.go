@@ -3,9 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"slices"
 	"time"
 
@@ -212,77 +210,4 @@ func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 		}
 		return q.emit(ctx, rest, x.Events)
 	})
-}
-
-const eventCols = `id, user_id, type, data, created_at`
-
-func scanEvent(s scanner) (*ams.Event, error) {
-	e := &ams.Event{Object: "event"}
-	var data []byte
-	var c int64
-	if err := s.Scan(&e.ID, &e.UserID, &e.Type, &data, &c); err != nil {
-		return nil, err
-	}
-	e.CreatedAt = FromMS(c)
-	if err := json.Unmarshal(data, &e.Data); err != nil {
-		return nil, fmt.Errorf("decode event %s: %w", e.ID, err)
-	}
-	return e, nil
-}
-
-// FindEvent returns the user's event; ENOTFOUND otherwise.
-func (q *Queries) FindEvent(ctx context.Context, userID, id string) (*ams.Event, error) {
-	return findOne(ctx, q, scanEvent, "event", id, `SELECT `+eventCols+` FROM events WHERE id = $1 AND user_id = $2`, id, userID)
-}
-
-// ListEvents returns a page of the user's events, of one type when set.
-func (q *Queries) ListEvents(ctx context.Context, userID, eventType string, p ams.ListParams) (*ams.Page[*ams.Event], error) {
-	f := where("user_id = $1", userID)
-	if eventType != "" {
-		f.add("type = $?", eventType)
-	}
-	return list(ctx, q, eventCols, "events", f, p, scanEvent)
-}
-
-// Emit writes events into the outbox and queues their deliveries; the
-// worker of this process is woken after the commit.
-func (q *Queries) Emit(ctx context.Context, events ...*ams.Event) error {
-	return q.inTx(ctx, func(q *Queries) error { return q.emit(ctx, nil, events) })
-}
-
-// emit runs stmts, then for each event its insert into the outbox and its
-// fan-out to the subscribed webhooks, in one batch; it counts the jobs
-// queued.
-func (q *Queries) emit(ctx context.Context, stmts []Stmt, events []*ams.Event) error {
-	head := len(stmts)
-	for _, e := range events {
-		data, err := json.Marshal(e.Data)
-		if err != nil {
-			return fmt.Errorf("encode event data: %w", err)
-		}
-		stmts = append(stmts,
-			Stmt{"insert event", `INSERT INTO events (` + eventCols + `) VALUES ($1, $2, $3, $4, $5)`,
-				[]any{e.ID, e.UserID, e.Type, string(data), MS(e.CreatedAt)}},
-			Stmt{"queue deliveries", q.fanOut(), []any{e.ID, MS(e.CreatedAt), e.UserID, e.Type}})
-	}
-	n, err := q.batch(ctx, stmts)
-	if err != nil {
-		return err
-	}
-	for i := head + 1; i < len(n); i += 2 {
-		q.queued(n[i])
-	}
-	return nil
-}
-
-// fanOut queues a delivery job for every active webhook subscribed to an
-// event's type. On PostgreSQL it share-locks those webhooks: a concurrent
-// deactivation (UpdateWebhook, or a final failure) either waits for this
-// transaction and then cancels its jobs, or commits first and is seen
-// here, so no pending job outlives its webhook's deactivation. (SQLite's
-// single writer gives the same order.)
-func (q *Queries) fanOut() string {
-	return `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
-	SELECT w.user_id, w.id, $1, $2, $2, $2 FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
-	WHERE s.user_id = $3 AND s.event_type = $4 AND w.active` + q.lock("FOR SHARE OF w")
 }

@@ -1,0 +1,121 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/amsdev/ams"
+)
+
+const integrationCols = `id, user_id, provider, status, config, last_error, connected_at, created_at, updated_at`
+
+func scanIntegration(s scanner) (*ams.Integration, error) {
+	in := &ams.Integration{Object: "integration"}
+	var config []byte
+	var conn, c, u int64
+	if err := s.Scan(&in.ID, &in.UserID, &in.Provider, &in.Status, &config, &in.LastError, &conn, &c, &u); err != nil {
+		return nil, err
+	}
+	in.ConnectedAt, in.CreatedAt, in.UpdatedAt = FromMS(conn), FromMS(c), FromMS(u)
+	if err := json.Unmarshal(config, &in.Config); err != nil {
+		return nil, fmt.Errorf("decode integration config %s: %w", in.ID, err)
+	}
+	if in.Config == nil {
+		in.Config = map[string]any{}
+	}
+	return in, nil
+}
+
+// FindIntegration returns the user's integration (locked in a
+// transaction); ENOTFOUND otherwise.
+func (q *Queries) FindIntegration(ctx context.Context, userID, id string) (*ams.Integration, error) {
+	return findOne(ctx, q, scanIntegration, "integration", id,
+		`SELECT `+integrationCols+` FROM integrations WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
+}
+
+// ListIntegrations returns a page of the user's integrations.
+func (q *Queries) ListIntegrations(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Integration], error) {
+	return list(ctx, q, integrationCols, "integrations", where("user_id = $1", userID), p, scanIntegration)
+}
+
+func configJSON(in *ams.Integration) (string, error) {
+	if in.Config == nil {
+		return "{}", nil
+	}
+	b, err := json.Marshal(in.Config)
+	if err != nil {
+		return "", fmt.Errorf("encode integration config: %w", err)
+	}
+	return string(b), nil
+}
+
+// CreateIntegration stores in with its secrets sealed (bound to its id).
+func (q *Queries) CreateIntegration(ctx context.Context, in *ams.Integration, secrets map[string]string) error {
+	config, err := configJSON(in)
+	if err != nil {
+		return err
+	}
+	var sealed *string
+	if len(secrets) > 0 {
+		plain, err := json.Marshal(secrets)
+		if err != nil {
+			return fmt.Errorf("encode integration secrets: %w", err)
+		}
+		s := q.s.sealer.Seal(string(plain), in.ID)
+		sealed = &s
+	}
+	if _, err := q.w.Exec(ctx, `INSERT INTO integrations (`+integrationCols+`, secrets) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		in.ID, in.UserID, in.Provider, in.Status, config, in.LastError, MS(in.ConnectedAt), MS(in.CreatedAt), MS(in.UpdatedAt), sealed); err != nil {
+		return q.conflict("insert integration", err, "Integration '%s' already exists.", in.ID)
+	}
+	return nil
+}
+
+// UpdateIntegration writes in's status, config, last error, connected_at
+// and updated_at; its secrets stay.
+func (q *Queries) UpdateIntegration(ctx context.Context, in *ams.Integration) error {
+	config, err := configJSON(in)
+	if err != nil {
+		return err
+	}
+	n, err := q.exec(ctx, "update integration", `UPDATE integrations SET status = $1, config = $2, last_error = $3, connected_at = $4, updated_at = $5
+		WHERE id = $6 AND user_id = $7`, in.Status, config, in.LastError, MS(in.ConnectedAt), MS(in.UpdatedAt), in.ID, in.UserID)
+	if err != nil {
+		return err
+	}
+	return affected(n, "integration", in.ID)
+}
+
+// IntegrationSecrets returns the unsealed secrets of the user's
+// integration (empty when it has none); ENOTFOUND otherwise.
+func (q *Queries) IntegrationSecrets(ctx context.Context, userID, id string) (map[string]string, error) {
+	var sealed *string
+	err := q.r.QueryRow(ctx, `SELECT secrets FROM integrations WHERE id = $1 AND user_id = $2`, id, userID).Scan(&sealed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ams.NotFound("integration", id)
+	} else if err != nil {
+		return nil, q.fail("find integration", err)
+	}
+	out := map[string]string{}
+	if sealed == nil {
+		return out, nil
+	}
+	plain, err := q.s.sealer.Open(*sealed, id)
+	if err != nil {
+		return nil, fmt.Errorf("integration %s: %w", id, err)
+	}
+	if err := json.Unmarshal([]byte(plain), &out); err != nil {
+		return nil, fmt.Errorf("decode integration secrets: %w", err)
+	}
+	return out, nil
+}
+
+// ActiveIntegrations returns the provider's integrations of every account
+// whose status is connected or error, oldest first.
+func (q *Queries) ActiveIntegrations(ctx context.Context, provider string) ([]*ams.Integration, error) {
+	return collect(ctx, q.r, "integrations", scanIntegration, `SELECT `+integrationCols+` FROM integrations
+		WHERE provider = $1 AND status IN ('`+ams.IntegrationConnected+`', '`+ams.IntegrationError+`') ORDER BY seq`, provider)
+}
