@@ -30,6 +30,9 @@ func (s *Server) waitlist(w http.ResponseWriter, r *http.Request, c *Ctx) (any, 
 		return nil, err
 	}
 	wl, ok := s.Store.(ams.Waitlist)
+	if u, wrapped := s.Store.(interface{ Unwrap() ams.Store }); !ok && wrapped {
+		wl, ok = u.Unwrap().(ams.Waitlist) // the store the services' watch wraps
+	}
 	if !ok {
 		return waitlistData{}, nil
 	}

@@ -336,8 +336,7 @@ func TestWebhookEditAndDelete(t *testing.T) {
 func TestWebhookSSRF(t *testing.T) {
 	t.Parallel()
 	strict := &ssrf.Guard{} // as ams serve without --dev
-	h := newAccountHarness(t, strict)
-	h.API.Guard = strict
+	h := newAccountHarness(t, strict) // the pages and the API share it
 	key := h.NewKey(h.User, "write")
 	for _, u := range []string{
 		"http://127.0.0.1:8080/hook",       // plain http

@@ -431,7 +431,7 @@ func TestSSRFBlockedAtDeliveryTime(t *testing.T) {
 		}
 		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
 	}}
-	f.API.Guard = guard
+	f.Webhooks.Guard = guard
 	f.Worker.Client = webhook.NewClient(guard)
 	wh := createWebhook(t, f, "https://rebind.example:"+port+"/hook", "message.created")
 	sendMessage(t, f, "hi")

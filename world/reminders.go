@@ -171,6 +171,29 @@ type Changes struct {
 // so that their own writes do not call them back.
 func Watch(s Store, c Changes) Store { return &watched{Store: s, c: c} }
 
+// WatchStore is Watch for the whole store: it returns a store that is s
+// in every way but Update, whose transactions, once committed, tell c what
+// they changed. ams serve (package app) hands this one store to every
+// service (the world's, messaging, webhooks, the API and the pages), so
+// that a change wakes the reminder and calendar workers whichever handler
+// made it. Unwrap returns s.
+func WatchStore(s ams.Store, c Changes) ams.Store {
+	return &watchedStore{Store: s, w: &watched{Store: s, c: c}}
+}
+
+type watchedStore struct {
+	ams.Store
+	w *watched
+}
+
+func (s *watchedStore) Update(ctx context.Context, fn func(tx ams.Tx) error) error {
+	return s.w.Update(ctx, fn)
+}
+
+// Unwrap returns the store that is watched (for optional interfaces such
+// as ams.Waitlist).
+func (s *watchedStore) Unwrap() ams.Store { return s.Store }
+
 type watched struct {
 	Store
 	c Changes
