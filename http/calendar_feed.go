@@ -2,7 +2,6 @@ package http
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/caldav"
+	"github.com/amsdev/ams/world"
 )
 
 // The calendar feed: the account's calendar events as one iCalendar file
@@ -28,14 +28,13 @@ import (
 // whole token is kept, among the integration's sealed secrets, as API keys
 // keep theirs.
 
-// feedProvider is the provider of calendar feeds.
-const feedProvider = "ical_feed"
-
-// feedTokenPrefix starts every feed token, for leak scanners.
-const feedTokenPrefix = "ams_cf_"
-
-// feedSecret is the name of the token's hash among the secrets.
-const feedSecret = "token_sha256"
+// The feed's provider, token prefix and secret name are the world
+// service's, which makes feeds.
+const (
+	feedProvider    = world.FeedProvider
+	feedTokenPrefix = world.FeedTokenPrefix
+	feedSecret      = world.FeedSecret
+)
 
 // maxFeedEvents bounds the events of one feed.
 const maxFeedEvents = 10_000
@@ -65,66 +64,14 @@ func (s *Server) createCalendarFeed(w http.ResponseWriter, r *http.Request) erro
 	if err := noBody(r); err != nil {
 		return err
 	}
-	ctx := r.Context()
-	userID := auth(r).User.ID
-	old, err := s.activeFeeds(ctx, userID)
-	if err != nil {
-		return err
-	}
-	now := s.now()
-	in := &ams.Integration{ID: ams.NewID(ams.PrefixIntegration), Object: "integration", UserID: userID, Provider: feedProvider,
-		Status: integrationConnected, Config: map[string]any{"format": "icalendar"}, ConnectedAt: now, CreatedAt: now, UpdatedAt: now}
-	token := feedTokenPrefix + strings.TrimPrefix(userID, ams.PrefixUser) + "_" + strings.TrimPrefix(in.ID, ams.PrefixIntegration) + "_" + ams.NewSecret("")
-	err = s.Store.Update(ctx, func(tx ams.Tx) error {
-		for _, id := range old {
-			o, err := tx.FindIntegration(ctx, userID, id)
-			if err != nil {
-				return err
-			}
-			if o.Status == integrationDisconnected {
-				continue
-			}
-			o.Status, o.UpdatedAt = integrationDisconnected, now
-			if err := tx.UpdateIntegration(ctx, o); err != nil {
-				return err
-			}
-			if err := tx.Emit(ctx, ams.IntegrationEvent(ams.EventIntegrationDisconnected, o, now)); err != nil {
-				return err
-			}
-		}
-		if err := tx.CreateIntegration(ctx, in, map[string]string{feedSecret: ams.HashSecret(token)}); err != nil {
-			return err
-		}
-		return tx.Emit(ctx, ams.IntegrationEvent(ams.EventIntegrationConnected, in, now))
-	})
+	in, token, err := s.World.CreateCalendarFeed(r.Context(), auth(r).User.ID)
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/v1/integrations/"+in.ID)
 	w.Header().Set("Cache-Control", "no-store")
 	return writeJSON(w, http.StatusCreated, calendarFeed{ID: in.ID, Object: "calendar_feed",
-		URL: s.baseURL(r) + "/calendar/feed/" + token + ".ics", CreatedAt: now})
-}
-
-// activeFeeds returns the ids of the account's feeds not disconnected.
-func (s *Server) activeFeeds(ctx context.Context, userID string) ([]string, error) {
-	var out []string
-	p := ams.ListParams{Limit: 100, Order: ams.OrderAsc}
-	for {
-		page, err := s.Store.ListIntegrations(ctx, userID, p)
-		if err != nil {
-			return nil, err
-		}
-		for _, in := range page.Data {
-			if in.Provider == feedProvider && in.Status != integrationDisconnected {
-				out = append(out, in.ID)
-			}
-		}
-		if !page.HasMore || len(page.Data) == 0 {
-			return out, nil
-		}
-		p.After = page.Data[len(page.Data)-1].ID
-	}
+		URL: s.baseURL(r) + "/calendar/feed/" + token + ".ics", CreatedAt: in.CreatedAt})
 }
 
 // parseFeedToken splits a token into the account's and the feed's ids.
@@ -164,7 +111,7 @@ func (s *Server) serveCalendarFeed(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	in, err := s.Store.FindIntegration(ctx, userID, id)
-	if err != nil || in.Provider != feedProvider || in.Status == integrationDisconnected {
+	if err != nil || in.Provider != feedProvider || in.Status == ams.IntegrationDisconnected {
 		if err != nil && !ams.IsNotFound(err) {
 			s.feedError(w, r, err)
 			return

@@ -26,7 +26,7 @@ func withCalDAV(f *fixture) *caldav.Worker {
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))},
 		Guard: guard,
 	}
-	f.API.Integrations = map[string]amshttp.Integrator{caldav.Provider: w}
+	f.API.World.Integrations = map[string]amshttp.Integrator{caldav.Provider: w}
 	return w
 }
 

@@ -1,8 +1,9 @@
 // Package http serves the ams API over HTTP: routing, authentication,
 // permissions, rate limits, idempotency and the JSON conventions of
-// DESIGN.md. Handlers are thin: they decode, call the store or a domain
-// service, and encode; every error goes through one function that maps it
-// to the documented error body.
+// DESIGN.md. Handlers are thin: they decode, call a service (or read the
+// store), and encode; they never write to the store themselves (a test,
+// internal/archtest, holds them to it). Every error goes through one
+// function that maps it to the documented error body.
 package http
 
 import (
@@ -16,7 +17,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/metrics"
-	"github.com/amsdev/ams/ssrf"
+	"github.com/amsdev/ams/webhook"
 	"github.com/amsdev/ams/world"
 )
 
@@ -25,13 +26,18 @@ const MaxBodyBytes = 1 << 20
 
 // Server holds the dependencies of the API handlers.
 type Server struct {
+	// Store is read by the handlers (the services write); the middleware
+	// records key use and idempotency in it.
 	Store    ams.Store
 	Limiter  ams.RateLimiter
 	Messages *messaging.Service
-	// World runs the assistant's world: tasks, calendar events, actions.
-	World  *world.Service
-	Clock  ams.Clock
-	Logger *slog.Logger
+	// World runs the assistant's world: tasks, calendar events, actions,
+	// assistants and integrations.
+	World *world.Service
+	// Webhooks owns the webhooks' lifecycle and field rules.
+	Webhooks *webhook.Service
+	Clock    ams.Clock
+	Logger   *slog.Logger
 	// OpenAPI is the document served at GET /v1/openapi.json.
 	OpenAPI []byte
 	// Tokens authenticates OAuth 2.0 access tokens (ams_at_...); nil
@@ -42,12 +48,6 @@ type Server struct {
 	// Ready reports whether the process can serve (the database answers,
 	// migrations applied) for GET /readyz; nil means always ready.
 	Ready func(ctx context.Context) error
-	// Guard validates webhook URLs (https, no internal addresses; in dev
-	// mode loopback and http are allowed).
-	Guard *ssrf.Guard
-	// Integrations connects and syncs integrations, by provider
-	// ("caldav"); POST /v1/integrations refuses the others.
-	Integrations map[string]Integrator
 	// BaseURL is the service's public URL, for the links answered (the
 	// calendar feed's); "" takes the request's host.
 	BaseURL string

@@ -15,13 +15,8 @@ type webhookRequest struct {
 	Active *bool     `json:"active"`
 }
 
-// The field rules of a webhook (url, events, secret) are package
-// webhook's, shared with the account pages.
-
-// checkURL validates a webhook URL with the server's SSRF guard.
-func (s *Server) checkURL(r *http.Request, u string) error {
-	return webhook.CheckURL(r.Context(), s.Guard, u)
-}
+// The webhooks' lifecycle and field rules are package webhook's Service,
+// shared with the account pages.
 
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r.URL.Query(), false); err != nil {
@@ -31,38 +26,17 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	for _, m := range []struct {
-		missing bool
-		name    string
-	}{{req.URL == nil, "url"}, {req.Events == nil, "events"}, {req.Secret == nil, "secret"}} {
-		if m.missing {
-			return ams.ParamError("parameter_missing", m.name, "Missing required parameter '%s'.", m.name)
-		}
-	}
-	events, err := webhook.CheckEvents(*req.Events)
-	if err != nil {
-		return err
-	}
-	if err := webhook.CheckSecret(*req.Secret); err != nil {
-		return err
-	}
-	if err := s.checkURL(r, *req.URL); err != nil {
-		return err
-	}
-	now := s.now()
-	wh := &ams.Webhook{
-		ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: auth(r).User.ID, URL: *req.URL, Events: events,
-		Active: req.Active == nil || *req.Active, Status: ams.WebhookActive, Secret: *req.Secret, CreatedAt: now, UpdatedAt: now,
-	}
-	if err := s.Store.CreateWebhook(r.Context(), wh); err != nil {
-		return err
-	}
-	wh, err = s.Store.FindWebhook(r.Context(), wh.UserID, wh.ID)
+	wh, err := s.Webhooks.Create(r.Context(), auth(r).User.ID, req.input())
 	if err != nil {
 		return err
 	}
 	w.Header().Set("Location", "/v1/webhooks/"+wh.ID)
 	return writeJSON(w, http.StatusCreated, wh)
+}
+
+// input returns the request as the service's input.
+func (req *webhookRequest) input() webhook.Input {
+	return webhook.Input{URL: req.URL, Events: req.Events, Secret: req.Secret, Active: req.Active}
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
@@ -104,27 +78,7 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	upd := ams.WebhookUpdate{Active: req.Active, Secret: req.Secret, URL: req.URL}
-	if req.Events != nil {
-		if upd.Events, err = webhook.CheckEvents(*req.Events); err != nil {
-			return err
-		}
-	}
-	if req.Secret != nil {
-		if err := webhook.CheckSecret(*req.Secret); err != nil {
-			return err
-		}
-	}
-	userID := auth(r).User.ID
-	if _, err := s.Store.FindWebhook(r.Context(), userID, id); err != nil {
-		return err
-	}
-	if req.URL != nil {
-		if err := s.checkURL(r, *req.URL); err != nil {
-			return err
-		}
-	}
-	wh, err := s.Store.UpdateWebhook(r.Context(), userID, id, upd, s.now())
+	wh, err := s.Webhooks.Update(r.Context(), auth(r).User.ID, id, req.input())
 	if err != nil {
 		return err
 	}
@@ -139,7 +93,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r.URL.Query(), false); err != nil {
 		return err
 	}
-	if err := s.Store.DeleteWebhook(r.Context(), auth(r).User.ID, id); err != nil {
+	if err := s.Webhooks.Delete(r.Context(), auth(r).User.ID, id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -154,10 +108,8 @@ func (s *Server) pingWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := noBody(r); err != nil {
 		return err
 	}
-	userID := auth(r).User.ID
-	now := s.now()
-	e := webhook.PingEvent(userID, id, now)
-	if err := s.Store.PingWebhook(r.Context(), userID, id, e); err != nil {
+	e, err := s.Webhooks.Ping(r.Context(), auth(r).User.ID, id)
+	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusAccepted, e)
@@ -208,12 +160,8 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) error {
 	if err := noBody(r); err != nil {
 		return err
 	}
-	userID := auth(r).User.ID
-	d, err := s.Store.FindDelivery(r.Context(), userID, id, dlv)
+	d, err := s.Webhooks.Redeliver(r.Context(), auth(r).User.ID, id, dlv)
 	if err != nil {
-		return err
-	}
-	if err := s.Store.EnqueueDelivery(r.Context(), userID, id, d.EventID, s.now()); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusAccepted, redelivery{Object: "webhook_redelivery", WebhookID: id, EventID: d.EventID, DeliveryID: d.ID, Status: "queued"})

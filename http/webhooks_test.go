@@ -125,7 +125,7 @@ func TestWebhookBadInput(t *testing.T) {
 
 func TestWebhookURLRulesOutsideDev(t *testing.T) {
 	f := setup(t)
-	f.API.Guard.AllowPrivate = false
+	f.Webhooks.Guard.AllowPrivate = false
 	for _, u := range []string{"http://example.com/hook", "https://127.0.0.1/hook", "https://10.0.0.1/hook", "https://[::1]/hook", "https://169.254.169.254/"} {
 		wantError(t, f.do("POST", "/v1/webhooks", `{"url":"`+u+`","events":["message.created"],"secret":"0123456789abcdef"}`),
 			400, "invalid_request_error", "parameter_invalid", "url")

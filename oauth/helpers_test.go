@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -54,18 +53,7 @@ func setup(t *testing.T) *harness {
 	if _, err := f.Store.UpdateUser(ctx, f.User.ID, ams.UserUpdate{PasswordHash: &hs}, f.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	secret := make([]byte, oauth.SecretSize)
-	rand.Read(secret)
-	srv, err := oauth.New(oauth.Config{Store: f.Store, Clock: f.Clock.Now, BaseURL: f.Server.URL, Secret: secret,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Mounted before the first request that uses it; the server goroutines
-	// see these writes through the connection that carries the request.
-	srv.Register(f.API.Mux())
-	f.API.Tokens = srv
-	h := &harness{Fixture: f, OAuth: srv, secret: secret}
+	h := &harness{Fixture: f, OAuth: f.OAuth, secret: f.OAuthSecret}
 	h.Client, h.Secret, err = oauth.CreateClient(ctx, f.Store, oauth.ClientParams{
 		UserID: f.User.ID, Name: "Test App", RedirectURIs: []string{redirectURI, otherURI}}, f.Clock.Now())
 	if err != nil {

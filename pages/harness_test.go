@@ -1,9 +1,7 @@
 package pages_test
 
 import (
-	"crypto/rand"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -13,13 +11,13 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/oauth"
+
 	"github.com/amsdev/ams/pages"
 	"golang.org/x/net/html"
 )
 
-// env is an API server (amstest) with the OAuth server and the account
-// pages mounted on its mux, as ams serve does.
+// env is the fixture's server (amstest): the API with the OAuth server and
+// the account pages on its mux, as ams serve builds it.
 type env struct {
 	t *testing.T
 	f *amstest.Fixture
@@ -28,17 +26,6 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	f := amstest.New(t)
-	secret := make([]byte, oauth.SecretSize)
-	rand.Read(secret)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	authz, err := oauth.New(oauth.Config{Store: f.Store, Clock: f.Clock.Now, Logger: logger, BaseURL: f.Server.URL, Secret: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	authz.Register(f.API.Mux())
-	ws := &pages.Server{Store: f.Store, Clock: f.Clock.Now, Logger: logger, BaseURL: f.Server.URL, OAuth: authz, Messages: f.API.Messages,
-		Guard: f.API.Guard, Limiter: f.API.Limiter}
-	ws.Register(f.API.Mux())
 	return &env{t: t, f: f}
 }
 

@@ -2,10 +2,8 @@ package pages_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -37,26 +35,15 @@ const (
 )
 
 // newAccountHarness starts the harness; guard checks webhook URLs on the
-// pages (nil: the fixture's, which allows loopback and http, as --dev).
+// pages and the API (nil: the fixture's, which allows loopback and http,
+// as --dev).
 func newAccountHarness(t *testing.T, guard *ssrf.Guard) *accountHarness {
 	t.Helper()
 	f := amstest.New(t)
-	secret := make([]byte, oauth.SecretSize)
-	rand.Read(secret)
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	authz, err := oauth.New(oauth.Config{Store: f.Store, Clock: f.Clock.Now, BaseURL: f.Server.URL, Secret: secret, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
+	if guard != nil {
+		f.Webhooks.Guard = guard
 	}
-	authz.Register(f.API.Mux())
-	f.API.Tokens = authz
-	account := &pages.Server{Store: f.Store, Clock: f.Clock.Now, Logger: logger, BaseURL: f.Server.URL, OAuth: authz}
-	if guard == nil {
-		guard = f.API.Guard
-	}
-	account.Guard = guard
-	account.Register(f.API.Mux())
-	h := &accountHarness{Fixture: f, OAuth: authz, Pages: account}
+	h := &accountHarness{Fixture: f, OAuth: f.OAuth, Pages: f.Pages}
 	h.setPassword(f.User)
 	h.Browser = h.signIn(t, f.User.Email)
 	return h

@@ -66,12 +66,13 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/oauth"
-	"github.com/amsdev/ams/ssrf"
+	"github.com/amsdev/ams/webhook"
 )
 
 // Server serves the account pages. Set its fields, then call Register.
 type Server struct {
-	// Store holds the accounts and their records.
+	// Store holds the accounts and their records. Handlers read it; they
+	// change records through the services (Webhooks, Messages).
 	Store ams.Store
 	// Clock is the service clock (nil: the wall clock).
 	Clock ams.Clock
@@ -86,11 +87,10 @@ type Server struct {
 	// Messages sends the messages of the assistants pages: the service
 	// of the API's POST /v1/messages (nil: the pages only read).
 	Messages *messaging.Service
-	// Guard checks webhook URLs: give it the API's (http.Server.Guard), so
-	// that the pages accept exactly the URLs the API accepts (in --dev
-	// mode, loopback and plain http). Nil: a strict guard (https, no
-	// internal addresses).
-	Guard *ssrf.Guard
+	// Webhooks changes webhooks: give it the API's (http.Server.Webhooks),
+	// so that the pages accept exactly the webhooks the API accepts (in
+	// --dev mode, loopback and plain http URLs).
+	Webhooks *webhook.Service
 	// Limiter counts the messages sent from the pages against the
 	// account's rate limits, like API requests (nil: not counted).
 	Limiter ams.RateLimiter

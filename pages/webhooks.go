@@ -6,26 +6,15 @@ import (
 	"strings"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/webhook"
 )
 
 // The webhooks pages: the list (a failing webhook stands out, with the
 // error of its last attempt), create and edit forms, disable and enable,
 // delete, ping, and each webhook's delivery log with a redeliver button
-// per attempt. They do what /v1/webhooks does, with the same store
-// methods and the same rules (package webhook's CheckURL, CheckEvents,
-// CheckSecret and PingEvent), so a webhook made here is one the API
-// would have accepted.
-
-// webhookGuard returns the guard webhook URLs are checked with: the
-// Server's Guard, or a strict one (https, no internal addresses).
-func (s *Server) webhookGuard() *ssrf.Guard {
-	if s.Guard != nil {
-		return s.Guard
-	}
-	return &ssrf.Guard{}
-}
+// per attempt. They do what /v1/webhooks does, through the same service
+// (webhook.Service, with its rules), so a webhook made here is one the
+// API would have accepted.
 
 // webhookEventInfo describes an event type on the forms.
 type webhookEventInfo struct {
@@ -121,7 +110,7 @@ type webhookForm struct {
 
 func (s *Server) webhookFormData(wh *ams.Webhook) *webhookForm {
 	f := &webhookForm{Webhook: wh, SecretMode: "generate", AllEvents: webhookEvents(), MinSecret: webhook.MinSecretLength,
-		DevURLs: s.webhookGuard().AllowPrivate}
+		DevURLs: s.Webhooks.AllowsPrivate()}
 	if wh != nil {
 		f.URL, f.Events = wh.URL, wh.Events
 	}
@@ -132,84 +121,81 @@ func (s *Server) newWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) (any
 	return s.webhookFormData(nil), nil
 }
 
-// failWebhookParam shows an invalid-parameter error of the shared rules as the
-// form error of its field; any other error is returned.
-func failWebhookParam(c *Ctx, err error, fields map[string]string) error {
-	var e *ams.Error
-	if !errors.As(err, &e) || e.Kind != ams.EINVALID {
+// webhookFields lists the service's parameters in the order the form
+// shows their errors, with the message of each when the field was left
+// empty.
+var webhookFields = []struct{ param, empty string }{
+	{"events", "Choose at least one event to send to this webhook."},
+	{"secret", "Paste your secret, or choose to have one generated."},
+	{"url", "Enter the URL that will receive the events."},
+}
+
+// failWebhookForm shows the field errors of the service's rules as form
+// errors (a field left empty gets the form's own sentence); it returns
+// any other error.
+func failWebhookForm(c *Ctx, err error, f *webhookForm, secret string) error {
+	var errs webhook.FieldErrors
+	var one *ams.Error
+	switch {
+	case errors.As(err, &errs):
+	case errors.As(err, &one) && one.Kind == ams.EINVALID && one.Param != "":
+		errs = webhook.FieldErrors{one}
+	default:
 		return err
 	}
-	field, ok := fields[e.Param]
-	if !ok {
-		return err
+	empty := map[string]bool{"events": len(f.Events) == 0, "secret": secret == "", "url": f.URL == ""}
+	shown := 0
+	for _, fd := range webhookFields {
+		for _, e := range errs {
+			if e.Param != fd.param {
+				continue
+			}
+			if empty[fd.param] {
+				c.Fail(fd.param, fd.empty)
+			} else {
+				c.Fail(fd.param, e.Message)
+			}
+			shown++
+			break
+		}
 	}
-	c.Fail(field, e.Message)
+	if shown == 0 {
+		return err // not a field of the form
+	}
 	return nil
 }
 
-// webhookFields maps the parameters of the shared rules to the form's
-// field ids.
-var webhookFields = map[string]string{"url": "url", "events": "events", "secret": "secret"}
-
-// readWebhookForm reads and checks URL and events (and, for a new
-// webhook, the secret), recording form errors on c. It returns the
-// checked events.
-func (s *Server) readWebhookForm(r *http.Request, c *Ctx, f *webhookForm, isNew bool) ([]string, string, error) {
+// readWebhookForm reads the URL and the events (and, for a new webhook,
+// the secret: generated, or the user's) into f and returns them as the
+// service's input.
+func (s *Server) readWebhookForm(r *http.Request, f *webhookForm, isNew bool) (webhook.Input, string) {
 	f.URL = strings.TrimSpace(r.PostForm.Get("url"))
 	f.Events = r.PostForm["events"]
-	var events []string
-	var err error
-	if len(f.Events) == 0 {
-		c.Fail("events", "Choose at least one event to send to this webhook.")
-	} else if events, err = webhook.CheckEvents(f.Events); err != nil {
-		if err := failWebhookParam(c, err, webhookFields); err != nil {
-			return nil, "", err
-		}
-	}
+	in := webhook.Input{URL: &f.URL, Events: &f.Events}
 	var secret string
 	if isNew {
 		f.SecretMode = r.PostForm.Get("secret_mode")
 		switch f.SecretMode {
 		case "custom":
 			secret = r.PostForm.Get("secret")
-			if secret == "" {
-				c.Fail("secret", "Paste your secret, or choose to have one generated.")
-			} else if err := webhook.CheckSecret(secret); err != nil {
-				if err := failWebhookParam(c, err, webhookFields); err != nil {
-					return nil, "", err
-				}
-			}
 		default:
 			f.SecretMode = "generate"
 			secret = webhook.NewSecret()
 		}
+		in.Secret = &secret
 	}
-	if f.URL == "" {
-		c.Fail("url", "Enter the URL that will receive the events.")
-	} else if err := webhook.CheckURL(r.Context(), s.webhookGuard(), f.URL); err != nil {
-		if err := failWebhookParam(c, err, webhookFields); err != nil {
-			return nil, "", err
-		}
-	}
-	return events, secret, nil
+	return in, secret
 }
 
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) (any, error) {
 	f := s.webhookFormData(nil)
-	events, secret, err := s.readWebhookForm(r, c, f, true)
+	in, secret := s.readWebhookForm(r, f, true)
+	wh, err := s.Webhooks.Create(r.Context(), c.User.ID, in)
 	if err != nil {
-		return nil, err
-	}
-	if c.Invalid() {
+		if err := failWebhookForm(c, err, f, secret); err != nil {
+			return nil, err
+		}
 		return f, nil
-	}
-	now := c.Now
-	wh := &ams.Webhook{
-		ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: c.User.ID, URL: f.URL, Events: events,
-		Active: true, Status: ams.WebhookActive, Secret: secret, CreatedAt: now, UpdatedAt: now,
-	}
-	if err := s.Store.CreateWebhook(r.Context(), wh); err != nil {
-		return nil, err
 	}
 	if f.SecretMode == "generate" {
 		c.KeepSecret(wh.ID, secret)
@@ -307,15 +293,12 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) (
 	}
 	c.Title = "Edit webhook"
 	f := s.webhookFormData(wh)
-	events, _, err := s.readWebhookForm(r, c, f, false)
-	if err != nil {
-		return nil, err
-	}
-	if c.Invalid() {
+	in, _ := s.readWebhookForm(r, f, false)
+	if _, err := s.Webhooks.Update(r.Context(), c.User.ID, wh.ID, in); err != nil {
+		if err := failWebhookForm(c, err, f, "-"); err != nil {
+			return nil, err
+		}
 		return f, nil
-	}
-	if _, err := s.Store.UpdateWebhook(r.Context(), c.User.ID, wh.ID, ams.WebhookUpdate{URL: &f.URL, Events: events}, c.Now); err != nil {
-		return nil, err
 	}
 	c.Flash(FlashSuccess, "Webhook saved.")
 	return c.Redirect("/account/webhooks/" + wh.ID)
@@ -329,7 +312,7 @@ func (s *Server) setWebhookActive(r *http.Request, c *Ctx, active bool) (any, er
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.Store.UpdateWebhook(r.Context(), c.User.ID, wh.ID, ams.WebhookUpdate{Active: &active}, c.Now); err != nil {
+	if _, err := s.Webhooks.SetActive(r.Context(), c.User.ID, wh.ID, active); err != nil {
 		return nil, err
 	}
 	switch {
@@ -368,8 +351,7 @@ func (s *Server) pingWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) (an
 	if err != nil {
 		return nil, err
 	}
-	e := webhook.PingEvent(c.User.ID, wh.ID, c.Now)
-	switch err := s.Store.PingWebhook(r.Context(), c.User.ID, wh.ID, e); {
+	switch e, err := s.Webhooks.Ping(r.Context(), c.User.ID, wh.ID); {
 	case ams.ErrorKindOf(err) == ams.ECONFLICT:
 		c.Flash(FlashError, webhookOffMessage)
 	case err != nil:
@@ -385,22 +367,14 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, c *Ctx) (any,
 	if err != nil {
 		return nil, err
 	}
-	dlv := r.PathValue("dlv")
-	if !ams.HasPrefixID(dlv, ams.PrefixDelivery) {
-		return nil, ams.NotFound("delivery", dlv)
-	}
-	d, err := s.Store.FindDelivery(r.Context(), c.User.ID, wh.ID, dlv)
-	if err != nil {
-		return nil, err
-	}
 	var e *ams.Error
-	switch err := s.Store.EnqueueDelivery(r.Context(), c.User.ID, wh.ID, d.EventID, c.Now); {
+	switch d, err := s.Webhooks.Redeliver(r.Context(), c.User.ID, wh.ID, r.PathValue("dlv")); {
+	case err != nil && ams.ErrorKindOf(err) != ams.ECONFLICT:
+		return nil, err
 	case errors.As(err, &e) && e.Code == "webhook_inactive":
 		c.Flash(FlashError, webhookOffMessage)
 	case errors.As(err, &e) && e.Kind == ams.ECONFLICT: // the event is no longer kept
 		c.Flash(FlashError, "This event cannot be delivered again: "+e.Message)
-	case err != nil:
-		return nil, err
 	default:
 		c.Flash(FlashSuccess, "Event "+d.EventID+" ("+d.EventType+") is queued for delivery again. The new attempt appears in the log below.")
 	}
@@ -421,7 +395,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) (
 		// Asked without confirmation: the confirmation page.
 		return webhookConfirm{Webhook: wh}, nil
 	}
-	if err := s.Store.DeleteWebhook(r.Context(), c.User.ID, wh.ID); err != nil {
+	if err := s.Webhooks.Delete(r.Context(), c.User.ID, wh.ID); err != nil {
 		return nil, err
 	}
 	c.Flash(FlashSuccess, "Webhook "+wh.URL+" deleted, with its delivery log.")

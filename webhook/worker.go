@@ -20,7 +20,8 @@ import (
 	"github.com/amsdev/ams/ssrf"
 )
 
-// Timeout is how long a receiver has to answer one delivery.
+// Timeout is how long a receiver has to answer one delivery, unless the
+// Worker's Timeout is shorter.
 const Timeout = 5 * time.Second
 
 // DefaultSchedule is the interface's: delays before attempts 1 to 5.
@@ -81,6 +82,10 @@ type Worker struct {
 	PollInterval time.Duration
 	// BaseURL is the service's public URL, named in e-mails.
 	BaseURL string
+	// Timeout is how long a receiver has to answer one delivery (0 or
+	// more than the package's Timeout: Timeout, which the Client of
+	// NewClient also enforces). Tests make it short.
+	Timeout time.Duration
 	// OnAttempt, when set, is called after each recorded attempt with
 	// "succeeded", "retry" or "failed" (for metrics).
 	OnAttempt func(outcome string)
@@ -95,6 +100,9 @@ type Worker struct {
 func (w *Worker) defaults() {
 	if w.Schedule == nil {
 		w.Schedule = DefaultSchedule
+	}
+	if w.Timeout <= 0 || w.Timeout > Timeout {
+		w.Timeout = Timeout
 	}
 	if w.Lease <= Timeout {
 		w.Lease = 3 * Timeout
@@ -205,7 +213,7 @@ func (w *Worker) fill(ctx context.Context) (claimed, free int, err error) {
 		go func() {
 			defer w.wg.Done()
 			// A delivery in flight finishes and is recorded even when the
-			// worker is stopping: it is bounded by Timeout.
+			// worker is stopping: it is bounded by the Timeout.
 			w.deliver(context.WithoutCancel(ctx), j)
 			w.mu.Lock()
 			if w.inFlight[j.WebhookID]--; w.inFlight[j.WebhookID] <= 0 {
@@ -251,9 +259,11 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 		d.Error = ptr("internal error: the event could not be encoded")
 		w.Logger.Error("encode event", "event", j.Event.ID, "err", err)
 	} else {
-		status, err = w.post(ctx, j, d, body, start)
+		pctx, cancel := context.WithTimeout(ctx, w.Timeout)
+		status, err = w.post(pctx, j, d, body, start)
+		cancel()
 		if err != nil {
-			d.Error = ptr(describe(err))
+			d.Error = ptr(describe(err, w.Timeout))
 		}
 	}
 	d.DurationMS = time.Since(start).Milliseconds()
@@ -330,15 +340,15 @@ func (w *Worker) post(ctx context.Context, j *ams.Job, d *ams.Delivery, body []b
 }
 
 // describe turns a delivery error into a sentence for the delivery log,
-// without internal detail.
-func describe(err error) string {
+// without internal detail; timeout is the attempt's limit.
+func describe(err error, timeout time.Duration) string {
 	var ne net.Error
 	var ue *url.Error
 	switch {
 	case errors.Is(err, ssrf.ErrBlocked):
 		return "the URL resolves to an internal address, which webhooks may not reach"
 	case errors.As(err, &ne) && ne.Timeout():
-		return fmt.Sprintf("timeout: no answer within %s", Timeout)
+		return fmt.Sprintf("timeout: no answer within %s", timeout)
 	case errors.As(err, &ue):
 		msg := ue.Err.Error()
 		switch {

@@ -165,14 +165,17 @@ type Changes struct {
 	Calendar func(userID string, deleted []*ams.CalendarEvent)
 }
 
-// Watch returns a store that runs s's transactions and, after each one
-// that commits, tells c what it changed. Give it to the Service of the
-// API and the assistants; the sync and the scheduler use the plain store,
-// so that their own writes do not call them back.
-func Watch(s Store, c Changes) Store { return &watched{Store: s, c: c} }
+// Watch returns a store that is s in every way but that, after each
+// committed transaction (Update) and each direct write of a task or a
+// calendar event, tells c what changed. ams serve (package app) hands
+// this one store to every service (the world's, messaging, webhooks, the
+// API and the pages), so that a change wakes the reminder and calendar
+// workers whichever handler made it; the sync and the scheduler use the
+// plain store, so that their own writes do not call them back.
+func Watch(s ams.Store, c Changes) ams.Store { return &watched{Store: s, c: c} }
 
 type watched struct {
-	Store
+	ams.Store
 	c Changes
 }
 
@@ -192,6 +195,32 @@ func (w *watched) Update(ctx context.Context, fn func(tx ams.Tx) error) error {
 		w.c.Calendar(wt.calendarUser, wt.deleted)
 	}
 	return nil
+}
+
+// Unwrap returns the plain store that is watched.
+func (w *watched) Unwrap() ams.Store { return w.Store }
+
+// The writes the workers react to, made on the store itself rather than
+// in a transaction, run in one of their own so that they are seen.
+
+func (w *watched) CreateTask(ctx context.Context, t *ams.Task) error {
+	return w.Update(ctx, func(tx ams.Tx) error { return tx.CreateTask(ctx, t) })
+}
+
+func (w *watched) UpdateTask(ctx context.Context, t *ams.Task) error {
+	return w.Update(ctx, func(tx ams.Tx) error { return tx.UpdateTask(ctx, t) })
+}
+
+func (w *watched) CreateCalendarEvent(ctx context.Context, e *ams.CalendarEvent) error {
+	return w.Update(ctx, func(tx ams.Tx) error { return tx.CreateCalendarEvent(ctx, e) })
+}
+
+func (w *watched) UpdateCalendarEvent(ctx context.Context, e *ams.CalendarEvent) error {
+	return w.Update(ctx, func(tx ams.Tx) error { return tx.UpdateCalendarEvent(ctx, e) })
+}
+
+func (w *watched) DeleteCalendarEvent(ctx context.Context, userID, id string) error {
+	return w.Update(ctx, func(tx ams.Tx) error { return tx.DeleteCalendarEvent(ctx, userID, id) })
 }
 
 // watchTx notes what a transaction writes.

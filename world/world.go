@@ -21,12 +21,23 @@ import (
 // Store is what the service needs of the storage engine.
 type Store interface {
 	ams.WorldStore
+	// ListIntegrations lists the account's integrations (to find its
+	// calendar feeds).
+	ListIntegrations(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Integration], error)
 }
 
-// Service runs the operations of the assistant's world.
+// Service runs the operations of the assistant's world: tasks, calendar
+// events and actions, assistants (assistants.go) and integrations
+// (integrations.go).
 type Service struct {
+	// Store is where the world is kept; give it the store Watch returns,
+	// so that changes wake the reminder and calendar workers.
 	Store Store
+	// Clock is the service clock (nil: the wall clock).
 	Clock ams.Clock
+	// Integrations connects and syncs integrations, by provider
+	// ("caldav"); Connect refuses the others.
+	Integrations map[string]Integrator
 }
 
 // Task fields accepted on create and update.

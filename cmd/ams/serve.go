@@ -14,29 +14,22 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/app"
 	"github.com/amsdev/ams/caldav"
 	"github.com/amsdev/ams/engine/builtin"
 	"github.com/amsdev/ams/engine/openai"
-	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/internal/logbuf"
 	"github.com/amsdev/ams/mail"
-	"github.com/amsdev/ams/messaging"
-	"github.com/amsdev/ams/metrics"
 	"github.com/amsdev/ams/oauth"
-	"github.com/amsdev/ams/openapi"
-	"github.com/amsdev/ams/pages"
 	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/ratelimit/redisrate"
 	"github.com/amsdev/ams/ssrf"
-	"github.com/amsdev/ams/usage"
 	"github.com/amsdev/ams/webhook"
-	"github.com/amsdev/ams/world"
 	"github.com/spf13/cobra"
 )
 
@@ -165,43 +158,6 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	if err != nil {
 		return err
 	}
-	// Reminders fire on time, and CalDAV calendars are synced soon after a
-	// change, when the world's changes in this process wake them.
-	reminders := &world.Scheduler{Store: store, Logger: logger}
-	calendars := &caldav.Worker{Syncer: caldav.Syncer{Store: store, Client: caldav.NewHTTPClient(guard), Logger: logger},
-		Guard: guard, Interval: cfg.caldavInterval}
-	assistantWorld := &world.Service{Store: world.Watch(store, world.Changes{Reminder: reminders.Wake, Calendar: calendars.Notify})}
-	api := &amshttp.Server{
-		Store:   store,
-		Limiter: limiter,
-		World:   assistantWorld,
-		Messages: &messaging.Service{
-			Store: store,
-			Tools: assistantWorld.Toolbox,
-			EngineFor: func(a *ams.Assistant) (ams.Engine, error) {
-				if a.Model == ams.ModelBuiltin || a.Model == "" {
-					return engine, nil
-				}
-				if llm != nil && (len(cfg.llmModels) == 0 || slices.Contains(cfg.llmModels, a.Model)) {
-					return llm, nil
-				}
-				return nil, ams.Errorf(ams.EINVALID, "model_not_supported", "Assistant '%s' uses model '%s', which this server does not run.", a.ID, a.Model)
-			},
-			EngineTimeout: cfg.llmTimeout,
-		},
-		Logger:       logger,
-		OpenAPI:      openapi.Document,
-		Guard:        guard,
-		Metrics:      metrics.New(),
-		Integrations: map[string]amshttp.Integrator{caldav.Provider: calendars},
-		Ready:        store.Ping,
-	}
-	// Usage metering: requests are counted in memory and added to the
-	// store every 10 s and at shutdown (meter.Run, a background worker).
-	meter := usage.NewRecorder(store)
-	meter.Logger = logger
-	api.Usage = meter
-	api.Metrics.WatchQueue(func(ctx context.Context) (int64, time.Duration, error) { return store.QueueStats(ctx, api.Clock.Now()) })
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
@@ -211,24 +167,42 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		base = "http://" + ln.Addr().String()
 	}
 	base = strings.TrimRight(base, "/")
-	api.BaseURL = base
 	// The OAuth server signs tokens with a key every process shares (see oauthKey).
 	tokenKey, err := oauthKey(sf)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("oauth key: %w", err)
 	}
-	authz, err := oauth.New(oauth.Config{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, Secret: tokenKey, Throttle: throttle})
+	// The server is built as the tests build it (package app).
+	a, err := app.New(app.Config{
+		Store:    store,
+		Logger:   logger,
+		Limiter:  limiter,
+		Throttle: throttle,
+		Guard:    guard,
+		EngineFor: func(a *ams.Assistant) (ams.Engine, error) {
+			if a.Model == ams.ModelBuiltin || a.Model == "" {
+				return engine, nil
+			}
+			if llm != nil && (len(cfg.llmModels) == 0 || slices.Contains(cfg.llmModels, a.Model)) {
+				return llm, nil
+			}
+			return nil, ams.Errorf(ams.EINVALID, "model_not_supported", "Assistant '%s' uses model '%s', which this server does not run.", a.ID, a.Model)
+		},
+		EngineTimeout:      cfg.llmTimeout,
+		BaseURL:            base,
+		OAuthSecret:        tokenKey,
+		Mail:               sender,
+		WebhookSchedule:    schedule,
+		WebhookLease:       cfg.webhookLease,
+		WebhookConcurrency: cfg.webhookWorkers,
+		WebhookPerWebhook:  cfg.webhookPerHook,
+		CalDAVInterval:     cfg.caldavInterval,
+	})
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	api.Tokens = authz
-	authz.Register(api.Mux())
-	// The account pages share the OAuth server's session and sign-in.
-	account := &pages.Server{Store: store, Clock: api.Clock, Logger: logger, BaseURL: base, OAuth: authz, Messages: api.Messages,
-		Guard: guard, Limiter: api.Limiter}
-	account.Register(api.Mux())
 	if cfg.dev {
 		if err := devBootstrap(ctx, store, base, stdout); err != nil {
 			ln.Close()
@@ -236,7 +210,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		}
 	}
 	srv := &http.Server{
-		Handler:           api.Handler(),
+		Handler:           a.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      120 * time.Second,
@@ -246,24 +220,12 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	// Background work: webhook deliveries, queued e-mails, reminders,
-	// CalDAV sync, retention. It stops when ctx is done; deliveries in
-	// flight finish and are recorded.
-	var bg sync.WaitGroup
+	// CalDAV sync, usage, retention. It stops when ctx is done; deliveries
+	// in flight finish and are recorded.
 	bgCtx, stopBackground := context.WithCancel(ctx)
-	defer func() { stopBackground(); bg.Wait() }()
-	worker := &webhook.Worker{Queue: store, Users: store, Client: webhook.NewClient(guard), Clock: api.Clock, Logger: logger,
-		Schedule: schedule, Lease: cfg.webhookLease, Concurrency: cfg.webhookWorkers, PerWebhook: cfg.webhookPerHook, BaseURL: base,
-		OnAttempt: api.Metrics.Delivery}
-	mails := &mail.Worker{Queue: store, Sender: sender, Clock: api.Clock, Logger: logger}
-	for _, run := range []func(context.Context) error{worker.Run, mails.Run, reminders.Run, calendars.Run, meter.Run, func(ctx context.Context) error { return janitor(ctx, store, logger) }} {
-		bg.Add(1)
-		go func() {
-			defer bg.Done()
-			if err := run(bgCtx); err != nil {
-				logger.Error("background worker stopped", "err", err)
-			}
-		}()
-	}
+	bgDone := make(chan struct{})
+	go func() { a.Run(bgCtx); close(bgDone) }()
+	defer func() { stopBackground(); <-bgDone }()
 
 	logger.Info("ams listening", "addr", ln.Addr().String(), "base_url", base, "data_dir", sf.dataDir, "dev", cfg.dev, "version", ams.Version)
 	errc := make(chan error, 1)
@@ -283,7 +245,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		return err
 	}
 	stopBackground()
-	bg.Wait()
+	<-bgDone
 	logger.Info("stopped")
 	return nil
 }
@@ -311,25 +273,6 @@ func limiters(ctx context.Context, store ams.Store, redisURL string, logger *slo
 	}
 	logger.Info("counting rate limits and failed logins", "rate_limiter", limiterName, "login_throttle", throttleName)
 	return limiter, throttle, nil
-}
-
-// janitor deletes what is past its retention (events after 30 days,
-// idempotency keys after 24 hours), at start and every hour.
-func janitor(ctx context.Context, store ams.Store, logger *slog.Logger) error {
-	t := time.NewTicker(time.Hour)
-	defer t.Stop()
-	for {
-		if n, err := store.Purge(ctx, ams.Clock(nil).Now()); err != nil && ctx.Err() == nil {
-			logger.Error("purge expired records", "err", err)
-		} else if n > 0 {
-			logger.Info("purged expired records", "rows", n)
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
 }
 
 // llmEngine returns the model-backed engine of --llm-base-url, which runs

@@ -1,12 +1,14 @@
-// Package amstest starts a complete ams API server in-process for tests:
-// a real SQLite store in a temporary directory, the built-in engine, the
-// in-process rate limiter, the assistant's world (tasks, calendar events,
-// actions, with the tools given to engines) and a clock the test moves by
-// hand.
+// Package amstest starts a complete ams server in-process for tests, built
+// by app.New as ams serve builds it (the API, the OAuth server, the
+// account pages, the services and the workers, not running): on a real
+// SQLite store in a temporary directory, the built-in engine, the
+// in-process rate limiter, a guard that allows loopback receivers, and a
+// clock the test moves by hand.
 package amstest
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -19,17 +21,16 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/app"
 	"github.com/amsdev/ams/engine/builtin"
 	amshttp "github.com/amsdev/ams/http"
-	"github.com/amsdev/ams/messaging"
-	"github.com/amsdev/ams/metrics"
-	"github.com/amsdev/ams/openapi"
+	"github.com/amsdev/ams/oauth"
+	"github.com/amsdev/ams/pages"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/sqlite"
 	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/usage"
 	"github.com/amsdev/ams/webhook"
-	"github.com/amsdev/ams/world"
 )
 
 // Clock is a clock that tests move by hand. It is safe for concurrent use.
@@ -55,9 +56,20 @@ var Start = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 // standard plan), an API key of it with read, write, messages and
 // integrations, and an assistant.
 type Fixture struct {
-	T         testing.TB
-	Server    *httptest.Server
-	API       *amshttp.Server
+	T      testing.TB
+	Server *httptest.Server
+	// App is the server as app.New built it; API, OAuth, Pages and
+	// Webhooks are its parts.
+	App      *app.App
+	API      *amshttp.Server
+	OAuth    *oauth.Server
+	Pages    *pages.Server
+	Webhooks *webhook.Service
+	// OAuthSecret is the OAuth server's signing key (for a second server,
+	// as another process).
+	OAuthSecret []byte
+	// Store is the database itself (not watched): tests set up and check
+	// records with it.
 	Store     *sqlite.DB
 	Clock     *Clock
 	User      *ams.User
@@ -66,8 +78,7 @@ type Fixture struct {
 	// Worker delivers webhooks; it is not running: tests call RunOnce
 	// (after moving the clock) or start Run themselves.
 	Worker *webhook.Worker
-	// Usage meters requests when the fixture was made WithUsage (tests
-	// call Flush); else nil.
+	// Usage meters the API's requests (tests call Flush).
 	Usage *usage.Recorder
 }
 
@@ -77,13 +88,12 @@ type Option func(*options)
 type options struct {
 	wrap   func(*sqlite.DB) ams.Store
 	engine ams.Engine
-	usage  bool
 }
 
-// WithUsage meters the API's requests with a usage.Recorder on the
-// fixture's store (Fixture.Usage), on the fixture's clock.
+// WithUsage is kept for the tests that ask for metering: every fixture
+// meters the API's requests (Fixture.Usage), as ams serve does.
 func WithUsage() Option {
-	return func(o *options) { o.usage = true }
+	return func(o *options) {}
 }
 
 // WithStore makes the API use the store that wrap returns around the
@@ -119,33 +129,30 @@ func New(t testing.TB, opts ...Option) *Fixture {
 		b.Now = clock.Now
 		engine = b
 	}
-	w := &world.Service{Store: store, Clock: clock.Now}
-	api := &amshttp.Server{
-		Store:   store,
-		Limiter: ratelimit.NewMemory(),
-		Clock:   clock.Now,
-		Messages: &messaging.Service{Store: store, Clock: clock.Now,
-			EngineFor: func(*ams.Assistant) (ams.Engine, error) { return engine, nil },
-			Tools:     w.Toolbox},
-		World:   w,
-		OpenAPI: openapi.Document,
-		Logger:  logger,
-		Guard:   &ssrf.Guard{AllowPrivate: true},
-		Metrics: metrics.New(),
-		Ready:   db.Ping,
+	secret := make([]byte, oauth.SecretSize)
+	rand.Read(secret)
+	// The server's address is known before it starts, so that the app is
+	// built with its base URL, as ams serve builds it after listening.
+	srv := httptest.NewUnstartedServer(nil)
+	a, err := app.New(app.Config{
+		Store:       store,
+		Clock:       clock.Now,
+		Logger:      logger,
+		Limiter:     ratelimit.NewMemory(),
+		Guard:       &ssrf.Guard{AllowPrivate: true},
+		EngineFor:   func(*ams.Assistant) (ams.Engine, error) { return engine, nil },
+		BaseURL:     "http://" + srv.Listener.Addr().String(),
+		OAuthSecret: secret,
+	})
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
 	}
-	api.Metrics.WatchQueue(func(ctx context.Context) (int64, time.Duration, error) { return db.QueueStats(ctx, clock.Now()) })
-	var rec *usage.Recorder
-	if o.usage {
-		rec = usage.NewRecorder(store)
-		rec.Clock = clock.Now
-		api.Usage = rec
-	}
-	srv := httptest.NewServer(api.Handler())
+	srv.Config.Handler = a.Handler()
+	srv.Start()
 	t.Cleanup(srv.Close)
-	f := &Fixture{T: t, Server: srv, API: api, Store: db, Clock: clock, Usage: rec}
-	f.Worker = &webhook.Worker{Queue: db, Users: db, Client: webhook.NewClient(api.Guard), Clock: clock.Now,
-		Logger: logger, BaseURL: srv.URL, OnAttempt: api.Metrics.Delivery}
+	f := &Fixture{T: t, Server: srv, App: a, API: a.API, OAuth: a.OAuth, Pages: a.Pages, Webhooks: a.Webhooks, OAuthSecret: secret,
+		Store: db, Clock: clock, Usage: a.Usage, Worker: a.Webhook}
 	f.User = f.NewUser("ann@example.com", ams.PlanStandard)
 	f.Key = f.NewKey(f.User, "read,write,messages,integrations")
 	f.Assistant = f.NewAssistant(f.User, "Ann's assistant")

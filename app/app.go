@@ -1,0 +1,224 @@
+// Package app builds the ams server from its parts, once: the one store
+// the services share (wrapped by world.Watch, so that every change
+// wakes the reminder and calendar workers), the services (world,
+// messaging, webhooks), the API server, the OAuth server, the account
+// pages, their mux, and the background workers. `ams serve` (cmd/ams) and
+// the test fixture (internal/amstest) both call New, so the fixture runs
+// the production wiring; serve adds the flags, the listener and signals,
+// the fixture a temporary SQLite store and a hand-moved clock.
+package app
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/caldav"
+	amshttp "github.com/amsdev/ams/http"
+	"github.com/amsdev/ams/mail"
+	"github.com/amsdev/ams/messaging"
+	"github.com/amsdev/ams/metrics"
+	"github.com/amsdev/ams/oauth"
+	"github.com/amsdev/ams/openapi"
+	"github.com/amsdev/ams/pages"
+	"github.com/amsdev/ams/ratelimit"
+	"github.com/amsdev/ams/ssrf"
+	"github.com/amsdev/ams/usage"
+	"github.com/amsdev/ams/webhook"
+	"github.com/amsdev/ams/world"
+)
+
+// Config is what New builds the server from.
+type Config struct {
+	// Store is the storage engine (required). The services get it wrapped
+	// by world.Watch; the workers get it as is.
+	Store ams.Store
+	// Clock is the service clock (nil: the wall clock).
+	Clock ams.Clock
+	// Logger receives the logs (nil: slog.Default()).
+	Logger *slog.Logger
+	// Limiter counts requests against the accounts' rate limits (nil: in
+	// memory, ratelimit.NewMemory).
+	Limiter ams.RateLimiter
+	// Throttle counts failed logins (nil: in memory).
+	Throttle oauth.LoginThrottle
+	// Guard checks webhook and CalDAV URLs when they are given and every
+	// connection made to them (nil: strict: https, no internal addresses).
+	Guard *ssrf.Guard
+	// EngineFor chooses the engine that answers for an assistant
+	// (required).
+	EngineFor func(a *ams.Assistant) (ams.Engine, error)
+	// EngineTimeout bounds one reply (0: messaging's default).
+	EngineTimeout time.Duration
+	// BaseURL is the service's public URL, without a trailing slash
+	// (links, e-mails, the OAuth issuer). Required.
+	BaseURL string
+	// OAuthSecret signs the OAuth tokens (oauth.SecretSize bytes, shared
+	// by every process). Required.
+	OAuthSecret []byte
+	// Mail sends the queued e-mails (nil: no mailer runs; they stay
+	// queued).
+	Mail mail.Sender
+	// The webhook worker's settings (zero: its defaults).
+	WebhookSchedule    []time.Duration
+	WebhookLease       time.Duration
+	WebhookConcurrency int
+	WebhookPerWebhook  int
+	// CalDAVInterval is how often each CalDAV integration is synced (0:
+	// caldav.DefaultInterval).
+	CalDAVInterval time.Duration
+}
+
+// App is the built server: its handler, its services and its workers.
+// Tests reach into the fields; production calls Handler and Run.
+type App struct {
+	// Store is the one store the services, the API and the pages share:
+	// Config.Store wrapped by world.Watch.
+	Store ams.Store
+	// The services.
+	World    *world.Service
+	Messages *messaging.Service
+	Webhooks *webhook.Service
+	// The servers, on one mux (API.Mux).
+	API   *amshttp.Server
+	OAuth *oauth.Server
+	Pages *pages.Server
+	// The background workers, run by Run.
+	Webhook   *webhook.Worker
+	Mailer    *mail.Worker // nil without Config.Mail
+	Reminders *world.Scheduler
+	Calendars *caldav.Worker
+	Usage     *usage.Recorder
+
+	plain  ams.Store
+	logger *slog.Logger
+	clock  ams.Clock
+}
+
+// New builds the server. It starts nothing: serve the Handler and call Run
+// for the background work.
+func New(cfg Config) (*App, error) {
+	if cfg.Store == nil || cfg.EngineFor == nil || cfg.BaseURL == "" {
+		return nil, errors.New("app: Config.Store, EngineFor and BaseURL are required")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	limiter := cfg.Limiter
+	if limiter == nil {
+		limiter = ratelimit.NewMemory()
+	}
+	guard := cfg.Guard
+	if guard == nil {
+		guard = &ssrf.Guard{}
+	}
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	a := &App{plain: cfg.Store, logger: logger, clock: cfg.Clock}
+
+	// Workers that the world's changes wake: reminders fire on time, and
+	// CalDAV calendars sync soon after a change. They use the plain store,
+	// so that their own writes do not call them back.
+	a.Reminders = &world.Scheduler{Store: cfg.Store, Clock: cfg.Clock, Logger: logger}
+	a.Calendars = &caldav.Worker{Syncer: caldav.Syncer{Store: cfg.Store, Client: caldav.NewHTTPClient(guard), Clock: cfg.Clock, Logger: logger},
+		Guard: guard, Interval: cfg.CalDAVInterval}
+	a.Store = world.Watch(cfg.Store, world.Changes{Reminder: a.Reminders.Wake, Calendar: a.Calendars.Notify})
+
+	// The services, all on the one watched store.
+	a.World = &world.Service{Store: a.Store, Clock: cfg.Clock, Integrations: map[string]world.Integrator{caldav.Provider: a.Calendars}}
+	a.Messages = &messaging.Service{Store: a.Store, Clock: cfg.Clock, Tools: a.World.Toolbox, EngineFor: cfg.EngineFor,
+		EngineTimeout: cfg.EngineTimeout}
+	a.Webhooks = &webhook.Service{Store: a.Store, Guard: guard, Clock: cfg.Clock}
+
+	a.API = &amshttp.Server{
+		Store:    a.Store,
+		Limiter:  limiter,
+		Messages: a.Messages,
+		World:    a.World,
+		Webhooks: a.Webhooks,
+		Clock:    cfg.Clock,
+		Logger:   logger,
+		OpenAPI:  openapi.Document,
+		Metrics:  metrics.New(),
+		Ready:    cfg.Store.Ping,
+		BaseURL:  base,
+	}
+	// Usage metering: requests are counted in memory and added to the
+	// store every 10 s and at shutdown (Usage.Run, a background worker).
+	a.Usage = usage.NewRecorder(a.Store)
+	a.Usage.Clock, a.Usage.Logger = cfg.Clock, logger
+	a.API.Usage = a.Usage
+	a.API.Metrics.WatchQueue(func(ctx context.Context) (int64, time.Duration, error) { return cfg.Store.QueueStats(ctx, a.API.Clock.Now()) })
+
+	// The OAuth server signs tokens with a key every process shares; the
+	// account pages share its session and sign-in.
+	authz, err := oauth.New(oauth.Config{Store: a.Store, Clock: cfg.Clock, Logger: logger, BaseURL: base, Secret: cfg.OAuthSecret, Throttle: cfg.Throttle})
+	if err != nil {
+		return nil, err
+	}
+	a.OAuth = authz
+	a.API.Tokens = authz
+	authz.Register(a.API.Mux())
+	a.Pages = &pages.Server{Store: a.Store, Clock: cfg.Clock, Logger: logger, BaseURL: base, OAuth: authz, Messages: a.Messages,
+		Webhooks: a.Webhooks, Limiter: limiter}
+	a.Pages.Register(a.API.Mux())
+
+	a.Webhook = &webhook.Worker{Queue: cfg.Store, Users: cfg.Store, Client: webhook.NewClient(guard), Clock: cfg.Clock, Logger: logger,
+		Schedule: cfg.WebhookSchedule, Lease: cfg.WebhookLease, Concurrency: cfg.WebhookConcurrency, PerWebhook: cfg.WebhookPerWebhook,
+		BaseURL: base, OnAttempt: a.API.Metrics.Delivery}
+	if cfg.Mail != nil {
+		a.Mailer = &mail.Worker{Queue: cfg.Store, Sender: cfg.Mail, Clock: cfg.Clock, Logger: logger}
+	}
+	return a, nil
+}
+
+// Handler returns the HTTP handler of the API, the OAuth server and the
+// account pages.
+func (a *App) Handler() http.Handler { return a.API.Handler() }
+
+// Run runs the background work until ctx is done: webhook deliveries,
+// queued e-mails, reminders, CalDAV sync, usage metering, and the hourly
+// purge of what is past its retention. It then waits for the workers to
+// finish (deliveries in flight are recorded, usage counts are written).
+func (a *App) Run(ctx context.Context) error {
+	runs := []func(context.Context) error{a.Webhook.Run, a.Reminders.Run, a.Calendars.Run, a.Usage.Run, a.janitor}
+	if a.Mailer != nil {
+		runs = append(runs, a.Mailer.Run)
+	}
+	var wg sync.WaitGroup
+	for _, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := run(ctx); err != nil {
+				a.logger.Error("background worker stopped", "err", err)
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// janitor deletes what is past its retention (events after 30 days,
+// idempotency keys after 24 hours), at start and every hour.
+func (a *App) janitor(ctx context.Context) error {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := a.plain.Purge(ctx, a.clock.Now()); err != nil && ctx.Err() == nil {
+			a.logger.Error("purge expired records", "err", err)
+		} else if n > 0 {
+			a.logger.Info("purged expired records", "rows", n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}

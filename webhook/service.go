@@ -1,0 +1,300 @@
+package webhook
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/ssrf"
+)
+
+// Service owns the lifecycle of webhooks: create, update, enable and
+// disable, delete, ping and redeliver. The API's /v1/webhooks and the
+// account pages both call it, so a webhook is checked and changed the same
+// way wherever the change comes from.
+//
+// The rules of a webhook's fields live here once. Each error is an
+// EINVALID *ams.Error naming its parameter (url, events, secret) with a
+// sentence meant for the user; when several fields are wrong, the error is
+// a FieldErrors listing each, in the order url missing, events missing,
+// secret missing, events, secret, url (errors.As finds the first).
+type Service struct {
+	// Store holds the webhooks and their deliveries.
+	Store Store
+	// Guard checks webhook URLs (nil: a strict guard: https, no internal
+	// addresses).
+	Guard *ssrf.Guard
+	// Clock is the service clock (nil: the wall clock).
+	Clock ams.Clock
+}
+
+// Store is what the Service needs of the storage engine; ams.Store
+// satisfies it.
+type Store interface {
+	CreateWebhook(ctx context.Context, w *ams.Webhook) error
+	FindWebhook(ctx context.Context, userID, id string) (*ams.Webhook, error)
+	UpdateWebhook(ctx context.Context, userID, id string, upd ams.WebhookUpdate, now time.Time) (*ams.Webhook, error)
+	DeleteWebhook(ctx context.Context, userID, id string) error
+	PingWebhook(ctx context.Context, userID, id string, e *ams.Event) error
+	EnqueueDelivery(ctx context.Context, userID, webhookID, eventID string, now time.Time) error
+	FindDelivery(ctx context.Context, userID, webhookID, id string) (*ams.Delivery, error)
+}
+
+// Input holds the fields of a webhook to create or change; nil fields are
+// absent (on update: kept).
+type Input struct {
+	URL    *string
+	Events *[]string
+	Secret *string
+	// Active turns the webhook on or off; absent on create means on.
+	// Turning a failing webhook on makes it active again; turning one off
+	// cancels its pending deliveries.
+	Active *bool
+}
+
+// FieldErrors is the error of an input with several wrong fields: one
+// EINVALID *ams.Error per field, in the order the API reports them. Its
+// first error is the one errors.As finds, so the API answers that one;
+// the account pages show them all.
+type FieldErrors []*ams.Error
+
+// Error returns the first error's message.
+func (e FieldErrors) Error() string { return e[0].Error() }
+
+// Unwrap returns the errors, for errors.As and errors.Is.
+func (e FieldErrors) Unwrap() []error {
+	out := make([]error, len(e))
+	for i, x := range e {
+		out[i] = x
+	}
+	return out
+}
+
+// fieldErrors returns errs as one error: nil when empty.
+func fieldErrors(errs []*ams.Error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return FieldErrors(errs)
+}
+
+// collect adds err to errs when it is an invalid-parameter error, and
+// returns any other error.
+func collect(errs *[]*ams.Error, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *ams.Error
+	if errors.As(err, &e) && e.Kind == ams.EINVALID && e.Param != "" {
+		*errs = append(*errs, e)
+		return nil
+	}
+	return err
+}
+
+func (s *Service) guard() *ssrf.Guard {
+	if s.Guard != nil {
+		return s.Guard
+	}
+	return &ssrf.Guard{}
+}
+
+// AllowsPrivate reports whether the service's guard accepts http and
+// loopback URLs (--dev).
+func (s *Service) AllowsPrivate() bool { return s.guard().AllowPrivate }
+
+// checkFields validates the events and the secret of in, when given.
+func checkFields(in Input) ([]string, []*ams.Error) {
+	var errs []*ams.Error
+	var events []string
+	if in.Events != nil {
+		var err error
+		events, err = CheckEvents(*in.Events)
+		collect(&errs, err) // CheckEvents fails only with parameter errors
+	}
+	if in.Secret != nil {
+		collect(&errs, CheckSecret(*in.Secret))
+	}
+	return events, errs
+}
+
+// Create validates in (url, events and secret are required) and creates
+// the webhook of userID; it returns it as stored.
+func (s *Service) Create(ctx context.Context, userID string, in Input) (*ams.Webhook, error) {
+	var errs []*ams.Error
+	for _, m := range []struct {
+		missing bool
+		name    string
+	}{{in.URL == nil, "url"}, {in.Events == nil, "events"}, {in.Secret == nil, "secret"}} {
+		if m.missing {
+			errs = append(errs, ams.ParamError("parameter_missing", m.name, "Missing required parameter '%s'.", m.name))
+		}
+	}
+	events, invalid := checkFields(in)
+	errs = append(errs, invalid...)
+	if in.URL != nil {
+		if err := collect(&errs, CheckURL(ctx, s.guard(), *in.URL)); err != nil {
+			return nil, err
+		}
+	}
+	if err := fieldErrors(errs); err != nil {
+		return nil, err
+	}
+	now := s.Clock.Now()
+	wh := &ams.Webhook{
+		ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: userID, URL: *in.URL, Events: events,
+		Active: in.Active == nil || *in.Active, Status: ams.WebhookActive, Secret: *in.Secret, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.Store.CreateWebhook(ctx, wh); err != nil {
+		return nil, err
+	}
+	return s.Store.FindWebhook(ctx, userID, wh.ID)
+}
+
+// Update validates in and changes the fields it gives of webhook id. Bad
+// events or secret are reported whether the webhook exists or not; the URL
+// is checked only for a webhook that exists.
+func (s *Service) Update(ctx context.Context, userID, id string, in Input) (*ams.Webhook, error) {
+	events, errs := checkFields(in)
+	if _, err := s.Store.FindWebhook(ctx, userID, id); err != nil {
+		if len(errs) > 0 {
+			return nil, FieldErrors(errs)
+		}
+		return nil, err
+	}
+	if in.URL != nil {
+		if err := collect(&errs, CheckURL(ctx, s.guard(), *in.URL)); err != nil {
+			return nil, err
+		}
+	}
+	if err := fieldErrors(errs); err != nil {
+		return nil, err
+	}
+	upd := ams.WebhookUpdate{URL: in.URL, Events: events, Secret: in.Secret, Active: in.Active}
+	return s.Store.UpdateWebhook(ctx, userID, id, upd, s.Clock.Now())
+}
+
+// SetActive turns webhook id on or off (Enable, Disable).
+func (s *Service) SetActive(ctx context.Context, userID, id string, active bool) (*ams.Webhook, error) {
+	return s.Store.UpdateWebhook(ctx, userID, id, ams.WebhookUpdate{Active: &active}, s.Clock.Now())
+}
+
+// Enable turns webhook id on: a failing webhook becomes active again.
+func (s *Service) Enable(ctx context.Context, userID, id string) (*ams.Webhook, error) {
+	return s.SetActive(ctx, userID, id, true)
+}
+
+// Disable turns webhook id off and cancels its pending deliveries.
+func (s *Service) Disable(ctx context.Context, userID, id string) (*ams.Webhook, error) {
+	return s.SetActive(ctx, userID, id, false)
+}
+
+// Delete deletes webhook id with its delivery log.
+func (s *Service) Delete(ctx context.Context, userID, id string) error {
+	return s.Store.DeleteWebhook(ctx, userID, id)
+}
+
+// Ping stores a webhook.ping event and queues it for webhook id only; it
+// returns the event. A webhook that is off is ECONFLICT.
+func (s *Service) Ping(ctx context.Context, userID, id string) (*ams.Event, error) {
+	e := PingEvent(userID, id, s.Clock.Now())
+	if err := s.Store.PingWebhook(ctx, userID, id, e); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Redeliver queues again, for webhook webhookID, the event of its delivery
+// deliveryID, and returns that delivery. A webhook that is off is
+// ECONFLICT with code webhook_inactive; an event no longer kept is
+// ECONFLICT too.
+func (s *Service) Redeliver(ctx context.Context, userID, webhookID, deliveryID string) (*ams.Delivery, error) {
+	if !ams.HasPrefixID(deliveryID, ams.PrefixDelivery) {
+		return nil, ams.NotFound("delivery", deliveryID)
+	}
+	d, err := s.Store.FindDelivery(ctx, userID, webhookID, deliveryID)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Store.EnqueueDelivery(ctx, userID, webhookID, d.EventID, s.Clock.Now()); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// The rules of a webhook's fields.
+
+// Webhook secret bounds.
+const (
+	MinSecretLength = 16  // characters
+	MaxSecretLength = 256 // bytes
+)
+
+// SecretPrefix starts the secrets NewSecret makes: a secret of the form
+// "whsec_<base64>" is what the Standard Webhooks libraries take, and its
+// decoded bytes key the webhook-signature header (StandardKey).
+const SecretPrefix = "whsec_"
+
+// NewSecret returns a new random webhook secret: "whsec_" and the base64
+// of 32 random bytes.
+func NewSecret() string {
+	b := make([]byte, 32)
+	rand.Read(b) // never fails (crypto/rand)
+	return SecretPrefix + base64.StdEncoding.EncodeToString(b)
+}
+
+// CheckURL validates a webhook URL with the SSRF guard g (https, no
+// internal addresses, unless g allows them).
+func CheckURL(ctx context.Context, g *ssrf.Guard, u string) error {
+	if err := g.CheckURL(ctx, u); err != nil {
+		var ue *ssrf.URLError
+		if errors.As(err, &ue) {
+			return ams.ParamError("parameter_invalid", "url", "Invalid webhook URL: %s.", ue.Reason)
+		}
+		return err
+	}
+	return nil
+}
+
+// CheckEvents validates the event types a webhook subscribes to and
+// returns them without duplicates, in their order.
+func CheckEvents(events []string) ([]string, error) {
+	if len(events) == 0 {
+		return nil, ams.ParamError("parameter_invalid", "events", "'events' must list at least one event type.")
+	}
+	var out []string
+	for _, t := range events {
+		if !ams.IsEventType(t) {
+			return nil, ams.ParamError("parameter_invalid", "events", "Unknown event type '%s'. Known types: %s.", t, strings.Join(ams.EventTypes, ", "))
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// CheckSecret validates a webhook secret: MinSecretLength characters to
+// MaxSecretLength bytes, no control characters.
+func CheckSecret(secret string) error {
+	if n := utf8.RuneCountInString(secret); n < MinSecretLength || len(secret) > MaxSecretLength {
+		return ams.ParamError("parameter_invalid", "secret", "'secret' must be %d to %d characters.", MinSecretLength, MaxSecretLength)
+	}
+	if strings.IndexFunc(secret, func(c rune) bool { return c < 0x20 || c == 0x7f }) >= 0 {
+		return ams.ParamError("parameter_invalid", "secret", "'secret' must not contain control characters.")
+	}
+	return nil
+}
+
+// PingEvent returns the webhook.ping event that tests webhook id of the
+// user, as Service.Ping stores and queues it.
+func PingEvent(userID, webhookID string, now time.Time) *ams.Event {
+	return &ams.Event{ID: ams.NewID(ams.PrefixEvent), Object: "event", UserID: userID, Type: ams.EventWebhookPing, CreatedAt: now,
+		Data: map[string]any{"webhook_id": webhookID}}
+}
