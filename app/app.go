@@ -153,7 +153,9 @@ func New(cfg Config) (*App, error) {
 	a.Usage = usage.NewRecorder(a.Store)
 	a.Usage.Clock, a.Usage.Logger = cfg.Clock, logger
 	a.API.Usage = a.Usage
-	a.API.Metrics.WatchQueue(func(ctx context.Context) (int64, time.Duration, error) { return cfg.Store.QueueStats(ctx, a.API.Clock.Now()) })
+	a.API.Metrics.WatchQueue(func(ctx context.Context) (int64, time.Duration, error) {
+		return cfg.Store.QueueStats(ctx, a.API.Clock.Now())
+	})
 
 	// The OAuth server signs tokens with a key every process shares; the
 	// account pages share its session and sign-in.
