@@ -58,6 +58,7 @@ type openOptions struct {
 	secretKey []byte
 	schema    string
 	maxConns  int32
+	tracer    pgx.QueryTracer
 }
 
 // WithSecretKey sets the 32-byte key that seals webhook secrets. It is
@@ -77,6 +78,10 @@ func WithSchema(name string) Option { return func(o *openOptions) { o.schema = n
 // transaction whose time is mostly the commit's WAL flush, so more
 // connections than cores pay off (docs/benchmarks.md).
 func WithDefaultMaxConns(n int32) Option { return func(o *openOptions) { o.maxConns = n } }
+
+// WithTracer has pgx report every query and batch the store sends to t
+// (tests count round trips with it; a tracing setup may log them).
+func WithTracer(t pgx.QueryTracer) Option { return func(o *openOptions) { o.tracer = t } }
 
 // Open connects to the database at url (a postgres:// URL or a libpq
 // key=value string; pool settings such as pool_max_conns are read from
@@ -99,6 +104,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	}
 	if o.maxConns > 0 && !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = o.maxConns
+	}
+	if o.tracer != nil {
+		cfg.ConnConfig.Tracer = o.tracer
 	}
 	if o.schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()

@@ -1,0 +1,99 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/postgres"
+	"github.com/jackc/pgx/v5"
+)
+
+// tripCounter counts what a store sends: single statements (BEGIN and
+// COMMIT among them) and batches, each one round trip.
+type tripCounter struct {
+	mu      sync.Mutex
+	on      bool
+	queries []string
+	batches int
+}
+
+func (c *tripCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	c.mu.Lock()
+	if c.on {
+		c.queries = append(c.queries, strings.Fields(d.SQL)[0])
+	}
+	c.mu.Unlock()
+	return ctx
+}
+
+func (c *tripCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (c *tripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	c.mu.Lock()
+	if c.on {
+		c.batches++
+	}
+	c.mu.Unlock()
+	return ctx
+}
+
+func (c *tripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+
+// TestTurnRoundTrips: a conversation turn (new conversation, two messages,
+// two events fanned out to a webhook) costs PostgreSQL BEGIN, two
+// pipelined batches and COMMIT: four round trips, however many
+// statements it carries.
+func TestTurnRoundTrips(t *testing.T) {
+	url := databaseURL(t)
+	tc := &tripCounter{}
+	db, err := postgres.Open(context.Background(), url, postgres.WithSecretKey(testKey), postgres.WithSchema(createSchema(t, url)), postgres.WithTracer(tc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "trips@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
+	a := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), UserID: u.ID, Name: "a", Model: ams.ModelBuiltin, CreatedAt: now, UpdatedAt: now}
+	w := &ams.Webhook{ID: ams.NewID(ams.PrefixWebhook), UserID: u.ID, URL: "https://example.com/h", Events: []string{ams.EventMessageCreated},
+		Active: true, Status: ams.WebhookActive, Secret: "s", CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateAssistant(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateWebhook(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	conv := ams.NewID(ams.PrefixConversation)
+	msg := func(dir string, at time.Time) *ams.Message {
+		return &ams.Message{ID: ams.NewID(ams.PrefixMessage), UserID: u.ID, AssistantID: a.ID, ConversationID: conv, Direction: dir,
+			Content: "hi", CreatedAt: at, UpdatedAt: at}
+	}
+	x := &ams.Exchange{ConversationID: conv, Inbound: msg(ams.DirectionInbound, now), Reply: msg(ams.DirectionOutbound, now.Add(time.Millisecond)),
+		NewConversation: &ams.Conversation{ID: conv, UserID: u.ID, AssistantID: a.ID, Title: "hi", LastMessageAt: now, CreatedAt: now, UpdatedAt: now}}
+	x.Events = []*ams.Event{ams.MessageCreatedEvent(x.Inbound), ams.MessageCreatedEvent(x.Reply)}
+
+	tc.mu.Lock()
+	tc.on = true
+	tc.mu.Unlock()
+	if err := db.SaveExchange(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	tc.mu.Lock()
+	tc.on = false
+	queries, batches := tc.queries, tc.batches
+	tc.mu.Unlock()
+	if batches != 2 || len(queries) != 2 || !strings.EqualFold(queries[0], "begin") || !strings.EqualFold(queries[1], "commit") {
+		t.Fatalf("a turn sent statements %v and %d batches; want begin, 2 batches, commit", queries, batches)
+	}
+	if jobs, err := db.ClaimJobs(ctx, now.Add(time.Second), time.Minute, 10, 10, nil); err != nil || len(jobs) != 2 {
+		t.Fatalf("the turn queued %d jobs (%v), want 2", len(jobs), err)
+	}
+}
