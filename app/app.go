@@ -1,7 +1,7 @@
 // Package app builds the ams server from its parts, once: the one store
 // the services share (wrapped by world.Watch, so that every change
-// wakes the reminder and calendar workers), the services (world,
-// messaging, webhooks), the API server, the OAuth server, the account
+// wakes the reminder and calendar workers), the services (accounts,
+// world, messaging, webhooks), the API server, the OAuth server, the account
 // pages, their mux, and the background workers. `ams serve` (cmd/ams) and
 // the test fixture (internal/amstest) both call New, so the fixture runs
 // the production wiring; serve adds the flags, the listener and signals,
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/account"
 	"github.com/amsdev/ams/caldav"
 	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/mail"
@@ -81,6 +82,7 @@ type App struct {
 	// Config.Store wrapped by world.Watch.
 	Store ams.Store
 	// The services.
+	Accounts *account.Service
 	World    *world.Service
 	Messages *messaging.Service
 	Webhooks *webhook.Service
@@ -130,6 +132,7 @@ func New(cfg Config) (*App, error) {
 	a.Store = world.Watch(cfg.Store, world.Changes{Reminder: a.Reminders.Wake, Calendar: a.Calendars.Notify})
 
 	// The services, all on the one watched store.
+	a.Accounts = &account.Service{Store: a.Store, Clock: cfg.Clock}
 	a.World = &world.Service{Store: a.Store, Clock: cfg.Clock, Integrations: map[string]world.Integrator{caldav.Provider: a.Calendars}}
 	a.Messages = &messaging.Service{Store: a.Store, Clock: cfg.Clock, Tools: a.World.Toolbox, EngineFor: cfg.EngineFor,
 		EngineTimeout: cfg.EngineTimeout}
@@ -166,7 +169,7 @@ func New(cfg Config) (*App, error) {
 	a.OAuth = authz
 	a.API.Tokens = authz
 	authz.Register(a.API.Mux())
-	a.Pages = &pages.Server{Store: a.Store, Clock: cfg.Clock, Logger: logger, BaseURL: base, OAuth: authz, Messages: a.Messages,
+	a.Pages = &pages.Server{Store: a.Store, Clock: cfg.Clock, Logger: logger, BaseURL: base, OAuth: authz, Accounts: a.Accounts, Messages: a.Messages,
 		Webhooks: a.Webhooks, Limiter: limiter}
 	a.Pages.Register(a.API.Mux())
 

@@ -73,6 +73,69 @@ func CreateClient(ctx context.Context, store ams.OAuthStore, p ClientParams, now
 	return c, secret, nil
 }
 
+// The management of a registered client by its owner (the account
+// pages' OAuth apps): each function takes the owner's id, and a client of
+// another account is ENOTFOUND ("OAuth app"), as a missing one.
+
+// CheckRotate returns the ECONFLICT error of rotating the secret of c when
+// c is a public client, which has no secret; nil otherwise.
+func CheckRotate(c *ams.OAuthClient) error {
+	if c.Public {
+		return ams.Errorf(ams.ECONFLICT, "public_client", "%s is a public app: it has no secret to rotate.", c.Name)
+	}
+	return nil
+}
+
+// findOwn returns the user's client id.
+func findOwn(ctx context.Context, store ams.OAuthStore, userID, id string) (*ams.OAuthClient, error) {
+	c, err := store.FindOAuthClient(ctx, id)
+	if ams.IsNotFound(err) || err == nil && c.UserID != userID {
+		return nil, ams.NotFound("OAuth app", id)
+	}
+	return c, err
+}
+
+// RotateClientSecret gives the user's confidential client id a new secret
+// and returns it, to be shown once (only its hash is stored); the old
+// secret stops working at once. A public client is ECONFLICT (CheckRotate).
+func RotateClientSecret(ctx context.Context, store ams.OAuthStore, userID, id string, now time.Time) (*ams.OAuthClient, string, error) {
+	c, err := findOwn(ctx, store, userID, id)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := CheckRotate(c); err != nil {
+		return nil, "", err
+	}
+	secret := ams.NewSecret(PrefixClientSecret)
+	c, err = store.SetOAuthClientSecret(ctx, userID, id, ams.HashSecret(secret), now)
+	if err != nil {
+		return nil, "", err
+	}
+	return c, secret, nil
+}
+
+// DeleteClient deletes the user's client id; every token it held goes
+// with it.
+func DeleteClient(ctx context.Context, store ams.OAuthStore, userID, id string) error {
+	if err := store.DeleteOAuthClient(ctx, userID, id); ams.IsNotFound(err) {
+		return ams.NotFound("OAuth app", id)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+// RevokeGrants takes back what the user authorized the client clientID
+// to do: every code, access and refresh token the app holds for the user
+// stops working. An app that holds none is left as it is (no error): the
+// outcome is the same.
+func RevokeGrants(ctx context.Context, store ams.OAuthStore, userID, clientID string) error {
+	if err := store.RevokeGrants(ctx, userID, clientID); err != nil && !ams.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
 // ValidateRedirectURI reports why uri cannot be registered as a redirect
 // URI: it must be an absolute https URL, or http on a loopback address or
 // localhost (for native apps and development), without a fragment or user

@@ -80,3 +80,97 @@ func TestCreateClient(t *testing.T) {
 		t.Errorf("clients stored: %d %v, want 2", len(list), err)
 	}
 }
+
+// TestManageClients exercises what the OAuth apps page runs: rotating a
+// client's secret, revoking an app's grants, deleting a client; another
+// account's client is not found.
+func TestManageClients(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	var users []*ams.User
+	for _, e := range []string{"ann@example.com", "bob@example.com"} {
+		u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: e, Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
+		if err := db.CreateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, u)
+	}
+	ann, bob := users[0], users[1]
+	c, old, err := oauth.CreateClient(ctx, db, oauth.ClientParams{UserID: ann.ID, Name: "App", RedirectURIs: []string{"https://app.example/cb"}}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _, err := oauth.CreateClient(ctx, db, oauth.ClientParams{UserID: ann.ID, Name: "Phone", RedirectURIs: []string{"https://app.example/cb"}, Public: true}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Rotation.
+	if _, _, err := oauth.RotateClientSecret(ctx, db, ann.ID, pub.ID, now); ams.ErrorKindOf(err) != ams.ECONFLICT || oauth.CheckRotate(pub) == nil {
+		t.Errorf("rotating a public client: %v", err)
+	}
+	if _, _, err := oauth.RotateClientSecret(ctx, db, bob.ID, c.ID, now); !ams.IsNotFound(err) {
+		t.Errorf("bob rotating ann's client: %v", err)
+	}
+	if _, _, err := oauth.RotateClientSecret(ctx, db, ann.ID, "cli_missing", now); !ams.IsNotFound(err) {
+		t.Errorf("missing client: %v", err)
+	}
+	if got, _ := db.FindOAuthClient(ctx, c.ID); got.SecretHash != ams.HashSecret(old) {
+		t.Fatal("a refused rotation changed the secret")
+	}
+	rotated, secret, err := oauth.RotateClientSecret(ctx, db, ann.ID, c.ID, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if secret == old || !strings.HasPrefix(secret, oauth.PrefixClientSecret) || rotated.SecretHash != ams.HashSecret(secret) {
+		t.Errorf("rotated: %+v %q", rotated, secret)
+	}
+	if got, _ := db.FindOAuthClient(ctx, c.ID); got.SecretHash != ams.HashSecret(secret) {
+		t.Error("the new secret is not stored")
+	}
+
+	// Grants: revoking takes back the app's tokens; again is no error.
+	tok := &ams.OAuthToken{Kind: "access", Signature: "sig1", RequestID: "req1", ClientID: c.ID, UserID: ann.ID, Scopes: []string{"read"},
+		Active: true, Data: []byte("{}"), ExpiresAt: now.Add(time.Hour), CreatedAt: now}
+	if err := db.CreateOAuthToken(ctx, tok); err != nil {
+		t.Fatal(err)
+	}
+	if gs, _ := db.ListGrants(ctx, ann.ID, now); len(gs) != 1 {
+		t.Fatalf("grants %v", gs)
+	}
+	if err := oauth.RevokeGrants(ctx, db, bob.ID, c.ID); err != nil {
+		t.Errorf("bob revoking (nothing of his): %v", err)
+	}
+	if gs, _ := db.ListGrants(ctx, ann.ID, now); len(gs) != 1 {
+		t.Fatal("bob revoked ann's grant")
+	}
+	if err := oauth.RevokeGrants(ctx, db, ann.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if gs, _ := db.ListGrants(ctx, ann.ID, now); len(gs) != 0 {
+		t.Errorf("grants after revoking: %v", gs)
+	}
+	if err := oauth.RevokeGrants(ctx, db, ann.ID, c.ID); err != nil {
+		t.Errorf("revoking again: %v", err)
+	}
+
+	// Deletion.
+	if err := oauth.DeleteClient(ctx, db, bob.ID, c.ID); !ams.IsNotFound(err) {
+		t.Errorf("bob deleting ann's client: %v", err)
+	}
+	if err := oauth.DeleteClient(ctx, db, ann.ID, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.FindOAuthClient(ctx, c.ID); !ams.IsNotFound(err) {
+		t.Errorf("deleted client found: %v", err)
+	}
+	if err := oauth.DeleteClient(ctx, db, ann.ID, c.ID); !ams.IsNotFound(err) {
+		t.Errorf("deleting again: %v", err)
+	}
+}

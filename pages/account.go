@@ -1,23 +1,16 @@
 package pages
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/password"
+	"github.com/amsdev/ams/account"
 )
-
-// MinPasswordLength is the shortest password the pages accept.
-const MinPasswordLength = 10
-
-// hashPassword hashes a new password (bcrypt at password.Cost; the tests
-// use the cheapest cost, as bcrypt is very slow under the race detector).
-var hashPassword = password.Hash
 
 // signupData is the data of the sign-up page.
 type signupData struct {
@@ -41,16 +34,17 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request, c *Ctx) (any, er
 	}
 	f := r.PostForm
 	d := signupData{Email: strings.TrimSpace(f.Get("email")), Timezone: f.Get("timezone"), Timezones: timezones}
-	if msg := checkEmail(d.Email); msg != "" {
-		c.Fail("email", msg)
+	in := account.SignUp{Email: d.Email, Password: f.Get("password"), PasswordConfirm: f.Get("password_confirm"), Timezone: d.Timezone}
+	errs := account.Fields(s.Accounts.CheckSignUp(in))
+	badZone := !validTimezone(d.Timezone)
+	for _, e := range errs {
+		if e.Param == "timezone" {
+			badZone = true
+		} else {
+			c.Fail(e.Param, e.Message)
+		}
 	}
-	pw := f.Get("password")
-	if msg := checkPassword(pw); msg != "" {
-		c.Fail("password", msg)
-	} else if f.Get("password_confirm") != pw {
-		c.Fail("password_confirm", "The two passwords are not the same. Type the password again in both fields.")
-	}
-	if !validTimezone(d.Timezone) {
+	if badZone {
 		c.Fail("timezone", "Choose a time zone from the list.")
 		d.Timezone = "UTC"
 	}
@@ -67,15 +61,10 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request, c *Ctx) (any, er
 			int(until.Sub(c.Now).Minutes())+1))
 		return d, nil
 	}
-	hash, err := hashPassword(pw)
-	if err != nil {
-		return nil, err
-	}
-	now := c.Now
-	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: strings.ToLower(d.Email), PasswordHash: hash,
-		Plan: ams.PlanStandard, Timezone: d.Timezone, CreatedAt: now, UpdatedAt: now}
-	if err := s.Store.CreateUser(r.Context(), u); ams.ErrorKindOf(err) == ams.ECONFLICT {
-		c.Fail("email", "An account with this e-mail address already exists. Sign in instead, or use another address.")
+	u, err := s.Accounts.SignUp(r.Context(), in)
+	var e *ams.Error
+	if errors.As(err, &e) && e.Kind == ams.ECONFLICT && e.Param == "email" {
+		c.Fail("email", e.Message)
 		return d, nil
 	} else if err != nil {
 		return nil, err
@@ -101,63 +90,24 @@ func (s *Server) passwordForm(w http.ResponseWriter, r *http.Request, c *Ctx) (a
 // changePassword checks the current password and sets the new one.
 func (s *Server) changePassword(w http.ResponseWriter, r *http.Request, c *Ctx) (any, error) {
 	f := r.PostForm
-	if !password.Check(c.User.PasswordHash, f.Get("current_password")) {
-		c.Fail("current_password", "The current password is not correct.")
-	}
-	pw := f.Get("new_password")
-	if msg := checkPassword(pw); msg != "" {
-		c.Fail("new_password", msg)
-	} else if f.Get("new_password_confirm") != pw {
-		c.Fail("new_password_confirm", "The two new passwords are not the same. Type the new password again in both fields.")
-	}
-	if c.Invalid() {
+	err := s.Accounts.ChangePassword(r.Context(), c.User.ID, c.SessionID, account.PasswordChange{
+		Current: f.Get("current_password"), New: f.Get("new_password"), Confirm: f.Get("new_password_confirm")})
+	if errs := account.Fields(err); errs != nil {
+		for _, e := range errs {
+			c.Fail(e.Param, e.Message)
+		}
 		return nil, nil
-	}
-	hash, err := hashPassword(pw)
-	if err != nil {
+	} else if err != nil {
 		return nil, err
 	}
-	if _, err := s.Store.UpdateUser(r.Context(), c.User.ID, ams.UserUpdate{PasswordHash: &hash}, c.Now); err != nil {
-		return nil, err
-	}
-	// Whoever signed in with the old password (another browser) is
-	// signed out; this session stays.
-	if err := s.Store.DeleteOtherLoginSessions(r.Context(), c.User.ID, ams.HashSecret(c.SessionID)); err != nil {
-		return nil, err
-	}
+	// The other browsers signed in to the account were signed out; this
+	// session stays.
 	c.Flash(FlashSuccess, "Your password was changed. Every other browser signed in to your account was signed out.")
 	return c.Redirect("/account")
 }
 
-// checkEmail says what is wrong with an e-mail address, or "".
-func checkEmail(e string) string {
-	at := strings.LastIndexByte(e, '@')
-	switch {
-	case e == "":
-		return "Enter your e-mail address."
-	case len(e) > 254 || !utf8.ValidString(e):
-		return "The e-mail address is too long."
-	case at < 1 || at == len(e)-1 || strings.ContainsAny(e, " \t\r\n<>()[],;:\\\"") || !strings.Contains(e[at+1:], "."):
-		return "Enter an e-mail address like name@example.com."
-	}
-	return ""
-}
-
-// checkPassword says what is wrong with a new password, or "".
-func checkPassword(pw string) string {
-	switch {
-	case pw == "":
-		return "Enter a password."
-	case !utf8.ValidString(pw):
-		return "The password contains characters that cannot be read."
-	case utf8.RuneCountInString(pw) < MinPasswordLength:
-		return "The password must be at least 10 characters long."
-	case len(pw) > password.MaxLength:
-		return "The password must be at most 72 bytes long (fewer characters when they are not ASCII)."
-	}
-	return ""
-}
-
+// validTimezone reports whether tz is one the sign-up page offers (the
+// service accepts any IANA zone; the page, its list).
 func validTimezone(tz string) bool {
 	if !slices.Contains(timezones, tz) {
 		return false

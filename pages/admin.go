@@ -34,17 +34,13 @@ func (s *Server) approve(w http.ResponseWriter, r *http.Request, c *Ctx) (any, e
 	if err := c.RequireAdmin(); err != nil {
 		return nil, err
 	}
-	u, err := s.Store.FindUser(r.Context(), r.PathValue("id"))
+	u, approved, err := s.Accounts.Approve(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}
-	if u.Approved() {
+	if !approved {
 		c.Flash(FlashInfo, u.Email+" was already approved.")
 		return c.Redirect("/account/admin/waitlist")
-	}
-	now := c.Now
-	if _, err := s.Store.UpdateUser(r.Context(), u.ID, ams.UserUpdate{ApprovedAt: &now}, now); err != nil {
-		return nil, err
 	}
 	s.Logger.Info("account approved", "user", u.ID, "by", c.User.ID)
 	c.Flash(FlashSuccess, u.Email+" was approved: the account can create API keys now.")

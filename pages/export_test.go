@@ -6,10 +6,9 @@ import (
 	"github.com/amsdev/ams/password"
 )
 
-// HashPassword is the tests' password hash: bcrypt at its lowest cost,
-// because at password.Cost one hash takes seconds under the race
-// detector. password.Check reads the cost from the hash, so checks work
-// the same.
+// HashPassword is the tests' password hash: bcrypt at its lowest cost, as
+// the fixture's account service hashes (amstest.HashPassword), because
+// at password.Cost one hash takes seconds under the race detector.
 func HashPassword(pw string) (string, error) {
 	if err := password.Validate(pw); err != nil {
 		return "", err
@@ -17,5 +16,3 @@ func HashPassword(pw string) (string, error) {
 	h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
 	return string(h), err
 }
-
-func init() { hashPassword = HashPassword }

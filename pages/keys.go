@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/account"
 )
 
 // RotationAge is the age past which a key gets the rotation reminder
@@ -100,45 +100,80 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *Ctx) (any,
 		c.Fail("", "Your account is on the early-access waitlist: you can create API keys once it is approved.")
 		return s.keysPage(r, c, f)
 	}
-	switch {
-	case f.Name == "":
-		c.Fail("name", "Enter a name for the key, such as the program that will use it.")
-	case utf8.RuneCountInString(f.Name) > 100 || !utf8.ValidString(f.Name):
-		c.Fail("name", "The name must be at most 100 characters long.")
-	}
-	perms, err := ams.ParsePermissions(strings.Join(f.Perms, ","))
-	if err != nil || len(f.Perms) == 0 {
-		c.Fail("perm-read", "Choose at least one permission.")
-	}
+	// The expiry date is read in the user's time zone: the key works
+	// through the whole day.
 	var expires *time.Time
+	var expiresErr string
 	if f.Expires == "date" {
 		day, err := time.ParseInLocation(time.DateOnly, f.ExpiresOn, c.Location())
 		switch {
 		case f.ExpiresOn == "":
-			c.Fail("expires_on", "Enter the date the key expires, or choose “Never”.")
+			expiresErr = "Enter the date the key expires, or choose “Never”."
 		case err != nil:
-			c.Fail("expires_on", "Enter the expiry date as a date like 2027-01-31.")
+			expiresErr = "Enter the expiry date as a date like 2027-01-31."
 		default:
-			// The key works through the whole day in the user's time zone.
 			local := c.Now.In(c.Location())
 			today := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, c.Location())
 			if !day.After(today) {
-				c.Fail("expires_on", "The expiry date must be in the future (tomorrow or later).")
+				expiresErr = "The expiry date must be in the future (tomorrow or later)."
 			} else {
 				end := day.AddDate(0, 0, 1).UTC()
 				expires = &end
 			}
 		}
 	}
-	if c.Invalid() {
+	in := account.NewKey{Name: f.Name, Permissions: f.Perms, ExpiresAt: expires}
+	_, err := s.Accounts.CheckKey(in)
+	if failKeyForm(c, err, expiresErr) {
 		return s.keysPage(r, c, f)
 	}
-	secret, k := ams.NewAPIKey(c.User.ID, f.Name, perms, c.Now, expires)
-	if err := s.Store.CreateKey(r.Context(), k); err != nil {
+	secret, k, err := s.Accounts.CreateKey(r.Context(), c.User.ID, in)
+	if ams.ErrorKindOf(err) == ams.EFORBIDDEN {
+		// Approval taken back since the request read the account: the
+		// same answer as above.
+		c.Status = http.StatusForbidden
+		c.Fail("", "Your account is on the early-access waitlist: you can create API keys once it is approved.")
+		return s.keysPage(r, c, f)
+	} else if failKeyForm(c, err, "") {
+		return s.keysPage(r, c, f)
+	} else if err != nil {
 		return nil, err
 	}
 	c.KeepSecret(k.ID, secret)
 	return c.Redirect("/account/keys/" + k.ID + "/created")
+}
+
+// keyFields are the form's fields of the service's parameters.
+var keyFields = map[string]string{"name": "name", "permissions": "perm-read", "expires_at": "expires_on"}
+
+// failKeyForm shows the field errors of err (account.CheckKey's) and the
+// expiry date's error as form errors, in the form's order; it reports
+// whether there were any.
+func failKeyForm(c *Ctx, err error, expiresErr string) bool {
+	errs := account.Fields(err)
+	for _, param := range []string{"name", "permissions", "expires_at"} {
+		for _, e := range errs {
+			if e.Param != param {
+				continue
+			}
+			switch param {
+			case "permissions":
+				// Unknown words can only be a forged form: the form's
+				// sentence is enough.
+				c.Fail(keyFields[param], "Choose at least one permission.")
+			case "expires_at":
+				if expiresErr == "" {
+					expiresErr = e.Message
+				}
+			default:
+				c.Fail(keyFields[param], e.Message)
+			}
+		}
+	}
+	if expiresErr != "" {
+		c.Fail("expires_on", expiresErr)
+	}
+	return c.Invalid()
 }
 
 // keyCreatedData is the data of the page that shows a new key.
@@ -169,7 +204,7 @@ func (s *Server) keyCreated(w http.ResponseWriter, r *http.Request, c *Ctx) (any
 // revokeKey revokes one of the account's keys (the confirmation is the
 // second button of the key's row).
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request, c *Ctx) (any, error) {
-	k, err := s.Store.RevokeKey(r.Context(), c.User.ID, r.PathValue("id"), c.Now)
+	k, err := s.Accounts.RevokeKey(r.Context(), c.User.ID, r.PathValue("id"))
 	if err != nil {
 		return nil, err
 	}

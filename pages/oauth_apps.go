@@ -12,7 +12,8 @@ import (
 // The OAuth apps pages: the clients the user registered (register one,
 // its secret shown once, rotate the secret, delete it) and the apps the
 // user authorized, each revocable. Clients are made by oauth.CreateClient,
-// the same as `ams oauth-clients create`.
+// the same as `ams oauth-clients create`, and changed by package oauth's
+// RotateClientSecret, DeleteClient and RevokeGrants.
 
 // oauthAppForm is the registration form as sent.
 type oauthAppForm struct {
@@ -158,14 +159,14 @@ func (s *Server) rotateOAuthApp(w http.ResponseWriter, r *http.Request, c *Ctx) 
 	if err != nil {
 		return nil, err
 	}
-	if cl.Public {
-		return nil, ams.Errorf(ams.ECONFLICT, "public_client", "%s is a public app: it has no secret to rotate.", cl.Name)
+	if err := oauth.CheckRotate(cl); err != nil {
+		return nil, err
 	}
 	if r.PostForm.Get("confirm") != "yes" {
 		return oauthConfirm{Action: "rotate", Client: cl}, nil
 	}
-	secret := ams.NewSecret(oauth.PrefixClientSecret)
-	if _, err := s.Store.SetOAuthClientSecret(r.Context(), c.User.ID, cl.ID, ams.HashSecret(secret), c.Now); err != nil {
+	_, secret, err := oauth.RotateClientSecret(r.Context(), s.Store, c.User.ID, cl.ID, c.Now)
+	if err != nil {
 		return nil, err
 	}
 	c.KeepSecret(cl.ID, secret)
@@ -181,7 +182,7 @@ func (s *Server) deleteOAuthApp(w http.ResponseWriter, r *http.Request, c *Ctx) 
 	if r.PostForm.Get("confirm") != "yes" {
 		return oauthConfirm{Action: "delete", Client: cl}, nil
 	}
-	if err := s.Store.DeleteOAuthClient(r.Context(), c.User.ID, cl.ID); err != nil {
+	if err := oauth.DeleteClient(r.Context(), s.Store, c.User.ID, cl.ID); err != nil {
 		return nil, err
 	}
 	c.Flash(FlashSuccess, cl.Name+" deleted. Every token it held stopped working.")
@@ -206,7 +207,7 @@ func (s *Server) revokeOAuthGrant(w http.ResponseWriter, r *http.Request, c *Ctx
 	if r.PostForm.Get("confirm") != "yes" {
 		return oauthConfirm{Action: "revoke", Grant: g}, nil
 	}
-	if err := s.Store.RevokeGrants(r.Context(), c.User.ID, g.ClientID); err != nil && !ams.IsNotFound(err) {
+	if err := oauth.RevokeGrants(r.Context(), s.Store, c.User.ID, g.ClientID); err != nil {
 		return nil, err
 	}
 	c.Flash(FlashSuccess, g.ClientName+" no longer has access to your account. Its tokens stopped working.")

@@ -64,6 +64,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/account"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/webhook"
@@ -72,7 +73,8 @@ import (
 // Server serves the account pages. Set its fields, then call Register.
 type Server struct {
 	// Store holds the accounts and their records. Handlers read it; they
-	// change records through the services (Webhooks, Messages).
+	// change records through the services (Accounts, Webhooks, Messages,
+	// and package oauth's client functions).
 	Store ams.Store
 	// Clock is the service clock (nil: the wall clock).
 	Clock ams.Clock
@@ -84,6 +86,9 @@ type Server struct {
 	// OAuth is the authorization server, whose session, sign-in and CSRF
 	// tokens the pages share.
 	OAuth *oauth.Server
+	// Accounts signs up, changes passwords, approves accounts and creates
+	// and revokes API keys: the service of `ams users` and `ams keys`.
+	Accounts *account.Service
 	// Messages sends the messages of the assistants pages: the service
 	// of the API's POST /v1/messages (nil: the pages only read).
 	Messages *messaging.Service

@@ -2,15 +2,15 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/password"
+	"github.com/amsdev/ams/account"
 	"github.com/spf13/cobra"
 )
 
@@ -34,26 +34,16 @@ the service (the waitlist page of the account pages).`,
 			if err != nil {
 				return err
 			}
-			if err := validateEmail(email); err != nil {
-				return err
-			}
-			if _, err := time.LoadLocation(tz); err != nil {
-				return fmt.Errorf("unknown timezone %q", tz)
-			}
-			u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: strings.ToLower(email), Plan: p, Timezone: tz, Admin: admin}
+			in := account.NewUser{Email: email, Timezone: tz, Plan: p, Approved: !waitlist, Admin: admin}
 			if pwStdin {
-				if u.PasswordHash, err = readPassword(cmd.InOrStdin()); err != nil {
+				if in.Password, err = readPassword(cmd.InOrStdin()); err != nil {
 					return err
 				}
 			}
 			return withStore(ctx, sf, func(store ams.Store) error {
-				u.CreatedAt = ams.Clock(nil).Now()
-				u.UpdatedAt = u.CreatedAt
-				if !waitlist {
-					u.ApprovedAt = &u.CreatedAt
-				}
-				if err := store.CreateUser(ctx, u); err != nil {
-					return err
+				u, err := (&account.Service{Store: store}).CreateUser(ctx, in)
+				if err != nil {
+					return flagError(err)
 				}
 				fmt.Fprintln(cmd.OutOrStdout(), u.ID)
 				return nil
@@ -105,9 +95,13 @@ the service (the waitlist page of the account pages).`,
 				upd.Timezone = &uTZ
 			}
 			if uPwStdin {
-				h, err := readPassword(cmd.InOrStdin())
+				pw, err := readPassword(cmd.InOrStdin())
 				if err != nil {
 					return err
+				}
+				h, err := (&account.Service{}).HashPassword(pw)
+				if err != nil {
+					return flagError(err)
 				}
 				upd.PasswordHash = &h
 			}
@@ -149,13 +143,13 @@ the service (the waitlist page of the account pages).`,
 				if err != nil {
 					return err
 				}
-				if u.Approved() {
+				u, approved, err := (&account.Service{Store: store}).Approve(ctx, u.ID)
+				if err != nil {
+					return err
+				}
+				if !approved {
 					fmt.Fprintf(cmd.OutOrStdout(), "%s (%s) was already approved at %s\n", u.ID, u.Email, u.ApprovedAt.Format(time.RFC3339))
 					return nil
-				}
-				now := ams.Clock(nil).Now()
-				if u, err = store.UpdateUser(ctx, u.ID, ams.UserUpdate{ApprovedAt: &now}, now); err != nil {
-					return err
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "approved %s (%s) at %s\n", u.ID, u.Email, u.ApprovedAt.Format(time.RFC3339))
 				return nil
@@ -175,20 +169,47 @@ func planAfter(u *ams.User, upd ams.UserUpdate) ams.Plan {
 	return u.Plan
 }
 
-func validateEmail(e string) error {
-	at := strings.LastIndexByte(e, '@')
-	if at < 1 || at == len(e)-1 || strings.ContainsAny(e, " \t\r\n<>") || len(e) > 254 || !utf8.ValidString(e) {
-		return fmt.Errorf("%q is not an e-mail address", e)
-	}
-	return nil
-}
-
+// readPassword reads a password from the first line of r. An empty one
+// is refused: --password-stdin sets a password.
 func readPassword(r io.Reader) (string, error) {
 	line, err := bufio.NewReader(r).ReadString('\n')
 	if err != nil && err != io.EOF {
 		return "", fmt.Errorf("read password: %w", err)
 	}
-	return password.Hash(strings.TrimRight(line, "\r\n"))
+	pw := strings.TrimRight(line, "\r\n")
+	if err := account.CheckPassword(pw); err != nil {
+		return "", flagError(err)
+	}
+	return pw, nil
+}
+
+// cliFlags are the flags of account.Service's parameters.
+var cliFlags = map[string]string{
+	"email": "--email", "password": "--password-stdin", "timezone": "--timezone", "plan": "--plan",
+	"name": "--name", "permissions": "--permissions", "expires_at": "--expires-in",
+}
+
+// flagError words the field errors of the account service after the
+// flags they are about ("--email: Enter an e-mail address like
+// name@example.com."), all of them; other errors are returned as they are.
+func flagError(err error) error {
+	errs := account.Fields(err)
+	var e *ams.Error
+	if errs == nil && errors.As(err, &e) && e.Param != "" {
+		errs = []*ams.Error{e} // a taken e-mail address
+	}
+	if errs == nil {
+		return err
+	}
+	var msgs []string
+	for _, e := range errs {
+		name := cliFlags[e.Param]
+		if name == "" {
+			name = e.Param
+		}
+		msgs = append(msgs, name+": "+e.Message)
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 func newKeysCmd(sf *storeFlags) *cobra.Command {
@@ -201,32 +222,24 @@ func newKeysCmd(sf *storeFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmdContext(cmd)
-			ps, err := ams.ParsePermissions(perms)
-			if err != nil {
-				return err
-			}
-			if strings.TrimSpace(name) == "" || len(name) > 100 {
-				return fmt.Errorf("--name must be 1 to 100 characters")
-			}
 			return withStore(ctx, sf, func(store ams.Store) error {
 				u, err := store.FindUserByEmail(ctx, email)
 				if err != nil {
 					return err
 				}
-				if !u.Approved() {
-					return fmt.Errorf("%s is on the early-access waitlist: approve it first with `ams users approve --email %s`", u.Email, u.Email)
-				}
-				now := ams.Clock(nil).Now()
+				svc := &account.Service{Store: store}
 				var exp *time.Time
 				if expiresIn > 0 {
-					t := now.Add(expiresIn)
+					t := svc.Clock.Now().Add(expiresIn)
 					exp = &t
 				}
-				secret, k := ams.NewAPIKey(u.ID, name, ps, now, exp)
-				if err := store.CreateKey(ctx, k); err != nil {
-					return err
+				secret, k, err := svc.CreateKey(ctx, u.ID, account.NewKey{Name: name, Permissions: []string{perms}, ExpiresAt: exp})
+				if ams.ErrorKindOf(err) == ams.EFORBIDDEN {
+					return fmt.Errorf("%s is on the early-access waitlist: approve it first with `ams users approve --email %s`", u.Email, u.Email)
+				} else if err != nil {
+					return flagError(err)
 				}
-				fmt.Fprintln(cmd.ErrOrStderr(), "created", k.ID, "for", u.Email, "with", ps.String(), "- store the key now, it is not shown again")
+				fmt.Fprintln(cmd.ErrOrStderr(), "created", k.ID, "for", u.Email, "with", k.Permissions.String(), "- store the key now, it is not shown again")
 				fmt.Fprintln(cmd.OutOrStdout(), secret)
 				return nil
 			})
@@ -277,7 +290,7 @@ func newKeysCmd(sf *storeFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmdContext(cmd)
 			return withStore(ctx, sf, func(store ams.Store) error {
-				k, err := store.RevokeKey(ctx, "", args[0], ams.Clock(nil).Now())
+				k, err := (&account.Service{Store: store}).RevokeKey(ctx, "", args[0])
 				if err != nil {
 					return err
 				}

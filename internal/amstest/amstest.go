@@ -26,11 +26,13 @@ import (
 	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/pages"
+	"github.com/amsdev/ams/password"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/sqlite"
 	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/usage"
 	"github.com/amsdev/ams/webhook"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // Clock is a clock that tests move by hand. It is safe for concurrent use.
@@ -148,6 +150,9 @@ func New(t testing.TB, opts ...Option) *Fixture {
 		srv.Close()
 		t.Fatal(err)
 	}
+	// Passwords set through the pages are hashed at bcrypt's lowest cost
+	// (HashPassword), the one difference from ams serve's wiring.
+	a.Accounts.Hash = HashPassword
 	srv.Config.Handler = a.Handler()
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -157,6 +162,18 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	f.Key = f.NewKey(f.User, "read,write,messages,integrations")
 	f.Assistant = f.NewAssistant(f.User, "Ann's assistant")
 	return f
+}
+
+// HashPassword is the fixture's password hash: bcrypt at its lowest
+// cost, because at password.Cost one hash takes seconds under the race
+// detector. password.Check reads the cost from the hash, so checks work
+// the same.
+func HashPassword(pw string) (string, error) {
+	if err := password.Validate(pw); err != nil {
+		return "", err
+	}
+	h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)
+	return string(h), err
 }
 
 // NewUser creates an account.
