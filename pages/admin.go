@@ -8,9 +8,8 @@ import (
 
 // waitlistData is the data of the waitlist admin page.
 type waitlistData struct {
-	Users     []*ams.User
-	More      bool
-	Supported bool // the store lists the waitlist
+	Users []*ams.User
+	More  bool
 }
 
 // waitlistLimit is how many waiting accounts the page shows.
@@ -26,7 +25,7 @@ func (s *Server) waitlist(w http.ResponseWriter, r *http.Request, c *Ctx) (any, 
 	if err != nil {
 		return nil, err
 	}
-	return waitlistData{Users: us, More: more, Supported: true}, nil
+	return waitlistData{Users: us, More: more}, nil
 }
 
 // approve lets an account off the waitlist.
