@@ -70,3 +70,43 @@ func ErrorKindOf(err error) ErrorKind {
 
 // IsNotFound reports whether err is an ENOTFOUND error.
 func IsNotFound(err error) bool { return err != nil && ErrorKindOf(err) == ENOTFOUND }
+
+// FieldErrors is the error of an input with several wrong fields: one
+// EINVALID *Error per field, in the order of the form or request. Its
+// first error is the one errors.As finds, so the API answers that one;
+// the account pages show them all.
+type FieldErrors []*Error
+
+// Error returns the first error's message.
+func (e FieldErrors) Error() string { return e[0].Error() }
+
+// Unwrap returns the errors, for errors.As and errors.Is.
+func (e FieldErrors) Unwrap() []error {
+	out := make([]error, len(e))
+	for i, x := range e {
+		out[i] = x
+	}
+	return out
+}
+
+// JoinFieldErrors returns errs as one error: nil when empty.
+func JoinFieldErrors(errs []*Error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return FieldErrors(errs)
+}
+
+// Fields returns the field errors of err: the list of a FieldErrors, or
+// the one EINVALID error naming a field; nil for any other error.
+func Fields(err error) []*Error {
+	var errs FieldErrors
+	var one *Error
+	switch {
+	case errors.As(err, &errs):
+		return errs
+	case errors.As(err, &one) && one.Kind == EINVALID && one.Param != "":
+		return []*Error{one}
+	}
+	return nil
+}

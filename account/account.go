@@ -9,13 +9,12 @@
 // *ams.Error naming its field (email, password, password_confirm,
 // timezone, current_password, new_password, new_password_confirm, name,
 // permissions, expires_at) with a sentence meant for the user; when
-// several fields are wrong, the error is a FieldErrors listing each, in
+// several fields are wrong, the error is an ams.FieldErrors listing each, in
 // the order of the form (errors.As finds the first).
 package account
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -52,37 +51,6 @@ type Store interface {
 	RevokeKey(ctx context.Context, userID, id string, now time.Time) (*ams.APIKey, error)
 }
 
-// FieldErrors is the error of an input with several wrong fields: one
-// EINVALID *ams.Error per field, in the order of the form. Its first
-// error is the one errors.As finds; the account pages show them all.
-type FieldErrors []*ams.Error
-
-// Error returns the first error's message.
-func (e FieldErrors) Error() string { return e[0].Error() }
-
-// Unwrap returns the errors, for errors.As and errors.Is.
-func (e FieldErrors) Unwrap() []error {
-	out := make([]error, len(e))
-	for i, x := range e {
-		out[i] = x
-	}
-	return out
-}
-
-// Fields returns the field errors of err: the list of a FieldErrors, or
-// the one EINVALID error naming a field; nil for any other error.
-func Fields(err error) []*ams.Error {
-	var errs FieldErrors
-	var one *ams.Error
-	switch {
-	case errors.As(err, &errs):
-		return errs
-	case errors.As(err, &one) && one.Kind == ams.EINVALID && one.Param != "":
-		return []*ams.Error{one}
-	}
-	return nil
-}
-
 // fields is a list of field errors being collected.
 type fields []*ams.Error
 
@@ -95,7 +63,7 @@ func (f fields) err() error {
 	if len(f) == 0 {
 		return nil
 	}
-	return FieldErrors(f)
+	return ams.FieldErrors(f)
 }
 
 func (s *Service) hash(pw string) (string, error) {

@@ -38,7 +38,7 @@ func newService(t *testing.T) (*account.Service, *sqlite.DB) {
 // params returns the parameters the error names, in order.
 func params(err error) []string {
 	var out []string
-	for _, e := range account.Fields(err) {
+	for _, e := range ams.Fields(err) {
 		out = append(out, e.Param)
 	}
 	return out

@@ -22,7 +22,7 @@ type NewKey struct {
 }
 
 // CheckKey validates a key to create without writing anything: every
-// wrong field at once (FieldErrors), in the order name, permissions,
+// wrong field at once (ams.FieldErrors), in the order name, permissions,
 // expires_at. It returns the parsed permissions.
 func (s *Service) CheckKey(in NewKey) (ams.Permissions, error) {
 	var f fields

@@ -64,7 +64,7 @@ func checkUser(email, pw string, confirm *string, tz string, required bool) erro
 }
 
 // CheckSignUp validates a sign-up form without writing anything: every
-// wrong field at once (FieldErrors), in the order email, password,
+// wrong field at once (ams.FieldErrors), in the order email, password,
 // password_confirm, timezone. The e-mail address is checked once trimmed.
 func (s *Service) CheckSignUp(in SignUp) error {
 	return checkUser(NormalizeEmail(in.Email), in.Password, &in.PasswordConfirm, in.Timezone, true)
@@ -134,7 +134,7 @@ type PasswordChange struct {
 // ChangePassword checks the account's current password and sets the new
 // one, then signs out every other browser: all the account's login
 // sessions but session (the id of the session that made the change; "":
-// none is kept). Wrong fields are FieldErrors, in the order
+// none is kept). Wrong fields are ams.FieldErrors, in the order
 // current_password, new_password, new_password_confirm.
 func (s *Service) ChangePassword(ctx context.Context, userID, session string, in PasswordChange) error {
 	u, err := s.Store.FindUser(ctx, userID)

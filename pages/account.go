@@ -35,7 +35,7 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request, c *Ctx) (any, er
 	f := r.PostForm
 	d := signupData{Email: strings.TrimSpace(f.Get("email")), Timezone: f.Get("timezone"), Timezones: timezones}
 	in := account.SignUp{Email: d.Email, Password: f.Get("password"), PasswordConfirm: f.Get("password_confirm"), Timezone: d.Timezone}
-	errs := account.Fields(s.Accounts.CheckSignUp(in))
+	errs := ams.Fields(s.Accounts.CheckSignUp(in))
 	badZone := !validTimezone(d.Timezone)
 	for _, e := range errs {
 		if e.Param == "timezone" {
@@ -92,7 +92,7 @@ func (s *Server) changePassword(w http.ResponseWriter, r *http.Request, c *Ctx) 
 	f := r.PostForm
 	err := s.Accounts.ChangePassword(r.Context(), c.User.ID, c.SessionID, account.PasswordChange{
 		Current: f.Get("current_password"), New: f.Get("new_password"), Confirm: f.Get("new_password_confirm")})
-	if errs := account.Fields(err); errs != nil {
+	if errs := ams.Fields(err); errs != nil {
 		for _, e := range errs {
 			c.Fail(e.Param, e.Message)
 		}

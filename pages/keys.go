@@ -150,7 +150,7 @@ var keyFields = map[string]string{"name": "name", "permissions": "perm-read", "e
 // expiry date's error as form errors, in the form's order; it reports
 // whether there were any.
 func failKeyForm(c *Ctx, err error, expiresErr string) bool {
-	errs := account.Fields(err)
+	errs := ams.Fields(err)
 	for _, param := range []string{"name", "permissions", "expires_at"} {
 		for _, e := range errs {
 			if e.Param != param {

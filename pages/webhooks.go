@@ -134,13 +134,8 @@ var webhookFields = []struct{ param, empty string }{
 // errors (a field left empty gets the form's own sentence); it returns
 // any other error.
 func failWebhookForm(c *Ctx, err error, f *webhookForm, secret string) error {
-	var errs webhook.FieldErrors
-	var one *ams.Error
-	switch {
-	case errors.As(err, &errs):
-	case errors.As(err, &one) && one.Kind == ams.EINVALID && one.Param != "":
-		errs = webhook.FieldErrors{one}
-	default:
+	errs := ams.Fields(err)
+	if errs == nil {
 		return err
 	}
 	empty := map[string]bool{"events": len(f.Events) == 0, "secret": secret == "", "url": f.URL == ""}

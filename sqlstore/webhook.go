@@ -256,8 +256,8 @@ func (q *Queries) FindDelivery(ctx context.Context, userID, webhookID, id string
 func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now time.Time) (bool, error) {
 	failed := false
 	err := q.inTx(ctx, func(q *Queries) error {
-		if r.Outcome == ams.JobFailed && q.s.d.RowLocks {
-			if _, err := q.exec(ctx, "lock webhook", `SELECT 1 FROM webhooks WHERE id = $1`+q.lock("FOR NO KEY UPDATE"), r.Job.WebhookID); err != nil {
+		if lock := q.lock("FOR NO KEY UPDATE"); r.Outcome == ams.JobFailed && lock != "" {
+			if _, err := q.exec(ctx, "lock webhook", `SELECT 1 FROM webhooks WHERE id = $1`+lock, r.Job.WebhookID); err != nil {
 				return err
 			}
 		}

@@ -22,7 +22,7 @@ import (
 // The rules of a webhook's fields live here once. Each error is an
 // EINVALID *ams.Error naming its parameter (url, events, secret) with a
 // sentence meant for the user; when several fields are wrong, the error is
-// a FieldErrors listing each, in the order url missing, events missing,
+// an ams.FieldErrors listing each, in the order url missing, events missing,
 // secret missing, events, secret, url (errors.As finds the first).
 type Service struct {
 	// Store holds the webhooks and their deliveries.
@@ -56,32 +56,6 @@ type Input struct {
 	// Turning a failing webhook on makes it active again; turning one off
 	// cancels its pending deliveries.
 	Active *bool
-}
-
-// FieldErrors is the error of an input with several wrong fields: one
-// EINVALID *ams.Error per field, in the order the API reports them. Its
-// first error is the one errors.As finds, so the API answers that one;
-// the account pages show them all.
-type FieldErrors []*ams.Error
-
-// Error returns the first error's message.
-func (e FieldErrors) Error() string { return e[0].Error() }
-
-// Unwrap returns the errors, for errors.As and errors.Is.
-func (e FieldErrors) Unwrap() []error {
-	out := make([]error, len(e))
-	for i, x := range e {
-		out[i] = x
-	}
-	return out
-}
-
-// fieldErrors returns errs as one error: nil when empty.
-func fieldErrors(errs []*ams.Error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	return FieldErrors(errs)
 }
 
 // collect adds err to errs when it is an invalid-parameter error, and
@@ -143,7 +117,7 @@ func (s *Service) Create(ctx context.Context, userID string, in Input) (*ams.Web
 			return nil, err
 		}
 	}
-	if err := fieldErrors(errs); err != nil {
+	if err := ams.JoinFieldErrors(errs); err != nil {
 		return nil, err
 	}
 	now := s.Clock.Now()
@@ -164,7 +138,7 @@ func (s *Service) Update(ctx context.Context, userID, id string, in Input) (*ams
 	events, errs := checkFields(in)
 	if _, err := s.Store.FindWebhook(ctx, userID, id); err != nil {
 		if len(errs) > 0 {
-			return nil, FieldErrors(errs)
+			return nil, ams.FieldErrors(errs)
 		}
 		return nil, err
 	}
@@ -173,7 +147,7 @@ func (s *Service) Update(ctx context.Context, userID, id string, in Input) (*ams
 			return nil, err
 		}
 	}
-	if err := fieldErrors(errs); err != nil {
+	if err := ams.JoinFieldErrors(errs); err != nil {
 		return nil, err
 	}
 	upd := ams.WebhookUpdate{URL: in.URL, Events: events, Secret: in.Secret, Active: in.Active}

@@ -19,7 +19,7 @@ func TestServiceFieldErrors(t *testing.T) {
 	f := amstest.New(t)
 	svc, ctx := f.Webhooks, context.Background()
 	_, err := svc.Create(ctx, f.User.ID, webhook.Input{URL: ptr("ftp://x"), Events: &[]string{"nope"}, Secret: ptr("short")})
-	var all webhook.FieldErrors
+	var all ams.FieldErrors
 	if !errors.As(err, &all) || len(all) != 3 || all[0].Param != "events" || all[1].Param != "secret" || all[2].Param != "url" {
 		t.Fatalf("errors: %v", err)
 	}

@@ -193,7 +193,7 @@ var cliFlags = map[string]string{
 // flags they are about ("--email: Enter an e-mail address like
 // name@example.com."), all of them; other errors are returned as they are.
 func flagError(err error) error {
-	errs := account.Fields(err)
+	errs := ams.Fields(err)
 	var e *ams.Error
 	if errs == nil && errors.As(err, &e) && e.Param != "" {
 		errs = []*ams.Error{e} // a taken e-mail address
