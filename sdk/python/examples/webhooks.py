@@ -10,6 +10,7 @@ import base64
 import os
 import queue
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import ams
@@ -51,7 +52,14 @@ try:
     client.send_message(os.environ["AMS_ASSISTANT_ID"], "Hello, webhook!")
     event = received.get(timeout=30)
     print("verified %s %s: %s (%s)" % (event.type, event.id, event.data["content"], event.data["direction"]))
-    for d in client.list_webhook_deliveries(webhook.id, limit=5):
+    # ams records an attempt just after the receiver answers: the log may
+    # lag the arrival by a moment.
+    for _ in range(50):
+        deliveries = list(client.list_webhook_deliveries(webhook.id, limit=5))
+        if deliveries:
+            break
+        time.sleep(0.1)
+    for d in deliveries:
         print("  delivery", d.id, "attempt", d.attempt, "status", d.status_code)
 finally:
     client.delete_webhook(webhook.id)
