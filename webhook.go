@@ -2,6 +2,7 @@ package ams
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -86,7 +87,32 @@ type Job struct {
 	Event     *Event
 	URL       string
 	Secret    string
+	// LeaseUntil is when the claim's lease runs out; it also fences the
+	// job: RecordAttempt stores the attempt only while this lease is the
+	// job's and has not run out.
+	LeaseUntil time.Time
 }
+
+// Claim says what one ClaimJobs call may lease. The caps count every
+// leased job in the queue, whoever leased it, so they hold across all the
+// processes that share the database.
+type Claim struct {
+	Lease time.Duration // how long the claimed jobs are reserved
+	Limit int           // jobs at most
+	// PerWebhook caps the deliveries in flight to one webhook, so that a
+	// slow or dead receiver holds at most that many slots.
+	PerWebhook int
+	// PerAccount caps the deliveries in flight of one account (0: no cap),
+	// so that one account's slow receivers cannot take every slot; due
+	// jobs are also taken round-robin across accounts.
+	PerAccount int
+}
+
+// ErrLeaseLost is what RecordAttempt returns, storing nothing, when the
+// job's lease ran out or passed to another worker before the attempt was
+// recorded: the job will be attempted again, and the late attempt is
+// neither logged nor counted.
+var ErrLeaseLost = errors.New("the job's lease ran out before its attempt was recorded")
 
 // JobOutcome says what happened to a job after an attempt.
 type JobOutcome int
@@ -120,20 +146,24 @@ type Email struct {
 
 // DeliveryQueue is the durable queue the webhook worker and the mail worker use.
 type DeliveryQueue interface {
-	// ClaimJobs leases up to limit due jobs (next attempt at or before now,
-	// webhook active, not leased) until now+lease, oldest first, at most
-	// perWebhook of one webhook less the ones the caller has in flight
-	// (inFlight, by webhook id), so that a slow receiver cannot take every
-	// slot. A job whose lease ran out (its worker died) is due again.
-	ClaimJobs(ctx context.Context, now time.Time, lease time.Duration, limit, perWebhook int, inFlight map[string]int) ([]*Job, error)
+	// ClaimJobs leases up to c.Limit due jobs (next attempt at or before
+	// now, webhook active, not leased) until now+c.Lease, within the caps
+	// of c counted over all leased jobs, taking the accounts' oldest jobs
+	// in turn (the oldest job of each account with due work, then the
+	// second, ...). A job whose lease ran out (its worker died) is due
+	// again. Claims of several processes take disjoint jobs.
+	ClaimJobs(ctx context.Context, now time.Time, c Claim) ([]*Job, error)
 	// RecordAttempt stores the attempt and the job's new state in one
-	// transaction; for JobFailed it marks the webhook failing and inactive,
+	// transaction, if the job's lease is still r.Job's and has not run out
+	// at now; else it stores nothing and returns ErrLeaseLost. For
+	// JobFailed it marks the webhook failing and inactive,
 	// cancels its pending jobs, and queues r.Email — all only if the webhook
 	// was still active, so the owner gets one e-mail. It reports whether
 	// the webhook was marked failing by this call.
 	RecordAttempt(ctx context.Context, r *AttemptResult, now time.Time) (bool, error)
 	// JobsReady is signalled (without blocking) when a transaction has
-	// queued new jobs in this process.
+	// queued new jobs, in this process or (on engines that can tell, such
+	// as PostgreSQL) in another process sharing the database.
 	JobsReady() <-chan struct{}
 	// ClaimEmails leases up to limit e-mails due at now.
 	ClaimEmails(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]*Email, error)

@@ -3,47 +3,63 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/sqlstore"
+	"github.com/jackc/pgx/v5"
 )
 
-// The queue claims of PostgreSQL, where several processes claim at once:
-// FOR UPDATE SKIP LOCKED makes their claims take disjoint jobs.
+// The queue claims of PostgreSQL, where several processes claim at once.
+// Job claims take a transaction-level advisory lock first, so that they
+// run one at a time across all processes: each counts the deliveries in
+// flight after the previous claim committed, and the per-webhook and
+// per-account caps hold across the cluster. A claim is one round trip and
+// a few milliseconds; the lock is held only for it.
 
-// claimQuery leases due jobs in one statement. For every active webhook it
-// locks its oldest due jobs (through an index scan per webhook, usually
-// webhook_jobs_webhook_due), at most as many as it has free slots ($4/$5:
-// webhook ids with deliveries in flight and their free slots; others have
-// $3, the per-webhook cap), skipping rows another process has locked, so a
-// saturated webhook locks nothing; keeps the oldest $6 of them in all
-// (row_number re-applies the per-webhook limit); sets their lease ($2) and
-// returns them with their webhook and event, oldest first.
+// claimLockKey is the advisory lock that serializes job claims.
+const claimLockKey = 0x616d732d636c6d // "ams-clm"
+
+// claimQuery leases due jobs in one statement. It counts the deliveries in
+// flight by webhook and account (sqlstore.InFlightQuery), free slots being
+// $3 (per webhook) and $4 (per account) less those; for every active
+// webhook with free slots it locks its oldest due jobs up to them (through
+// an index scan per webhook, usually webhook_jobs_webhook_due); ranks each
+// account's candidates oldest first and keeps those within the account's
+// free slots; takes $5 of them, every account's first before any
+// account's second (as sqlstore.InFlight.Pick does for SQLite); sets their
+// lease ($2) and returns them with their webhook and event.
 //
-// SKIP LOCKED makes concurrent claims take disjoint jobs; a job another
-// process leased and committed meanwhile is re-checked against the
-// lease_until condition when its lock is taken, and left out. Its cost
-// grows with the number of active webhooks, not with the backlog of a slow
-// one.
+// Its cost grows with the number of active webhooks, not with the backlog
+// of a slow one.
 const claimQuery = `
-WITH cand AS (
-  SELECT j.seq, j.next_at,
-         row_number() OVER (PARTITION BY w.id ORDER BY j.next_at, j.seq) AS rn,
-         coalesce(f.free, $3) AS free
+WITH busy AS (` + sqlstore.InFlightQuery + `
+), hook_busy AS (
+  SELECT webhook_id, sum(count)::int AS n FROM busy GROUP BY webhook_id
+), account_busy AS (
+  SELECT user_id, sum(count)::int AS n FROM busy GROUP BY user_id
+), cand AS (
+  SELECT j.seq, j.next_at, w.user_id
   FROM webhooks w
-  LEFT JOIN unnest($4::text[], $5::int[]) AS f(webhook_id, free) ON f.webhook_id = w.id
+  LEFT JOIN hook_busy hb ON hb.webhook_id = w.id
+  LEFT JOIN account_busy ab ON ab.user_id = w.user_id
   CROSS JOIN LATERAL (
     SELECT q.seq, q.next_at FROM webhook_jobs q
     WHERE q.webhook_id = w.id AND q.state = 'pending' AND q.next_at <= $1 AND q.lease_until <= $1
     ORDER BY q.next_at, q.seq
-    LIMIT least($3, coalesce(f.free, $3))
+    LIMIT least($3 - coalesce(hb.n, 0), $4 - coalesce(ab.n, 0), $5)
     FOR UPDATE OF q SKIP LOCKED
   ) j
-  WHERE w.active
+  WHERE w.active AND $3 - coalesce(hb.n, 0) > 0 AND $4 - coalesce(ab.n, 0) > 0
+), ranked AS (
+  SELECT c.seq, c.next_at,
+         row_number() OVER (PARTITION BY c.user_id ORDER BY c.next_at, c.seq) AS rank,
+         $4 - coalesce(ab.n, 0) AS free
+  FROM cand c LEFT JOIN account_busy ab ON ab.user_id = c.user_id
 ), pick AS (
-  SELECT seq FROM cand WHERE rn <= free ORDER BY next_at, seq LIMIT $6
+  SELECT seq FROM ranked WHERE rank <= free ORDER BY rank, next_at, seq LIMIT $5
 ), leased AS (
   UPDATE webhook_jobs j SET lease_until = $2 FROM pick WHERE j.seq = pick.seq
   RETURNING j.seq, j.user_id, j.webhook_id, j.attempts, j.next_at, j.event_id
@@ -52,29 +68,35 @@ SELECT l.seq, l.user_id, l.webhook_id, l.attempts, w.url, w.secret_sealed, e.id,
 FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events e ON e.id = l.event_id
 ORDER BY l.next_at, l.seq`
 
-// ClaimJobs leases due jobs; see ams.DeliveryQueue. Several processes may
-// claim at once: each job is leased by one of them. The per-webhook cap
-// applies to the caller's own deliveries in flight (inFlight), as in
-// SQLite; with several processes a webhook may so have up to one cap per
-// process in flight.
-func (db *DB) ClaimJobs(ctx context.Context, now time.Time, lease time.Duration, limit, perWebhook int, inFlight map[string]int) ([]*ams.Job, error) {
-	if limit <= 0 || perWebhook <= 0 {
+// ClaimJobs leases due jobs; see ams.DeliveryQueue. The advisory lock and
+// the claim go in one batch, which pgx runs as one implicit transaction:
+// the claim's snapshot is taken after the lock is granted, so it sees
+// every earlier claim's leases.
+func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams.Job, error) {
+	if c.Limit <= 0 || c.PerWebhook <= 0 {
 		return nil, nil
 	}
-	ids := make([]string, 0, len(inFlight))
-	free := make([]int32, 0, len(inFlight))
-	for id, n := range inFlight {
-		ids = append(ids, id)
-		free = append(free, int32(max(0, perWebhook-n)))
+	perAccount := c.PerAccount
+	if perAccount <= 0 {
+		perAccount = math.MaxInt32
 	}
-	rows, err := db.pool.Query(ctx, claimQuery, sqlstore.MS(now), sqlstore.MS(now.Add(lease)), perWebhook, ids, free, limit)
+	until := now.Add(c.Lease)
+	b := &pgx.Batch{}
+	b.Queue(`SELECT pg_advisory_xact_lock($1)`, int64(claimLockKey))
+	b.Queue(claimQuery, sqlstore.MS(now), sqlstore.MS(until), c.PerWebhook, perAccount, c.Limit)
+	br := db.pool.SendBatch(ctx, b)
+	defer br.Close()
+	if _, err := br.Exec(); err != nil {
+		return nil, fmt.Errorf("claim jobs: lock: %w", err)
+	}
+	rows, err := br.Query()
 	if err != nil {
 		return nil, fmt.Errorf("claim jobs: %w", err)
 	}
 	defer rows.Close()
 	var jobs []*ams.Job
 	for rows.Next() {
-		j := &ams.Job{Event: &ams.Event{Object: "event"}}
+		j := &ams.Job{Event: &ams.Event{Object: "event"}, LeaseUntil: until}
 		var sealed string
 		var data []byte
 		var created int64
@@ -88,6 +110,10 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, lease time.Duration,
 		jobs = append(jobs, j)
 	}
 	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	rows.Close()
+	if err := br.Close(); err != nil {
 		return nil, fmt.Errorf("claim jobs: %w", err)
 	}
 	return jobs, nil

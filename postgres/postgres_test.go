@@ -212,7 +212,7 @@ func TestConcurrentClaimsAreDisjoint(t *testing.T) {
 	for _, s := range []*postgres.DB{a, b, a, b, a, b, a, b} {
 		wg.Go(func() {
 			for {
-				jobs, err := s.ClaimJobs(ctx, t0.Add(time.Second), time.Minute, 7, 1000, nil)
+				jobs, err := s.ClaimJobs(ctx, t0.Add(time.Second), ams.Claim{Lease: time.Minute, Limit: 7, PerWebhook: 1000})
 				if err != nil {
 					errs <- err
 					return
@@ -239,6 +239,59 @@ func TestConcurrentClaimsAreDisjoint(t *testing.T) {
 	for seq, n := range claimed {
 		if n != 1 {
 			t.Fatalf("job %d claimed %d times", seq, n)
+		}
+	}
+}
+
+// Two processes claim at once with a per-webhook cap of 3 and a
+// per-account cap of 5: however the claims interleave, the leased jobs
+// never exceed the caps (claims count each other's leases).
+func TestConcurrentClaimsKeepCaps(t *testing.T) {
+	t.Parallel()
+	url := databaseURL(t)
+	schema := createSchema(t, url)
+	a, b := openSchema(t, url, schema), openSchema(t, url, schema)
+	f := setup(t, a)
+	for range 3 {
+		f.webhook(t, a)
+	}
+	for i := range 20 { // 40 jobs per webhook
+		f.turn(t, a, t0, fmt.Sprint(i))
+	}
+	ctx := context.Background()
+	var mu sync.Mutex
+	per := map[string]int{}
+	total := 0
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for _, s := range []*postgres.DB{a, b, a, b, a, b, a, b} {
+		wg.Go(func() {
+			for range 5 {
+				jobs, err := s.ClaimJobs(ctx, t0.Add(time.Second), ams.Claim{Lease: time.Minute, Limit: 2, PerWebhook: 3, PerAccount: 5})
+				if err != nil {
+					errs <- err
+					return
+				}
+				mu.Lock()
+				for _, j := range jobs {
+					per[j.WebhookID]++
+					total++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if total != 5 {
+		t.Fatalf("%d jobs leased in all, want the account's cap of 5 (%v)", total, per)
+	}
+	for id, n := range per {
+		if n > 3 {
+			t.Fatalf("webhook %s has %d jobs leased, over its cap of 3", id, n)
 		}
 	}
 }
@@ -289,7 +342,7 @@ func TestConcurrentFinalFailuresEmailOnce(t *testing.T) {
 		f.turn(t, a, t0, fmt.Sprint(i))
 	}
 	ctx := context.Background()
-	jobs, err := a.ClaimJobs(ctx, t0, time.Minute, 100, 100, nil)
+	jobs, err := a.ClaimJobs(ctx, t0, ams.Claim{Lease: time.Minute, Limit: 100, PerWebhook: 100})
 	if err != nil || len(jobs) != 8 {
 		t.Fatalf("claimed %d jobs, %v", len(jobs), err)
 	}
@@ -395,7 +448,7 @@ func TestFinalFailureRacesUpdate(t *testing.T) {
 		for i := range 3 {
 			f.turn(t, a, t0, fmt.Sprint(round, i))
 		}
-		jobs, err := a.ClaimJobs(ctx, t0.Add(time.Hour), time.Nanosecond, 100, 100, nil)
+		jobs, err := a.ClaimJobs(ctx, t0.Add(time.Hour), ams.Claim{Lease: time.Nanosecond, Limit: 100, PerWebhook: 100})
 		if err != nil {
 			t.Fatal(err)
 		}

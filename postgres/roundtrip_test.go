@@ -93,7 +93,7 @@ func TestTurnRoundTrips(t *testing.T) {
 	if batches != 2 || len(queries) != 2 || !strings.EqualFold(queries[0], "begin") || !strings.EqualFold(queries[1], "commit") {
 		t.Fatalf("a turn sent statements %v and %d batches; want begin, 2 batches, commit", queries, batches)
 	}
-	if jobs, err := db.ClaimJobs(ctx, now.Add(time.Second), time.Minute, 10, 10, nil); err != nil || len(jobs) != 2 {
+	if jobs, err := db.ClaimJobs(ctx, now.Add(time.Second), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 10}); err != nil || len(jobs) != 2 {
 		t.Fatalf("the turn queued %d jobs (%v), want 2", len(jobs), err)
 	}
 }

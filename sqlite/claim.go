@@ -1,11 +1,9 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -18,7 +16,7 @@ import (
 // dueWebhooksQuery lists the active webhooks that have a due, unleased
 // job: one indexed probe per active webhook.
 const dueWebhooksQuery = `
-SELECT w.id, w.url, w.secret_sealed FROM webhooks w
+SELECT w.id, w.user_id, w.url, w.secret_sealed FROM webhooks w
 WHERE w.active = 1 AND EXISTS (
   SELECT 1 FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
   WHERE q.webhook_id = w.id AND q.state = 'pending' AND q.next_at <= ?1 AND q.lease_until <= ?1)`
@@ -30,13 +28,15 @@ FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due JOIN events e ON e.id = 
 WHERE q.webhook_id = ?1 AND q.state = 'pending' AND q.next_at <= ?2 AND q.lease_until <= ?2
 ORDER BY q.next_at, q.seq LIMIT ?3`
 
-// ClaimJobs leases due jobs; see ams.DeliveryQueue. It finds the webhooks
-// with due work, takes from each its oldest due jobs up to its free slots,
-// and leases the oldest of those up to limit, all in one transaction. Its
-// cost grows with the number of active webhooks, not with the backlog of a
-// slow one, nor with the jobs kept for 30 days.
-func (db *DB) ClaimJobs(ctx context.Context, now time.Time, lease time.Duration, limit, perWebhook int, inFlight map[string]int) ([]*ams.Job, error) {
-	if limit <= 0 {
+// ClaimJobs leases due jobs; see ams.DeliveryQueue. In one transaction it
+// counts the deliveries in flight (sqlstore.InFlight), finds the webhooks
+// with due work and free slots, takes from each its oldest due jobs up to
+// its free slots, and leases of those, up to c.Limit, the accounts' oldest
+// jobs in turn (sqlstore.Pick). Its cost grows with the number of active
+// webhooks, not with the backlog of a slow one, nor with the jobs kept for
+// 30 days.
+func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams.Job, error) {
+	if c.Limit <= 0 || c.PerWebhook <= 0 {
 		return nil, nil
 	}
 	tx, err := db.write.BeginTx(ctx, nil)
@@ -44,7 +44,11 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, lease time.Duration,
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	type hook struct{ id, url, sealed string }
+	busy, err := sqlstore.ReadInFlight(ctx, conn{tx}, now)
+	if err != nil {
+		return nil, err
+	}
+	type hook struct{ id, user, url, sealed string }
 	var hooks []hook
 	rows, err := tx.QueryContext(ctx, dueWebhooksQuery, sqlstore.MS(now))
 	if err != nil {
@@ -52,26 +56,21 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, lease time.Duration,
 	}
 	for rows.Next() {
 		var h hook
-		if err := rows.Scan(&h.id, &h.url, &h.sealed); err != nil {
+		if err := rows.Scan(&h.id, &h.user, &h.url, &h.sealed); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("scan webhook: %w", err)
 		}
-		if perWebhook-inFlight[h.id] <= 0 {
-			continue
+		if busy.Free(c, h.id, h.user) > 0 {
+			hooks = append(hooks, h)
 		}
-		hooks = append(hooks, h)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("find due webhooks: %w", err)
 	}
-	type due struct {
-		job  *ams.Job
-		next int64
-	}
-	var cands []due
+	var cands []sqlstore.Candidate
 	for _, h := range hooks {
-		rows, err := tx.QueryContext(ctx, webhookJobsQuery, h.id, sqlstore.MS(now), min(perWebhook-inFlight[h.id], limit))
+		rows, err := tx.QueryContext(ctx, webhookJobsQuery, h.id, sqlstore.MS(now), min(busy.Free(c, h.id, h.user), c.Limit))
 		if err != nil {
 			return nil, fmt.Errorf("claim jobs: %w", err)
 		}
@@ -88,31 +87,25 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, lease time.Duration,
 				rows.Close()
 				return nil, err
 			}
-			cands = append(cands, due{j, next})
+			cands = append(cands, sqlstore.Candidate{Job: j, NextAt: next})
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, fmt.Errorf("claim jobs: %w", err)
 		}
 	}
-	if len(cands) == 0 {
+	jobs := busy.Pick(c, cands)
+	if len(jobs) == 0 {
 		return nil, nil
 	}
-	slices.SortFunc(cands, func(a, b due) int {
-		if a.next != b.next {
-			return cmp.Compare(a.next, b.next)
-		}
-		return cmp.Compare(a.job.Seq, b.job.Seq)
-	})
-	cands = cands[:min(len(cands), limit)]
-	jobs := make([]*ams.Job, len(cands))
-	seqs := make([]int64, len(cands))
-	for i, c := range cands {
-		jobs[i], seqs[i] = c.job, c.job.Seq
+	until := now.Add(c.Lease)
+	seqs := make([]int64, len(jobs))
+	for i, j := range jobs {
+		seqs[i], j.LeaseUntil = j.Seq, until
 	}
 	ids, _ := json.Marshal(seqs)
 	if _, err := tx.ExecContext(ctx, `UPDATE webhook_jobs SET lease_until = ? WHERE seq IN (SELECT value FROM json_each(?))`,
-		sqlstore.MS(now.Add(lease)), string(ids)); err != nil {
+		sqlstore.MS(until), string(ids)); err != nil {
 		return nil, fmt.Errorf("lease jobs: %w", err)
 	}
 	if err := tx.Commit(); err != nil {

@@ -51,7 +51,7 @@ func BenchmarkClaimJobsWithBacklog(b *testing.B) {
 	for b.Loop() {
 		// A fresh lease window each time, so every claim finds due jobs.
 		now = now.Add(2 * time.Minute)
-		jobs, err := db.ClaimJobs(ctx, now, time.Minute, 64, 8, nil)
+		jobs, err := db.ClaimJobs(ctx, now, ams.Claim{Lease: time.Minute, Limit: 64, PerWebhook: 8})
 		if err != nil || len(jobs) != 24 {
 			b.Fatalf("claimed %d: %v", len(jobs), err)
 		}

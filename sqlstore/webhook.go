@@ -269,25 +269,35 @@ func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now t
 		case ams.JobFailed:
 			state = "failed"
 		}
-		// A webhook deleted while its delivery was in flight took its jobs
-		// and log with it: then there is nothing to record.
-		if _, err := q.batch(ctx, []Stmt{
+		// The job is updated only under the lease r.Job was claimed with,
+		// before it runs out (the fence); then the attempt is logged — unless
+		// the webhook was deleted while its delivery was in flight, which
+		// took its jobs and log with it: then there is nothing to record.
+		n, err := q.batch(ctx, []Stmt{
+			{"update job", `UPDATE webhook_jobs SET state = CASE WHEN state = 'pending' THEN $1 ELSE state END,
+				attempts = attempts + 1, next_at = CASE WHEN CAST($2 AS BIGINT) > 0 THEN $2 ELSE next_at END, lease_until = 0, updated_at = $3
+				WHERE seq = $4 AND lease_until = $5 AND lease_until > $3`,
+				[]any{state, next, MS(now), r.Job.Seq, MS(r.Job.LeaseUntil)}},
 			{"insert delivery", `INSERT INTO webhook_deliveries (` + deliveryCols + `)
 				SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = $3)`,
 				[]any{d.ID, d.UserID, d.WebhookID, d.EventID, d.EventType, d.Attempt, d.URL, d.Success, d.StatusCode, d.DurationMS, d.Error,
 					d.ResponseBody, MS(d.CreatedAt)}},
-			{"update job", `UPDATE webhook_jobs SET state = CASE WHEN state = 'pending' THEN $1 ELSE state END,
-				attempts = attempts + 1, next_at = CASE WHEN CAST($2 AS BIGINT) > 0 THEN $2 ELSE next_at END, lease_until = 0, updated_at = $3 WHERE seq = $4`,
-				[]any{state, next, MS(now), r.Job.Seq}},
-		}); err != nil {
+		})
+		if err != nil {
 			return err
+		}
+		if n[0] == 0 {
+			if n[1] == 0 { // the webhook and its jobs are gone
+				return nil
+			}
+			return ams.ErrLeaseLost // rolls back the delivery's insert
 		}
 		if r.Outcome != ams.JobFailed {
 			return nil
 		}
-		n, err := q.exec(ctx, "mark webhook failing", `UPDATE webhooks SET active = FALSE, status = $1, updated_at = $2 WHERE id = $3 AND active`,
+		marked, err := q.exec(ctx, "mark webhook failing", `UPDATE webhooks SET active = FALSE, status = $1, updated_at = $2 WHERE id = $3 AND active`,
 			ams.WebhookFailing, MS(now), r.Job.WebhookID)
-		if err != nil || n != 1 {
+		if err != nil || marked != 1 {
 			return err
 		}
 		failed = true

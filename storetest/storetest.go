@@ -29,7 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Idempotency", testIdempotency},
 		{"Webhooks", testWebhooks},
 		{"DeliveryQueue", testDeliveryQueue},
-		{"ClaimFairness", testClaimFairness},
+		{"ClaimWebhookCap", testClaimWebhookCap}, {"ClaimAccounts", testClaimAccounts}, {"AttemptFenced", testAttemptFenced},
 		{"Purge", testPurge},
 		{"OAuth", testOAuth},
 		{"OAuthLocks", testOAuthLocks},

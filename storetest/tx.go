@@ -96,7 +96,7 @@ func testTxSameInterfaces(t *testing.T, s ams.Store) {
 	if _, err := s.FindEvent(ctx, u.ID, x.Events[0].ID); !ams.IsNotFound(err) {
 		t.Errorf("event of a failed transaction: %v", err)
 	}
-	if jobs, err := s.ClaimJobs(ctx, t0.Add(time.Second), time.Minute, 100, 100, nil); err != nil || len(jobs) != 0 {
+	if jobs, err := s.ClaimJobs(ctx, t0.Add(time.Second), ams.Claim{Lease: time.Minute, Limit: 100, PerWebhook: 100}); err != nil || len(jobs) != 0 {
 		t.Errorf("a failed transaction left %d jobs (%v)", len(jobs), err)
 	}
 
@@ -116,7 +116,7 @@ func testTxSameInterfaces(t *testing.T, s ams.Store) {
 	// Two message.created (fanned out before the webhook was turned off,
 	// whose jobs the deactivation canceled) and one message.updated after
 	// it was turned on again: one job is due.
-	jobs, err := s.ClaimJobs(ctx, t0.Add(time.Second), time.Minute, 100, 100, nil)
+	jobs, err := s.ClaimJobs(ctx, t0.Add(time.Second), ams.Claim{Lease: time.Minute, Limit: 100, PerWebhook: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func testEmitOutsideTx(t *testing.T, s ams.Store) {
 	if got, err := s.FindEvent(ctx, u.ID, e.ID); err != nil || got.Type != ams.EventTaskCreated {
 		t.Fatalf("emitted event: %+v, %v", got, err)
 	}
-	jobs, err := s.ClaimJobs(ctx, t0.Add(time.Second), time.Minute, 10, 10, nil)
+	jobs, err := s.ClaimJobs(ctx, t0.Add(time.Second), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 10})
 	if err != nil || len(jobs) != 1 || jobs[0].WebhookID != w.ID || jobs[0].Event.ID != e.ID {
 		t.Fatalf("jobs of the emitted event: %d, %v", len(jobs), err)
 	}

@@ -83,12 +83,12 @@ func testDeliveryQueue(t *testing.T, s ams.Store) {
 		t.Fatal("JobsReady not signalled after events were queued")
 	}
 	// The reply's event is 1 ms after the inbound one: at t0 only one is due.
-	if first, _ := s.ClaimJobs(ctx, t0, time.Minute, 10, 8, nil); len(first) != 1 {
+	if first, _ := s.ClaimJobs(ctx, t0, ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8}); len(first) != 1 {
 		t.Fatalf("at t0: %d jobs due, want 1", len(first))
 	} else {
 		jobs = append(jobs, first...)
 	}
-	more, err := s.ClaimJobs(ctx, t0.Add(time.Millisecond), time.Minute, 10, 8, nil)
+	more, err := s.ClaimJobs(ctx, t0.Add(time.Millisecond), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8})
 	jobs = append(jobs, more...)
 	if err != nil || len(jobs) != 2 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
@@ -99,7 +99,7 @@ func testDeliveryQueue(t *testing.T, s ams.Store) {
 		t.Fatalf("claimed job: %+v event %+v", j, j.Event)
 	}
 	// Leased: not claimable again until the lease runs out.
-	if again, _ := s.ClaimJobs(ctx, t0.Add(59*time.Second), time.Minute, 10, 8, nil); len(again) != 0 {
+	if again, _ := s.ClaimJobs(ctx, t0.Add(59*time.Second), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8}); len(again) != 0 {
 		t.Fatalf("leased jobs claimed again: %d", len(again))
 	}
 	// Job 1 fails and is retried in a minute; job 2's worker "dies".
@@ -116,11 +116,11 @@ func testDeliveryQueue(t *testing.T, s ams.Store) {
 		return failed
 	}
 	attempt(jobs[0], ams.JobRetry, t0.Add(time.Minute), t0)
-	if due, _ := s.ClaimJobs(ctx, t0.Add(30*time.Second), time.Minute, 10, 8, nil); len(due) != 0 {
+	if due, _ := s.ClaimJobs(ctx, t0.Add(30*time.Second), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8}); len(due) != 0 {
 		t.Fatalf("retry claimed before it was due: %d", len(due))
 	}
 	// After a minute: the retry is due, and job 2's lease has run out.
-	due, err := s.ClaimJobs(ctx, t0.Add(time.Minute+time.Millisecond), time.Minute, 10, 8, nil)
+	due, err := s.ClaimJobs(ctx, t0.Add(time.Minute+time.Millisecond), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8})
 	if err != nil || len(due) != 2 {
 		t.Fatalf("after a minute: %d jobs, %v", len(due), err)
 	}
@@ -142,7 +142,7 @@ func testDeliveryQueue(t *testing.T, s ams.Store) {
 		t.Fatalf("webhook after failing: %+v", got)
 	}
 	sendTurn(t, s, u, a, t0.Add(2*time.Minute))
-	if more, _ := s.ClaimJobs(ctx, t0.Add(time.Hour), time.Minute, 10, 8, nil); len(more) != 0 {
+	if more, _ := s.ClaimJobs(ctx, t0.Add(time.Hour), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8}); len(more) != 0 {
 		t.Fatalf("a failing webhook got %d jobs", len(more))
 	}
 	emails, err := s.ClaimEmails(ctx, t0.Add(time.Hour), time.Minute, 10)
@@ -184,40 +184,9 @@ func testDeliveryQueue(t *testing.T, s ams.Store) {
 	if err := s.PingWebhook(ctx, u.ID, w.ID, ping); err != nil {
 		t.Fatal(err)
 	}
-	jobs, _ = s.ClaimJobs(ctx, t0.Add(3*time.Hour), time.Minute, 10, 8, nil)
+	jobs, _ = s.ClaimJobs(ctx, t0.Add(3*time.Hour), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8})
 	if len(jobs) != 2 || jobs[0].Attempts != 0 {
 		t.Fatalf("redelivery and ping: %d jobs", len(jobs))
-	}
-}
-
-func testClaimFairness(t *testing.T, s ams.Store) {
-	ctx := context.Background()
-	u := mustUser(t, s, "fair@example.com")
-	a := mustAssistant(t, s, u, "fair")
-	slow := mustWebhook(t, s, u, ams.EventMessageCreated)
-	for i := 0; i < 20; i++ { // a backlog of 40 jobs for the slow webhook
-		sendTurn(t, s, u, a, t0)
-	}
-	fast := mustWebhook(t, s, u, ams.EventMessageCreated)
-	sendTurn(t, s, u, a, t0.Add(time.Second)) // 2 more for each
-	// The slow webhook has 3 deliveries in flight of a cap of 4: it gets one
-	// more, and the fast one gets its jobs although they are newer.
-	now := t0.Add(2 * time.Second)
-	jobs, err := s.ClaimJobs(ctx, now, time.Minute, 10, 4, map[string]int{slow.ID: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	per := map[string]int{}
-	for _, j := range jobs {
-		per[j.WebhookID]++
-	}
-	if per[slow.ID] != 1 || per[fast.ID] != 2 {
-		t.Fatalf("claimed per webhook: slow %d, fast %d", per[slow.ID], per[fast.ID])
-	}
-	// A saturated webhook gets none.
-	jobs, _ = s.ClaimJobs(ctx, now, time.Minute, 10, 4, map[string]int{slow.ID: 4})
-	if len(jobs) != 0 {
-		t.Fatalf("saturated webhook got %d", len(jobs))
 	}
 }
 
@@ -240,7 +209,7 @@ func testPurge(t *testing.T, s ams.Store) {
 	if m, err := s.FindMessage(ctx, u.ID, old.Inbound.ID); err != nil || m == nil {
 		t.Fatal("purging events deleted a message")
 	}
-	jobs, _ := s.ClaimJobs(ctx, t0.Add(ams.EventRetention+time.Hour), time.Minute, 10, 8, nil)
+	jobs, _ := s.ClaimJobs(ctx, t0.Add(ams.EventRetention+time.Hour), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8})
 	if len(jobs) != 2 {
 		t.Fatalf("%d jobs left, want the recent event's 2", len(jobs))
 	}

@@ -389,7 +389,7 @@ func testWorldRollback(t *testing.T, s ams.Store) {
 	if pg, err := s.ListEvents(ctx, u.ID, "", ams.ListParams{Limit: 10}); err != nil || len(pg.Data) != 0 {
 		t.Fatalf("events of a failed transaction: %v %v", pg, err)
 	}
-	if jobs, err := s.ClaimJobs(ctx, t0.Add(time.Hour), time.Minute, 10, 8, nil); err != nil || len(jobs) != 0 {
+	if jobs, err := s.ClaimJobs(ctx, t0.Add(time.Hour), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8}); err != nil || len(jobs) != 0 {
 		t.Fatalf("delivery jobs of a failed transaction: %d %v", len(jobs), err)
 	}
 	// A panic in fn rolls back too, and the store stays usable.
@@ -443,7 +443,7 @@ func testWorldEmit(t *testing.T, s ams.Store) {
 		ev.Data["title"] != "Call Bob" || ev.Data["status"] != "open" || ev.Data["due_at"] != nil {
 		t.Fatalf("task.created read back: %+v", ev)
 	}
-	jobs, err := s.ClaimJobs(ctx, t0, time.Minute, 10, 8, nil)
+	jobs, err := s.ClaimJobs(ctx, t0, ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8})
 	if err != nil || len(jobs) != 1 {
 		t.Fatalf("claimed %d jobs (%v), want 1", len(jobs), err)
 	}
@@ -813,7 +813,7 @@ func testWorldReminders(t *testing.T, s ams.Store) {
 	if got, _ := s.FindTask(ctx, u.ID, due[0].ID); got.RemindedAt == nil || !got.RemindedAt.Equal(now) {
 		t.Fatalf("fired task's reminded_at: %v", got.RemindedAt)
 	}
-	jobs, err := s.ClaimJobs(ctx, now, time.Minute, 100, 100, nil)
+	jobs, err := s.ClaimJobs(ctx, now, ams.Claim{Lease: time.Minute, Limit: 100, PerWebhook: 100})
 	if err != nil || len(jobs) != dueTasks+dueEvents || jobs[0].WebhookID != w.ID {
 		t.Fatalf("reminder deliveries: %d %v", len(jobs), err)
 	}

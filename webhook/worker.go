@@ -74,9 +74,12 @@ type Worker struct {
 	// Lease is how long a claimed job is reserved; a job whose worker dies
 	// is delivered by another after it. Longer than Timeout.
 	Lease time.Duration
-	// Concurrency bounds deliveries in flight; PerWebhook bounds them per
-	// webhook, so a slow or dead receiver holds at most PerWebhook slots.
-	Concurrency, PerWebhook int
+	// Concurrency bounds this worker's deliveries in flight. PerWebhook
+	// bounds those of one webhook, so a slow or dead receiver holds at most
+	// PerWebhook slots, and PerAccount those of one account, so that one
+	// account's slow receivers leave slots for the others; both count the
+	// deliveries in flight of every process sharing the queue.
+	Concurrency, PerWebhook, PerAccount int
 	// PollInterval is how often the queue is checked for retries that came
 	// due and for jobs queued by other processes.
 	PollInterval time.Duration
@@ -90,12 +93,16 @@ type Worker struct {
 	// "succeeded", "retry" or "failed" (for metrics).
 	OnAttempt func(outcome string)
 
-	mu       sync.Mutex
-	inFlight map[string]int
-	total    int
-	freed    chan struct{}
-	wg       sync.WaitGroup
+	mu    sync.Mutex
+	total int
+	freed chan struct{}
+	wg    sync.WaitGroup
 }
+
+// DefaultPerAccount is the default cap on one account's deliveries in
+// flight: half of the default Concurrency, so that an account whose
+// receivers are slow leaves at least as many slots to the others.
+const DefaultPerAccount = 32
 
 func (w *Worker) defaults() {
 	if w.Schedule == nil {
@@ -113,14 +120,16 @@ func (w *Worker) defaults() {
 	if w.PerWebhook <= 0 {
 		w.PerWebhook = 8
 	}
+	if w.PerAccount <= 0 {
+		w.PerAccount = DefaultPerAccount
+	}
 	if w.PollInterval <= 0 {
 		w.PollInterval = time.Second
 	}
 	if w.Logger == nil {
 		w.Logger = slog.Default()
 	}
-	if w.inFlight == nil {
-		w.inFlight = map[string]int{}
+	if w.freed == nil {
 		w.freed = make(chan struct{}, 1)
 	}
 }
@@ -190,23 +199,16 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 func (w *Worker) fill(ctx context.Context) (claimed, free int, err error) {
 	w.mu.Lock()
 	free = w.Concurrency - w.total
-	busy := make(map[string]int, len(w.inFlight))
-	for id, n := range w.inFlight {
-		busy[id] = n
-	}
 	w.mu.Unlock()
 	if free <= 0 || ctx.Err() != nil {
 		return 0, free, nil
 	}
-	jobs, err := w.Queue.ClaimJobs(ctx, w.Clock.Now(), w.Lease, free, w.PerWebhook, busy)
+	jobs, err := w.Queue.ClaimJobs(ctx, w.Clock.Now(), ams.Claim{Lease: w.Lease, Limit: free, PerWebhook: w.PerWebhook, PerAccount: w.PerAccount})
 	if err != nil {
 		return 0, free, err
 	}
 	w.mu.Lock()
-	for _, j := range jobs {
-		w.inFlight[j.WebhookID]++
-		w.total++
-	}
+	w.total += len(jobs)
 	w.mu.Unlock()
 	for _, j := range jobs {
 		w.wg.Add(1)
@@ -216,9 +218,6 @@ func (w *Worker) fill(ctx context.Context) (claimed, free int, err error) {
 			// worker is stopping: it is bounded by the Timeout.
 			w.deliver(context.WithoutCancel(ctx), j)
 			w.mu.Lock()
-			if w.inFlight[j.WebhookID]--; w.inFlight[j.WebhookID] <= 0 {
-				delete(w.inFlight, j.WebhookID)
-			}
 			w.total--
 			w.mu.Unlock()
 			select {
@@ -283,6 +282,13 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 		r.Email = w.failingEmail(ctx, j, d, status)
 	}
 	failed, err := w.Queue.RecordAttempt(ctx, r, now)
+	if errors.Is(err, ams.ErrLeaseLost) {
+		// Too late: the job is another worker's now, or will be. Whatever
+		// the receiver answered, the attempt is not counted.
+		w.Logger.Warn("webhook delivery not recorded: its lease ran out before the attempt finished", "delivery", d.ID,
+			"webhook", j.WebhookID, "event", j.Event.ID, "attempt", attempt, "status", status, "lease_until", j.LeaseUntil)
+		return
+	}
 	if err != nil {
 		// The lease runs out and the job is attempted again: at least once.
 		w.Logger.Error("record webhook delivery", "delivery", d.ID, "webhook", j.WebhookID, "err", err)

@@ -288,7 +288,7 @@ func TestReminderQueuedForWebhook(t *testing.T) {
 	if n, err := (&world.Scheduler{Store: db, Clock: c.Now, Logger: quiet}).RunOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("RunOnce = %d, %v", n, err)
 	}
-	jobs, err := db.ClaimJobs(ctx, c.Now(), time.Minute, 100, 100, nil)
+	jobs, err := db.ClaimJobs(ctx, c.Now(), ams.Claim{Lease: time.Minute, Limit: 100, PerWebhook: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
