@@ -70,6 +70,10 @@ type Config struct {
 	WebhookLease       time.Duration
 	WebhookConcurrency int
 	WebhookPerWebhook  int
+	WebhookPerAccount  int
+	// NoWebhookWorker leaves deliveries to the workers of other processes
+	// sharing the database: this one queues them but sends none.
+	NoWebhookWorker bool
 	// CalDAVInterval is how often each CalDAV integration is synced (0:
 	// caldav.DefaultInterval).
 	CalDAVInterval time.Duration
@@ -91,8 +95,8 @@ type App struct {
 	OAuth *oauth.Server
 	Pages *pages.Server
 	// The background workers, run by Run.
-	Webhook   *webhook.Worker
-	Mailer    *mail.Worker // nil without Config.Mail
+	Webhook   *webhook.Worker // nil with Config.NoWebhookWorker
+	Mailer    *mail.Worker    // nil without Config.Mail
 	Reminders *world.Scheduler
 	Calendars *caldav.Worker
 	Usage     *usage.Recorder
@@ -173,9 +177,11 @@ func New(cfg Config) (*App, error) {
 		Webhooks: a.Webhooks, Limiter: limiter}
 	a.Pages.Register(a.API.Mux())
 
-	a.Webhook = &webhook.Worker{Queue: cfg.Store, Users: cfg.Store, Client: webhook.NewClient(guard), Clock: cfg.Clock, Logger: logger,
-		Schedule: cfg.WebhookSchedule, Lease: cfg.WebhookLease, Concurrency: cfg.WebhookConcurrency, PerWebhook: cfg.WebhookPerWebhook,
-		BaseURL: base, OnAttempt: a.API.Metrics.Delivery}
+	if !cfg.NoWebhookWorker {
+		a.Webhook = &webhook.Worker{Queue: cfg.Store, Users: cfg.Store, Client: webhook.NewClient(guard), Clock: cfg.Clock, Logger: logger,
+			Schedule: cfg.WebhookSchedule, Lease: cfg.WebhookLease, Concurrency: cfg.WebhookConcurrency, PerWebhook: cfg.WebhookPerWebhook,
+			PerAccount: cfg.WebhookPerAccount, BaseURL: base, OnAttempt: a.API.Metrics.Delivery}
+	}
 	if cfg.Mail != nil {
 		a.Mailer = &mail.Worker{Queue: cfg.Store, Sender: cfg.Mail, Clock: cfg.Clock, Logger: logger}
 	}
@@ -191,7 +197,10 @@ func (a *App) Handler() http.Handler { return a.API.Handler() }
 // purge of what is past its retention. It then waits for the workers to
 // finish (deliveries in flight are recorded, usage counts are written).
 func (a *App) Run(ctx context.Context) error {
-	runs := []func(context.Context) error{a.Webhook.Run, a.Reminders.Run, a.Calendars.Run, a.Usage.Run, a.janitor}
+	runs := []func(context.Context) error{a.Reminders.Run, a.Calendars.Run, a.Usage.Run, a.janitor}
+	if a.Webhook != nil {
+		runs = append(runs, a.Webhook.Run)
+	}
 	if a.Mailer != nil {
 		runs = append(runs, a.Mailer.Run)
 	}

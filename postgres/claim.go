@@ -13,14 +13,12 @@ import (
 )
 
 // The queue claims of PostgreSQL, where several processes claim at once.
-// Job claims take a transaction-level advisory lock first, so that they
-// run one at a time across all processes: each counts the deliveries in
+// Job claims take a transaction-level advisory lock first (one per
+// schema), so that they run one at a time across all processes: each counts the deliveries in
 // flight after the previous claim committed, and the per-webhook and
 // per-account caps hold across the cluster. A claim is one round trip and
 // a few milliseconds; the lock is held only for it.
 
-// claimLockKey is the advisory lock that serializes job claims.
-const claimLockKey = 0x616d732d636c6d // "ams-clm"
 
 // claimQuery leases due jobs in one statement. It counts the deliveries in
 // flight by webhook and account (sqlstore.InFlightQuery), free slots being
@@ -82,7 +80,7 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 	}
 	until := now.Add(c.Lease)
 	b := &pgx.Batch{}
-	b.Queue(`SELECT pg_advisory_xact_lock($1)`, int64(claimLockKey))
+	b.Queue(`SELECT pg_advisory_xact_lock(hashtext('ams.claim'), hashtext($1))`, db.schema)
 	b.Queue(claimQuery, sqlstore.MS(now), sqlstore.MS(until), c.PerWebhook, perAccount, c.Limit)
 	br := db.pool.SendBatch(ctx, b)
 	defer br.Close()

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path"
 	"sort"
 	"strconv"
@@ -46,7 +47,9 @@ var migrationFS embed.FS
 // limiter and login throttle, and COPY import.
 type DB struct {
 	*sqlstore.Store
-	pool *pgxpool.Pool
+	pool   *pgxpool.Pool
+	schema string // the schema of the store's tables
+	wake   *wakeup
 }
 
 var _ ams.Store = (*DB)(nil)
@@ -59,7 +62,12 @@ type openOptions struct {
 	schema    string
 	maxConns  int32
 	tracer    pgx.QueryTracer
+	logger    *slog.Logger
 }
+
+// WithLogger sets where the store reports trouble it recovers from (the
+// connection that listens for other processes' jobs). Default: slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(o *openOptions) { o.logger = l } }
 
 // WithSecretKey sets the 32-byte key that seals webhook secrets. It is
 // required: unlike SQLite there is no data directory beside the database
@@ -120,11 +128,17 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		pool.Close()
 		return nil, err
 	}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	db.wake = startWakeup(pool, db.schema, db.Store, o.logger)
 	return db, nil
 }
 
-// Close closes the connection pool.
+// Close stops telling and hearing other processes about queued jobs and
+// closes the connection pool.
 func (db *DB) Close() error {
+	db.wake.stop()
 	db.pool.Close()
 	return nil
 }
@@ -178,6 +192,7 @@ func (db *DB) migrate(ctx context.Context, schema string) error {
 		}
 		schema = *cur
 	}
+	db.schema = schema
 	tx, err := db.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: begin migration: %w", err)

@@ -2,13 +2,14 @@ package postgres_test
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/amsdev/ams/internal/pgtest"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/postgres"
@@ -17,41 +18,13 @@ import (
 )
 
 // databaseURL returns AMS_TEST_DATABASE_URL, or skips the test.
-func databaseURL(t *testing.T) string {
-	t.Helper()
-	url := os.Getenv("AMS_TEST_DATABASE_URL")
-	if url == "" {
-		t.Skip("PostgreSQL tests skipped: set AMS_TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run them")
-	}
-	return url
-}
+func databaseURL(t *testing.T) string { t.Helper(); return pgtest.URL(t) }
 
-var testKey = func() []byte {
-	k := make([]byte, 32)
-	rand.Read(k)
-	return k
-}()
+var testKey = pgtest.Key
 
 // freshSchema returns the name of a schema of the test's own, which does
 // not exist yet and is dropped with everything in it when the test ends.
-func freshSchema(t *testing.T, url string) string {
-	t.Helper()
-	name := "test_" + strings.ToLower(ams.NewID("")[:16])
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{name}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", name, err)
-		}
-	})
-	return name
-}
+func freshSchema(t *testing.T, url string) string { t.Helper(); return pgtest.FreshSchema(t, url) }
 
 // createSchema creates a schema of the test's own, dropped when it ends.
 func createSchema(t *testing.T, url string) string {
@@ -71,12 +44,7 @@ func createSchema(t *testing.T, url string) string {
 
 func openSchema(t *testing.T, url, schema string) *postgres.DB {
 	t.Helper()
-	db, err := postgres.Open(context.Background(), url, postgres.WithSecretKey(testKey), postgres.WithSchema(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	return pgtest.Open(t, url, schema)
 }
 
 // open returns an empty store in a schema of the test's own.

@@ -91,6 +91,7 @@ type Store struct {
 	d      Dialect
 	sealer *seal.Sealer
 	jobs   chan struct{} // signalled when a commit queued webhook jobs
+	queued func()        // called too, to tell other processes (OnJobsQueued)
 }
 
 // New returns a store over eng; sealer seals webhook and integration
@@ -163,15 +164,29 @@ func (q *Queries) queued(n int64) {
 
 func (s *Store) signalJobs(n int64) {
 	if n > 0 {
-		select {
-		case s.jobs <- struct{}{}:
-		default:
+		s.WakeWorkers()
+		if s.queued != nil {
+			s.queued()
 		}
 	}
 }
 
+// WakeWorkers signals JobsReady without blocking.
+func (s *Store) WakeWorkers() {
+	select {
+	case s.jobs <- struct{}{}:
+	default:
+	}
+}
+
+// OnJobsQueued sets f, called (after JobsReady is signalled) when a commit
+// of this process queued delivery jobs; an engine tells other processes
+// with it. f must not block. Set it before the store is used.
+func (s *Store) OnJobsQueued(f func()) { s.queued = f }
+
 // JobsReady is signalled when a commit of this process queued delivery
-// jobs. Workers of other processes find them when they poll.
+// jobs (and, by an engine that hears of other processes' jobs, through
+// WakeWorkers).
 func (s *Store) JobsReady() <-chan struct{} { return s.jobs }
 
 // fail wraps a database error with what was being done. Text the engine

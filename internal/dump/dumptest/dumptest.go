@@ -151,7 +151,7 @@ func Fill(t *testing.T, s ams.Store) *Fixture {
 	// Webhooks[0] one succeeds, one is retried later, the others stay
 	// leased (due again when the lease runs out).
 	now := T0.Add(time.Hour)
-	jobs, err := s.ClaimJobs(ctx, now, ams.Claim{Lease: 15*time.Second, Limit: 100, PerWebhook: 100})
+	jobs, err := s.ClaimJobs(ctx, now, ams.Claim{Lease: 15 * time.Second, Limit: 100, PerWebhook: 100})
 	must(t, err)
 	if len(jobs) != 12 {
 		t.Fatalf("fixture: claimed %d jobs, want 12", len(jobs))
@@ -441,7 +441,7 @@ func Compare(t *testing.T, want, got ams.Store, f *Fixture) {
 func CheckMoved(t *testing.T, s ams.Store, f *Fixture) {
 	t.Helper()
 	ctx := context.Background()
-	jobs, err := s.ClaimJobs(ctx, ClaimAt, ams.Claim{Lease: 24*time.Hour, Limit: 100, PerWebhook: 100})
+	jobs, err := s.ClaimJobs(ctx, ClaimAt, ams.Claim{Lease: 24 * time.Hour, Limit: 100, PerWebhook: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
