@@ -492,3 +492,44 @@ func TestSlowReceiverDoesNotDelayOthers(t *testing.T) {
 		t.Fatalf("fast delivery took %v", el)
 	}
 }
+
+// TestLateAttemptNotRecorded: a delivery that outlives its lease (here the
+// clock jumps past it while the receiver answers, as a stalled process
+// would see) is not recorded: no delivery log entry, no attempt counted;
+// the job is attempted again and recorded once, as attempt 1, by the
+// worker that then holds it.
+func TestLateAttemptNotRecorded(t *testing.T) {
+	f := amstest.New(t)
+	var calls sync.WaitGroup
+	first := true
+	var mu sync.Mutex
+	rc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first { // the worker stalls past its lease during this attempt
+			first = false
+			f.Clock.Add(f.Worker.Lease + time.Second)
+		}
+		calls.Done()
+	}))
+	t.Cleanup(rc.Close)
+	wh := createWebhook(t, f, rc.URL, "message.created")
+	ping := f.Do("POST", "/v1/webhooks/"+wh+"/ping", f.Key, "")
+	if ping.Status != 202 {
+		t.Fatalf("ping: %d %s", ping.Status, ping.Body)
+	}
+	// The first attempt's record comes too late and is discarded; its job,
+	// whose lease is over, is attempted again and recorded.
+	calls.Add(2)
+	if n := runOnce(t, f); n != 2 {
+		t.Fatalf("%d deliveries, want the late one and the one after it", n)
+	}
+	calls.Wait()
+	log := f.Do("GET", "/v1/webhooks/"+wh+"/deliveries", f.Key, "").JSON(t)["data"].([]any)
+	if len(log) != 1 || log[0].(map[string]any)["attempt"] != float64(1) || log[0].(map[string]any)["success"] != true {
+		t.Fatalf("delivery log: %v", log)
+	}
+	if n := runOnce(t, f); n != 0 {
+		t.Fatalf("the delivered job was attempted again: %d", n)
+	}
+}
