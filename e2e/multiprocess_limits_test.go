@@ -28,13 +28,7 @@ func mlSetup(t *testing.T, flags ...[]string) ([]*mpProc, *mpAPI, string) {
 	}
 	bin := amsBinary(t)
 	env := mpEnv(mpSchema(t, dbURL), mpSecretKey())
-	dir := t.TempDir()
-	mpCLI(t, bin, env, dir, "migrate")
-	const email = "limits@example.com"
-	mpCLI(t, bin, env, dir, "users", "create", "--email", email, "--plan", "enterprise")
-	mpCLI(t, bin, env, dir, "users", "update", "--email", email, "--rpm", "1000000000", "--rpd", "1000000000")
-	key := mpCLI(t, bin, env, dir, "keys", "create", "--email", email, "--name", "limits", "--permissions", "read,write,messages")
-	asst := mpCLI(t, bin, env, dir, "assistants", "create", "--email", email, "--name", "Limits")
+	key, asst := mpAccount(t, bin, env, "limits@example.com")
 	procs := make([]*mpProc, len(flags))
 	for i, f := range flags {
 		procs[i] = mpStart(t, bin, env, i, f...)

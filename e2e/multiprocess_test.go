@@ -128,13 +128,7 @@ func TestMultiProcessKillNine(t *testing.T) {
 
 	// An account with limits far above the load, a key and an assistant,
 	// made with the CLI.
-	dir := t.TempDir()
-	mpCLI(t, bin, env, dir, "migrate")
-	const email = "multi@example.com"
-	mpCLI(t, bin, env, dir, "users", "create", "--email", email, "--plan", "enterprise")
-	mpCLI(t, bin, env, dir, "users", "update", "--email", email, "--rpm", "1000000000", "--rpd", "1000000000")
-	key := mpCLI(t, bin, env, dir, "keys", "create", "--email", email, "--name", "multi", "--permissions", "read,write,messages")
-	asst := mpCLI(t, bin, env, dir, "assistants", "create", "--email", email, "--name", "Multi")
+	key, asst := mpAccount(t, bin, env, "multi@example.com")
 
 	rec := newMPReceiver(t)
 	// Every process runs with --dev: without it the SSRF guard refuses the
@@ -934,6 +928,20 @@ func mpSchema(t *testing.T, base string) string {
 		sep = "&"
 	}
 	return base + sep + "search_path=" + url.QueryEscape(schema)
+}
+
+// mpAccount migrates the database and makes, with the CLI, an enterprise
+// account with limits far above any load, an API key of it (read, write,
+// messages) and an assistant.
+func mpAccount(t *testing.T, bin string, env []string, email string) (key, asst string) {
+	t.Helper()
+	dir := t.TempDir()
+	mpCLI(t, bin, env, dir, "migrate")
+	mpCLI(t, bin, env, dir, "users", "create", "--email", email, "--plan", "enterprise")
+	mpCLI(t, bin, env, dir, "users", "update", "--email", email, "--rpm", "1000000000", "--rpd", "1000000000")
+	key = mpCLI(t, bin, env, dir, "keys", "create", "--email", email, "--name", "multi", "--permissions", "read,write,messages")
+	asst = mpCLI(t, bin, env, dir, "assistants", "create", "--email", email, "--name", "Multi")
+	return key, asst
 }
 
 // mpCLI runs an ams subcommand and returns its trimmed stdout.
