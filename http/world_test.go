@@ -36,7 +36,7 @@ func (f *fixture) worldCounts() [4]int {
 	if err != nil {
 		f.T.Fatal(err)
 	}
-	e, err := f.Store.ListEvents(ctx, f.User.ID, "", p)
+	e, err := f.Store.ListEvents(ctx, f.User.ID, ams.EventFilter{}, p)
 	if err != nil {
 		f.T.Fatal(err)
 	}
