@@ -246,6 +246,9 @@ func testEventsOrder(t *testing.T, s ams.Store) {
 			return tx.Emit(ctx, eB)
 		})
 	}()
+	var releaseOnce sync.Once
+	releaseB := func() { releaseOnce.Do(func() { close(release) }) }
+	defer releaseB() // on a failure too: B must not hold its transaction forever
 	<-bWrote
 	aDone := make(chan error, 1)
 	go func() { aDone <- s.Update(ctx, func(tx ams.Tx) error { return tx.Emit(ctx, eA) }) }()
@@ -273,7 +276,7 @@ func testEventsOrder(t *testing.T, s ams.Store) {
 			t.Fatalf("after a held-back event: %v %v", pg, err)
 		}
 	}
-	close(release)
+	releaseB()
 	if err := <-bDone; err != nil {
 		t.Fatal(err)
 	}
