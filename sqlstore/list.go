@@ -146,7 +146,7 @@ func listOf[T any](ctx context.Context, q *Queries, lq listQuery, p ams.ListPara
 	forward := p.Before == ""
 	page := where(f.where, f.args...)
 	if lq.visible != "" {
-		page.where += " AND " + lq.visible
+		page.where += " AND (" + lq.visible + ")"
 	}
 	if cursorID != "" {
 		vals := make([]int64, len(key))
