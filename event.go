@@ -112,11 +112,30 @@ func recordEvent(typ, userID, object string, v any, at time.Time) *Event {
 	return &Event{ID: NewID(PrefixEvent), Object: "event", UserID: userID, Type: typ, CreatedAt: at, Data: data}
 }
 
+// EventFilter selects events in ListEvents. Zero fields select all.
+type EventFilter struct {
+	Type          string     // events of this type only
+	CreatedAfter  *time.Time // created_at > CreatedAfter
+	CreatedBefore *time.Time // created_at < CreatedBefore
+}
+
 // EventStore keeps the outbox of events. Emit writes events and queues
 // their deliveries to the subscribed webhooks; in a transaction (Tx) they
 // commit with the change that caused them.
 type EventStore interface {
+	// FindEvent returns the user's event, as soon as its transaction has
+	// committed. Returns ENOTFOUND if it does not exist or belongs to
+	// another user.
 	FindEvent(ctx context.Context, userID, id string) (*Event, error)
-	ListEvents(ctx context.Context, userID, eventType string, p ListParams) (*Page[*Event], error)
+	// ListEvents returns a page of the user's events that match f, in the
+	// catch-up order: an order that grows only at its end, so that a
+	// reader following it in ascending order with p.After set to the
+	// last id it saw never skips an event, on any engine. An event is
+	// listed once no transaction that could still precede it in that
+	// order is running (on PostgreSQL: every transaction with a smaller
+	// transaction id has ended; a long-running transaction delays
+	// events, it never loses one). The cursor (p.After, p.Before) must
+	// be an event of the list, listed yet or not; otherwise EINVALID.
+	ListEvents(ctx context.Context, userID string, f EventFilter, p ListParams) (*Page[*Event], error)
 	Emit(ctx context.Context, events ...*Event) error
 }

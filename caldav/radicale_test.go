@@ -251,7 +251,7 @@ func (f *fixture) events() map[string]*ams.CalendarEvent {
 func (f *fixture) emitted(types ...string) []string {
 	f.t.Helper()
 	var out []string
-	page, err := f.db.ListEvents(context.Background(), f.user.ID, "", ams.ListParams{Limit: 100, Order: ams.OrderAsc})
+	page, err := f.db.ListEvents(context.Background(), f.user.ID, ams.EventFilter{}, ams.ListParams{Limit: 100, Order: ams.OrderAsc})
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -501,7 +501,7 @@ func TestFailureSetsErrorOnceAndRecovery(t *testing.T) {
 	if ev := f.emitted(ams.EventIntegrationError, ams.EventIntegrationConnected); strings.Join(ev, "|") != "integration.connected connected|integration.error error" {
 		t.Fatalf("three failures emitted %v, want one integration.error", ev)
 	}
-	page, _ := f.db.ListEvents(context.Background(), f.user.ID, ams.EventIntegrationError, ams.ListParams{Limit: 10})
+	page, _ := f.db.ListEvents(context.Background(), f.user.ID, ams.EventFilter{Type: ams.EventIntegrationError}, ams.ListParams{Limit: 10})
 	if d := page.Data[0].Data; d["last_error"] != *got.LastError || d["id"] != in.ID {
 		t.Fatalf("integration.error data %v", d)
 	}

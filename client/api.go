@@ -99,18 +99,30 @@ func (c *Client) ListIntegrations(ctx context.Context, p *ListParams) (*List[Int
 }
 
 // ListEvents returns one page of the account's events of the last 30
-// days, optionally only those of one type.
+// days, optionally only those of one type or created in a time range.
+//
+// The list's order only grows at its end: walking it with Order "asc"
+// and After set to the last id seen (AllEvents, or polling again with
+// that id when HasMore is false) yields every event exactly once, even
+// those whose change committed late. An event is listed once every
+// change that began writing before it has finished, which may be a
+// moment after GetEvent or a webhook already has it.
 func (c *Client) ListEvents(ctx context.Context, p *ListEventsParams) (*List[Event], error) {
 	var q url.Values
 	if p == nil {
 		q = url.Values{}
 	} else {
 		q = p.ListParams.query()
-		if p.Type != "" {
-			q.Set("type", p.Type)
-		}
+		setQuery(q, "type", p.Type)
+		setQueryTime(q, "created_after", p.CreatedAfter)
+		setQueryTime(q, "created_before", p.CreatedBefore)
 	}
 	return get[List[Event]](ctx, c, "/events", q)
+}
+
+// GetEvent returns one event of the account's last 30 days by its id.
+func (c *Client) GetEvent(ctx context.Context, id string) (*Event, error) {
+	return getByID[Event](ctx, c, "/events", id)
 }
 
 // AllAssistants iterates over the assistants from the page p selects on,

@@ -134,7 +134,9 @@ type ListConversationsParams struct {
 // ListEventsParams select one page of events.
 type ListEventsParams struct {
 	ListParams
-	Type string // only events of this type, such as "message.created"
+	Type          string     // only events of this type, such as "message.created"
+	CreatedAfter  *time.Time // only events created strictly after this time
+	CreatedBefore *time.Time // only events created strictly before this time
 }
 
 // SendMessageParams is a message to an assistant.

@@ -73,6 +73,25 @@ func TestClientEveryEndpoint(t *testing.T) {
 	if err != nil || len(el.Data) != 4 || el.Data[0].Data["message_id"] != reply2.ID {
 		t.Fatalf("ListEvents: %+v %v", el, err)
 	}
+	ev, err := c.GetEvent(ctx, el.Data[0].ID)
+	if err != nil || ev.ID != el.Data[0].ID || ev.Data["message_id"] != reply2.ID {
+		t.Fatalf("GetEvent: %+v %v", ev, err)
+	}
+	var notFound *client.Error
+	if _, err := c.GetEvent(ctx, "evt_nothere"); !errors.As(err, &notFound) || notFound.StatusCode != 404 || notFound.Code != "resource_missing" {
+		t.Fatalf("GetEvent of an unknown id: %v", err)
+	}
+	// created_after is strict: the events after the second newest's time.
+	since := el.Data[1].CreatedAt
+	fl, err := c.ListEvents(ctx, &client.ListEventsParams{Type: "message.created", CreatedAfter: &since})
+	if err != nil || len(fl.Data) > 1 {
+		t.Fatalf("ListEvents created_after: %+v %v", fl, err)
+	}
+	for _, e := range fl.Data {
+		if !e.CreatedAt.After(since) {
+			t.Fatalf("ListEvents created_after %v listed %+v", since, e)
+		}
+	}
 	var doc map[string]any
 	if err := c.Request(ctx, "GET", "/openapi.json", nil, &doc); err != nil || doc["openapi"] != "3.1.0" {
 		t.Fatalf("openapi.json: %v", err)

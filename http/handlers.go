@@ -164,17 +164,38 @@ func (s *Server) listIntegrations(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r, "type")
+	p, err := listParams(r, "type", "created_after", "created_before")
 	if err != nil {
 		return err
 	}
-	typ := r.URL.Query().Get("type")
-	if typ != "" && !ams.IsEventType(typ) && typ != ams.EventWebhookPing {
-		return ams.ParamError("parameter_invalid", "type", "Unknown event type '%s'.", typ)
+	f := ams.EventFilter{Type: r.URL.Query().Get("type")}
+	if f.Type != "" && !ams.IsEventType(f.Type) && f.Type != ams.EventWebhookPing {
+		return ams.ParamError("parameter_invalid", "type", "Unknown event type '%s'.", f.Type)
 	}
-	page, err := s.Store.ListEvents(r.Context(), auth(r).User.ID, typ, p)
+	if f.CreatedAfter, err = queryTime(r, "created_after"); err != nil {
+		return err
+	}
+	if f.CreatedBefore, err = queryTime(r, "created_before"); err != nil {
+		return err
+	}
+	page, err := s.Store.ListEvents(r.Context(), auth(r).User.ID, f, p)
 	if err != nil {
 		return err
 	}
 	return writeList(w, page, func(e *ams.Event) string { return e.ID })
+}
+
+func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "event", ams.PrefixEvent)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	e, err := s.Store.FindEvent(r.Context(), auth(r).User.ID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, e)
 }

@@ -76,7 +76,7 @@ func (f *fixture) counts() [3]int {
 	ctx := context.Background()
 	p := ams.ListParams{Limit: 100}
 	c, err1 := f.Store.ListConversations(ctx, f.User.ID, "", p)
-	e, err2 := f.Store.ListEvents(ctx, f.User.ID, "", p)
+	e, err2 := f.Store.ListEvents(ctx, f.User.ID, ams.EventFilter{}, p)
 	if err := errors.Join(err1, err2); err != nil {
 		f.T.Fatal(err)
 	}

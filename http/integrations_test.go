@@ -72,7 +72,7 @@ func radicaleCalendar(t *testing.T) (string, string, string) {
 
 func (f *fixture) eventTypes(prefix string) []string {
 	f.T.Helper()
-	page, err := f.Store.ListEvents(context.Background(), f.User.ID, "", ams.ListParams{Limit: 100, Order: ams.OrderAsc})
+	page, err := f.Store.ListEvents(context.Background(), f.User.ID, ams.EventFilter{}, ams.ListParams{Limit: 100, Order: ams.OrderAsc})
 	if err != nil {
 		f.T.Fatal(err)
 	}

@@ -133,6 +133,7 @@ func (s *Server) init() {
 			{"POST", "/v1/integrations/{id}/sync", perms(ams.PermIntegrations), s.syncIntegration},
 			{"POST", "/v1/calendar/feed", perms(ams.PermIntegrations), s.createCalendarFeed},
 			{"GET", "/v1/events", perms(read), s.listEvents},
+			{"GET", "/v1/events/{id}", perms(read), s.getEvent},
 			{"POST", "/v1/webhooks", perms(write), s.createWebhook},
 			{"GET", "/v1/webhooks", perms(read), s.listWebhooks},
 			{"GET", "/v1/webhooks/{id}", perms(read), s.getWebhook},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -56,16 +57,19 @@ func checkAssistantField(body json.RawMessage) error {
 	return nil
 }
 
-// queryTime reads an optional RFC 3339 time query parameter.
+// queryTime reads an optional RFC 3339 time query parameter, in UTC and
+// to the nanosecond given (the store rounds it to its milliseconds as the
+// comparison needs).
 func queryTime(r *http.Request, name string) (*time.Time, error) {
 	v := r.URL.Query().Get(name)
 	if v == "" {
 		return nil, nil
 	}
-	t, err := world.ParseTime(v)
-	if err != nil {
+	if _, err := world.ParseTime(v); err != nil {
 		return nil, ams.ParamError("parameter_invalid", name, "'%s' must be an RFC 3339 time such as 2026-11-21T09:00:00Z.", name)
 	}
+	t, _ := time.Parse(time.RFC3339Nano, strings.TrimSpace(v)) // ParseTime accepted it
+	t = t.UTC()
 	return &t, nil
 }
 

@@ -36,7 +36,7 @@ func (f *fixture) worldCounts() [4]int {
 	if err != nil {
 		f.T.Fatal(err)
 	}
-	e, err := f.Store.ListEvents(ctx, f.User.ID, "", p)
+	e, err := f.Store.ListEvents(ctx, f.User.ID, ams.EventFilter{}, p)
 	if err != nil {
 		f.T.Fatal(err)
 	}
@@ -848,7 +848,10 @@ func TestWorldAnswersMatchOpenAPI(t *testing.T) {
 	check("PATCH", "/v1/messages/{id}", "/v1/messages/"+page.Data[0].ID, `{"content":"remind me later"}`)
 	check("PATCH", "/v1/messages/{id}", "/v1/messages/"+page.Data[1].ID, `{"content":"no"}`)
 	check("DELETE", "/v1/messages/{id}", "/v1/messages/"+page.Data[1].ID, "")
-	check("GET", "/v1/events", "/v1/events", "")
+	evs := check("GET", "/v1/events", "/v1/events?created_after=2000-01-01T00:00:00Z&created_before=2100-01-01T00:00:00Z", "")
+	check("GET", "/v1/events/{id}", "/v1/events/"+evs["data"].([]any)[0].(map[string]any)["id"].(string), "")
+	check("GET", "/v1/events/{id}", "/v1/events/evt_nothere", "")
+	check("GET", "/v1/events", "/v1/events?created_after=soon", "")
 
 	// The tools' inputs as documented are world.Specs.
 	var raw struct {

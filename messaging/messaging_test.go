@@ -42,7 +42,7 @@ func nothingStored(t *testing.T, db *sqlite.DB, u *ams.User) {
 	t.Helper()
 	ctx := context.Background()
 	c, _ := db.ListConversations(ctx, u.ID, "", ams.ListParams{Limit: 10})
-	e, _ := db.ListEvents(ctx, u.ID, "", ams.ListParams{Limit: 10})
+	e, _ := db.ListEvents(ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10})
 	if len(c.Data) != 0 || len(e.Data) != 0 {
 		t.Fatalf("stored %d conversations and %d events after a failure", len(c.Data), len(e.Data))
 	}

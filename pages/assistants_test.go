@@ -97,7 +97,7 @@ func links(p *page, label string) []string {
 
 func eventCount(e *env, u *ams.User, typ string) int {
 	e.t.Helper()
-	p, err := e.f.Store.ListEvents(context.Background(), u.ID, typ, ams.ListParams{Limit: 100})
+	p, err := e.f.Store.ListEvents(context.Background(), u.ID, ams.EventFilter{Type: typ}, ams.ListParams{Limit: 100})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -38,6 +38,10 @@ var dialect = sqlstore.Dialect{
 		c := pgCode(err)
 		return c == codeBadCharacter || c == codeUntranslatableChars
 	},
+	// Every transaction id below the xmin of the statement's snapshot
+	// belongs to a transaction that has ended; every transaction still
+	// running or yet to start has one at or above it (migration 0009).
+	EventsVisible: `txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`,
 }
 
 // querier runs queries: the pool, or a transaction.

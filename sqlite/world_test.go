@@ -133,7 +133,7 @@ func TestFireRemindersTwoProcesses(t *testing.T) {
 	if total != n {
 		t.Fatalf("fired %d, want %d", total, n)
 	}
-	pg, err := dbs[1].ListEvents(ctx, u.ID, ams.EventTaskReminder, ams.ListParams{Limit: 100})
+	pg, err := dbs[1].ListEvents(ctx, u.ID, ams.EventFilter{Type: ams.EventTaskReminder}, ams.ListParams{Limit: 100})
 	if err != nil || len(pg.Data) != n {
 		t.Fatalf("%d task.reminder events (%v), want %d", len(pg.Data), err, n)
 	}

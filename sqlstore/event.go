@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/amsdev/ams"
 )
@@ -29,13 +30,36 @@ func (q *Queries) FindEvent(ctx context.Context, userID, id string) (*ams.Event,
 	return findOne(ctx, q, scanEvent, "event", id, `SELECT `+eventCols+` FROM events WHERE id = $1 AND user_id = $2`, id, userID)
 }
 
-// ListEvents returns a page of the user's events, of one type when set.
-func (q *Queries) ListEvents(ctx context.Context, userID, eventType string, p ams.ListParams) (*ams.Page[*ams.Event], error) {
-	f := where("user_id = $1", userID)
-	if eventType != "" {
-		f.add("type = $?", eventType)
+// eventKey orders events in the catch-up order: by the inserting
+// transaction's id, then seq (see Dialect.EventsVisible).
+var eventKey = []string{"txid", "seq"}
+
+// ListEvents returns a page of the user's events that match f, in the
+// catch-up order, holding back those a running transaction could still
+// precede (Dialect.EventsVisible). A cursor need not be visible yet.
+func (q *Queries) ListEvents(ctx context.Context, userID string, f ams.EventFilter, p ams.ListParams) (*ams.Page[*ams.Event], error) {
+	w := where("user_id = $1", userID)
+	if f.Type != "" {
+		w.add("type = $?", f.Type)
 	}
-	return list(ctx, q, eventCols, "events", f, p, scanEvent)
+	// Times are whole milliseconds: created_at > t is created_at > t
+	// rounded down, created_at < t is created_at < t rounded up.
+	if f.CreatedAfter != nil {
+		w.add("created_at > $?", MS(*f.CreatedAfter))
+	}
+	if f.CreatedBefore != nil {
+		w.add("created_at < $?", ceilMS(*f.CreatedBefore))
+	}
+	return listOf(ctx, q, listQuery{cols: eventCols, from: "events", f: w, key: eventKey, visible: q.s.d.EventsVisible}, p, scanEvent)
+}
+
+// ceilMS is t in Unix milliseconds, rounded up.
+func ceilMS(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.Sub(time.UnixMilli(ms)) > 0 {
+		ms++
+	}
+	return ms
 }
 
 // Emit writes events into the outbox and queues their deliveries; the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/amsdev/ams"
 )
@@ -80,11 +81,58 @@ func (f *filter) add(cond string, arg any) *filter {
 // next returns the placeholder of the next argument.
 func (f *filter) next() string { return "$" + strconv.Itoa(len(f.args)+1) }
 
+// addRow appends "AND (cols) op (args)", a row-value comparison (both
+// engines compare row values left to right), or "AND col op arg" for one
+// column.
+func (f *filter) addRow(cols []string, op string, vals []any) *filter {
+	ph := make([]string, len(vals))
+	for i, v := range vals {
+		f.args = append(f.args, v)
+		ph[i] = "$" + strconv.Itoa(len(f.args))
+	}
+	if len(cols) == 1 {
+		f.where += " AND " + cols[0] + " " + op + " " + ph[0]
+	} else {
+		f.where += " AND (" + strings.Join(cols, ", ") + ") " + op + " (" + strings.Join(ph, ", ") + ")"
+	}
+	return f
+}
+
+// listQuery is what a cursor-paginated list reads.
+type listQuery struct {
+	cols string  // the selected columns
+	from string  // the table
+	f    *filter // the rows of the list; a cursor must be one of them
+	// key are the integer columns that order the list, oldest first,
+	// unique together; nil is seq.
+	key []string
+	// visible, when set, is a condition on the rows a page shows but not
+	// on the cursor: rows of the list that cannot be shown yet (events
+	// that a transaction still running could precede) are held back, and
+	// a cursor that is one of them still places the page.
+	visible string
+}
+
+var seqKey = []string{"seq"}
+
 // list runs a cursor-paginated query over table from: the rows matching
 // f, in seq order (newest first unless p.Order is asc), one page from
 // p.After or p.Before; the cursor must match f too. cols are the selected
 // columns, read by scan.
 func list[T any](ctx context.Context, q *Queries, cols, from string, f *filter, p ams.ListParams, scan func(scanner) (T, error)) (*ams.Page[T], error) {
+	return listOf(ctx, q, listQuery{cols: cols, from: from, f: f}, p, scan)
+}
+
+// listOf runs the cursor-paginated query lq: the rows matching lq.f (and
+// lq.visible), ordered by lq.key (newest first unless p.Order is asc),
+// one page from p.After or p.Before. The cursor's key is read first, and
+// the page is the rows whose key compares past it, as a row value.
+func listOf[T any](ctx context.Context, q *Queries, lq listQuery, p ams.ListParams, scan func(scanner) (T, error)) (*ams.Page[T], error) {
+	key := lq.key
+	if key == nil {
+		key = seqKey
+	}
+	f, from := lq.f, lq.from
 	limit := p.Limit
 	if limit <= 0 {
 		limit = 20
@@ -97,25 +145,37 @@ func list[T any](ctx context.Context, q *Queries, cols, from string, f *filter, 
 	// forward: the page walks in the list's own order from the cursor.
 	forward := p.Before == ""
 	page := where(f.where, f.args...)
+	if lq.visible != "" {
+		page.where += " AND (" + lq.visible + ")"
+	}
 	if cursorID != "" {
-		var seq int64
-		err := q.r.QueryRow(ctx, "SELECT seq FROM "+from+" WHERE "+f.where+" AND id = "+f.next(), append(f.args[:len(f.args):len(f.args)], cursorID)...).Scan(&seq)
+		vals := make([]int64, len(key))
+		dest := make([]any, len(key))
+		args := make([]any, len(key))
+		for i := range vals {
+			dest[i] = &vals[i]
+		}
+		err := q.r.QueryRow(ctx, "SELECT "+strings.Join(key, ", ")+" FROM "+from+" WHERE "+f.where+" AND id = "+f.next(), append(f.args[:len(f.args):len(f.args)], cursorID)...).Scan(dest...)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, ams.ParamError("resource_missing", param, "No such object in this list: '%s'", cursorID)
 		} else if err != nil {
 			return nil, q.fail("find cursor", err)
 		}
+		for i, v := range vals {
+			args[i] = v
+		}
 		if desc == forward {
-			page.add("seq < $?", seq)
+			page.addRow(key, "<", args)
 		} else {
-			page.add("seq > $?", seq)
+			page.addRow(key, ">", args)
 		}
 	}
-	order := " ORDER BY seq ASC"
+	dir := " ASC"
 	if desc == forward {
-		order = " ORDER BY seq DESC"
+		dir = " DESC"
 	}
-	rows, err := q.r.Query(ctx, "SELECT "+cols+" FROM "+from+" WHERE "+page.where+order+" LIMIT "+page.next(), append(page.args, limit+1)...)
+	order := " ORDER BY " + strings.Join(key, dir+", ") + dir
+	rows, err := q.r.Query(ctx, "SELECT "+lq.cols+" FROM "+from+" WHERE "+page.where+order+" LIMIT "+page.next(), append(page.args, limit+1)...)
 	if err != nil {
 		return nil, q.fail("list "+from, err)
 	}

@@ -81,6 +81,14 @@ type Dialect struct {
 	BadText func(err error) bool
 	// Schema describes the engine's tables for export and import.
 	Schema Schema
+	// EventsVisible is a condition on rows of events that holds for the
+	// events a list may show: those that no transaction still running or
+	// yet to start can precede in the events' order (txid, seq). On
+	// PostgreSQL, where seq is taken at insert, not at commit, it is the
+	// transaction-id watermark: txid below the oldest transaction id
+	// still running. Empty where commit order is insert order (SQLite's
+	// single writer; every txid there is 0).
+	EventsVisible string
 }
 
 // Store implements ams.Store over an Engine. An engine embeds it and adds

@@ -26,6 +26,9 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"ExchangeAtomic", testExchange},
 		{"ExchangeRollsBack", testExchangeRollback},
 		{"Events", testEvents},
+		{"EventsCatchUp", testEventsCatchUp},
+		{"EventFilters", testEventFilters},
+		{"EventsOrder", testEventsOrder},
 		{"Idempotency", testIdempotency},
 		{"Webhooks", testWebhooks},
 		{"DeliveryQueue", testDeliveryQueue},
@@ -304,7 +307,7 @@ func testExchangeRollback(t *testing.T, s ams.Store) {
 	if _, err := s.FindMessage(ctx, u.ID, x.Inbound.ID); !ams.IsNotFound(err) {
 		t.Fatalf("message of a failed exchange exists: %v", err)
 	}
-	ev, _ := s.ListEvents(ctx, u.ID, "", ams.ListParams{Limit: 10})
+	ev, _ := listEvents(t, s, ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10})
 	if len(ev.Data) != 0 {
 		t.Fatalf("events of a failed exchange exist: %d", len(ev.Data))
 	}
@@ -324,7 +327,7 @@ func testEvents(t *testing.T, s ams.Store) {
 	if err := s.SaveExchange(ctx, x); err != nil {
 		t.Fatal(err)
 	}
-	pg, err := s.ListEvents(ctx, u.ID, ams.EventMessageCreated, ams.ListParams{Limit: 10, Order: ams.OrderAsc})
+	pg, err := listEvents(t, s, ctx, u.ID, ams.EventFilter{Type: ams.EventMessageCreated}, ams.ListParams{Limit: 10, Order: ams.OrderAsc})
 	if err != nil || len(pg.Data) != 2 {
 		t.Fatalf("events: %v %v", pg, err)
 	}
@@ -332,7 +335,7 @@ func testEvents(t *testing.T, s ams.Store) {
 	if e.ID != x.Events[1].ID || e.Data["message_id"] != x.Reply.ID || e.Data["direction"] != "outbound" || e.Data["content"] != "re: hi" {
 		t.Fatalf("event read back: %+v", e)
 	}
-	pg, _ = s.ListEvents(ctx, u.ID, ams.EventTaskCreated, ams.ListParams{Limit: 10})
+	pg, _ = listEvents(t, s, ctx, u.ID, ams.EventFilter{Type: ams.EventTaskCreated}, ams.ListParams{Limit: 10})
 	if len(pg.Data) != 0 {
 		t.Fatal("type filter ignored")
 	}

@@ -386,7 +386,7 @@ func testWorldRollback(t *testing.T, s ams.Store) {
 	if _, err := s.FindAssistant(ctx, u.ID, a.ID); err != nil {
 		t.Fatalf("assistant deleted by a failed transaction: %v", err)
 	}
-	if pg, err := s.ListEvents(ctx, u.ID, "", ams.ListParams{Limit: 10}); err != nil || len(pg.Data) != 0 {
+	if pg, err := listEvents(t, s, ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10}); err != nil || len(pg.Data) != 0 {
 		t.Fatalf("events of a failed transaction: %v %v", pg, err)
 	}
 	if jobs, err := s.ClaimJobs(ctx, t0.Add(time.Hour), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8}); err != nil || len(jobs) != 0 {
@@ -434,7 +434,7 @@ func testWorldEmit(t *testing.T, s ams.Store) {
 	default:
 		t.Fatal("JobsReady not signalled after a transaction queued deliveries")
 	}
-	pg, err := s.ListEvents(ctx, u.ID, "", ams.ListParams{Limit: 10, Order: ams.OrderAsc})
+	pg, err := listEvents(t, s, ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10, Order: ams.OrderAsc})
 	if err != nil || len(pg.Data) != 2 || pg.Data[0].ID != created.ID || pg.Data[1].Type != ams.EventTaskUpdated {
 		t.Fatalf("events: %v %v", pg, err)
 	}
@@ -544,7 +544,7 @@ func testWorldMessages(t *testing.T, s ams.Store) {
 	if err != nil || m.Content != "first, edited" || !m.UpdatedAt.Equal(t0.Add(time.Hour)) || !m.CreatedAt.Equal(t0) {
 		t.Fatalf("message after update: %+v %v", m, err)
 	}
-	if pg, _ := s.ListEvents(ctx, u.ID, ams.EventMessageUpdated, ams.ListParams{Limit: 10}); len(pg.Data) != 1 || pg.Data[0].Data["content"] != "first, edited" {
+	if pg, _ := listEvents(t, s, ctx, u.ID, ams.EventFilter{Type: ams.EventMessageUpdated}, ams.ListParams{Limit: 10}); len(pg.Data) != 1 || pg.Data[0].Data["content"] != "first, edited" {
 		t.Fatalf("message.updated: %+v", pg.Data)
 	}
 	// Deleting the last message counts it out and moves last_message_at
@@ -635,7 +635,7 @@ func testWorldIntegrations(t *testing.T, s ams.Store) {
 	if sec, _ := s.IntegrationSecrets(ctx, u.ID, in.ID); sec["password"] != "hunter2" {
 		t.Fatalf("secrets after update: %v", sec)
 	}
-	if pg, _ := s.ListEvents(ctx, u.ID, ams.EventIntegrationError, ams.ListParams{Limit: 10}); len(pg.Data) != 1 ||
+	if pg, _ := listEvents(t, s, ctx, u.ID, ams.EventFilter{Type: ams.EventIntegrationError}, ams.ListParams{Limit: 10}); len(pg.Data) != 1 ||
 		pg.Data[0].Data["id"] != in.ID || pg.Data[0].Data["password"] != nil {
 		t.Fatalf("integration.error: %+v", pg.Data)
 	}
@@ -779,7 +779,7 @@ func testWorldReminders(t *testing.T, s ams.Store) {
 		out := map[string]int{}
 		p := ams.ListParams{Limit: 100}
 		for {
-			pg, err := s.ListEvents(ctx, u.ID, typ, p)
+			pg, err := listEvents(t, s, ctx, u.ID, ams.EventFilter{Type: typ}, p)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -47,7 +47,7 @@ func newSvcEnv(t *testing.T) *svcEnv {
 // events returns the types of the user's events, oldest first.
 func (e *svcEnv) events(t *testing.T) []string {
 	t.Helper()
-	p, err := e.db.ListEvents(e.ctx, e.user.ID, "", ams.ListParams{Limit: 100, Order: ams.OrderAsc})
+	p, err := e.db.ListEvents(e.ctx, e.user.ID, ams.EventFilter{}, ams.ListParams{Limit: 100, Order: ams.OrderAsc})
 	if err != nil {
 		t.Fatal(err)
 	}

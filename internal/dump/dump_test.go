@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -158,9 +159,15 @@ func TestCheckSchema(t *testing.T) {
 			live[tb.Name] = append(live[tb.Name], dump.LiveColumn{Name: c.SQL, Type: c.Kind.String(), NotNull: !c.Null})
 		}
 	}
+	// A local column (events.txid) is known, and not exported.
+	live["events"] = append(live["events"], dump.LiveColumn{Name: "txid", Type: "integer", NotNull: true})
 	if err := dump.CheckSchema(live, typeOK); err != nil {
 		t.Fatal(err)
 	}
+	if slices.Contains(dump.Lookup("events").SQLColumns(), "txid") {
+		t.Fatal("events.txid is exported")
+	}
+	live["events"] = live["events"][:len(live["events"])-1]
 	live["gadgets"] = nil
 	live["users"] = append(live["users"], dump.LiveColumn{Name: "nickname", Type: "text"})
 	live["messages"] = live["messages"][1:] // no seq

@@ -107,6 +107,12 @@ type Table struct {
 	// OrderBy are the SQL columns, all text or integer, that give the
 	// table's rows a stable order: seq, or the primary key.
 	OrderBy []string
+	// Local are columns whose values mean something only in the database
+	// that wrote them (events.txid, a PostgreSQL transaction id): they
+	// are not in the dump, and an import leaves them at the target's
+	// default (on PostgreSQL the importing transaction's id, so imported
+	// events come before any written later; 0 on SQLite).
+	Local []string
 }
 
 // SQLColumns returns the SQL names of t's columns, in order.
@@ -205,7 +211,7 @@ var Tables = []*Table{
 		cols(Text, "id", "user_id", "assistant_id", "conversation_id", "type"),
 		[]Column{col("input", JSON), col("status", Text), nullCol("result", JSON), nullCol("error", JSON), col("created_at", Int)},
 	)},
-	{Name: "events", Seq: true, OrderBy: []string{"seq"}, Columns: join(
+	{Name: "events", Seq: true, OrderBy: []string{"seq"}, Local: []string{"txid"}, Columns: join(
 		[]Column{seqCol()},
 		cols(Text, "id", "user_id", "type"),
 		[]Column{col("data", JSON), col("created_at", Int)},
@@ -301,7 +307,8 @@ type LiveColumn struct {
 
 // CheckSchema compares a store's live schema (table name to columns) with
 // Tables. Every live table must be in Tables, in Ephemeral, or be
-// Bookkeeping; every table of Tables must exist with exactly its columns,
+// Bookkeeping; every table of Tables must exist with exactly its columns
+// (besides its Local ones),
 // each of a type that typeOK accepts for its Kind and as nullable as it
 // says. The error lists every difference.
 func CheckSchema(live map[string][]LiveColumn, typeOK func(k Kind, liveType string) bool) error {
@@ -345,7 +352,7 @@ func CheckSchema(live map[string][]LiveColumn, typeOK func(k Kind, liveType stri
 			}
 		}
 		for _, l := range lc {
-			if _, extra := byName[l.Name]; extra {
+			if _, extra := byName[l.Name]; extra && !slices.Contains(t.Local, l.Name) {
 				errs = append(errs, fmt.Sprintf("column %s.%s is unknown to the export (add it to dump.Tables)", t.Name, l.Name))
 			}
 		}

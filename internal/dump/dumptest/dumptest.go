@@ -327,6 +327,20 @@ func Compare(t *testing.T, want, got ams.Store, f *Fixture) {
 			t.Errorf("%s differs:\nsource %s\ntarget %s", what, show(w), show(g))
 		}
 	}
+	// An event list holds back the events that a transaction still
+	// running could precede (on PostgreSQL, any older transaction of the
+	// server): lists of events are compared until they agree.
+	sameEventually := func(what string, read func(s ams.Store) (any, error)) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			w, err1 := read(want)
+			g, err2 := read(got)
+			if err1 == nil && err2 == nil && reflect.DeepEqual(w, g) {
+				return
+			}
+		}
+		same(what, read)
+	}
 	all := ams.ListParams{Limit: 100, Order: ams.OrderAsc}
 	for _, u := range f.Users {
 		same("user "+u.ID, func(s ams.Store) (any, error) { return s.FindUser(ctx, u.ID) })
@@ -335,7 +349,7 @@ func Compare(t *testing.T, want, got ams.Store, f *Fixture) {
 		same("assistants of "+u.ID, func(s ams.Store) (any, error) { return s.ListAssistants(ctx, u.ID, all) })
 		same("conversations of "+u.ID, func(s ams.Store) (any, error) { return s.ListConversations(ctx, u.ID, "", all) })
 		same("integrations of "+u.ID, func(s ams.Store) (any, error) { return s.ListIntegrations(ctx, u.ID, all) })
-		same("events of "+u.ID, func(s ams.Store) (any, error) { return s.ListEvents(ctx, u.ID, "", all) })
+		sameEventually("events of "+u.ID, func(s ams.Store) (any, error) { return s.ListEvents(ctx, u.ID, ams.EventFilter{}, all) })
 		same("webhooks of "+u.ID, func(s ams.Store) (any, error) { return s.ListWebhooks(ctx, u.ID, all) })
 		same("oauth clients of "+u.ID, func(s ams.Store) (any, error) { return s.ListOAuthClients(ctx, u.ID) })
 	}
@@ -494,7 +508,12 @@ func CheckMoved(t *testing.T, s ams.Store, f *Fixture) {
 	if err != nil || len(msgs.Data) != 5 || msgs.Data[4].ID != in.ID {
 		t.Fatalf("messages after a new one: %s %v (the new one must be last)", show(msgs), err)
 	}
-	evs, err := s.ListEvents(ctx, ann.ID, "", ams.ListParams{Limit: 1})
+	// Listed once no older transaction of the server runs.
+	evs, err := s.ListEvents(ctx, ann.ID, ams.EventFilter{}, ams.ListParams{Limit: 1})
+	for deadline := time.Now().Add(10 * time.Second); err == nil && (len(evs.Data) != 1 || evs.Data[0].ID != ev.ID) && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+		evs, err = s.ListEvents(ctx, ann.ID, ams.EventFilter{}, ams.ListParams{Limit: 1})
+	}
 	if err != nil || len(evs.Data) != 1 || evs.Data[0].ID != ev.ID {
 		t.Fatalf("newest event after a new one: %s %v", show(evs), err)
 	}

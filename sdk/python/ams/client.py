@@ -609,18 +609,42 @@ class Client:
         self,
         *,
         type: Optional[str] = None,
+        created_after: Optional[Time] = None,
+        created_before: Optional[Time] = None,
         limit: Optional[int] = None,
         after: Optional[str] = None,
         before: Optional[str] = None,
         order: Optional[str] = None,
     ) -> Page[Event]:
         """One page of the account's events (kept 30 days), of one type if
-        given (such as ``"message.created"``)."""
-        return self._page(Event, "/events", self._list_query(limit, after, before, order, type=type))
+        given (such as ``"message.created"``) and created strictly after
+        ``created_after`` and before ``created_before`` if given.
 
-    def iter_events(self, *, type: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None) -> Iterator[Event]:
-        """Every event, page after page."""
-        return self._iter(Event, "/events", self._list_query(limit, None, None, order, type=type))
+        The list only grows at its end: following it with ``order="asc"``
+        and ``after=`` the last id seen (polling again with that id when
+        ``has_more`` is false) yields every event exactly once, even one
+        whose change committed late. An event is listed once every change
+        that began writing before it has finished, which may be a moment
+        after ``get_event`` or a webhook has it."""
+        q = self._list_query(limit, after, before, order, type=type, created_after=created_after, created_before=created_before)
+        return self._page(Event, "/events", q)
+
+    def iter_events(
+        self,
+        *,
+        type: Optional[str] = None,
+        created_after: Optional[Time] = None,
+        created_before: Optional[Time] = None,
+        limit: Optional[int] = None,
+        order: Optional[str] = None,
+    ) -> Iterator[Event]:
+        """Every event matching the filters, page after page."""
+        q = self._list_query(limit, None, None, order, type=type, created_after=created_after, created_before=created_before)
+        return self._iter(Event, "/events", q)
+
+    def get_event(self, event_id: str) -> Event:
+        """``GET /v1/events/{id}``: one event of the last 30 days."""
+        return self._one(Event, "GET", "/events/" + seg(event_id))
 
     # -- webhooks -----------------------------------------------------------
 

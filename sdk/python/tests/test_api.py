@@ -47,6 +47,7 @@ OPERATIONS = {
     "syncIntegration": "sync_integration",
     "createCalendarFeed": "create_calendar_feed",
     "listEvents": "list_events",
+    "getEvent": "get_event",
     "createWebhook": "create_webhook",
     "listWebhooks": "list_webhooks",
     "getWebhook": "get_webhook",
@@ -136,6 +137,23 @@ class EndpointsTest(unittest.TestCase):
         types = [e.type for e in c.list_events(type="message.created", limit=100)]
         self.assertTrue(types and set(types) == {"message.created"})
         self.assertIn("message.updated", [e.type for e in c.iter_events(limit=50)])
+
+        newest = c.list_events(type="message.updated", limit=1).data[0]
+        self.assertEqual(c.get_event(newest.id), newest)
+        with self.assertRaises(ams.NotFoundError):
+            c.get_event("evt_nothere")
+        # created_after and created_before are strict, and take datetimes
+        # or RFC 3339 strings.
+        at = ams.parse_time(newest.created_at)
+        for e in c.list_events(created_after=newest.created_at, limit=100):
+            self.assertGreater(ams.parse_time(e.created_at), at)
+        older = c.list_events(created_before=at, type="message.updated", limit=100)
+        self.assertNotIn(newest.id, [e.id for e in older])
+        since = [e.id for e in c.iter_events(created_after=at - dt.timedelta(milliseconds=1), limit=1, order="asc")]
+        self.assertIn(newest.id, since)
+        with self.assertRaises(ams.InvalidRequestError) as cm:
+            c.list_events(created_after="yesterday")
+        self.assertEqual(cm.exception.param, "created_after")
 
     def test_send_message_stream(self):
         c = self.c

@@ -263,8 +263,21 @@ export class Integrations extends Resource {
 
 /** /v1/events: what happened in the last 30 days. */
 export class Events extends Resource {
+  /**
+   * The events, optionally of one type and created strictly after
+   * `created_after` and before `created_before`. The list only grows at
+   * its end: following it with `order: "asc"` and `after` set to the last
+   * id seen (polling again with that id when `has_more` is false) yields
+   * every event exactly once, even one whose change committed late. An
+   * event is listed once every change that began writing before it has
+   * finished, which may be a moment after `get` or a webhook has it.
+   */
   list(params?: ListEventsParams, options?: RequestOptions): PagePromise<Event> {
     return this.doList(() => "/events", params, options);
+  }
+  /** One event of the last 30 days (404 NotFoundError for an unknown id or another account's). */
+  async get(id: string, options?: RequestOptions): Promise<Event> {
+    return this.doGet(`/events/${seg(id)}`, undefined, options);
   }
 }
 

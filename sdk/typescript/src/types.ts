@@ -368,6 +368,10 @@ export interface CreateIntegrationParams {
 
 export interface ListEventsParams extends ListParams {
   type?: EventType;
+  /** Only events created strictly after this time. */
+  created_after?: TimeInput;
+  /** Only events created strictly before this time. */
+  created_before?: TimeInput;
 }
 
 export interface ListDeliveriesParams extends ListParams {

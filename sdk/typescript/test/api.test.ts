@@ -331,6 +331,25 @@ describe("events", () => {
     }
     assert.ok(n > 5);
   });
+
+  test("get one, and the created_after / created_before filters", async () => {
+    const newest = (await client.events.list({ limit: 1 })).data[0]!;
+    assert.deepEqual(await client.events.get(newest.id), newest);
+    await assert.rejects(client.events.get("evt_nothere"), NotFoundError);
+    const at = new Date(newest.created_at);
+    // Strict bounds; a Date or an RFC 3339 string.
+    for (const e of (await client.events.list({ created_after: newest.created_at, limit: 100 })).data) {
+      assert.ok(new Date(e.created_at) > at, `${e.created_at} is not after ${newest.created_at}`);
+    }
+    const older = await client.events.list({ created_before: at, limit: 100 });
+    assert.ok(!older.data.some((e) => e.id === newest.id));
+    const since = await client.events.list({ created_after: new Date(at.getTime() - 1), order: "asc", limit: 100 });
+    assert.ok(since.data.some((e) => e.id === newest.id));
+    await assert.rejects(
+      client.events.list({ created_after: "yesterday" }),
+      (err: unknown) => err instanceof InvalidRequestError && err.param === "created_after",
+    );
+  });
 });
 
 describe("webhooks (records; deliveries are in webhook.test)", () => {
