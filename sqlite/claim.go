@@ -18,7 +18,7 @@ import (
 // dueWebhooksQuery lists the active webhooks that have a due, unleased
 // job: one indexed probe per active webhook.
 const dueWebhooksQuery = `
-SELECT w.id, w.url, w.secret_sealed FROM webhooks w
+SELECT w.id, w.url, w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at FROM webhooks w
 WHERE w.active = 1 AND EXISTS (
   SELECT 1 FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
   WHERE q.webhook_id = w.id AND q.state = 'pending' AND q.next_at <= ?1 AND q.lease_until <= ?1)`
@@ -44,7 +44,11 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, lease time.Duration,
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	type hook struct{ id, url, sealed string }
+	type hook struct {
+		id, url, sealed string
+		prevSealed      *string
+		prevExpires     *int64
+	}
 	var hooks []hook
 	rows, err := tx.QueryContext(ctx, dueWebhooksQuery, sqlstore.MS(now))
 	if err != nil {
@@ -52,7 +56,7 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, lease time.Duration,
 	}
 	for rows.Next() {
 		var h hook
-		if err := rows.Scan(&h.id, &h.url, &h.sealed); err != nil {
+		if err := rows.Scan(&h.id, &h.url, &h.sealed, &h.prevSealed, &h.prevExpires); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("scan webhook: %w", err)
 		}
@@ -85,6 +89,10 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, lease time.Duration,
 			}
 			j.Event.UserID, j.Event.CreatedAt = j.UserID, sqlstore.FromMS(created)
 			if err := db.OpenJob(j, []byte(data), h.sealed); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if err := db.OpenPreviousSecret(j, h.prevSealed, h.prevExpires); err != nil {
 				rows.Close()
 				return nil, err
 			}

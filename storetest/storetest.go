@@ -29,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Idempotency", testIdempotency},
 		{"Webhooks", testWebhooks},
 		{"DeliveryQueue", testDeliveryQueue},
+		{"WebhookSecretRotation", testWebhookSecretRotation},
 		{"ClaimFairness", testClaimFairness},
 		{"Purge", testPurge},
 		{"OAuth", testOAuth},
