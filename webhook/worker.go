@@ -307,13 +307,16 @@ func (w *Worker) post(ctx context.Context, j *ams.Job, d *ams.Delivery, body []b
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "ams-webhooks/"+ams.Version)
+	// The interface's signature uses the newest secret only; the
+	// Standard Webhooks one carries a signature per secret valid at this
+	// attempt (the previous secret too, during its overlap).
 	h.Set("X-Service-Signature", Signature(j.Secret, body))
 	h.Set("X-Service-Event", j.Event.Type)
 	h.Set("X-Service-Delivery", d.ID)
 	ts := at.Unix()
 	h.Set("Webhook-Id", j.Event.ID)
 	h.Set("Webhook-Timestamp", strconv.FormatInt(ts, 10))
-	h.Set("Webhook-Signature", StandardSignature(j.Secret, j.Event.ID, ts, body))
+	h.Set("Webhook-Signature", StandardSignatures(j.Secrets(at), j.Event.ID, ts, body))
 	resp, err := w.Client.Do(req)
 	if err != nil {
 		return 0, err
