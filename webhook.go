@@ -15,16 +15,38 @@ const (
 // Webhook is an HTTPS endpoint that receives an account's events. Its
 // secret signs every delivery; it is never shown after creation.
 type Webhook struct {
-	ID        string    `json:"id"`
-	Object    string    `json:"object"` // "webhook"
-	UserID    string    `json:"-"`
-	URL       string    `json:"url"`
-	Events    []string  `json:"events"`
-	Active    bool      `json:"active"`
-	Status    string    `json:"status"`
-	Secret    string    `json:"-"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	ID     string   `json:"id"`
+	Object string   `json:"object"` // "webhook"
+	UserID string   `json:"-"`
+	URL    string   `json:"url"`
+	Events []string `json:"events"`
+	Active bool     `json:"active"`
+	Status string   `json:"status"`
+	Secret string   `json:"-"`
+	// PreviousSecret is the secret the current one replaced; it keeps
+	// signing webhook-signature beside it until PreviousSecretExpiresAt
+	// (nil: no previous secret). Only the expiry is shown.
+	PreviousSecret          string     `json:"-"`
+	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
+	CreatedAt               time.Time  `json:"created_at"`
+	UpdatedAt               time.Time  `json:"updated_at"`
+}
+
+// Secret rotation: when a webhook's secret is replaced, the previous one
+// keeps signing webhook-signature beside the new one for
+// DefaultSecretOverlap, or for what the request asks, 0 to MaxSecretOverlap.
+const (
+	DefaultSecretOverlap = 24 * time.Hour
+	MaxSecretOverlap     = 7 * 24 * time.Hour
+)
+
+// ExpirePrevious forgets the previous secret when its overlap has ended at
+// now, so that the webhook shows previous_secret_expires_at only while the
+// previous secret still signs deliveries.
+func (w *Webhook) ExpirePrevious(now time.Time) {
+	if w.PreviousSecretExpiresAt != nil && !now.Before(*w.PreviousSecretExpiresAt) {
+		w.PreviousSecret, w.PreviousSecretExpiresAt = "", nil
+	}
 }
 
 // WebhookUpdate lists the fields of a webhook to change; nil fields are kept.
@@ -34,6 +56,14 @@ type WebhookUpdate struct {
 	Events []string // nil: keep
 	Active *bool
 	Secret *string
+	// PreviousSecretOverlap is how long the replaced secret keeps signing
+	// beside the new one, from the update's time (0: not at all). With
+	// Secret, nil means DefaultSecretOverlap; a Secret equal to the current
+	// one changes nothing. Replacing the secret again during an overlap
+	// keeps only the secret just replaced: the older one is dropped.
+	// Without Secret it sets when the current previous secret, if any,
+	// stops signing (0: now).
+	PreviousSecretOverlap *time.Duration
 }
 
 // WebhookStore keeps webhooks and their delivery log.
@@ -91,6 +121,20 @@ type Job struct {
 	// job: RecordAttempt stores the attempt only while this lease is the
 	// job's and has not run out.
 	LeaseUntil time.Time
+	// PreviousSecret signs beside Secret at attempts before
+	// PreviousSecretExpiresAt ("" and zero: none); see Secrets.
+	PreviousSecret          string
+	PreviousSecretExpiresAt time.Time
+}
+
+// Secrets returns the secrets that sign an attempt at time at, newest
+// first: the webhook's secret, and its previous one while that is still
+// within its overlap.
+func (j *Job) Secrets(at time.Time) []string {
+	if j.PreviousSecret != "" && at.Before(j.PreviousSecretExpiresAt) {
+		return []string{j.Secret, j.PreviousSecret}
+	}
+	return []string{j.Secret}
 }
 
 // Claim says what one ClaimJobs call may lease. The caps count every

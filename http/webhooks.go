@@ -13,6 +13,9 @@ type webhookRequest struct {
 	Events *[]string `json:"events"`
 	Secret *string   `json:"secret"`
 	Active *bool     `json:"active"`
+	// PreviousSecretExpiresIn (PATCH): seconds the replaced secret keeps
+	// signing beside the new one (0 to 7 days; absent: 24 h).
+	PreviousSecretExpiresIn *int64 `json:"previous_secret_expires_in"`
 }
 
 // The webhooks' lifecycle and field rules are package webhook's Service,
@@ -36,7 +39,8 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 
 // input returns the request as the service's input.
 func (req *webhookRequest) input() webhook.Input {
-	return webhook.Input{URL: req.URL, Events: req.Events, Secret: req.Secret, Active: req.Active}
+	return webhook.Input{URL: req.URL, Events: req.Events, Secret: req.Secret, Active: req.Active,
+		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn}
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
@@ -47,6 +51,9 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	page, err := s.Store.ListWebhooks(r.Context(), auth(r).User.ID, p)
 	if err != nil {
 		return err
+	}
+	for _, h := range page.Data {
+		h.ExpirePrevious(s.now())
 	}
 	return writeList(w, page, func(h *ams.Webhook) string { return h.ID })
 }
@@ -63,6 +70,7 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	wh.ExpirePrevious(s.now()) // shown only while it still signs
 	return writeJSON(w, http.StatusOK, wh)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amsdev/ams"
 )
@@ -132,5 +133,80 @@ func TestWebhookURLRulesOutsideDev(t *testing.T) {
 	}
 	if n := f.webhookCount(); n != 0 {
 		t.Fatalf("%d webhooks stored", n)
+	}
+}
+
+// TestWebhookSecretRotation: PATCH "secret" keeps the replaced secret
+// signing for 24 h, or previous_secret_expires_in seconds (0 to 7 days);
+// the record shows previous_secret_expires_at, never a secret; a value out
+// of range (or the field on POST, or without a secret to overlap) is a 400
+// naming the field and changes nothing.
+func TestWebhookSecretRotation(t *testing.T) {
+	f := setup(t)
+	r := f.do("POST", "/v1/webhooks", `{"url":"`+hookURL+`","events":["message.created"],"secret":"0123456789abcdef"}`)
+	w := r.json(t)
+	id := w["id"].(string)
+	if v, ok := w["previous_secret_expires_at"]; !ok || v != nil {
+		t.Fatalf("a new webhook: %s", r.body)
+	}
+	ts := func(d time.Duration) string { return f.Clock.Now().Add(d).UTC().Format(time.RFC3339Nano) }
+	stored := func() *ams.Webhook {
+		t.Helper()
+		wh, err := f.Store.FindWebhook(context.Background(), f.User.ID, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wh
+	}
+	// Without a previous secret, the field alone is refused.
+	wantError(t, f.do("PATCH", "/v1/webhooks/"+id, `{"previous_secret_expires_in":60}`), 400, "invalid_request_error", "parameter_invalid", "previous_secret_expires_in")
+	// Default: 24 h.
+	u := f.do("PATCH", "/v1/webhooks/"+id, `{"secret":"second-secret-value"}`)
+	if u.status != 200 || u.json(t)["previous_secret_expires_at"] != ts(24*time.Hour) || strings.Contains(string(u.body), "0123456789abcdef") ||
+		strings.Contains(string(u.body), "second-secret-value") {
+		t.Fatalf("rotate: %d %s", u.status, u.body)
+	}
+	if wh := stored(); wh.Secret != "second-secret-value" || wh.PreviousSecret != "0123456789abcdef" {
+		t.Fatalf("stored: %q %q", wh.Secret, wh.PreviousSecret)
+	}
+	before := f.do("GET", "/v1/webhooks/"+id, "").body
+	for _, c := range []struct{ body, code, param string }{
+		{`{"secret":"third-secret-value","previous_secret_expires_in":-1}`, "parameter_invalid", "previous_secret_expires_in"},
+		{`{"secret":"third-secret-value","previous_secret_expires_in":604801}`, "parameter_invalid", "previous_secret_expires_in"},
+		{`{"secret":"third-secret-value","previous_secret_expires_in":"1h"}`, "invalid_type", "previous_secret_expires_in"},
+		{`{"secret":"third-secret-value","previous_secret_expires_in":1.5}`, "invalid_type", "previous_secret_expires_in"},
+		{`{"secret":"short","previous_secret_expires_in":60}`, "parameter_invalid", "secret"},
+	} {
+		wantError(t, f.do("PATCH", "/v1/webhooks/"+id, c.body), 400, "invalid_request_error", c.code, c.param)
+	}
+	if after := f.do("GET", "/v1/webhooks/"+id, "").body; string(after) != string(before) || stored().Secret != "second-secret-value" {
+		t.Fatalf("refused PATCHes changed the webhook:\n%s\n%s", before, after)
+	}
+	// The most: 7 days; rotating again keeps only the secret just replaced.
+	u = f.do("PATCH", "/v1/webhooks/"+id, `{"secret":"third-secret-value","previous_secret_expires_in":604800}`)
+	if u.status != 200 || u.json(t)["previous_secret_expires_at"] != ts(7*24*time.Hour) {
+		t.Fatalf("7 days: %d %s", u.status, u.body)
+	}
+	if wh := stored(); wh.Secret != "third-secret-value" || wh.PreviousSecret != "second-secret-value" {
+		t.Fatalf("stored: %q %q", wh.Secret, wh.PreviousSecret)
+	}
+	// Without a secret: a new end for the overlap; 0 ends it now.
+	if g := f.do("PATCH", "/v1/webhooks/"+id, `{"previous_secret_expires_in":3600}`).json(t); g["previous_secret_expires_at"] != ts(time.Hour) {
+		t.Fatalf("shortened: %v", g)
+	}
+	f.Clock.Add(time.Hour)
+	if g := f.do("GET", "/v1/webhooks/"+id, "").json(t); g["previous_secret_expires_at"] != nil {
+		t.Fatalf("after its end: %v", g)
+	}
+	// 0: cut over at once.
+	u = f.do("PATCH", "/v1/webhooks/"+id, `{"secret":"fourth-secret-value","previous_secret_expires_in":0}`)
+	if u.status != 200 || u.json(t)["previous_secret_expires_at"] != nil || stored().PreviousSecret != "" {
+		t.Fatalf("cut over: %d %s", u.status, u.body)
+	}
+	// Not on creation.
+	wantError(t, f.do("POST", "/v1/webhooks", `{"url":"`+hookURL+`","events":["message.created"],"secret":"0123456789abcdef","previous_secret_expires_in":60}`),
+		400, "invalid_request_error", "parameter_invalid", "previous_secret_expires_in")
+	if n := f.webhookCount(); n != 1 {
+		t.Fatalf("%d webhooks", n)
 	}
 }

@@ -634,9 +634,21 @@ func TestWebhookSchemaHasNoSecret(t *testing.T) {
 	if want := []string{"CreateWebhookRequest", "UpdateWebhookRequest"}; !slices.Equal(slices.Sorted(slices.Values(withSecret)), want) {
 		t.Errorf("schemas with a secret property: %v, want only %v", withSecret, want)
 	}
+	// Nor its previous secret (rotation): only when that stops signing.
+	expires := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	wh := &ams.Webhook{ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", URL: "https://example.com/h", Events: []string{ams.EventMessageCreated},
-		Active: true, Status: ams.WebhookActive, Secret: exampleSecret}
-	if b := mustJSON(t, wh); strings.Contains(string(b), "secret") || strings.Contains(string(b), exampleSecret) {
+		Active: true, Status: ams.WebhookActive, Secret: exampleSecret, PreviousSecret: "the-previous-secret-value", PreviousSecretExpiresAt: &expires}
+	b := mustJSON(t, wh)
+	var fields map[string]any
+	if err := json.Unmarshal(b, &fields); err != nil {
+		t.Fatal(err)
+	}
+	for k := range fields {
+		if strings.Contains(k, "secret") && k != "previous_secret_expires_at" {
+			t.Errorf("ams.Webhook encodes %s: %s", k, b)
+		}
+	}
+	if strings.Contains(string(b), exampleSecret) || strings.Contains(string(b), "the-previous-secret-value") {
 		t.Errorf("ams.Webhook encodes its secret: %s", b)
 	}
 }

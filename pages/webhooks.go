@@ -237,6 +237,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request, c *Ctx) (any, e
 }
 
 func (s *Server) webhookDetailData(r *http.Request, c *Ctx, wh *ams.Webhook) (*webhookDetail, error) {
+	wh.ExpirePrevious(s.Clock.Now())
 	d := &webhookDetail{Webhook: wh, State: webhookState(wh)}
 	c.Title = "Webhook " + wh.URL
 	if secret, ok := c.TakeSecret(wh.ID); ok {

@@ -479,3 +479,33 @@ func TestWebhookDeliveryLogPages(t *testing.T) {
 	}
 	wantPage(t, h.get(t, h.Browser, page+"?after=bogus"), http.StatusBadRequest)
 }
+
+// TestWebhookPageShowsSecretOverlap: after the secret was replaced (through
+// the API), the webhook's page says until when the previous one still
+// signs, and nothing once that time has passed.
+func TestWebhookPageShowsSecretOverlap(t *testing.T) {
+	t.Parallel()
+	h := newAccountHarness(t, nil)
+	b := h.Browser
+	rc := newReceiver(t)
+	h.createWebhook(t, b, rc.URL+"/a", []string{ams.EventTaskCreated}, "")
+	wh := h.webhooksOf(t, h.User)[0]
+	page := "/account/webhooks/" + wh.ID
+	if p := h.get(t, b, page); strings.Contains(p.Body, "Previous secret") {
+		t.Fatal("a webhook never rotated shows a previous secret")
+	}
+	secret := "a-replacement-secret-value"
+	up, err := h.Store.UpdateWebhook(context.Background(), h.User.ID, wh.ID, ams.WebhookUpdate{Secret: &secret}, h.Clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := h.get(t, b, page)
+	wantPage(t, p, http.StatusOK, "Previous secret", `datetime="`+up.PreviousSecretExpiresAt.UTC().Format(time.RFC3339)+`"`)
+	if strings.Contains(p.Body, secret) || strings.Contains(p.Body, wh.Secret) {
+		t.Fatal("the page shows a secret")
+	}
+	h.Clock.Add(ams.DefaultSecretOverlap)
+	if p := h.get(t, b, page); strings.Contains(p.Body, "Previous secret") {
+		t.Fatal("the previous secret is still shown after its overlap")
+	}
+}

@@ -62,7 +62,8 @@ WITH busy AS (` + sqlstore.InFlightQuery + `
   UPDATE webhook_jobs j SET lease_until = $2 FROM pick WHERE j.seq = pick.seq
   RETURNING j.seq, j.user_id, j.webhook_id, j.attempts, j.next_at, j.event_id
 )
-SELECT l.seq, l.user_id, l.webhook_id, l.attempts, w.url, w.secret_sealed, e.id, e.type, e.data, e.created_at
+SELECT l.seq, l.user_id, l.webhook_id, l.attempts, w.url, w.secret_sealed, e.id, e.type, e.data, e.created_at,
+  w.previous_secret_sealed, w.previous_secret_expires_at
 FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events e ON e.id = l.event_id
 ORDER BY l.next_at, l.seq`
 
@@ -98,11 +99,17 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 		var sealed string
 		var data []byte
 		var created int64
-		if err := rows.Scan(&j.Seq, &j.UserID, &j.WebhookID, &j.Attempts, &j.URL, &sealed, &j.Event.ID, &j.Event.Type, &data, &created); err != nil {
+		var prevSealed *string
+		var prevExpires *int64
+		if err := rows.Scan(&j.Seq, &j.UserID, &j.WebhookID, &j.Attempts, &j.URL, &sealed, &j.Event.ID, &j.Event.Type, &data, &created,
+			&prevSealed, &prevExpires); err != nil {
 			return nil, fmt.Errorf("scan job: %w", err)
 		}
 		j.Event.UserID, j.Event.CreatedAt = j.UserID, sqlstore.FromMS(created)
 		if err := db.OpenJob(j, data, sealed); err != nil {
+			return nil, err
+		}
+		if err := db.OpenPreviousSecret(j, prevSealed, prevExpires); err != nil {
 			return nil, err
 		}
 		jobs = append(jobs, j)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -97,8 +98,11 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		}
 	}
 	var rows int
-	if err := dbs[0].Pool().QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&rows); err != nil || rows != latestMigration(t) {
-		t.Fatalf("schema_migrations has %d rows (%v), want %d", rows, err, latestMigration(t))
+	// One row per migration file (numbers may have gaps while branches
+	// that each add one are merged).
+	files, _ := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	if err := dbs[0].Pool().QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&rows); err != nil || rows != len(files) {
+		t.Fatalf("schema_migrations has %d rows (%v), want %d", rows, err, len(files))
 	}
 	// Opening again applies nothing.
 	again := openSchema(t, url, schema)

@@ -16,7 +16,7 @@ import (
 // dueWebhooksQuery lists the active webhooks that have a due, unleased
 // job: one indexed probe per active webhook.
 const dueWebhooksQuery = `
-SELECT w.id, w.user_id, w.url, w.secret_sealed FROM webhooks w
+SELECT w.id, w.user_id, w.url, w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at FROM webhooks w
 WHERE w.active = 1 AND EXISTS (
   SELECT 1 FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
   WHERE q.webhook_id = w.id AND q.state = 'pending' AND q.next_at <= ?1 AND q.lease_until <= ?1)`
@@ -48,7 +48,11 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 	if err != nil {
 		return nil, err
 	}
-	type hook struct{ id, user, url, sealed string }
+	type hook struct {
+		id, user, url, sealed string
+		prevSealed            *string
+		prevExpires           *int64
+	}
 	var hooks []hook
 	rows, err := tx.QueryContext(ctx, dueWebhooksQuery, sqlstore.MS(now))
 	if err != nil {
@@ -56,7 +60,7 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 	}
 	for rows.Next() {
 		var h hook
-		if err := rows.Scan(&h.id, &h.user, &h.url, &h.sealed); err != nil {
+		if err := rows.Scan(&h.id, &h.user, &h.url, &h.sealed, &h.prevSealed, &h.prevExpires); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("scan webhook: %w", err)
 		}
@@ -84,6 +88,10 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 			}
 			j.Event.UserID, j.Event.CreatedAt = j.UserID, sqlstore.FromMS(created)
 			if err := db.OpenJob(j, []byte(data), h.sealed); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if err := db.OpenPreviousSecret(j, h.prevSealed, h.prevExpires); err != nil {
 				rows.Close()
 				return nil, err
 			}

@@ -84,6 +84,12 @@ func TestExportImportRoundTrip(t *testing.T) {
 	if a == "" || c == "" || a == c || strings.Contains(c, f.Webhooks[0].Secret) {
 		t.Fatalf("sealed secrets: source %q, target %q", a, c)
 	}
+	// So was a replaced secret still within its overlap.
+	var prev string
+	raw(t, dst).QueryRow(`SELECT previous_secret_sealed FROM webhooks WHERE id = ?`, f.Webhooks[2].ID).Scan(&prev)
+	if f.Webhooks[2].PreviousSecret == "" || !strings.HasPrefix(prev, "v1:") || strings.Contains(prev, f.Webhooks[2].PreviousSecret) {
+		t.Fatalf("sealed previous secret: %q", prev)
+	}
 	dumptest.CheckMoved(t, dst, f)
 }
 

@@ -16,6 +16,7 @@ import (
 // webhookCols are a webhook's columns and its subscribed event types,
 // joined with commas.
 const webhookCols = `id, user_id, url, secret_sealed, active, status, created_at, updated_at,
+	previous_secret_sealed, previous_secret_expires_at,
 	(SELECT string_agg(s.event_type, ',') FROM webhook_subscriptions s WHERE s.webhook_id = webhooks.id)`
 
 // sortEvents puts event types in their canonical order, dropping blanks,
@@ -35,7 +36,9 @@ func (q *Queries) scanWebhook(s scanner) (*ams.Webhook, error) {
 	var sealed string
 	var events *string
 	var c, u int64
-	if err := s.Scan(&w.ID, &w.UserID, &w.URL, &sealed, &w.Active, &w.Status, &c, &u, &events); err != nil {
+	var prevSealed *string
+	var prevExpires *int64
+	if err := s.Scan(&w.ID, &w.UserID, &w.URL, &sealed, &w.Active, &w.Status, &c, &u, &prevSealed, &prevExpires, &events); err != nil {
 		return nil, err
 	}
 	w.CreatedAt, w.UpdatedAt = FromMS(c), FromMS(u)
@@ -45,7 +48,34 @@ func (q *Queries) scanWebhook(s scanner) (*ams.Webhook, error) {
 		return nil, fmt.Errorf("webhook %s: %w", w.ID, err)
 	}
 	w.Secret = secret
+	if w.PreviousSecret, w.PreviousSecretExpiresAt, err = q.s.openPrevious(w.ID, prevSealed, prevExpires); err != nil {
+		return nil, err
+	}
 	return w, nil
+}
+
+// openPrevious unseals a webhook's previous secret and reads its expiry
+// (both NULL: none).
+func (s *Store) openPrevious(webhookID string, sealed *string, expires *int64) (string, *time.Time, error) {
+	if sealed == nil || expires == nil {
+		return "", nil, nil
+	}
+	secret, err := s.sealer.Open(*sealed, webhookID)
+	if err != nil {
+		return "", nil, fmt.Errorf("webhook %s: previous secret: %w", webhookID, err)
+	}
+	at := FromMS(*expires)
+	return secret, &at, nil
+}
+
+// sealPrevious returns the column values of w's previous secret: sealed,
+// and its expiry in Unix milliseconds; NULL both when it has none.
+func (q *Queries) sealPrevious(w *ams.Webhook) (*string, *int64) {
+	if w.PreviousSecretExpiresAt == nil {
+		return nil, nil
+	}
+	sealed, at := q.s.sealer.Seal(w.PreviousSecret, w.ID), MS(*w.PreviousSecretExpiresAt)
+	return &sealed, &at
 }
 
 // CreateWebhook stores w, its subscriptions, and its secret sealed.
@@ -104,9 +134,7 @@ func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.
 		if upd.URL != nil {
 			w.URL = *upd.URL
 		}
-		if upd.Secret != nil {
-			w.Secret = *upd.Secret
-		}
+		rotate(w, upd, now)
 		if upd.Events != nil {
 			w.Events = sortEvents(upd.Events)
 			if err := q.setSubscriptions(ctx, w); err != nil {
@@ -124,14 +152,42 @@ func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.
 			w.Active = *upd.Active
 		}
 		w.UpdatedAt = now
-		_, err = q.exec(ctx, "update webhook", `UPDATE webhooks SET url = $1, secret_sealed = $2, active = $3, status = $4, updated_at = $5 WHERE id = $6`,
-			w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status, MS(now), w.ID)
+		prevSealed, prevExpires := q.sealPrevious(w)
+		_, err = q.exec(ctx, "update webhook", `UPDATE webhooks SET url = $1, secret_sealed = $2, active = $3, status = $4, updated_at = $5,
+			previous_secret_sealed = $6, previous_secret_expires_at = $7 WHERE id = $8`,
+			w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status, MS(now), prevSealed, prevExpires, w.ID)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return w, nil
+}
+
+// rotate applies the secret fields of upd to w at now; see
+// ams.WebhookUpdate. A replaced secret becomes the previous one for the
+// overlap asked (default ams.DefaultSecretOverlap), dropping any older
+// previous secret; an overlap of 0 keeps none. A previous secret whose
+// overlap has ended is dropped on every update.
+func rotate(w *ams.Webhook, upd ams.WebhookUpdate, now time.Time) {
+	w.ExpirePrevious(now)
+	overlap := ams.DefaultSecretOverlap
+	if upd.PreviousSecretOverlap != nil {
+		overlap = max(0, *upd.PreviousSecretOverlap)
+	}
+	switch {
+	case upd.Secret != nil && *upd.Secret != w.Secret:
+		w.PreviousSecret, w.PreviousSecretExpiresAt = w.Secret, nil
+		w.Secret = *upd.Secret
+	case upd.Secret != nil || upd.PreviousSecretOverlap == nil || w.PreviousSecretExpiresAt == nil:
+		return // the same secret again, or nothing about secrets: as it was
+	}
+	if overlap > 0 {
+		at := now.Add(overlap)
+		w.PreviousSecretExpiresAt = &at
+	} else {
+		w.PreviousSecret, w.PreviousSecretExpiresAt = "", nil
+	}
 }
 
 func (q *Queries) cancelJobs(ctx context.Context, webhookID string, now time.Time) error {
@@ -357,6 +413,8 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 		{`DELETE FROM login_sessions WHERE expires_at < $1`, MS(now)},
 		{`DELETE FROM oauth_locks WHERE expires_at < $1`, MS(now)},
 		{`DELETE FROM usage_minutes WHERE minute_start < $1`, MS(now.Add(-ams.UsageRetention))},
+		// A replaced webhook secret is kept only for its overlap.
+		{`UPDATE webhooks SET previous_secret_sealed = NULL, previous_secret_expires_at = NULL WHERE previous_secret_expires_at <= $1`, MS(now)},
 	}, extra...)
 	stmts := make([]Stmt, len(rules))
 	for i, r := range rules {
@@ -393,6 +451,18 @@ func (q *Queries) QueueStats(ctx context.Context, now time.Time) (int64, time.Du
 		age = now.Sub(FromMS(*oldest))
 	}
 	return n, age, nil
+}
+
+// OpenPreviousSecret sets j's previous secret from the columns an engine's
+// claim read (previous_secret_sealed, previous_secret_expires_at; both
+// NULL: none). The worker signs with it too at attempts before its expiry.
+func (s *Store) OpenPreviousSecret(j *ams.Job, sealed *string, expires *int64) error {
+	secret, at, err := s.openPrevious(j.WebhookID, sealed, expires)
+	if err != nil || at == nil {
+		return err
+	}
+	j.PreviousSecret, j.PreviousSecretExpiresAt = secret, *at
+	return nil
 }
 
 // OpenJob finishes a job an engine's claim read: it decodes the event's

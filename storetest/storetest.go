@@ -33,6 +33,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Webhooks", testWebhooks},
 		{"DeliveryQueue", testDeliveryQueue},
 		{"ClaimWebhookCap", testClaimWebhookCap}, {"ClaimAccounts", testClaimAccounts}, {"AttemptFenced", testAttemptFenced},
+		{"WebhookSecretRotation", testWebhookSecretRotation},
 		{"Purge", testPurge},
 		{"OAuth", testOAuth},
 		{"OAuthLocks", testOAuthLocks},

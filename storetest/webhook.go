@@ -214,3 +214,102 @@ func testPurge(t *testing.T, s ams.Store) {
 		t.Fatalf("%d jobs left, want the recent event's 2", len(jobs))
 	}
 }
+
+// testWebhookSecretRotation: replacing a secret keeps the one it replaced,
+// sealed, with its expiry; the claim returns both to the worker; rotating
+// again keeps only the secret just replaced; an overlap of 0 keeps none;
+// Purge forgets an expired one.
+func testWebhookSecretRotation(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	u := mustUser(t, s, "rot@example.com")
+	a := mustAssistant(t, s, u, "rot")
+	w := mustWebhook(t, s, u, ams.EventMessageCreated)
+	if got, _ := s.FindWebhook(ctx, u.ID, w.ID); got.PreviousSecret != "" || got.PreviousSecretExpiresAt != nil {
+		t.Fatalf("a new webhook has a previous secret: %+v", got)
+	}
+	update := func(at time.Time, upd ams.WebhookUpdate) *ams.Webhook {
+		t.Helper()
+		got, err := s.UpdateWebhook(ctx, u.ID, w.ID, upd, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found, err := s.FindWebhook(ctx, u.ID, w.ID)
+		if err != nil || found.Secret != got.Secret || found.PreviousSecret != got.PreviousSecret ||
+			(found.PreviousSecretExpiresAt == nil) != (got.PreviousSecretExpiresAt == nil) ||
+			(got.PreviousSecretExpiresAt != nil && !found.PreviousSecretExpiresAt.Equal(*got.PreviousSecretExpiresAt)) {
+			t.Fatalf("stored %+v, returned %+v (%v)", found, got, err)
+		}
+		return found
+	}
+	wantPrevious := func(w *ams.Webhook, secret, previous string, expires time.Time) {
+		t.Helper()
+		if w.Secret != secret || w.PreviousSecret != previous || (expires.IsZero() != (w.PreviousSecretExpiresAt == nil)) ||
+			(!expires.IsZero() && !w.PreviousSecretExpiresAt.Equal(expires)) {
+			t.Fatalf("webhook secret %q previous %q until %v; want %q, %q until %v", w.Secret, w.PreviousSecret, w.PreviousSecretExpiresAt,
+				secret, previous, expires)
+		}
+	}
+	first, second, third := w.Secret, "second-secret-value", "third-secret-value"
+	// Replaced with the default overlap: the first secret stays 24 h.
+	got := update(t0.Add(time.Hour), ams.WebhookUpdate{Secret: &second})
+	wantPrevious(got, second, first, t0.Add(25*time.Hour))
+	// The claim returns both secrets and the expiry.
+	sendTurn(t, s, u, a, t0.Add(2*time.Hour))
+	jobs, err := s.ClaimJobs(ctx, t0.Add(3*time.Hour), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8})
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	for _, j := range jobs {
+		if j.Secret != second || j.PreviousSecret != first || !j.PreviousSecretExpiresAt.Equal(t0.Add(25*time.Hour)) {
+			t.Fatalf("claimed job secrets: %q %q %v", j.Secret, j.PreviousSecret, j.PreviousSecretExpiresAt)
+		}
+		if s := j.Secrets(t0.Add(25*time.Hour - time.Millisecond)); len(s) != 2 || s[0] != second || s[1] != first {
+			t.Fatalf("secrets during the overlap: %q", s)
+		}
+		if s := j.Secrets(t0.Add(25 * time.Hour)); len(s) != 1 || s[0] != second {
+			t.Fatalf("secrets after the overlap: %q", s)
+		}
+	}
+	// The same secret again changes nothing.
+	got = update(t0.Add(4*time.Hour), ams.WebhookUpdate{Secret: &second})
+	wantPrevious(got, second, first, t0.Add(25*time.Hour))
+	// Rotating again within the overlap keeps only the secret just
+	// replaced, for the overlap asked (here 1 h).
+	hour := time.Hour
+	got = update(t0.Add(5*time.Hour), ams.WebhookUpdate{Secret: &third, PreviousSecretOverlap: &hour})
+	wantPrevious(got, third, second, t0.Add(6*time.Hour))
+	// Without a secret the overlap of the current previous secret changes.
+	week := ams.MaxSecretOverlap
+	got = update(t0.Add(5*time.Hour), ams.WebhookUpdate{PreviousSecretOverlap: &week})
+	wantPrevious(got, third, second, t0.Add(5*time.Hour+week))
+	// Other updates keep it.
+	url := "https://example.com/elsewhere"
+	got = update(t0.Add(6*time.Hour), ams.WebhookUpdate{URL: &url})
+	wantPrevious(got, third, second, t0.Add(5*time.Hour+week))
+	// Overlap 0: cut over at once, no previous secret.
+	zero := time.Duration(0)
+	got = update(t0.Add(7*time.Hour), ams.WebhookUpdate{Secret: &second, PreviousSecretOverlap: &zero})
+	wantPrevious(got, second, "", time.Time{})
+	jobs, err = s.ClaimJobs(ctx, t0.Add(8*time.Hour), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8}) // the earlier leases ran out
+	if err != nil || len(jobs) != 2 || jobs[0].PreviousSecret != "" || !jobs[0].PreviousSecretExpiresAt.IsZero() || jobs[0].Secret != second {
+		t.Fatalf("claim after a cut-over: %d jobs, %v", len(jobs), err)
+	}
+	// An update after the overlap ended drops the expired secret.
+	got = update(t0.Add(9*time.Hour), ams.WebhookUpdate{Secret: &third, PreviousSecretOverlap: &hour})
+	wantPrevious(got, third, second, t0.Add(10*time.Hour))
+	got = update(t0.Add(11*time.Hour), ams.WebhookUpdate{URL: &url})
+	wantPrevious(got, third, "", time.Time{})
+	// Purge forgets a previous secret whose overlap has ended.
+	got = update(t0.Add(12*time.Hour), ams.WebhookUpdate{Secret: &first, PreviousSecretOverlap: &hour})
+	wantPrevious(got, first, third, t0.Add(13*time.Hour))
+	if _, err := s.Purge(ctx, t0.Add(12*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.FindWebhook(ctx, u.ID, w.ID)
+	wantPrevious(got, first, third, t0.Add(13*time.Hour))
+	if _, err := s.Purge(ctx, t0.Add(13*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = s.FindWebhook(ctx, u.ID, w.ID)
+	wantPrevious(got, first, "", time.Time{})
+}

@@ -56,7 +56,16 @@ type Input struct {
 	// Turning a failing webhook on makes it active again; turning one off
 	// cancels its pending deliveries.
 	Active *bool
+	// PreviousSecretExpiresIn (update only) is how many seconds the secret
+	// that Secret replaces keeps signing webhook-signature beside the new
+	// one: 0 to MaxSecretOverlap (absent: ams.DefaultSecretOverlap, 24 h).
+	// Without Secret it changes when the current previous secret stops
+	// signing (0: at once); then the webhook must have one.
+	PreviousSecretExpiresIn *int64
 }
+
+// PreviousSecretParam is the request parameter of Input.PreviousSecretExpiresIn.
+const PreviousSecretParam = "previous_secret_expires_in"
 
 // collect adds err to errs when it is an invalid-parameter error, and
 // returns any other error.
@@ -95,6 +104,9 @@ func checkFields(in Input) ([]string, []*ams.Error) {
 	if in.Secret != nil {
 		collect(&errs, CheckSecret(*in.Secret))
 	}
+	if in.PreviousSecretExpiresIn != nil {
+		collect(&errs, CheckSecretOverlap(*in.PreviousSecretExpiresIn))
+	}
 	return events, errs
 }
 
@@ -112,6 +124,10 @@ func (s *Service) Create(ctx context.Context, userID string, in Input) (*ams.Web
 	}
 	events, invalid := checkFields(in)
 	errs = append(errs, invalid...)
+	if in.PreviousSecretExpiresIn != nil {
+		errs = append(errs, ams.ParamError("parameter_invalid", PreviousSecretParam,
+			"'%s' applies only when the secret of an existing webhook is replaced (PATCH).", PreviousSecretParam))
+	}
 	if in.URL != nil {
 		if err := collect(&errs, CheckURL(ctx, s.guard(), *in.URL)); err != nil {
 			return nil, err
@@ -136,11 +152,18 @@ func (s *Service) Create(ctx context.Context, userID string, in Input) (*ams.Web
 // is checked only for a webhook that exists.
 func (s *Service) Update(ctx context.Context, userID, id string, in Input) (*ams.Webhook, error) {
 	events, errs := checkFields(in)
-	if _, err := s.Store.FindWebhook(ctx, userID, id); err != nil {
+	wh, err := s.Store.FindWebhook(ctx, userID, id)
+	if err != nil {
 		if len(errs) > 0 {
 			return nil, ams.FieldErrors(errs)
 		}
 		return nil, err
+	}
+	now := s.Clock.Now()
+	wh.ExpirePrevious(now)
+	if in.PreviousSecretExpiresIn != nil && in.Secret == nil && wh.PreviousSecretExpiresAt == nil && len(errs) == 0 {
+		errs = append(errs, ams.ParamError("parameter_invalid", PreviousSecretParam,
+			"This webhook has no previous secret still signing deliveries: send '%s' with a new 'secret'.", PreviousSecretParam))
 	}
 	if in.URL != nil {
 		if err := collect(&errs, CheckURL(ctx, s.guard(), *in.URL)); err != nil {
@@ -151,7 +174,10 @@ func (s *Service) Update(ctx context.Context, userID, id string, in Input) (*ams
 		return nil, err
 	}
 	upd := ams.WebhookUpdate{URL: in.URL, Events: events, Secret: in.Secret, Active: in.Active}
-	return s.Store.UpdateWebhook(ctx, userID, id, upd, s.Clock.Now())
+	if in.PreviousSecretExpiresIn != nil {
+		upd.PreviousSecretOverlap = ptr(time.Duration(*in.PreviousSecretExpiresIn) * time.Second)
+	}
+	return s.Store.UpdateWebhook(ctx, userID, id, upd, now)
 }
 
 // SetActive turns webhook id on or off (Enable, Disable).
@@ -262,6 +288,16 @@ func CheckSecret(secret string) error {
 	}
 	if strings.IndexFunc(secret, func(c rune) bool { return c < 0x20 || c == 0x7f }) >= 0 {
 		return ams.ParamError("parameter_invalid", "secret", "'secret' must not contain control characters.")
+	}
+	return nil
+}
+
+// CheckSecretOverlap validates previous_secret_expires_in: 0 to
+// ams.MaxSecretOverlap in seconds.
+func CheckSecretOverlap(seconds int64) error {
+	if seconds < 0 || seconds > int64(ams.MaxSecretOverlap/time.Second) {
+		return ams.ParamError("parameter_invalid", PreviousSecretParam, "'%s' must be 0 to %d seconds (7 days).",
+			PreviousSecretParam, int64(ams.MaxSecretOverlap/time.Second))
 	}
 	return nil
 }

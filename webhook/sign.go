@@ -33,6 +33,19 @@ func StandardSignature(secret, id string, timestamp int64, body []byte) string {
 	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
+// StandardSignatures returns the webhook-signature value for several
+// secrets, newest first: one "v1,<sig>" per secret, separated by spaces, as
+// the Standard Webhooks specification lets a sender sign during a secret
+// rotation. A receiver accepts the delivery if any of them verifies with
+// its secret.
+func StandardSignatures(secrets []string, id string, timestamp int64, body []byte) string {
+	sigs := make([]string, len(secrets))
+	for i, s := range secrets {
+		sigs[i] = StandardSignature(s, id, timestamp, body)
+	}
+	return strings.Join(sigs, " ")
+}
+
 // StandardKey returns the HMAC key of the Standard Webhooks signature.
 func StandardKey(secret string) []byte {
 	if rest, ok := strings.CutPrefix(secret, "whsec_"); ok {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -254,12 +255,13 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 	start := w.Clock.Now()
 	d.CreatedAt = start
 	var status int
+	var retryAfter string
 	if err != nil {
 		d.Error = ptr("internal error: the event could not be encoded")
 		w.Logger.Error("encode event", "event", j.Event.ID, "err", err)
 	} else {
 		pctx, cancel := context.WithTimeout(ctx, w.Timeout)
-		status, err = w.post(pctx, j, d, body, start)
+		status, retryAfter, err = w.post(pctx, j, d, body, start)
 		cancel()
 		if err != nil {
 			d.Error = ptr(describe(err, w.Timeout))
@@ -276,7 +278,16 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 	case attempt >= len(w.Schedule):
 		r.Outcome = ams.JobFailed
 	default:
-		r.Outcome, r.NextAt = ams.JobRetry, now.Add(w.Schedule[attempt])
+		delay := w.Schedule[attempt]
+		if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+			if ra, ok := ParseRetryAfter(retryAfter, now); ok {
+				delay = RetryDelay(w.Schedule, attempt, ra)
+				if delay > w.Schedule[attempt] && d.Error != nil {
+					d.Error = ptr(fmt.Sprintf("%s; it asked to retry after %s (Retry-After), the next attempt waits %s", *d.Error, ra, delay))
+				}
+			}
+		}
+		r.Outcome, r.NextAt = ams.JobRetry, now.Add(delay)
 	}
 	if r.Outcome == ams.JobFailed {
 		r.Email = w.failingEmail(ctx, j, d, status)
@@ -304,26 +315,31 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 	}
 }
 
-// post sends the delivery and fills d with the answer.
-func (w *Worker) post(ctx context.Context, j *ams.Job, d *ams.Delivery, body []byte, at time.Time) (int, error) {
+// post sends the delivery and fills d with the answer; it returns the
+// status code and the Retry-After header of the answer.
+func (w *Worker) post(ctx context.Context, j *ams.Job, d *ams.Delivery, body []byte, at time.Time) (int, string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.URL, strings.NewReader(string(body)))
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	h := req.Header
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "ams-webhooks/"+ams.Version)
+	// The interface's signature uses the newest secret only; the
+	// Standard Webhooks one carries a signature per secret valid at this
+	// attempt (the previous secret too, during its overlap).
 	h.Set("X-Service-Signature", Signature(j.Secret, body))
 	h.Set("X-Service-Event", j.Event.Type)
 	h.Set("X-Service-Delivery", d.ID)
 	ts := at.Unix()
 	h.Set("Webhook-Id", j.Event.ID)
 	h.Set("Webhook-Timestamp", strconv.FormatInt(ts, 10))
-	h.Set("Webhook-Signature", StandardSignature(j.Secret, j.Event.ID, ts, body))
+	h.Set("Webhook-Signature", StandardSignatures(j.Secrets(at), j.Event.ID, ts, body))
 	resp, err := w.Client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
+	retryAfter := resp.Header.Get("Retry-After")
 	defer resp.Body.Close()
 	d.StatusCode = &resp.StatusCode
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, ams.MaxResponseExcerpt))
@@ -336,13 +352,59 @@ func (w *Worker) post(ctx context.Context, j *ams.Job, d *ams.Delivery, body []b
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		d.Success = true
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return resp.StatusCode, fmt.Errorf("redirect (%d) not followed: webhook URLs must answer directly", resp.StatusCode)
+		return resp.StatusCode, retryAfter, fmt.Errorf("redirect (%d) not followed: webhook URLs must answer directly", resp.StatusCode)
 	case resp.StatusCode == http.StatusGone:
-		return resp.StatusCode, errors.New("the receiver answered 410 Gone: the webhook is marked failing")
+		return resp.StatusCode, retryAfter, errors.New("the receiver answered 410 Gone: the webhook is marked failing")
 	default:
-		return resp.StatusCode, fmt.Errorf("the receiver answered %d", resp.StatusCode)
+		return resp.StatusCode, retryAfter, fmt.Errorf("the receiver answered %d", resp.StatusCode)
 	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, retryAfter, nil
+}
+
+// ParseRetryAfter reads a Retry-After header value at now: delta-seconds
+// (digits only; a value too large to represent is the longest duration)
+// or an HTTP-date (the three forms of RFC 9110), as a delay from now. A
+// missing, malformed or negative value (a date in the past) is not ok.
+func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	if strings.Trim(v, "0123456789") == "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		switch {
+		case err != nil: // digits only: out of range
+			return math.MaxInt64, true
+		case n > int64(math.MaxInt64/time.Second):
+			return math.MaxInt64, true
+		}
+		return time.Duration(n) * time.Second, true
+	}
+	t, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	d := t.Sub(now)
+	if d < 0 {
+		return 0, false
+	}
+	return d, true
+}
+
+// RetryDelay is the delay before the next attempt after attempt (1-based)
+// failed and the receiver asked to wait retryAfter: at least the
+// schedule's delay, at least retryAfter, and never more than the sum of
+// the schedule's remaining delays, so that a receiver's back-pressure
+// cannot stretch a delivery beyond the time the schedule gives it.
+func RetryDelay(schedule []time.Duration, attempt int, retryAfter time.Duration) time.Duration {
+	if attempt < 1 || attempt >= len(schedule) {
+		return 0
+	}
+	var remaining time.Duration
+	for _, d := range schedule[attempt:] {
+		remaining += d
+	}
+	return max(schedule[attempt], min(retryAfter, remaining))
 }
 
 // describe turns a delivery error into a sentence for the delivery log,

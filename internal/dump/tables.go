@@ -226,6 +226,8 @@ var Tables = []*Table{
 		[]Column{{Name: "secret", SQL: "secret_sealed", Kind: Secret, AAD: "id"}},
 		[]Column{col("active", Bool), col("status", Text)},
 		cols(Int, "created_at", "updated_at"),
+		[]Column{{Name: "previous_secret", SQL: "previous_secret_sealed", Kind: Secret, Null: true, AAD: "id"},
+			nullCol("previous_secret_expires_at", Int)},
 	)},
 	{Name: "webhook_subscriptions", OrderBy: []string{"webhook_id", "event_type"}, Columns: cols(Text, "webhook_id", "user_id", "event_type")},
 	{Name: "webhook_jobs", Seq: true, OrderBy: []string{"seq"}, Columns: join(

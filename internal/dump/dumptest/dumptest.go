@@ -118,6 +118,12 @@ func Fill(t *testing.T, s ams.Store) *Fixture {
 		must(t, s.CreateWebhook(ctx, w))
 		f.Webhooks = append(f.Webhooks, w)
 	}
+	// Bob's webhook had its secret replaced: the previous one (sealed too)
+	// still signs for a week.
+	rotated, overlap := "bob-secret-rotated-0123", ams.MaxSecretOverlap
+	w2, err := s.UpdateWebhook(ctx, bob.ID, f.Webhooks[2].ID, ams.WebhookUpdate{Secret: &rotated, PreviousSecretOverlap: &overlap}, f.Webhooks[2].UpdatedAt)
+	must(t, err)
+	f.Webhooks[2] = w2
 
 	turn := func(u *ams.User, a *ams.Assistant, conv *ams.Conversation, text string, at time.Time) *ams.Conversation {
 		x := &ams.Exchange{}
@@ -372,7 +378,8 @@ func Compare(t *testing.T, want, got ams.Store, f *Fixture) {
 		same("webhook "+w.ID, func(s ams.Store) (any, error) { return s.FindWebhook(ctx, w.UserID, w.ID) })
 		same("deliveries of "+w.ID, func(s ams.Store) (any, error) { return s.ListDeliveries(ctx, w.UserID, w.ID, "", all) })
 		fw, err := got.FindWebhook(ctx, w.UserID, w.ID)
-		if err != nil || fw.Secret != w.Secret || fw.Active != w.Active || fw.Status != w.Status {
+		if err != nil || fw.Secret != w.Secret || fw.PreviousSecret != w.PreviousSecret || fw.Active != w.Active || fw.Status != w.Status ||
+			(w.PreviousSecretExpiresAt != nil) != (fw.PreviousSecretExpiresAt != nil) {
 			t.Errorf("webhook %s in the target: %+v %v (want secret %q, active %v, status %s)", w.ID, fw, err, w.Secret, w.Active, w.Status)
 		}
 	}

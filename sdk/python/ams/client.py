@@ -680,11 +680,26 @@ class Client:
         return self._one(Webhook, "GET", "/webhooks/" + seg(webhook_id))
 
     def update_webhook(
-        self, webhook_id: str, *, url: Any = UNSET, events: Any = UNSET, secret: Any = UNSET, active: Any = UNSET
+        self,
+        webhook_id: str,
+        *,
+        url: Any = UNSET,
+        events: Any = UNSET,
+        secret: Any = UNSET,
+        active: Any = UNSET,
+        previous_secret_expires_in: Any = UNSET,
     ) -> Webhook:
         """Change the fields given (``PATCH /v1/webhooks/{id}``);
-        ``active=True`` turns a failing webhook back on."""
-        body = _body(url=url, events=list(events) if events is not UNSET else UNSET, secret=secret, active=active)
+        ``active=True`` turns a failing webhook back on. A new ``secret``
+        leaves the replaced one signing ``webhook-signature`` beside it for
+        ``previous_secret_expires_in`` seconds (0 to 604800; default 24 h)."""
+        body = _body(
+            url=url,
+            events=list(events) if events is not UNSET else UNSET,
+            secret=secret,
+            active=active,
+            previous_secret_expires_in=previous_secret_expires_in,
+        )
         return self._one(Webhook, "PATCH", "/webhooks/" + seg(webhook_id), body=body)
 
     def delete_webhook(self, webhook_id: str) -> None:

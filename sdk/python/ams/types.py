@@ -288,6 +288,9 @@ class Webhook(Record):
     events: List[str] = field(default_factory=list)
     active: bool = True
     status: str = ""
+    #: While a replaced secret still signs beside the new one, until when
+    #: (RFC 3339); ``None`` otherwise.
+    previous_secret_expires_at: Optional[str] = None
     created_at: str = ""
     updated_at: str = ""
     raw: Dict[str, Any] = _raw()

@@ -205,6 +205,8 @@ export interface Webhook {
   active: boolean;
   /** "failing" after a delivery's fifth failed attempt (or a 410); `active` is then false. */
   status: "active" | "failing";
+  /** While a replaced secret still signs `webhook-signature` beside the new one, until when; null otherwise. */
+  previous_secret_expires_at: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -395,6 +397,8 @@ export interface UpdateWebhookParams {
   secret?: string;
   /** true turns a failing webhook back on. */
   active?: boolean;
+  /** With `secret`: seconds the replaced secret keeps signing beside the new one (0 to 604800; default 86400). */
+  previous_secret_expires_in?: number;
 }
 
 /** A piece of a streamed reply. */
