@@ -70,6 +70,9 @@ type Config struct {
 	WebhookLease       time.Duration
 	WebhookConcurrency int
 	WebhookPerWebhook  int
+	// MaxWebhooks is how many webhooks an account may have (0:
+	// ams.DefaultMaxWebhooks); enterprise accounts may have their own.
+	MaxWebhooks int
 	// CalDAVInterval is how often each CalDAV integration is synced (0:
 	// caldav.DefaultInterval).
 	CalDAVInterval time.Duration
@@ -136,7 +139,7 @@ func New(cfg Config) (*App, error) {
 	a.World = &world.Service{Store: a.Store, Clock: cfg.Clock, Integrations: map[string]world.Integrator{caldav.Provider: a.Calendars}}
 	a.Messages = &messaging.Service{Store: a.Store, Clock: cfg.Clock, Tools: a.World.Toolbox, EngineFor: cfg.EngineFor,
 		EngineTimeout: cfg.EngineTimeout}
-	a.Webhooks = &webhook.Service{Store: a.Store, Guard: guard, Clock: cfg.Clock}
+	a.Webhooks = &webhook.Service{Store: a.Store, Guard: guard, Clock: cfg.Clock, MaxPerAccount: cfg.MaxWebhooks}
 
 	a.API = &amshttp.Server{
 		Store:    a.Store,
@@ -170,7 +173,7 @@ func New(cfg Config) (*App, error) {
 	a.API.Tokens = authz
 	authz.Register(a.API.Mux())
 	a.Pages = &pages.Server{Store: a.Store, Clock: cfg.Clock, Logger: logger, BaseURL: base, OAuth: authz, Accounts: a.Accounts, Messages: a.Messages,
-		Webhooks: a.Webhooks, Limiter: limiter}
+		Webhooks: a.Webhooks, Limiter: limiter, Usage: a.Usage}
 	a.Pages.Register(a.API.Mux())
 
 	a.Webhook = &webhook.Worker{Queue: cfg.Store, Users: cfg.Store, Client: webhook.NewClient(guard), Clock: cfg.Clock, Logger: logger,

@@ -47,6 +47,7 @@ type serveConfig struct {
 	webhookLease    time.Duration
 	webhookWorkers  int
 	webhookPerHook  int
+	maxWebhooks     int
 	redisURL        string
 	llmBaseURL      string
 	llmAPIKey       string
@@ -86,6 +87,8 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.DurationVar(&cfg.webhookLease, "webhook-lease", 15*time.Second, "how long a claimed delivery is reserved before another worker may take it (env AMS_WEBHOOK_LEASE)")
 	f.IntVar(&cfg.webhookWorkers, "webhook-concurrency", 64, "deliveries in flight at most (env AMS_WEBHOOK_CONCURRENCY)")
 	f.IntVar(&cfg.webhookPerHook, "webhook-concurrency-per-webhook", 8, "deliveries in flight to one webhook at most (env AMS_WEBHOOK_CONCURRENCY_PER_WEBHOOK)")
+	f.IntVar(&cfg.maxWebhooks, "max-webhooks-per-account", ams.DefaultMaxWebhooks,
+		"webhooks one account may have; an enterprise account's own cap (ams users update --max-webhooks) overrides it (env AMS_MAX_WEBHOOKS_PER_ACCOUNT)")
 	f.DurationVar(&cfg.caldavInterval, "caldav-sync-interval", caldav.DefaultInterval, "how often each CalDAV integration is synced with its server (env AMS_CALDAV_SYNC_INTERVAL)")
 	f.StringVar(&cfg.redisURL, "redis-url", "", "Redis that counts rate limits for all processes, redis://host:port/db (env AMS_REDIS_URL; default: in PostgreSQL with --database-url, else in memory)")
 	f.StringVar(&cfg.llmBaseURL, "llm-base-url", "", "OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM, llama.cpp) that runs assistants whose model is not builtin, such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (env AMS_LLM_BASE_URL; empty: only the built-in engine)")
@@ -131,6 +134,9 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	schedule, err := webhook.ParseSchedule(cfg.retrySchedule)
 	if err != nil {
 		return fmt.Errorf("--webhook-retry-schedule: %w", err)
+	}
+	if cfg.maxWebhooks < 1 {
+		return fmt.Errorf("--max-webhooks-per-account must be 1 or more")
 	}
 	if cfg.webhookLease <= webhook.Timeout {
 		return fmt.Errorf("--webhook-lease must be longer than the %s delivery timeout", webhook.Timeout)
@@ -197,6 +203,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		WebhookLease:       cfg.webhookLease,
 		WebhookConcurrency: cfg.webhookWorkers,
 		WebhookPerWebhook:  cfg.webhookPerHook,
+		MaxWebhooks:        cfg.maxWebhooks,
 		CalDAVInterval:     cfg.caldavInterval,
 	})
 	if err != nil {
