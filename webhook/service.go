@@ -259,8 +259,8 @@ type Recovery struct {
 // [since, until) of a type it subscribes to that it has not received
 // successfully and that is not already pending for it, including events
 // emitted while it was failing or disabled; oldest first. since is
-// required and may not be in the future; until (nil: now) must be after
-// since; each error names its parameter (since, until). A webhook that
+// required and may not be in the future; until (nil: now, events created
+// at this very moment included) must be after since; each error names its parameter (since, until). A webhook that
 // is off is ECONFLICT webhook_inactive: enable it first. An account on
 // the waitlist may not recover.
 func (s *Service) Recover(ctx context.Context, userID, id string, since, until *time.Time) (*Recovery, error) {
@@ -282,7 +282,12 @@ func (s *Service) Recover(ctx context.Context, userID, id string, since, until *
 	case !since.Before(end):
 		return nil, ams.ParamError("parameter_invalid", "since", "'since' must be before 'until', which is now when not given.")
 	}
-	n, err := s.Store.EnqueueRecovery(ctx, userID, id, *since, end, now)
+	bound := end
+	if until == nil {
+		// Up to now, events of this very millisecond included.
+		bound = now.Add(time.Millisecond)
+	}
+	n, err := s.Store.EnqueueRecovery(ctx, userID, id, *since, bound, now)
 	if err != nil {
 		return nil, err
 	}
