@@ -85,7 +85,7 @@ var eventTypes = []string{
 	ams.EventTaskCreated, ams.EventTaskCompleted, ams.EventTaskUpdated, ams.EventTaskReminder,
 	ams.EventEventCreated, ams.EventEventUpdated, ams.EventEventReminder,
 	ams.EventIntegrationConnected, ams.EventIntegrationDisconnected, ams.EventIntegrationError,
-	"webhook.ping",
+	"webhook.ping", ams.EventWebhookFailing, ams.EventWebhookEnabled,
 }
 
 var rateLimitHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"}
