@@ -57,12 +57,42 @@ func MessageCreatedEvent(m *Message) *Event {
 // EventWebhookPing is the type of the event POST /v1/webhooks/{id}/ping sends.
 const EventWebhookPing = "webhook.ping"
 
-// EventTypes lists the event types a webhook may subscribe to.
+// Operational event types, additions beyond the interface's 13: they tell
+// an account about its own webhooks, and only webhooks that subscribe to
+// them receive them.
+const (
+	// EventWebhookFailing: a webhook was marked failing and disabled (its
+	// fifth failed attempt, or a 410). Emitted in the transaction that
+	// marks it, with the owner's e-mail; the failing webhook itself is
+	// inactive by then, so the account's other webhooks get it.
+	EventWebhookFailing = "webhook.failing"
+	// EventWebhookEnabled: a webhook that was off was turned back on.
+	EventWebhookEnabled = "webhook.enabled"
+)
+
+// EventTypes lists the event types a webhook may subscribe to: the
+// interface's 13, then the operational additions.
 var EventTypes = []string{
 	EventMessageCreated, EventMessageUpdated, EventMessageDeleted,
 	EventTaskCreated, EventTaskCompleted, EventTaskUpdated, EventTaskReminder,
 	EventEventCreated, EventEventUpdated, EventEventReminder,
 	EventIntegrationConnected, EventIntegrationDisconnected, EventIntegrationError,
+	EventWebhookFailing, EventWebhookEnabled,
+}
+
+// WebhookFailingEvent returns the webhook.failing event of webhook
+// webhookID of userID, at url, marked failing at at for reason (the last
+// attempt's outcome, a sentence).
+func WebhookFailingEvent(userID, webhookID, url, reason string, at time.Time) *Event {
+	return &Event{ID: NewID(PrefixEvent), Object: "event", UserID: userID, Type: EventWebhookFailing, CreatedAt: at,
+		Data: map[string]any{"webhook_id": webhookID, "url": url, "reason": reason}}
+}
+
+// WebhookEnabledEvent returns the webhook.enabled event of w, turned back
+// on at at.
+func WebhookEnabledEvent(w *Webhook, at time.Time) *Event {
+	return &Event{ID: NewID(PrefixEvent), Object: "event", UserID: w.UserID, Type: EventWebhookEnabled, CreatedAt: at,
+		Data: map[string]any{"webhook_id": w.ID, "url": w.URL}}
 }
 
 // IsEventType reports whether t is one of EventTypes.

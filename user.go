@@ -52,6 +52,10 @@ type User struct {
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
 
+	// MaxWebhooks is the account's own cap on its webhooks; it applies to
+	// enterprise accounts only (0: the server's default). See WebhookLimit.
+	MaxWebhooks int `json:"max_webhooks_override,omitempty"`
+
 	// ApprovedAt is when the account was let off the early-access
 	// waitlist (nil: still on it; it may not create API keys).
 	ApprovedAt *time.Time `json:"approved_at"`
@@ -68,6 +72,24 @@ func (u *User) Approved() bool { return u.ApprovedAt != nil }
 func ErrWaitlisted() error {
 	return &Error{Kind: EFORBIDDEN, Code: "account_on_waitlist",
 		Message: "This account is on the early-access waitlist: API keys can be created once it is approved."}
+}
+
+// ErrWaitlistedWebhooks is the error of creating, pinging, recovering or
+// redelivering a webhook of an account that is still on the early-access
+// waitlist: until approved, ams sends nothing for it.
+func ErrWaitlistedWebhooks() error {
+	return &Error{Kind: EFORBIDDEN, Code: "account_on_waitlist",
+		Message: "This account is on the early-access waitlist: webhooks can be created, pinged, recovered and redelivered once it is approved."}
+}
+
+// WebhookLimit returns how many webhooks the account may have: its own
+// cap (MaxWebhooks) for an enterprise account that has one, else def,
+// the server's default.
+func (u *User) WebhookLimit(def int) int {
+	if u.Plan == PlanEnterprise && u.MaxWebhooks > 0 {
+		return u.MaxWebhooks
+	}
+	return def
 }
 
 // Limits returns the account's rate limits: the plan's figures, or for
@@ -101,6 +123,9 @@ type UserUpdate struct {
 	// time given; nil keeps it as it is.
 	ApprovedAt *time.Time
 	Admin      *bool
+	// MaxWebhooks sets the account's own webhook cap (0: back to the
+	// server's default).
+	MaxWebhooks *int
 }
 
 // UserStore keeps accounts. FindUserByEmail and FindUser return ENOTFOUND

@@ -12,6 +12,18 @@ const (
 	WebhookFailing = "failing" // a delivery failed five times (or got 410): disabled
 )
 
+// DefaultMaxWebhooks is how many webhooks an account may have unless `ams
+// serve --max-webhooks-per-account` says otherwise (an enterprise account
+// may have its own cap, User.MaxWebhooks).
+const DefaultMaxWebhooks = 50
+
+// ErrWebhookLimit is the error of creating a webhook beyond the account's
+// cap of max.
+func ErrWebhookLimit(max int) error {
+	return Errorf(ECONFLICT, "webhook_limit_reached",
+		"This account already has %d webhooks, the most it may have. Delete one to create another.", max)
+}
+
 // Webhook is an HTTPS endpoint that receives an account's events. Its
 // secret signs every delivery; it is never shown after creation.
 type Webhook struct {
@@ -70,6 +82,13 @@ type WebhookUpdate struct {
 type WebhookStore interface {
 	// CreateWebhook stores w with its secret sealed.
 	CreateWebhook(ctx context.Context, w *Webhook) error
+	// CreateWebhookCapped stores w as CreateWebhook does unless the
+	// account already has as many webhooks as its cap allows
+	// (User.WebhookLimit(defaultCap)): then it is ErrWebhookLimit and
+	// nothing is stored. The count and the insert are one transaction
+	// that locks the account's row, so concurrent creations (from any
+	// number of processes) never pass the cap.
+	CreateWebhookCapped(ctx context.Context, w *Webhook, defaultCap int) error
 	FindWebhook(ctx context.Context, userID, id string) (*Webhook, error)
 	ListWebhooks(ctx context.Context, userID string, p ListParams) (*Page[*Webhook], error)
 	// UpdateWebhook applies upd; deactivating a webhook (by the caller or
@@ -82,6 +101,15 @@ type WebhookStore interface {
 	// (redelivery). Both return ECONFLICT if the webhook is not active.
 	PingWebhook(ctx context.Context, userID, id string, e *Event) error
 	EnqueueDelivery(ctx context.Context, userID, webhookID, eventID string, now time.Time) error
+	// EnqueueRecovery queues for webhook webhookID, in one statement,
+	// every retained event of the account of a type it subscribes to,
+	// created in [since, until), that it has not received successfully
+	// (no successful attempt of that event to it) and that is not already
+	// pending for it — events emitted while it was failing or disabled
+	// included. Jobs are queued in the events' order of creation, so they
+	// are claimed oldest first. It returns how many it queued; ECONFLICT
+	// (webhook_inactive) if the webhook is not active.
+	EnqueueRecovery(ctx context.Context, userID, webhookID string, since, until, now time.Time) (int64, error)
 	ListDeliveries(ctx context.Context, userID, webhookID, eventID string, p ListParams) (*Page[*Delivery], error)
 	FindDelivery(ctx context.Context, userID, webhookID, id string) (*Delivery, error)
 }
@@ -177,6 +205,11 @@ type AttemptResult struct {
 	// Email is queued, in the same transaction, when this attempt marks an
 	// active webhook failing.
 	Email *Email
+	// Event (a webhook.failing event) is emitted, in the same
+	// transaction, when this attempt marks an active webhook failing: it
+	// goes to the events outbox and to the account's other active
+	// webhooks subscribed to it.
+	Event *Event
 }
 
 // Email is an e-mail queued in the database and sent by the mail worker (mail.Worker).
@@ -200,9 +233,9 @@ type DeliveryQueue interface {
 	// RecordAttempt stores the attempt and the job's new state in one
 	// transaction, if the job's lease is still r.Job's and has not run out
 	// at now; else it stores nothing and returns ErrLeaseLost. For
-	// JobFailed it marks the webhook failing and inactive,
-	// cancels its pending jobs, and queues r.Email — all only if the webhook
-	// was still active, so the owner gets one e-mail. It reports whether
+	// JobFailed it marks the webhook failing and inactive, cancels its
+	// pending jobs, queues r.Email and emits r.Event — all only if the
+	// webhook was still active, so the owner gets one e-mail. It reports whether
 	// the webhook was marked failing by this call.
 	RecordAttempt(ctx context.Context, r *AttemptResult, now time.Time) (bool, error)
 	// JobsReady is signalled (without blocking) when a transaction has

@@ -74,6 +74,9 @@ type Config struct {
 	// NoWebhookWorker leaves deliveries to the workers of other processes
 	// sharing the database: this one queues them but sends none.
 	NoWebhookWorker bool
+	// MaxWebhooks is how many webhooks an account may have (0:
+	// ams.DefaultMaxWebhooks); enterprise accounts may have their own.
+	MaxWebhooks int
 	// CalDAVInterval is how often each CalDAV integration is synced (0:
 	// caldav.DefaultInterval).
 	CalDAVInterval time.Duration
@@ -140,7 +143,7 @@ func New(cfg Config) (*App, error) {
 	a.World = &world.Service{Store: a.Store, Clock: cfg.Clock, Integrations: map[string]world.Integrator{caldav.Provider: a.Calendars}}
 	a.Messages = &messaging.Service{Store: a.Store, Clock: cfg.Clock, Tools: a.World.Toolbox, EngineFor: cfg.EngineFor,
 		EngineTimeout: cfg.EngineTimeout}
-	a.Webhooks = &webhook.Service{Store: a.Store, Guard: guard, Clock: cfg.Clock}
+	a.Webhooks = &webhook.Service{Store: a.Store, Guard: guard, Clock: cfg.Clock, MaxPerAccount: cfg.MaxWebhooks}
 
 	a.API = &amshttp.Server{
 		Store:    a.Store,
@@ -174,7 +177,7 @@ func New(cfg Config) (*App, error) {
 	a.API.Tokens = authz
 	authz.Register(a.API.Mux())
 	a.Pages = &pages.Server{Store: a.Store, Clock: cfg.Clock, Logger: logger, BaseURL: base, OAuth: authz, Accounts: a.Accounts, Messages: a.Messages,
-		Webhooks: a.Webhooks, Limiter: limiter}
+		Webhooks: a.Webhooks, Limiter: limiter, Usage: a.Usage}
 	a.Pages.Register(a.API.Mux())
 
 	if !cfg.NoWebhookWorker {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/ratelimit"
 )
 
 // reqState is what the middleware learns about a request: its id and,
@@ -212,17 +213,15 @@ func (s *Server) touch(ctx context.Context, keyID string, now time.Time) {
 	}
 }
 
-// rateLimit counts the request against the account's limits and sets the
+// rateLimit counts the request against the account's limits (the rule
+// of ratelimit.Gate, which the account pages share) and sets the
 // rate-limit headers; over a limit it answers 429 with Retry-After.
 func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, auth *ams.Auth) error {
 	now := s.now()
 	limits := auth.User.Limits()
-	d, err := s.Limiter.Take(r.Context(), auth.User.ID, limits, now)
-	if err != nil {
-		return fmt.Errorf("rate limiter: %w", err)
-	}
-	if s.Usage != nil {
-		s.Usage.Record(auth.User.ID, now, d.Allowed)
+	d, err := ratelimit.Gate{Limiter: s.Limiter, Usage: s.Usage}.Take(r.Context(), auth.User, now)
+	if err != nil && ams.ErrorKindOf(err) != ams.ERATELIMIT {
+		return err
 	}
 	t := d.Tightest()
 	h := w.Header()
@@ -232,12 +231,9 @@ func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, auth *ams.Aut
 	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilUnix(t.Reset), 10)}
 	h["Ratelimit-Policy"] = []string{`"minute";q=` + strconv.Itoa(limits.PerMinute) + `;w=60, "day";q=` + strconv.Itoa(limits.PerDay) + `;w=86400`}
 	h["Ratelimit"] = []string{`"` + t.Name + `";r=` + strconv.Itoa(t.Remaining) + `;t=` + strconv.FormatInt(secondsUntil(now, t.Reset), 10)}
-	if !d.Allowed {
-		retry := secondsUntil(now, now.Add(d.RetryAfter(now)))
-		h.Set("Retry-After", strconv.FormatInt(retry, 10))
-		return ams.Errorf(ams.ERATELIMIT, "rate_limit_exceeded",
-			"Rate limit exceeded: your plan allows %d requests per minute and %d per day. Retry after %d seconds.",
-			limits.PerMinute, limits.PerDay, retry)
+	if err != nil { // refused
+		h.Set("Retry-After", strconv.FormatInt(ratelimit.RetryAfter(d, now), 10))
+		return err
 	}
 	return nil
 }

@@ -140,6 +140,7 @@ func (s *Server) init() {
 			{"PATCH", "/v1/webhooks/{id}", perms(write), s.updateWebhook},
 			{"DELETE", "/v1/webhooks/{id}", perms(write), s.deleteWebhook},
 			{"POST", "/v1/webhooks/{id}/ping", perms(write), s.pingWebhook},
+			{"POST", "/v1/webhooks/{id}/recover", perms(write), s.recoverWebhook},
 			{"GET", "/v1/webhooks/{id}/deliveries", perms(read), s.listDeliveries},
 			{"POST", "/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", perms(write), s.redeliver},
 		}

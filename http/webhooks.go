@@ -2,9 +2,11 @@ package http
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/webhook"
+	"github.com/amsdev/ams/world"
 )
 
 // webhookRequest is the body of POST and PATCH /v1/webhooks.
@@ -121,6 +123,53 @@ func (s *Server) pingWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusAccepted, e)
+}
+
+// recoverRequest is the body of POST /v1/webhooks/{id}/recover.
+type recoverRequest struct {
+	Since *string `json:"since"`
+	Until *string `json:"until"`
+}
+
+// recoverWebhook queues the webhook's missed events again (webhook.Service
+// Recover) and answers how many.
+func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "webhook", ams.PrefixWebhook)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	var req recoverRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	since, err := bodyTime(req.Since, "since")
+	if err != nil {
+		return err
+	}
+	until, err := bodyTime(req.Until, "until")
+	if err != nil {
+		return err
+	}
+	rec, err := s.Webhooks.Recover(r.Context(), auth(r).User.ID, id, since, until)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, rec)
+}
+
+// bodyTime reads an optional RFC 3339 time of a request body.
+func bodyTime(v *string, name string) (*time.Time, error) {
+	if v == nil {
+		return nil, nil
+	}
+	t, err := world.ParseTime(*v)
+	if err != nil {
+		return nil, ams.ParamError("parameter_invalid", name, "'%s' must be an RFC 3339 time such as 2026-11-21T09:00:00Z.", name)
+	}
+	return &t, nil
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {

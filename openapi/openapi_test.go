@@ -85,7 +85,7 @@ var eventTypes = []string{
 	ams.EventTaskCreated, ams.EventTaskCompleted, ams.EventTaskUpdated, ams.EventTaskReminder,
 	ams.EventEventCreated, ams.EventEventUpdated, ams.EventEventReminder,
 	ams.EventIntegrationConnected, ams.EventIntegrationDisconnected, ams.EventIntegrationError,
-	"webhook.ping",
+	"webhook.ping", ams.EventWebhookFailing, ams.EventWebhookEnabled,
 }
 
 var rateLimitHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"}
@@ -539,7 +539,9 @@ func TestRecordsMatchSchemas(t *testing.T) {
 		"task.created": task, "task.completed": task, "task.updated": task, "task.reminder": task,
 		"event.created": cev, "event.updated": cev, "event.reminder": cev,
 		"integration.connected": integData, "integration.disconnected": integData, "integration.error": errData,
-		"webhook.ping": map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook)},
+		"webhook.ping":    map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook)},
+		"webhook.failing": map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook), "url": "https://example.com/hook", "reason": "timeout: no answer within 5s"},
+		"webhook.enabled": map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook), "url": "https://example.com/hook"},
 	}
 	for _, typ := range eventTypes {
 		valid = append(valid, struct {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/messaging"
+	"github.com/amsdev/ams/ratelimit"
 )
 
 // Page sizes of the assistants pages.
@@ -278,18 +279,13 @@ func (s *Server) send(r *http.Request, c *Ctx, a *ams.Assistant, conv, text stri
 	// A message sent here runs the assistant as one through the API does
 	// (a model call, with --llm-base-url), so it counts against the
 	// account's rate limits too.
-	if s.Limiter != nil {
-		now := s.Clock.Now()
-		d, err := s.Limiter.Take(r.Context(), c.User.ID, c.User.Limits(), now)
-		if err != nil {
-			return nil, err
-		}
-		if !d.Allowed {
-			c.Status = http.StatusTooManyRequests
-			c.Fail("message", fmt.Sprintf("Your plan's limit of %d requests per %s is reached; try again in %d seconds. Your message was not sent.",
-				d.Tightest().Limit, d.Tightest().Name, int(d.RetryAfter(now).Seconds()+0.999)))
-			return nil, nil
-		}
+	if d, err := s.takeRequest(r, c); ams.ErrorKindOf(err) == ams.ERATELIMIT {
+		c.Status = http.StatusTooManyRequests
+		c.Fail("message", fmt.Sprintf("Your plan's limit of %d requests per %s is reached; try again in %d seconds. Your message was not sent.",
+			d.Tightest().Limit, d.Tightest().Name, ratelimit.RetryAfter(d, c.Now)))
+		return nil, nil
+	} else if err != nil {
+		return nil, err
 	}
 	reply, err := s.Messages.Send(r.Context(), c.User.ID, messaging.SendInput{
 		AssistantID: a.ID, ConversationID: conv, Message: text, Timezone: c.User.Timezone,

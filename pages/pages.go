@@ -67,6 +67,7 @@ import (
 	"github.com/amsdev/ams/account"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/oauth"
+	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/webhook"
 )
 
@@ -96,9 +97,13 @@ type Server struct {
 	// so that the pages accept exactly the webhooks the API accepts (in
 	// --dev mode, loopback and plain http URLs).
 	Webhooks *webhook.Service
-	// Limiter counts the messages sent from the pages against the
-	// account's rate limits, like API requests (nil: not counted).
+	// Limiter counts the actions of the pages that make ams send
+	// something (a message to an assistant; a webhook's ping, recovery or
+	// redelivery) against the account's rate limits, as API requests are
+	// counted (ratelimit.Gate; nil: not counted).
 	Limiter ams.RateLimiter
+	// Usage, when set, meters those actions with the API's requests.
+	Usage ratelimit.UsageRecorder
 
 	once      sync.Once
 	mux       *http.ServeMux

@@ -44,6 +44,7 @@ func (s *Server) routes() {
 	s.Page("POST /account/webhooks/{id}/enable", "webhooks_detail.html", s.enableWebhook)
 	s.Page("POST /account/webhooks/{id}/disable", "webhooks_detail.html", s.disableWebhook)
 	s.Page("POST /account/webhooks/{id}/ping", "webhooks_detail.html", s.pingWebhook)
+	s.Page("POST /account/webhooks/{id}/recover", "webhooks_detail.html", s.recoverWebhook)
 	s.Page("POST /account/webhooks/{id}/delete", "webhooks_confirm.html", s.deleteWebhook)
 	s.Page("POST /account/webhooks/{id}/deliveries/{dlv}/redeliver", "webhooks_detail.html", s.redeliver)
 

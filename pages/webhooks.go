@@ -3,9 +3,12 @@ package pages
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/webhook"
 )
 
@@ -36,6 +39,8 @@ var webhookEventDescriptions = map[string]string{
 	ams.EventIntegrationConnected:    "An integration (such as a CalDAV calendar) connected or recovered.",
 	ams.EventIntegrationDisconnected: "An integration was disconnected.",
 	ams.EventIntegrationError:        "An integration failed to sync.",
+	ams.EventWebhookFailing:          "One of your other webhooks was marked failing and turned off (an addition of ams).",
+	ams.EventWebhookEnabled:          "A webhook that was off was turned back on (an addition of ams).",
 }
 
 // webhookEvents lists every event type a webhook may subscribe to.
@@ -186,7 +191,15 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) (
 	f := s.webhookFormData(nil)
 	in, secret := s.readWebhookForm(r, f, true)
 	wh, err := s.Webhooks.Create(r.Context(), c.User.ID, in)
-	if err != nil {
+	var e *ams.Error
+	switch {
+	case errors.As(err, &e) && (e.Code == "account_on_waitlist" || e.Code == "webhook_limit_reached"):
+		// Refused whatever the form says: the account is on the
+		// waitlist, or has as many webhooks as it may.
+		c.Status = pageStatus[e.Kind]
+		c.Fail("", e.Message)
+		return f, nil
+	case err != nil:
 		if err := failWebhookForm(c, err, f, secret); err != nil {
 			return nil, err
 		}
@@ -226,6 +239,10 @@ type webhookDetail struct {
 	Paged bool
 	// Last is the newest attempt (nil: none), for the failing notice.
 	Last *ams.Delivery
+	// RecoverSince is the value of the recovery form's since (a
+	// datetime-local in the account's time zone: a day ago by default),
+	// RecoverMax its latest (now).
+	RecoverSince, RecoverMax string
 }
 
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request, c *Ctx) (any, error) {
@@ -238,7 +255,9 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request, c *Ctx) (any, e
 
 func (s *Server) webhookDetailData(r *http.Request, c *Ctx, wh *ams.Webhook) (*webhookDetail, error) {
 	wh.ExpirePrevious(s.Clock.Now())
-	d := &webhookDetail{Webhook: wh, State: webhookState(wh)}
+	local := c.Now.In(c.Location())
+	d := &webhookDetail{Webhook: wh, State: webhookState(wh),
+		RecoverSince: local.Add(-24 * time.Hour).Format(recoverLayout), RecoverMax: local.Format(recoverLayout)}
 	c.Title = "Webhook " + wh.URL
 	if secret, ok := c.TakeSecret(wh.ID); ok {
 		d.Secret = secret
@@ -347,6 +366,9 @@ func (s *Server) pingWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) (an
 	if err != nil {
 		return nil, err
 	}
+	if _, err := s.takeRequest(r, c); err != nil {
+		return nil, err
+	}
 	switch e, err := s.Webhooks.Ping(r.Context(), c.User.ID, wh.ID); {
 	case ams.ErrorKindOf(err) == ams.ECONFLICT:
 		c.Flash(FlashError, webhookOffMessage)
@@ -363,6 +385,9 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, c *Ctx) (any,
 	if err != nil {
 		return nil, err
 	}
+	if _, err := s.takeRequest(r, c); err != nil {
+		return nil, err
+	}
 	var e *ams.Error
 	switch d, err := s.Webhooks.Redeliver(r.Context(), c.User.ID, wh.ID, r.PathValue("dlv")); {
 	case err != nil && ams.ErrorKindOf(err) != ams.ECONFLICT:
@@ -373,6 +398,76 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, c *Ctx) (any,
 		c.Flash(FlashError, "This event cannot be delivered again: "+e.Message)
 	default:
 		c.Flash(FlashSuccess, "Event "+d.EventID+" ("+d.EventType+") is queued for delivery again. The new attempt appears in the log below.")
+	}
+	return c.Redirect("/account/webhooks/" + wh.ID)
+}
+
+// takeRequest counts an action of the pages that makes ams send
+// something (a ping, a recovery, a redelivery, a message to an assistant)
+// against the account's rate limits, by the API's rule (ratelimit.Gate):
+// over a limit it is the API's 429 error (shown on the error page, with
+// Retry-After), and nothing is sent.
+func (s *Server) takeRequest(r *http.Request, c *Ctx) (ams.RateDecision, error) {
+	if s.Limiter == nil {
+		return ams.RateDecision{Allowed: true}, nil
+	}
+	d, err := ratelimit.Gate{Limiter: s.Limiter, Usage: s.Usage}.Take(r.Context(), c.User, c.Now)
+	if ams.ErrorKindOf(err) == ams.ERATELIMIT {
+		c.w.Header().Set("Retry-After", strconv.FormatInt(ratelimit.RetryAfter(d, c.Now), 10))
+	}
+	return d, err
+}
+
+// recoverLayout is the value of the recovery form's datetime-local input
+// (minutes, in the account's time zone).
+const recoverLayout = "2006-01-02T15:04"
+
+// recoverWebhook queues again the events the webhook missed since the
+// form's time (a datetime-local, read in the account's time zone), as
+// POST /v1/webhooks/{id}/recover does, and says how many.
+func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) (any, error) {
+	wh, err := s.findWebhook(r, c)
+	if err != nil {
+		return nil, err
+	}
+	v := strings.TrimSpace(r.PostForm.Get("since"))
+	since, perr := time.ParseInLocation(recoverLayout, v, c.Location())
+	if perr != nil {
+		since, perr = time.ParseInLocation(recoverLayout+":05", v, c.Location())
+	}
+	fail := func(msg string) (any, error) {
+		d, err := s.webhookDetailData(r, c, wh)
+		if err != nil {
+			return nil, err
+		}
+		d.RecoverSince = v
+		c.Fail("since", msg)
+		return d, nil
+	}
+	switch {
+	case v == "":
+		return fail("Enter the date and time from which to recover events.")
+	case perr != nil:
+		return fail("Enter the date and time like 2026-11-21T09:30.")
+	}
+	if _, err := s.takeRequest(r, c); err != nil {
+		return nil, err
+	}
+	rec, err := s.Webhooks.Recover(r.Context(), c.User.ID, wh.ID, &since, nil)
+	var e *ams.Error
+	switch {
+	case errors.As(err, &e) && e.Code == "webhook_inactive":
+		c.Flash(FlashError, webhookOffMessage)
+	case errors.As(err, &e) && e.Param == "since":
+		return fail(e.Message)
+	case err != nil:
+		return nil, err
+	case rec.Queued == 0:
+		c.Flash(FlashInfo, "Nothing to recover: this webhook has received every event since "+since.In(c.Location()).Format("2 Jan 2006 15:04 MST")+" (or there were none).")
+	case rec.Queued == 1:
+		c.Flash(FlashSuccess, "1 event since "+since.In(c.Location()).Format("2 Jan 2006 15:04 MST")+" is queued for delivery again.")
+	default:
+		c.Flash(FlashSuccess, strconv.FormatInt(rec.Queued, 10)+" events since "+since.In(c.Location()).Format("2 Jan 2006 15:04 MST")+" are queued for delivery again, oldest first.")
 	}
 	return c.Redirect("/account/webhooks/" + wh.ID)
 }

@@ -19,7 +19,6 @@ import (
 // per-account caps hold across the cluster. A claim is one round trip and
 // a few milliseconds; the lock is held only for it.
 
-
 // claimQuery leases due jobs in one statement. It counts the deliveries in
 // flight by webhook and account (sqlstore.InFlightQuery), free slots being
 // $3 (per webhook) and $4 (per account) less those; for every active

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -98,11 +97,8 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		}
 	}
 	var rows int
-	// One row per migration file (numbers may have gaps while branches
-	// that each add one are merged).
-	files, _ := filepath.Glob(filepath.Join("migrations", "*.sql"))
-	if err := dbs[0].Pool().QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&rows); err != nil || rows != len(files) {
-		t.Fatalf("schema_migrations has %d rows (%v), want %d", rows, err, len(files))
+	if err := dbs[0].Pool().QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&rows); err != nil || rows != migrationCount(t) {
+		t.Fatalf("schema_migrations has %d rows (%v), want %d", rows, err, migrationCount(t))
 	}
 	// Opening again applies nothing.
 	again := openSchema(t, url, schema)
@@ -562,4 +558,22 @@ func latestMigration(t *testing.T) int {
 		}
 	}
 	return latest
+}
+
+// migrationCount returns how many migrations there are (their numbers may
+// have gaps while branches that take numbers are merged).
+func migrationCount(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		var v int
+		if _, err := fmt.Sscanf(e.Name(), "%d_", &v); err == nil {
+			n++
+		}
+	}
+	return n
 }

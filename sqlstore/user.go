@@ -10,14 +10,18 @@ import (
 	"github.com/amsdev/ams"
 )
 
-const userCols = `id, email, password_hash, plan, rpm, rpd, timezone, created_at, updated_at, approved_at, admin`
+const userCols = `id, email, password_hash, plan, rpm, rpd, timezone, created_at, updated_at, approved_at, admin, max_webhooks`
 
 func scanUser(s scanner) (*ams.User, error) {
 	var u ams.User
 	var created, updated int64
-	var approved *int64
-	if err := s.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.Plan, &u.RPM, &u.RPD, &u.Timezone, &created, &updated, &approved, &u.Admin); err != nil {
+	var approved, maxWebhooks *int64
+	if err := s.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.Plan, &u.RPM, &u.RPD, &u.Timezone, &created, &updated, &approved, &u.Admin,
+		&maxWebhooks); err != nil {
 		return nil, err
+	}
+	if maxWebhooks != nil {
+		u.MaxWebhooks = int(*maxWebhooks)
 	}
 	u.CreatedAt, u.UpdatedAt, u.ApprovedAt = FromMS(created), FromMS(updated), fromNullMS(approved)
 	return &u, nil
@@ -26,9 +30,9 @@ func scanUser(s scanner) (*ams.User, error) {
 // CreateUser stores u. The e-mail is stored lower-cased, so it is compared
 // case-insensitively; ECONFLICT if it is taken.
 func (q *Queries) CreateUser(ctx context.Context, u *ams.User) error {
-	_, err := q.w.Exec(ctx, `INSERT INTO users (`+userCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+	_, err := q.w.Exec(ctx, `INSERT INTO users (`+userCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		u.ID, strings.ToLower(u.Email), u.PasswordHash, string(u.Plan), u.RPM, u.RPD, u.Timezone, MS(u.CreatedAt), MS(u.UpdatedAt),
-		nullMS(u.ApprovedAt), u.Admin)
+		nullMS(u.ApprovedAt), u.Admin, nullCap(u.MaxWebhooks))
 	if q.isUnique(err) {
 		return ams.Errorf(ams.ECONFLICT, "email_taken", "A user with e-mail %s already exists.", u.Email)
 	}
@@ -61,8 +65,10 @@ func (q *Queries) UpdateUser(ctx context.Context, id string, upd ams.UserUpdate,
 	}
 	u, err := scanUser(q.w.QueryRow(ctx, `UPDATE users SET plan = coalesce($2, plan), rpm = coalesce($3, rpm),
 		rpd = coalesce($4, rpd), timezone = coalesce($5, timezone), password_hash = coalesce($6, password_hash), updated_at = $7,
-		approved_at = coalesce(approved_at, $8), admin = coalesce($9, admin)
-		WHERE id = $1 RETURNING `+userCols, id, plan, upd.RPM, upd.RPD, upd.Timezone, upd.PasswordHash, MS(now), nullMS(upd.ApprovedAt), upd.Admin))
+		approved_at = coalesce(approved_at, $8), admin = coalesce($9, admin),
+		max_webhooks = CASE WHEN CAST($10 AS BIGINT) IS NULL THEN max_webhooks WHEN CAST($10 AS BIGINT) = 0 THEN NULL ELSE CAST($10 AS BIGINT) END
+		WHERE id = $1 RETURNING `+userCols, id, plan, upd.RPM, upd.RPD, upd.Timezone, upd.PasswordHash, MS(now), nullMS(upd.ApprovedAt), upd.Admin,
+		upd.MaxWebhooks))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("user", id)
 	}
@@ -70,6 +76,15 @@ func (q *Queries) UpdateUser(ctx context.Context, id string, upd ams.UserUpdate,
 		return nil, q.fail("update user", err)
 	}
 	return u, nil
+}
+
+// nullCap stores a per-account cap: 0 (the server's default) is NULL.
+func nullCap(n int) *int64 {
+	if n <= 0 {
+		return nil
+	}
+	v := int64(n)
+	return &v
 }
 
 // ListWaitlist returns up to limit accounts that are not approved, oldest

@@ -91,6 +91,36 @@ func (q *Queries) CreateWebhook(ctx context.Context, w *ams.Webhook) error {
 	})
 }
 
+// CreateWebhookCapped stores w unless its account already has as many
+// webhooks as its cap allows (ams.User.WebhookLimit(defaultCap)). The
+// account's row is locked first (FOR NO KEY UPDATE, which still lets rows
+// referencing it be inserted meanwhile), so two creations of one account
+// count one after the other, whichever processes run them; SQLite's single
+// writer gives the same order.
+func (q *Queries) CreateWebhookCapped(ctx context.Context, w *ams.Webhook, defaultCap int) error {
+	return q.inTx(ctx, func(q *Queries) error {
+		u := &ams.User{ID: w.UserID}
+		var maxWebhooks *int64
+		err := q.r.QueryRow(ctx, `SELECT plan, max_webhooks FROM users WHERE id = $1`+q.lock("FOR NO KEY UPDATE"), w.UserID).Scan(&u.Plan, &maxWebhooks)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ams.NotFound("user", w.UserID)
+		} else if err != nil {
+			return q.fail("lock user", err)
+		}
+		if maxWebhooks != nil {
+			u.MaxWebhooks = int(*maxWebhooks)
+		}
+		var n int
+		if err := q.r.QueryRow(ctx, `SELECT count(*) FROM webhooks WHERE user_id = $1`, w.UserID).Scan(&n); err != nil {
+			return q.fail("count webhooks", err)
+		}
+		if max := u.WebhookLimit(defaultCap); n >= max {
+			return ams.ErrWebhookLimit(max)
+		}
+		return q.CreateWebhook(ctx, w)
+	})
+}
+
 // setSubscriptions replaces the webhook's subscriptions with w.Events.
 func (q *Queries) setSubscriptions(ctx context.Context, w *ams.Webhook) error {
 	stmts := []Stmt{{"clear subscriptions", `DELETE FROM webhook_subscriptions WHERE webhook_id = $1`, []any{w.ID}}}
@@ -127,10 +157,20 @@ func (q *Queries) ListWebhooks(ctx context.Context, userID string, p ams.ListPar
 func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.WebhookUpdate, now time.Time) (*ams.Webhook, error) {
 	var w *ams.Webhook
 	err := q.inTx(ctx, func(q *Queries) error {
+		if upd.Active != nil && *upd.Active {
+			// Turning a webhook on may emit webhook.enabled, whose fan-out
+			// share-locks the account's other webhooks: lock the account
+			// first, as a final failure does (RecordAttempt), so that the
+			// two never wait for each other's webhook.
+			if err := q.lockUser(ctx, userID); err != nil {
+				return err
+			}
+		}
 		var err error
 		if w, err = q.FindWebhook(ctx, userID, id); err != nil {
 			return err
 		}
+		enabled := upd.Active != nil && *upd.Active && !w.Active
 		if upd.URL != nil {
 			w.URL = *upd.URL
 		}
@@ -156,7 +196,10 @@ func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.
 		_, err = q.exec(ctx, "update webhook", `UPDATE webhooks SET url = $1, secret_sealed = $2, active = $3, status = $4, updated_at = $5,
 			previous_secret_sealed = $6, previous_secret_expires_at = $7 WHERE id = $8`,
 			w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status, MS(now), prevSealed, prevExpires, w.ID)
-		return err
+		if err != nil || !enabled {
+			return err
+		}
+		return q.emit(ctx, nil, []*ams.Event{ams.WebhookEnabledEvent(w, now)})
 	})
 	if err != nil {
 		return nil, err
@@ -204,6 +247,20 @@ func (q *Queries) DeleteWebhook(ctx context.Context, userID, id string) error {
 		return err
 	}
 	return affected(n, "webhook", id)
+}
+
+// lockUser locks the account's row until the transaction ends (FOR NO
+// KEY UPDATE: rows referencing it may still be inserted) where the engine
+// takes row locks. Transactions that change a webhook's state and then
+// fan an event out to the account's other webhooks take it first, so that
+// they run one after the other and never wait for each other's webhooks.
+func (q *Queries) lockUser(ctx context.Context, userID string) error {
+	lock := q.lock("FOR NO KEY UPDATE")
+	if lock == "" {
+		return nil
+	}
+	_, err := q.exec(ctx, "lock user", `SELECT 1 FROM users WHERE id = $1`+lock, userID)
+	return err
 }
 
 // activeWebhook checks that the user's webhook exists and is active,
@@ -269,6 +326,44 @@ func (q *Queries) EnqueueDelivery(ctx context.Context, userID, webhookID, eventI
 	})
 }
 
+// EnqueueRecovery queues, in one INSERT … SELECT, the retained events of
+// the account in [since, until) of the webhook's subscribed types that it
+// has not received successfully and that are not pending for it, in
+// their order of creation (jobs' seq follows the events' created_at, then
+// seq, and all are due now, so they are claimed oldest first). The
+// webhook is share-locked, as by a ping: a concurrent deactivation waits,
+// then cancels what was queued here.
+func (q *Queries) EnqueueRecovery(ctx context.Context, userID, webhookID string, since, until, now time.Time) (int64, error) {
+	var n int64
+	err := q.inTx(ctx, func(q *Queries) error {
+		if err := q.activeWebhook(ctx, userID, webhookID); err != nil {
+			return err
+		}
+		from := since
+		if kept := now.Add(-ams.EventRetention); from.Before(kept) {
+			from = kept
+		}
+		var err error
+		n, err = q.exec(ctx, "queue recovery", `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
+			SELECT e.user_id, $2, e.id, $5, $5, $5 FROM events e
+			WHERE e.user_id = $1 AND e.created_at >= $3 AND e.created_at < $4
+				AND e.type IN (SELECT s.event_type FROM webhook_subscriptions s WHERE s.webhook_id = $2)
+				AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = $2 AND d.event_id = e.id AND d.success)
+				AND NOT EXISTS (SELECT 1 FROM webhook_jobs j WHERE j.event_id = e.id AND j.webhook_id = $2 AND j.state = 'pending')
+			ORDER BY e.created_at, e.seq`,
+			userID, webhookID, MS(from), MS(until), MS(now))
+		if err != nil {
+			return err
+		}
+		q.queued(n)
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
 const deliveryCols = `id, user_id, webhook_id, event_id, event_type, attempt, url, success, status_code, duration_ms, error, response_body, created_at`
 
 func scanDelivery(s scanner) (*ams.Delivery, error) {
@@ -313,6 +408,9 @@ func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now t
 	failed := false
 	err := q.inTx(ctx, func(q *Queries) error {
 		if lock := q.lock("FOR NO KEY UPDATE"); r.Outcome == ams.JobFailed && lock != "" {
+			if err := q.lockUser(ctx, r.Job.UserID); err != nil { // before the webhook: see lockUser
+				return err
+			}
 			if _, err := q.exec(ctx, "lock webhook", `SELECT 1 FROM webhooks WHERE id = $1`+lock, r.Job.WebhookID); err != nil {
 				return err
 			}
@@ -365,6 +463,11 @@ func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now t
 				e.ID, e.To, e.Subject, e.Text, MS(now)); err != nil {
 				return err
 			}
+		}
+		if e := r.Event; e != nil {
+			// webhook.failing, to the outbox and the account's other active
+			// webhooks subscribed to it (this one is inactive now).
+			return q.emit(ctx, nil, []*ams.Event{e})
 		}
 		return nil
 	})

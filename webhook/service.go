@@ -32,18 +32,26 @@ type Service struct {
 	Guard *ssrf.Guard
 	// Clock is the service clock (nil: the wall clock).
 	Clock ams.Clock
+	// MaxPerAccount is how many webhooks an account may have (0:
+	// ams.DefaultMaxWebhooks); an enterprise account may have its own cap
+	// (ams.User.WebhookLimit).
+	MaxPerAccount int
 }
 
 // Store is what the Service needs of the storage engine; ams.Store
 // satisfies it.
 type Store interface {
-	CreateWebhook(ctx context.Context, w *ams.Webhook) error
+	CreateWebhookCapped(ctx context.Context, w *ams.Webhook, defaultCap int) error
 	FindWebhook(ctx context.Context, userID, id string) (*ams.Webhook, error)
 	UpdateWebhook(ctx context.Context, userID, id string, upd ams.WebhookUpdate, now time.Time) (*ams.Webhook, error)
 	DeleteWebhook(ctx context.Context, userID, id string) error
 	PingWebhook(ctx context.Context, userID, id string, e *ams.Event) error
 	EnqueueDelivery(ctx context.Context, userID, webhookID, eventID string, now time.Time) error
 	FindDelivery(ctx context.Context, userID, webhookID, id string) (*ams.Delivery, error)
+	EnqueueRecovery(ctx context.Context, userID, webhookID string, since, until, now time.Time) (int64, error)
+	// FindUser reads the account, whose approval (off the waitlist) the
+	// actions that send something need.
+	FindUser(ctx context.Context, id string) (*ams.User, error)
 }
 
 // Input holds the fields of a webhook to create or change; nil fields are
@@ -110,9 +118,38 @@ func checkFields(in Input) ([]string, []*ams.Error) {
 	return events, errs
 }
 
+// approved returns ams.ErrWaitlistedWebhooks when the account is still on
+// the early-access waitlist: until it is approved, ams sends nothing for
+// it, so it may not create, ping, recover or redeliver webhooks (the API
+// and the account pages alike come through here).
+func (s *Service) approved(ctx context.Context, userID string) error {
+	u, err := s.Store.FindUser(ctx, userID)
+	if err != nil {
+		return err
+	}
+	if !u.Approved() {
+		return ams.ErrWaitlistedWebhooks()
+	}
+	return nil
+}
+
+// maxPerAccount is the server's cap on an account's webhooks.
+func (s *Service) maxPerAccount() int {
+	if s.MaxPerAccount > 0 {
+		return s.MaxPerAccount
+	}
+	return ams.DefaultMaxWebhooks
+}
+
 // Create validates in (url, events and secret are required) and creates
-// the webhook of userID; it returns it as stored.
+// the webhook of userID; it returns it as stored. An account on the
+// waitlist may not (EFORBIDDEN account_on_waitlist); one that has as many
+// webhooks as its cap allows may not either (ECONFLICT
+// webhook_limit_reached).
 func (s *Service) Create(ctx context.Context, userID string, in Input) (*ams.Webhook, error) {
+	if err := s.approved(ctx, userID); err != nil {
+		return nil, err
+	}
 	var errs []*ams.Error
 	for _, m := range []struct {
 		missing bool
@@ -141,7 +178,7 @@ func (s *Service) Create(ctx context.Context, userID string, in Input) (*ams.Web
 		ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: userID, URL: *in.URL, Events: events,
 		Active: in.Active == nil || *in.Active, Status: ams.WebhookActive, Secret: *in.Secret, CreatedAt: now, UpdatedAt: now,
 	}
-	if err := s.Store.CreateWebhook(ctx, wh); err != nil {
+	if err := s.Store.CreateWebhookCapped(ctx, wh, s.maxPerAccount()); err != nil {
 		return nil, err
 	}
 	return s.Store.FindWebhook(ctx, userID, wh.ID)
@@ -203,6 +240,9 @@ func (s *Service) Delete(ctx context.Context, userID, id string) error {
 // Ping stores a webhook.ping event and queues it for webhook id only; it
 // returns the event. A webhook that is off is ECONFLICT.
 func (s *Service) Ping(ctx context.Context, userID, id string) (*ams.Event, error) {
+	if err := s.approved(ctx, userID); err != nil {
+		return nil, err
+	}
 	e := PingEvent(userID, id, s.Clock.Now())
 	if err := s.Store.PingWebhook(ctx, userID, id, e); err != nil {
 		return nil, err
@@ -218,6 +258,9 @@ func (s *Service) Redeliver(ctx context.Context, userID, webhookID, deliveryID s
 	if !ams.HasPrefixID(deliveryID, ams.PrefixDelivery) {
 		return nil, ams.NotFound("delivery", deliveryID)
 	}
+	if err := s.approved(ctx, userID); err != nil {
+		return nil, err
+	}
 	d, err := s.Store.FindDelivery(ctx, userID, webhookID, deliveryID)
 	if err != nil {
 		return nil, err
@@ -226,6 +269,55 @@ func (s *Service) Redeliver(ctx context.Context, userID, webhookID, deliveryID s
 		return nil, err
 	}
 	return d, nil
+}
+
+// Recovery is what Recover queued: the webhook's missed events created
+// in [Since, Until).
+type Recovery struct {
+	Object    string    `json:"object"` // "webhook_recovery"
+	WebhookID string    `json:"webhook_id"`
+	Since     time.Time `json:"since"`
+	Until     time.Time `json:"until"`
+	Queued    int64     `json:"queued"` // events queued for delivery
+}
+
+// Recover queues again, for webhook id, every retained event created in
+// [since, until) of a type it subscribes to that it has not received
+// successfully and that is not already pending for it, including events
+// emitted while it was failing or disabled; oldest first. since is
+// required and may not be in the future; until (nil: now, events created
+// at this very moment included) must be after since; each error names its parameter (since, until). A webhook that
+// is off is ECONFLICT webhook_inactive: enable it first. An account on
+// the waitlist may not recover.
+func (s *Service) Recover(ctx context.Context, userID, id string, since, until *time.Time) (*Recovery, error) {
+	if err := s.approved(ctx, userID); err != nil {
+		return nil, err
+	}
+	now := s.Clock.Now()
+	end := now
+	if until != nil {
+		end = *until
+	}
+	switch {
+	case since == nil:
+		return nil, ams.ParamError("parameter_missing", "since", "Missing required parameter 'since'.")
+	case since.After(now):
+		return nil, ams.ParamError("parameter_invalid", "since", "'since' must not be in the future (it is now %s).", now.UTC().Format(time.RFC3339))
+	case !since.Before(end) && until != nil:
+		return nil, ams.ParamError("parameter_invalid", "until", "'until' must be after 'since'.")
+	case !since.Before(end):
+		return nil, ams.ParamError("parameter_invalid", "since", "'since' must be before 'until', which is now when not given.")
+	}
+	bound := end
+	if until == nil {
+		// Up to now, events of this very millisecond included.
+		bound = now.Add(time.Millisecond)
+	}
+	n, err := s.Store.EnqueueRecovery(ctx, userID, id, *since, bound, now)
+	if err != nil {
+		return nil, err
+	}
+	return &Recovery{Object: "webhook_recovery", WebhookID: id, Since: since.UTC(), Until: end.UTC(), Queued: n}, nil
 }
 
 // The rules of a webhook's fields.

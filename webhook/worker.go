@@ -290,7 +290,9 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 		r.Outcome, r.NextAt = ams.JobRetry, now.Add(delay)
 	}
 	if r.Outcome == ams.JobFailed {
-		r.Email = w.failingEmail(ctx, j, d, status)
+		why := failingReason(j, d, status)
+		r.Email = w.failingEmail(ctx, j, why)
+		r.Event = ams.WebhookFailingEvent(j.UserID, j.WebhookID, j.URL, why, now)
 	}
 	failed, err := w.Queue.RecordAttempt(ctx, r, now)
 	if errors.Is(err, ams.ErrLeaseLost) {
@@ -434,21 +436,27 @@ func describe(err error, timeout time.Duration) string {
 
 func ptr[T any](v T) *T { return &v }
 
-// failingEmail is the e-mail the owner gets when the webhook is marked
-// failing.
-func (w *Worker) failingEmail(ctx context.Context, j *ams.Job, d *ams.Delivery, status int) *ams.Email {
-	u, err := w.Users.FindUser(ctx, j.UserID)
-	if err != nil {
-		w.Logger.Error("find webhook owner", "user", j.UserID, "err", err)
-		return nil
+// failingReason says why the webhook of j is marked failing after attempt
+// d (status: its HTTP status, 0 without an answer): the sentence of the
+// owner's e-mail and the reason of the webhook.failing event.
+func failingReason(j *ams.Job, d *ams.Delivery, status int) string {
+	if status == http.StatusGone {
+		return fmt.Sprintf("The receiver answered 410 Gone to event %s (%s), which asks us to stop.", j.Event.ID, j.Event.Type)
 	}
 	reason := "its last delivery failed"
 	if d.Error != nil {
 		reason = *d.Error
 	}
-	why := fmt.Sprintf("Delivery of event %s (%s) failed %d times in a row; the last attempt: %s.", j.Event.ID, j.Event.Type, d.Attempt, reason)
-	if status == http.StatusGone {
-		why = fmt.Sprintf("The receiver answered 410 Gone to event %s (%s), which asks us to stop.", j.Event.ID, j.Event.Type)
+	return fmt.Sprintf("Delivery of event %s (%s) failed %d times in a row; the last attempt: %s.", j.Event.ID, j.Event.Type, d.Attempt, reason)
+}
+
+// failingEmail is the e-mail the owner gets when the webhook is marked
+// failing, for the reason why.
+func (w *Worker) failingEmail(ctx context.Context, j *ams.Job, why string) *ams.Email {
+	u, err := w.Users.FindUser(ctx, j.UserID)
+	if err != nil {
+		w.Logger.Error("find webhook owner", "user", j.UserID, "err", err)
+		return nil
 	}
 	text := fmt.Sprintf(`Hello,
 
@@ -457,15 +465,19 @@ your webhook %s
 
 %s
 
-Events are kept for 30 days: once the receiver works again, list what it
-missed with GET %s/v1/events, and turn the webhook back on with
+Events are kept for 30 days. Once the receiver works again, turn the
+webhook back on, then have the events it missed delivered to it, oldest
+first:
 
   PATCH %s/v1/webhooks/%s  {"active": true}
+  POST %s/v1/webhooks/%s/recover  {"since": "%s"}
 
-Each delivery attempt, with the receiver's answer, is listed at
-GET %s/v1/webhooks/%s/deliveries.
+(or Enable, then "Recover events since ..." on its page of your account).
+They are also listed at GET %s/v1/events. Each delivery attempt, with the
+receiver's answer, is listed at GET %s/v1/webhooks/%s/deliveries.
 
 -- ams
-`, j.URL, j.WebhookID, why, w.BaseURL, w.BaseURL, j.WebhookID, w.BaseURL, j.WebhookID)
+`, j.URL, j.WebhookID, why, w.BaseURL, j.WebhookID, w.BaseURL, j.WebhookID, j.Event.CreatedAt.UTC().Format(time.RFC3339),
+		w.BaseURL, w.BaseURL, j.WebhookID)
 	return &ams.Email{ID: ams.NewID("eml_"), To: u.Email, Subject: "Your ams webhook is failing and has been disabled", Text: text}
 }

@@ -59,10 +59,10 @@ the service (the waitlist page of the account pages).`,
 	create.MarkFlagRequired("email")
 
 	var uEmail, uPlan, uTZ string
-	var rpm, rpd int
+	var rpm, rpd, maxWebhooks int
 	var uPwStdin bool
 	update := &cobra.Command{
-		Use:   "update --email E [--plan P] [--rpm N] [--rpd N] [--timezone TZ] [--password-stdin]",
+		Use:   "update --email E [--plan P] [--rpm N] [--rpd N] [--max-webhooks N] [--timezone TZ] [--password-stdin]",
 		Short: "Change an account's plan, enterprise limits, time zone or password",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -87,6 +87,12 @@ the service (the waitlist page of the account pages).`,
 					return fmt.Errorf("--rpd must be 0 (plan default) or more")
 				}
 				upd.RPD = &rpd
+			}
+			if f.Changed("max-webhooks") {
+				if maxWebhooks < 0 {
+					return fmt.Errorf("--max-webhooks must be 0 (the server's --max-webhooks-per-account) or more")
+				}
+				upd.MaxWebhooks = &maxWebhooks
 			}
 			if f.Changed("timezone") {
 				if _, err := time.LoadLocation(uTZ); err != nil {
@@ -113,12 +119,19 @@ the service (the waitlist page of the account pages).`,
 				if (upd.RPM != nil || upd.RPD != nil) && planAfter(u, upd) != ams.PlanEnterprise {
 					return fmt.Errorf("--rpm and --rpd apply to enterprise accounts only (this one is %s)", planAfter(u, upd))
 				}
+				if upd.MaxWebhooks != nil && *upd.MaxWebhooks > 0 && planAfter(u, upd) != ams.PlanEnterprise {
+					return fmt.Errorf("--max-webhooks applies to enterprise accounts only (this one is %s)", planAfter(u, upd))
+				}
 				u, err = store.UpdateUser(ctx, u.ID, upd, ams.Clock(nil).Now())
 				if err != nil {
 					return err
 				}
 				l := u.Limits()
-				fmt.Fprintf(cmd.OutOrStdout(), "%s plan=%s rpm=%d rpd=%d timezone=%s\n", u.ID, u.Plan, l.PerMinute, l.PerDay, u.Timezone)
+				fmt.Fprintf(cmd.OutOrStdout(), "%s plan=%s rpm=%d rpd=%d timezone=%s", u.ID, u.Plan, l.PerMinute, l.PerDay, u.Timezone)
+				if n := u.WebhookLimit(0); n > 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), " max_webhooks=%d", n)
+				}
+				fmt.Fprintln(cmd.OutOrStdout())
 				return nil
 			})
 		},
@@ -127,6 +140,7 @@ the service (the waitlist page of the account pages).`,
 	update.Flags().StringVar(&uPlan, "plan", "", "standard, professional or enterprise")
 	update.Flags().IntVar(&rpm, "rpm", 0, "enterprise requests per minute (0: default)")
 	update.Flags().IntVar(&rpd, "rpd", 0, "enterprise requests per day (0: default)")
+	update.Flags().IntVar(&maxWebhooks, "max-webhooks", 0, "enterprise: webhooks the account may have (0: the server's --max-webhooks-per-account)")
 	update.Flags().StringVar(&uTZ, "timezone", "", "IANA time zone of the account")
 	update.Flags().BoolVar(&uPwStdin, "password-stdin", false, "read a new password from standard input")
 	update.MarkFlagRequired("email")

@@ -48,6 +48,7 @@ type serveConfig struct {
 	webhookWorkers  int
 	webhookPerHook  int
 	webhookPerAcct  int
+	maxWebhooks     int
 	redisURL        string
 	llmBaseURL      string
 	llmAPIKey       string
@@ -88,6 +89,8 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.IntVar(&cfg.webhookWorkers, "webhook-concurrency", 64, "deliveries in flight in this process at most; 0: this process sends none, leaving them to other processes on the database (env AMS_WEBHOOK_CONCURRENCY)")
 	f.IntVar(&cfg.webhookPerHook, "webhook-concurrency-per-webhook", 8, "deliveries in flight to one webhook at most, across all processes (env AMS_WEBHOOK_CONCURRENCY_PER_WEBHOOK)")
 	f.IntVar(&cfg.webhookPerAcct, "webhook-concurrency-per-account", webhook.DefaultPerAccount, "deliveries in flight of one account at most, across all processes (env AMS_WEBHOOK_CONCURRENCY_PER_ACCOUNT)")
+	f.IntVar(&cfg.maxWebhooks, "max-webhooks-per-account", ams.DefaultMaxWebhooks,
+		"webhooks one account may have; an enterprise account's own cap (ams users update --max-webhooks) overrides it (env AMS_MAX_WEBHOOKS_PER_ACCOUNT)")
 	f.DurationVar(&cfg.caldavInterval, "caldav-sync-interval", caldav.DefaultInterval, "how often each CalDAV integration is synced with its server (env AMS_CALDAV_SYNC_INTERVAL)")
 	f.StringVar(&cfg.redisURL, "redis-url", "", "Redis that counts rate limits for all processes, redis://host:port/db (env AMS_REDIS_URL; default: in PostgreSQL with --database-url, else in memory)")
 	f.StringVar(&cfg.llmBaseURL, "llm-base-url", "", "OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM, llama.cpp) that runs assistants whose model is not builtin, such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (env AMS_LLM_BASE_URL; empty: only the built-in engine)")
@@ -136,6 +139,9 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	}
 	if cfg.webhookWorkers < 0 || cfg.webhookPerHook < 1 || cfg.webhookPerAcct < 1 {
 		return errors.New("--webhook-concurrency must be 0 or more, --webhook-concurrency-per-webhook and --webhook-concurrency-per-account 1 or more")
+	}
+	if cfg.maxWebhooks < 1 {
+		return fmt.Errorf("--max-webhooks-per-account must be 1 or more")
 	}
 	if cfg.webhookLease <= webhook.Timeout {
 		return fmt.Errorf("--webhook-lease must be longer than the %s delivery timeout", webhook.Timeout)
@@ -204,6 +210,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		WebhookPerWebhook:  cfg.webhookPerHook,
 		WebhookPerAccount:  cfg.webhookPerAcct,
 		NoWebhookWorker:    cfg.webhookWorkers == 0,
+		MaxWebhooks:        cfg.maxWebhooks,
 		CalDAVInterval:     cfg.caldavInterval,
 	})
 	if err != nil {

@@ -158,7 +158,7 @@ var Tables = []*Table{
 		cols(Int, "rpm", "rpd"),
 		cols(Text, "timezone"),
 		cols(Int, "created_at", "updated_at"),
-		[]Column{nullCol("approved_at", Int), col("admin", Bool)},
+		[]Column{nullCol("approved_at", Int), col("admin", Bool), nullCol("max_webhooks", Int)},
 	)},
 	{Name: "api_keys", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},

@@ -135,7 +135,11 @@ export interface CalendarFeed {
   created_at: string;
 }
 
-/** The event types; "webhook.ping" is sent only by a ping. */
+/**
+ * The event types; "webhook.ping" is sent only by a ping. "webhook.failing"
+ * and "webhook.enabled" are additions beyond the interface's 13, sent only
+ * to webhooks that subscribe to them.
+ */
 export type EventType =
   | "message.created"
   | "message.updated"
@@ -150,7 +154,9 @@ export type EventType =
   | "integration.connected"
   | "integration.disconnected"
   | "integration.error"
-  | "webhook.ping";
+  | "webhook.ping"
+  | "webhook.failing"
+  | "webhook.enabled";
 
 /** The event types a webhook can subscribe to. */
 export type WebhookEventType = Exclude<EventType, "webhook.ping">;
@@ -180,6 +186,8 @@ export interface EventDataMap {
   "integration.disconnected": Integration;
   "integration.error": Integration & { error: string };
   "webhook.ping": { webhook_id: string };
+  "webhook.failing": { webhook_id: string; url: string; reason: string };
+  "webhook.enabled": { webhook_id: string; url: string };
 }
 
 /**
