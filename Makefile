@@ -9,6 +9,8 @@ test:
 	@if command -v npm >/dev/null; then npm ci --silent --no-audit --no-fund --prefix webhook/testdata/standardwebhooks; fi
 	go vet ./...
 	go test -race -count=1 ./...
+	@# Latency bounds, which skip under -race, without it.
+	go test -count=1 -run 'TestNoisyNeighbour|TestMultiProcessWakeUp' ./webhook ./e2e
 	@# The Python SDK (sdk/python) against a real ams serve it builds; about 30 s.
 	@if command -v python3 >/dev/null; then $(MAKE) --no-print-directory test-python; else echo "python3 not found: Python SDK tests skipped"; fi
 	@# The TypeScript SDK (sdk/typescript) against real ams serve processes; about 2 min.

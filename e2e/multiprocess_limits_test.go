@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/amsdev/ams/internal/race"
 )
 
 // mlSetup starts n `ams serve` processes (with the extra flags of each) on
@@ -114,6 +116,9 @@ func TestMultiProcessPerWebhookCap(t *testing.T) {
 // measures up to five windows and requires one of them to meet the bound:
 // a regression to the poll fails every one by far.
 func TestMultiProcessWakeUp(t *testing.T) {
+	if race.Enabled {
+		t.Skip("a latency bound: skipped under -race; make test runs it without")
+	}
 	const events = 200 // a window
 	var mu sync.Mutex
 	var lat []time.Duration
