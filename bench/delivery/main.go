@@ -442,6 +442,13 @@ func noisy(ctx context.Context, cfg *config) error {
 	if err != nil {
 		return err
 	}
+	// Since issue 13 an account has at most 50 webhooks unless it is an
+	// enterprise account with a cap of its own; older binaries have no cap.
+	if help, _ := cli(cfg, env, "users", "update", "--help"); strings.Contains(help, "--max-webhooks") {
+		if _, err := cli(cfg, env, "users", "update", "--email", "noisy@example.com", "--max-webhooks", "100"); err != nil {
+			return err
+		}
+	}
 	rcv, err := startReceiver()
 	if err != nil {
 		return err
