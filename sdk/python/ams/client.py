@@ -26,6 +26,7 @@ from .types import (
     Task,
     Webhook,
     WebhookDelivery,
+    WebhookRecovery,
     WebhookRedelivery,
     format_time,
 )
@@ -710,6 +711,25 @@ class Client:
         """Queue a ``webhook.ping`` event for this webhook only (``POST
         /v1/webhooks/{id}/ping``); returns the event."""
         return self._one(Event, "POST", "/webhooks/%s/ping" % seg(webhook_id), idempotency_key=idempotency_key)
+
+    def recover_webhook(
+        self,
+        webhook_id: str,
+        since: Time,
+        until: Optional[Time] = None,
+        *,
+        idempotency_key: Optional[str] = None,
+    ) -> WebhookRecovery:
+        """Queue again every event the webhook missed (``POST
+        /v1/webhooks/{id}/recover``): those still kept (30 days), created
+        at or after ``since`` and before ``until`` (default now), of a type
+        it subscribes to, that it has not received and that are not
+        already pending for it, oldest first; ``queued`` says how many.
+        The webhook must be on (``ConflictError`` ``webhook_inactive``:
+        ``update_webhook(id, active=True)`` first); asking twice queues
+        only what is still missing."""
+        body = _opt(since=since, until=until)
+        return self._one(WebhookRecovery, "POST", "/webhooks/%s/recover" % seg(webhook_id), body=body, idempotency_key=idempotency_key)
 
     def list_webhook_deliveries(
         self,

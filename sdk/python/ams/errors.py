@@ -114,7 +114,9 @@ class NotFoundError(InvalidRequestError):
 
 class ConflictError(InvalidRequestError):
     """409: for example ``idempotency_key_reused`` (the key was used for
-    another request)."""
+    another request), ``webhook_inactive`` (ping, redeliver or recover a
+    webhook that is off) or ``webhook_limit_reached`` (the account has as
+    many webhooks as it may)."""
 
 
 class AuthenticationError(AmsError):
@@ -124,9 +126,10 @@ class AuthenticationError(AmsError):
 
 class PermissionError_(AmsError):
     """``permission_error`` (403): the key or token lacks the permission
-    (``insufficient_scope``). Named with a trailing underscore so as not to
-    shadow Python's built-in ``PermissionError``; ``PermissionDeniedError``
-    is the same class."""
+    (``insufficient_scope``), or the account is still on the early-access
+    waitlist (``account_on_waitlist``: no webhooks until approved). Named
+    with a trailing underscore so as not to shadow Python's built-in
+    ``PermissionError``; ``PermissionDeniedError`` is the same class."""
 
 
 PermissionDeniedError = PermissionError_

@@ -29,6 +29,7 @@ __all__ = [
     "Webhook",
     "WebhookDelivery",
     "WebhookRedelivery",
+    "WebhookRecovery",
     "Page",
     "StreamEvent",
     "OAuthToken",
@@ -331,6 +332,19 @@ class WebhookRedelivery(Record):
     event_id: str = ""
     delivery_id: str = ""
     status: str = ""
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class WebhookRecovery(Record):
+    """The answer of ``recover_webhook``: how many of the webhook's missed
+    events created in [``since``, ``until``) were queued again."""
+
+    object: str = "webhook_recovery"
+    webhook_id: str = ""
+    since: str = ""
+    until: str = ""
+    queued: int = 0
     raw: Dict[str, Any] = _raw()
 
 

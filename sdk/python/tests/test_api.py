@@ -56,6 +56,7 @@ OPERATIONS = {
     "pingWebhook": "ping_webhook",
     "listWebhookDeliveries": "list_webhook_deliveries",
     "redeliverWebhookDelivery": "redeliver_webhook_delivery",
+    "recoverWebhook": "recover_webhook",
     "getOpenAPIDocument": "get_openapi",
 }
 
@@ -238,8 +239,21 @@ class EndpointsTest(unittest.TestCase):
         self.assertEqual((w.url, w.events, w.active, w.status), ("http://127.0.0.1:9/hooks/ams", ["message.created", "task.created"], False, "active"))
         self.assertNotIn("secret", w.raw)
         self.assertEqual(c.get_webhook(w.id), w)
+        self.assertIsNone(w.previous_secret_expires_at)
         u = c.update_webhook(w.id, events=["task.created"], active=True)
         self.assertEqual((u.events, u.active), (["task.created"], True))
+        # A new secret: the replaced one keeps signing beside it for the
+        # hour asked; 0 then stops it at once.
+        before = dt.datetime.now(dt.timezone.utc)
+        r = c.update_webhook(w.id, secret="another-secret-of-16+", previous_secret_expires_in=3600)
+        expires = ams.parse_time(r.previous_secret_expires_at)
+        self.assertIsNotNone(expires)
+        self.assertLess(abs((expires - before).total_seconds() - 3600), 60, r.previous_secret_expires_at)
+        self.assertEqual(c.get_webhook(w.id).previous_secret_expires_at, r.previous_secret_expires_at)
+        self.assertIsNone(c.update_webhook(w.id, previous_secret_expires_in=0).previous_secret_expires_at)
+        with self.assertRaises(ams.InvalidRequestError) as cm:
+            c.update_webhook(w.id, secret="a-third-secret-of-16+", previous_secret_expires_in=604801)
+        self.assertEqual(cm.exception.param, "previous_secret_expires_in")
         self.assertIn(w.id, [x.id for x in c.list_webhooks(limit=100)])
         self.assertIn(w.id, [x.id for x in c.iter_webhooks(limit=1)])
         self.assertEqual(list(c.list_webhook_deliveries(w.id)), [])

@@ -2,6 +2,8 @@
 mechanics (429 with Retry-After, 5xx, timeouts) through local stubs."""
 
 import json
+import os
+import sqlite3
 import threading
 import time
 import unittest
@@ -63,6 +65,42 @@ class ErrorTypesTest(unittest.TestCase):
         with self.assertRaises(ams.ConflictError) as cm:
             self.c.create_assistant("Something else", idempotency_key=key)
         self.check(cm.exception, ams.InvalidRequestError, 409, "invalid_request_error", "idempotency_key_reused", cm.exception.param)
+
+    def account(self, email, *create_flags):
+        """A new enterprise account of the test server and its key (read,write)."""
+        self.s.cli("users", "create", "--email", email, "--plan", "enterprise", *create_flags)
+        return self.s.client(self.s.cli("keys", "create", "--email", email, "--name", "errors", "--permissions", "read,write"))
+
+    def test_409_webhook_limit_reached(self):
+        c = self.account("webhook-cap@example.com")
+        self.s.cli("users", "update", "--email", "webhook-cap@example.com", "--max-webhooks", "1")
+        c.create_webhook("http://127.0.0.1:9/cap/1", ["task.created"], "a-secret-of-16-chars+")
+        with self.assertRaises(ams.ConflictError) as cm:
+            c.create_webhook("http://127.0.0.1:9/cap/2", ["task.created"], "a-secret-of-16-chars+")
+        self.check(cm.exception, ams.InvalidRequestError, 409, "invalid_request_error", "webhook_limit_reached")
+        self.assertIn("1 webhook", cm.exception.message)
+
+    def test_403_account_on_waitlist(self):
+        # The API offers no way back onto the waitlist (keys are made for
+        # approved accounts only): clear approved_at in the server's SQLite
+        # store, as an account made before its approval would have it.
+        email = "waitlisted@example.com"
+        c = self.account(email)
+        wh = c.create_webhook("http://127.0.0.1:9/waitlist", ["task.created"], "a-secret-of-16-chars+")
+        db = sqlite3.connect(os.path.join(self.s.data_dir, "ams.db"), timeout=30)
+        try:
+            with db:
+                db.execute("UPDATE users SET approved_at = NULL WHERE email = ?", (email,))
+        finally:
+            db.close()
+        for call in (
+            lambda: c.create_webhook("http://127.0.0.1:9/waitlist/2", ["task.created"], "a-secret-of-16-chars+"),
+            lambda: c.ping_webhook(wh.id),
+            lambda: c.recover_webhook(wh.id, wh.created_at),
+        ):
+            with self.assertRaises(ams.PermissionError_) as cm:
+                call()
+            self.check(cm.exception, ams.PermissionDeniedError, 403, "permission_error", "account_on_waitlist")
 
     def test_generated_idempotency_keys(self):
         # Two POSTs without a key are two requests.

@@ -2,6 +2,7 @@
 http.server and verified with the SDK's verifiers."""
 
 import base64
+import datetime as dt
 import json
 import os
 import time
@@ -102,6 +103,44 @@ class WebhookDeliveryTest(unittest.TestCase):
         dl = self.wait_deliveries(wh.id, 2, order="asc")
         self.assertEqual([(d.attempt, d.success, d.status_code) for d in dl], [(1, False, 500), (2, True, 200)])
         self.assertEqual(dl[0].response_body, "not yet")
+
+    def test_recover_missed_events(self):
+        """An event emitted while the webhook is off is not sent; once it
+        is back on, recover_webhook queues it, and it is delivered."""
+        secret = "whsec_" + base64.b64encode(os.urandom(32)).decode()
+        rc = self.receiver()
+        wh = self.c.create_webhook(rc.url + "/recover", ["task.created"], secret, active=False)
+        self.addCleanup(self.c.delete_webhook, wh.id)
+        task = self.c.create_task(self.s.assistant_id, "Missed while off")
+
+        # Off: recovery is refused.
+        with self.assertRaises(ams.ConflictError) as cm:
+            self.c.recover_webhook(wh.id, wh.created_at)
+        self.assertEqual((cm.exception.status, cm.exception.code), (409, "webhook_inactive"))
+
+        self.c.update_webhook(wh.id, active=True)
+        rec = self.c.recover_webhook(wh.id, wh.created_at)
+        self.assertIsInstance(rec, ams.WebhookRecovery)
+        self.assertEqual((rec.object, rec.webhook_id, rec.queued), ("webhook_recovery", wh.id, 1))
+        self.assertEqual(ams.parse_time(rec.since), ams.parse_time(wh.created_at))
+        self.assertGreater(ams.parse_time(rec.until), ams.parse_time(rec.since))
+        got = rc.wait_for(lambda rs: len(rs) >= 1)
+        ev = self.verify(got[0], secret)
+        self.assertEqual((ev.type, ev.data["id"]), ("task.created", task.id))
+
+        # Asking again (times as datetimes) queues only what is still missing: nothing.
+        since = ams.parse_time(wh.created_at)
+        again = self.c.recover_webhook(wh.id, since, until=since + dt.timedelta(hours=1))
+        self.assertEqual(again.queued, 0)
+        self.assertEqual(ams.parse_time(again.until), since + dt.timedelta(hours=1))
+
+        # A bad time is a 400 naming it.
+        with self.assertRaises(ams.InvalidRequestError) as cm:
+            self.c.recover_webhook(wh.id, "yesterday")
+        self.assertEqual((cm.exception.status, cm.exception.code, cm.exception.param), (400, "parameter_invalid", "since"))
+        with self.assertRaises(ams.InvalidRequestError) as cm:
+            self.c.recover_webhook(wh.id, since, until=since)
+        self.assertEqual((cm.exception.status, cm.exception.param), (400, "until"))
 
     def wait_deliveries(self, webhook_id, n, **kw):
         deadline = time.monotonic() + 15

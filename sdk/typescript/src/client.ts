@@ -26,6 +26,7 @@ import type {
   ListResponse,
   ListTasksParams,
   Message,
+  RecoverWebhookParams,
   RunActionParams,
   SendMessageParams,
   Task,
@@ -35,6 +36,7 @@ import type {
   UpdateTaskParams,
   UpdateWebhookParams,
   Webhook,
+  WebhookRecovery,
   WebhookRedelivery,
 } from "./types.js";
 import { verifyWebhook, type VerifyOptions, type WebhookHeaders, type WebhookPayload } from "./webhook.js";
@@ -314,6 +316,17 @@ export class Webhooks extends Resource {
    */
   async redeliver(id: string, deliveryId: string, options?: RequestOptions): Promise<WebhookRedelivery> {
     return this.doPost(`/webhooks/${seg(id)}/deliveries/${seg(deliveryId, "deliveryId")}/redeliver`, undefined, options);
+  }
+  /**
+   * Queues again every event the webhook missed: those still kept (30
+   * days) created in [since, until) (until: now by default), of a type it
+   * subscribes to, that it has not received and that are not already
+   * pending for it, oldest first; `queued` says how many. The webhook must
+   * be active (ConflictError webhook_inactive: `update(id, { active: true })`
+   * first); asking twice queues only what is still missing.
+   */
+  async recover(id: string, params: RecoverWebhookParams, options?: RequestOptions): Promise<WebhookRecovery> {
+    return this.doPost(`/webhooks/${seg(id)}/recover`, params, options);
   }
   /** Verifies a delivery; see verifyWebhook. */
   verify(payload: WebhookPayload, headers: WebhookHeaders, secret: string, opts?: VerifyOptions): Promise<Event> {

@@ -248,6 +248,18 @@ export interface WebhookRedelivery {
   status: "queued";
 }
 
+/** The answer of a recovery: how many of the webhook's missed events were queued again. */
+export interface WebhookRecovery {
+  object: "webhook_recovery";
+  webhook_id: string;
+  /** Start of the range (included). */
+  since: string;
+  /** End of the range (excluded): the one asked for, or the time of the request. */
+  until: string;
+  /** How many events were queued for delivery to the webhook (0 when nothing is missing). */
+  queued: number;
+}
+
 /** One page of a list endpoint, as the API answers it. */
 export interface ListResponse<T> {
   object: "list";
@@ -407,6 +419,13 @@ export interface UpdateWebhookParams {
   active?: boolean;
   /** With `secret`: seconds the replaced secret keeps signing beside the new one (0 to 604800; default 86400). */
   previous_secret_expires_in?: number;
+}
+
+export interface RecoverWebhookParams {
+  /** Start of the range (included); not in the future. Events are kept 30 days. */
+  since: TimeInput;
+  /** End of the range (excluded), after `since`. Default: now. */
+  until?: TimeInput;
 }
 
 /** A piece of a streamed reply. */

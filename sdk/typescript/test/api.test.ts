@@ -359,10 +359,24 @@ describe("webhooks (records; deliveries are in webhook.test)", () => {
     assert.equal(wh.active, true);
     assert.equal(wh.status, "active");
     assert.ok(!("secret" in wh));
+    assert.equal(wh.previous_secret_expires_at, null);
     assert.deepEqual((await client.webhooks.get(wh.id)).events, ["task.created"]);
     const u = await client.webhooks.update(wh.id, { events: ["task.created", "task.completed"], active: false });
     assert.deepEqual(u.events, ["task.created", "task.completed"]);
     assert.equal(u.active, false);
+    // A new secret: the replaced one keeps signing beside it for the hour
+    // asked; 0 then stops it at once; more than 7 days is refused.
+    const t0 = Date.now();
+    const r = await client.webhooks.update(wh.id, { secret: "whsec_YW5vdGhlci1zaWduaW5nLWtleS0xMjM0NTY=", previous_secret_expires_in: 3600 });
+    assert.ok(r.previous_secret_expires_at, "previous_secret_expires_at is set");
+    const left = Date.parse(r.previous_secret_expires_at) - t0;
+    assert.ok(Math.abs(left - 3600_000) < 60_000, r.previous_secret_expires_at);
+    assert.equal((await client.webhooks.get(wh.id)).previous_secret_expires_at, r.previous_secret_expires_at);
+    assert.equal((await client.webhooks.update(wh.id, { previous_secret_expires_in: 0 })).previous_secret_expires_at, null);
+    await assert.rejects(
+      client.webhooks.update(wh.id, { secret: "a-third-secret-of-16+", previous_secret_expires_in: 604801 }),
+      (err: unknown) => err instanceof InvalidRequestError && err.status === 400 && err.param === "previous_secret_expires_in",
+    );
     assert.ok((await client.webhooks.list()).data.some((w) => w.id === wh.id));
     assert.deepEqual((await client.webhooks.listDeliveries(wh.id)).data, []);
     await client.webhooks.delete(wh.id);

@@ -97,6 +97,22 @@ test("409 idempotency_key_reused: the same key with another body", async () => {
   });
 });
 
+test("409 webhook_limit_reached: an account's webhook cap (ams users update --max-webhooks)", async () => {
+  const email = "webhook-cap@example.com";
+  await srv.cli("users", "create", "--email", email, "--plan", "enterprise");
+  const key = (await srv.cli("keys", "create", "--email", email, "--name", "cap", "--permissions", "read,write")).trim();
+  await srv.cli("users", "update", "--email", email, "--max-webhooks", "1");
+  const capped = new Client({ apiKey: key, baseURL: srv.baseURL });
+  await capped.webhooks.create({ url: "http://127.0.0.1:9/cap/1", events: ["task.created"], secret: "a-secret-of-16-chars+" });
+  const e = await rejectsWith(
+    capped.webhooks.create({ url: "http://127.0.0.1:9/cap/2", events: ["task.created"], secret: "a-secret-of-16-chars+" }),
+    ConflictError,
+    { status: 409, type: "invalid_request_error", code: "webhook_limit_reached" },
+  );
+  assert.ok(e instanceof InvalidRequestError);
+  assert.match(e.apiMessage, /1 webhook/);
+});
+
 test("405 and 413 are invalid_request_error too", async () => {
   await rejectsWith(client.request("DELETE", "/events"), InvalidRequestError, { status: 405 });
   await rejectsWith(client.messages.send({ assistant_id: srv.assistantId, message: "x".repeat(1100 * 1024) }), InvalidRequestError, { status: 413 });

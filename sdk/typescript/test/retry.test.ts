@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { after, before, beforeEach, test } from "node:test";
-import { APIConnectionError, APIError, APITimeoutError, Client, ConflictError, RateLimitError, parseRetryAfter } from "@ams/sdk";
+import { APIConnectionError, APIError, APITimeoutError, Client, ConflictError, PermissionDeniedError, RateLimitError, parseRetryAfter } from "@ams/sdk";
 import { listen, type LocalServer } from "./helpers.js";
 
 interface Seen {
@@ -206,6 +206,27 @@ test("an access token function is called for every attempt", async () => {
     seen.map((s) => s.headers["authorization"]),
     ["Bearer ams_at_1", "Bearer ams_at_2"],
   );
+});
+
+test("recover: the body (Dates as RFC 3339) and a 403 account_on_waitlist, not retried", async () => {
+  // (ams cannot put an account that has a key back on the waitlist: a stub answers.)
+  script = [(res) => json(res, 200, { object: "webhook_recovery", webhook_id: "wh_1", since: "2030-01-01T00:00:00.000Z", until: "2030-01-02T00:00:00Z", queued: 3 })];
+  const rec = await client().webhooks.recover("wh_1", { since: new Date(Date.UTC(2030, 0, 1)), until: "2030-01-02T00:00:00Z" });
+  assert.equal(rec.queued, 3);
+  assert.equal(seen[0]!.method, "POST");
+  assert.equal(seen[0]!.url, "/v1/webhooks/wh_1/recover");
+  assert.deepEqual(JSON.parse(seen[0]!.body), { since: "2030-01-01T00:00:00.000Z", until: "2030-01-02T00:00:00Z" });
+  assert.match(String(seen[0]!.headers["idempotency-key"]), /^ams-ts-/);
+
+  seen = [];
+  script = [apiError(403, "permission_error", "account_on_waitlist")];
+  await assert.rejects(client().webhooks.recover("wh_1", { since: "2030-01-01T00:00:00Z" }), (e: unknown) => {
+    assert.ok(e instanceof PermissionDeniedError);
+    assert.equal(e.status, 403);
+    assert.equal(e.code, "account_on_waitlist");
+    return true;
+  });
+  assert.equal(seen.length, 1);
 });
 
 test("query parameters: Dates as RFC 3339, empty ones left out", async () => {

@@ -1,5 +1,5 @@
 // Webhooks: real deliveries from `ams serve` to a local receiver, verified
-// with the SDK; ping, retry, deliveries, redelivery; and the shared
+// with the SDK; ping, retry, deliveries, redelivery, recovery; and the shared
 // signature vectors (sdk/testdata/webhook-signatures.json).
 
 import assert from "node:assert/strict";
@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   Client,
+  ConflictError,
+  InvalidRequestError,
   WebhookVerificationError,
   computeSignature,
   computeStandardSignature,
@@ -139,6 +141,44 @@ describe("deliveries from a real ams serve", () => {
     assert.equal(received.filter((r) => r.event?.id === ping.id).length, 3);
     const gap = Date.parse(all[2]!.created_at) - Date.parse(all[1]!.created_at);
     assert.ok(gap >= 900, `retried after ${gap} ms`);
+    await client.webhooks.delete(wh.id);
+  });
+
+  test("recover: an event missed while the webhook was off is queued again and delivered", async () => {
+    const wh = await client.webhooks.create({ url: receiver.url + "/recover", events: ["task.created"], secret, active: false });
+    const task = await client.tasks.create({ assistant_id: srv.assistantId, title: "Missed while off" });
+    // Off: recovery is refused.
+    await assert.rejects(
+      client.webhooks.recover(wh.id, { since: wh.created_at }),
+      (err: unknown) => err instanceof ConflictError && err.status === 409 && err.code === "webhook_inactive",
+    );
+
+    await client.webhooks.update(wh.id, { active: true });
+    const rec = await client.webhooks.recover(wh.id, { since: wh.created_at });
+    assert.equal(rec.object, "webhook_recovery");
+    assert.equal(rec.webhook_id, wh.id);
+    assert.equal(rec.queued, 1);
+    assert.equal(Date.parse(rec.since), Date.parse(wh.created_at));
+    assert.ok(Date.parse(rec.until) > Date.parse(rec.since));
+    const got = await waitFor("the recovered task.created", () => received.find((r) => r.event?.type === "task.created" && r.event.data.id === task.id));
+    assert.equal(got.error, undefined);
+
+    // Asking again (Dates this time) queues only what is still missing: nothing.
+    const since = new Date(wh.created_at);
+    const until = new Date(since.getTime() + 3600_000);
+    const again = await client.webhooks.recover(wh.id, { since, until });
+    assert.equal(again.queued, 0);
+    assert.equal(Date.parse(again.until), until.getTime());
+
+    // A bad time is a 400 naming it.
+    await assert.rejects(
+      client.webhooks.recover(wh.id, { since: "yesterday" }),
+      (err: unknown) => err instanceof InvalidRequestError && err.status === 400 && err.code === "parameter_invalid" && err.param === "since",
+    );
+    await assert.rejects(
+      client.webhooks.recover(wh.id, { since, until: since }),
+      (err: unknown) => err instanceof InvalidRequestError && err.status === 400 && err.param === "until",
+    );
     await client.webhooks.delete(wh.id);
   });
 
