@@ -44,7 +44,7 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 		return nil, fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
-	busy, err := sqlstore.ReadInFlight(ctx, conn{tx}, now)
+	busy, err := sqlstore.ReadInFlight(ctx, conn{db: tx, stmts: db.ws, tx: tx}, now)
 	if err != nil {
 		return nil, err
 	}

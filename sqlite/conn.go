@@ -25,11 +25,35 @@ type execer interface {
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
 }
 
-// conn adapts a database/sql pool or transaction to sqlstore.Conn.
-type conn struct{ db execer }
+// conn adapts a database/sql pool or transaction to sqlstore.Conn. With
+// stmts (the write connection's), its statements run prepared once:
+// parsing costs SQLite more than running most of these statements.
+type conn struct {
+	db    execer
+	stmts *writeStmts // nil: prepare each time
+	tx    *sql.Tx     // set when db is a transaction of the write connection
+}
+
+// on returns what runs query: its cached statement (in tx if set), or
+// c.db.
+func (c conn) on(ctx context.Context, query string) execer {
+	if c.stmts == nil {
+		return c.db
+	}
+	s := c.stmts.get(ctx, query, c.tx != nil)
+	if s == nil {
+		return c.db
+	}
+	if c.tx != nil {
+		// Reuses the statement prepared on the write connection, which is
+		// the transaction's (database/sql keeps it per connection).
+		s = c.tx.StmtContext(ctx, s)
+	}
+	return stmtExecer{s}
+}
 
 func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := c.db.ExecContext(ctx, query, args...)
+	res, err := c.on(ctx, query).ExecContext(ctx, query, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -37,7 +61,7 @@ func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error
 }
 
 func (c conn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	rows, err := c.db.QueryContext(ctx, query, args...)
+	rows, err := c.on(ctx, query).QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +69,95 @@ func (c conn) Query(ctx context.Context, query string, args ...any) (sqlstore.Ro
 }
 
 func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
-	return c.db.QueryRowContext(ctx, query, args...)
+	return c.on(ctx, query).QueryRowContext(ctx, query, args...)
+}
+
+// stmtExecer runs a prepared statement as an execer (the query text is
+// its own).
+type stmtExecer struct{ s *sql.Stmt }
+
+func (e stmtExecer) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
+	return e.s.ExecContext(ctx, args...)
+}
+
+func (e stmtExecer) QueryContext(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
+	return e.s.QueryContext(ctx, args...)
+}
+
+func (e stmtExecer) QueryRowContext(ctx context.Context, _ string, args ...any) *sql.Row {
+	return e.s.QueryRowContext(ctx, args...)
+}
+
+// maxWriteStmts bounds the write connection's cached statements; the few
+// statements built with a variable shape (a webhook's subscriptions) stay
+// well under it, and beyond it statements are prepared each time.
+const maxWriteStmts = 512
+
+// writeStmts caches the write connection's prepared statements.
+type writeStmts struct {
+	db    *sql.DB
+	mu    sync.Mutex
+	m     map[string]*sql.Stmt
+	noted map[string]bool // seen in a transaction, to prepare after it
+}
+
+// get returns query's statement, or nil when it has none (yet): a
+// statement is prepared on the write connection, which a transaction
+// holds (it is the pool's only one), so one first seen in a transaction
+// is noted and prepared after it (prepareNoted); outside a transaction it
+// is prepared at once. Nil also when the cache is full or the statement
+// does not prepare (running it then reports the error).
+func (w *writeStmts) get(ctx context.Context, query string, inTx bool) *sql.Stmt {
+	w.mu.Lock()
+	s, ok := w.m[query]
+	full := len(w.m)+len(w.noted) >= maxWriteStmts
+	if !ok && !full && inTx {
+		if w.noted == nil {
+			w.noted = map[string]bool{}
+		}
+		w.noted[query] = true
+	}
+	w.mu.Unlock()
+	if ok || full || inTx {
+		return s
+	}
+	return w.prepare(ctx, query)
+}
+
+func (w *writeStmts) prepare(ctx context.Context, query string) *sql.Stmt {
+	s, err := w.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if prev, ok := w.m[query]; ok || w.m == nil {
+		s.Close()
+		return prev
+	}
+	w.m[query] = s
+	return s
+}
+
+// prepareNoted prepares the statements that transactions ran unprepared;
+// called when the write connection is free again.
+func (w *writeStmts) prepareNoted(ctx context.Context) {
+	w.mu.Lock()
+	noted := w.noted
+	w.noted = nil
+	w.mu.Unlock()
+	for q := range noted {
+		w.prepare(ctx, q)
+	}
+}
+
+func (w *writeStmts) close() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range w.m {
+		s.Close()
+	}
+	w.m = nil
 }
 
 // Batch runs the statements one after the other: SQLite is in-process,
@@ -134,18 +246,20 @@ func (e errRow) Scan(...any) error { return e.err }
 type engine struct {
 	read  *reader
 	write *sql.DB
+	stmts *writeStmts
 }
 
 func (e *engine) Reader() sqlstore.Conn { return e.read }
-func (e *engine) Writer() sqlstore.Conn { return conn{e.write} }
+func (e *engine) Writer() sqlstore.Conn { return conn{db: e.write, stmts: e.stmts} }
 
 func (e *engine) InTx(ctx context.Context, fn func(sqlstore.Conn) error) error {
 	tx, err := e.write.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	defer e.stmts.prepareNoted(context.WithoutCancel(ctx))
 	defer tx.Rollback()
-	if err := fn(conn{tx}); err != nil {
+	if err := fn(conn{db: tx, stmts: e.stmts, tx: tx}); err != nil {
 		return err
 	}
 	if err := tx.Commit(); err != nil {

@@ -41,6 +41,7 @@ type DB struct {
 	write *sql.DB // one connection: all writes
 	read  *sql.DB // read-only pool
 	rq    *reader // the read pool with prepared statements cached
+	ws    *writeStmts
 }
 
 // Option configures Open.
@@ -105,7 +106,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	db.read.SetMaxIdleConns(n)
 	db.read.SetConnMaxLifetime(0)
 	db.rq = &reader{db: db.read}
-	db.Store = sqlstore.New(&engine{read: db.rq, write: db.write}, dialect, sealer)
+	db.ws = &writeStmts{db: db.write, m: map[string]*sql.Stmt{}}
+	db.Store = sqlstore.New(&engine{read: db.rq, write: db.write, stmts: db.ws}, dialect, sealer)
 	return db, nil
 }
 
@@ -114,6 +116,7 @@ func (db *DB) Path() string { return db.path }
 
 // Close closes both pools.
 func (db *DB) Close() error {
+	db.ws.close()
 	return errors.Join(db.rq.close(), db.write.Close())
 }
 

@@ -53,7 +53,7 @@ func (db *DB) Export(ctx context.Context, fn dump.RowFunc) error {
 		return fmt.Errorf("sqlite: export: begin: %w", err)
 	}
 	defer tx.Rollback()
-	return db.ExportFrom(ctx, conn{tx}, fn)
+	return db.ExportFrom(ctx, conn{db: tx}, fn)
 }
 
 // Import loads the dump r into the store, which must be empty (every table
@@ -67,7 +67,7 @@ func (db *DB) Import(ctx context.Context, r *dump.Reader) error {
 		return fmt.Errorf("sqlite: import: begin: %w", err)
 	}
 	defer tx.Rollback()
-	if err := db.BeginImport(ctx, conn{tx}); err != nil {
+	if err := db.BeginImport(ctx, conn{db: tx}); err != nil {
 		return err
 	}
 	stmts := map[*dump.Table]*sql.Stmt{}

@@ -328,7 +328,9 @@ func (q *Queries) EnqueueDelivery(ctx context.Context, userID, webhookID, eventI
 
 // EnqueueRecovery queues, in one INSERT … SELECT, the retained events of
 // the account in [since, until) of the webhook's subscribed types that it
-// has not received successfully and that are not pending for it, in
+// has not received successfully (no job of the event for the webhook
+// succeeded: a successful attempt marks its job succeeded, even one
+// canceled while in flight) and that are not pending for it, in
 // their order of creation (jobs' seq follows the events' created_at, then
 // seq, and all are due now, so they are claimed oldest first). The
 // webhook is share-locked, as by a ping: a concurrent deactivation waits,
@@ -348,8 +350,7 @@ func (q *Queries) EnqueueRecovery(ctx context.Context, userID, webhookID string,
 			SELECT e.user_id, $2, e.id, $5, $5, $5 FROM events e
 			WHERE e.user_id = $1 AND e.created_at >= $3 AND e.created_at < $4
 				AND e.type IN (SELECT s.event_type FROM webhook_subscriptions s WHERE s.webhook_id = $2)
-				AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.webhook_id = $2 AND d.event_id = e.id AND d.success)
-				AND NOT EXISTS (SELECT 1 FROM webhook_jobs j WHERE j.event_id = e.id AND j.webhook_id = $2 AND j.state = 'pending')
+				AND NOT EXISTS (SELECT 1 FROM webhook_jobs j WHERE j.event_id = e.id AND j.webhook_id = $2 AND j.state IN ('pending', 'succeeded'))
 			ORDER BY e.created_at, e.seq`,
 			userID, webhookID, MS(from), MS(until), MS(now))
 		if err != nil {
@@ -428,7 +429,7 @@ func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now t
 		// the webhook was deleted while its delivery was in flight, which
 		// took its jobs and log with it: then there is nothing to record.
 		n, err := q.batch(ctx, []Stmt{
-			{"update job", `UPDATE webhook_jobs SET state = CASE WHEN state = 'pending' THEN $1 ELSE state END,
+			{"update job", `UPDATE webhook_jobs SET state = CASE WHEN state = 'pending' OR $1 = 'succeeded' THEN $1 ELSE state END,
 				attempts = attempts + 1, next_at = CASE WHEN CAST($2 AS BIGINT) > 0 THEN $2 ELSE next_at END, lease_until = 0, updated_at = $3
 				WHERE seq = $4 AND lease_until = $5 AND lease_until > $3`,
 				[]any{state, next, MS(now), r.Job.Seq, MS(r.Job.LeaseUntil)}},

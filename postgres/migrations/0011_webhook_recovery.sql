@@ -4,6 +4,3 @@
 -- server's --max-webhooks-per-account). Set with `ams users update
 -- --max-webhooks N`; it applies to enterprise accounts only.
 ALTER TABLE users ADD COLUMN max_webhooks INTEGER;
--- POST /v1/webhooks/{id}/recover skips the events a webhook has received:
--- it looks up each event's successful attempt to that webhook here.
-CREATE INDEX webhook_deliveries_succeeded ON webhook_deliveries (webhook_id, event_id) WHERE success;
