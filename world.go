@@ -3,6 +3,7 @@ package ams
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -169,4 +170,17 @@ type WorldStore interface {
 	AccountData
 	ReminderStore
 	Update(ctx context.Context, fn func(tx Tx) error) error
+}
+
+// NormalizeNewlines returns s with every line ending made "\n": "\r\n"
+// and a lone "\r" (Windows and old Mac text) become "\n". The world
+// service applies it to the text of tasks and calendar events on input,
+// whoever sends it (the API, the pages, an assistant's tool), so that no
+// carriage return is stored; iCalendar writers apply it again to rows
+// stored before.
+func NormalizeNewlines(s string) string {
+	if !strings.ContainsRune(s, '\r') {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 }

@@ -71,7 +71,9 @@ func (o *object) isNull(name string) bool {
 }
 
 // str reads a string field of at most max bytes (0: no limit beyond
-// validity). Absent or null gives "" and false; required makes that an error.
+// validity), its line endings normalised ("\r\n" and "\r" become "\n",
+// before the length is checked). Absent or null gives "" and false;
+// required makes that an error.
 func (o *object) str(name string, required bool, max int) (string, bool) {
 	if !o.has(name) || o.isNull(name) {
 		if required {
@@ -84,6 +86,9 @@ func (o *object) str(name string, required bool, max int) (string, bool) {
 		o.fail("parameter_invalid", name, "The field '%s' must be a string.", name)
 		return "", false
 	}
+	// Line endings are "\n" in what is stored: a "\r" would be kept as it
+	// is in JSON but cannot be written in iCalendar (the feed, CalDAV).
+	s = ams.NormalizeNewlines(s)
 	switch {
 	case !utf8.ValidString(s) || strings.ContainsRune(s, 0):
 		o.fail("parameter_invalid", name, "The field '%s' must be valid UTF-8 text without NUL characters.", name)
