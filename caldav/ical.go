@@ -43,8 +43,11 @@ type fields struct {
 	RemindAt                     *time.Time
 }
 
+// fieldsOf returns the fields of e as iCalendar carries them: text
+// through icalText, so that a row stored with a "\r" (before input was
+// normalised) is written, hashed and compared as it reads back.
 func fieldsOf(e *ams.CalendarEvent) fields {
-	return fields{Title: e.Title, Description: e.Description, Location: e.Location,
+	return fields{Title: icalText(e.Title), Description: icalText(e.Description), Location: icalText(e.Location),
 		StartsAt: e.StartsAt.UTC(), EndsAt: e.EndsAt.UTC(), RemindAt: e.RemindAt}
 }
 
@@ -171,7 +174,7 @@ func text(c *ical.Component, name string) string {
 	if err != nil {
 		return ""
 	}
-	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", ""), "")
+	return icalText(strings.ToValidUTF8(s, ""))
 }
 
 // dateTime reads a DTSTART or DTEND: a DATE is midnight UTC of that day; a
@@ -287,7 +290,7 @@ func writeEvent(ev *ical.Component, was, f fields, now time.Time) {
 			ev.Props.Del(name)
 			return
 		}
-		ev.Props.SetText(name, v)
+		ev.Props.SetText(name, icalText(v))
 	}
 	setText(ical.PropSummary, was.Title, f.Title)
 	setText(ical.PropDescription, was.Description, f.Description)
@@ -327,7 +330,7 @@ func hasAlarm(ev *ical.Component) bool {
 func newAlarm(title string, start, remind time.Time) *ical.Component {
 	a := ical.NewComponent(ical.CompAlarm)
 	a.Props.SetText(ical.PropAction, "DISPLAY")
-	a.Props.SetText(ical.PropDescription, title)
+	a.Props.SetText(ical.PropDescription, icalText(title))
 	p := ical.NewProp(ical.PropTrigger)
 	if d := remind.Sub(start); d <= 0 && d%time.Second == 0 {
 		p.SetDuration(d)
@@ -340,15 +343,17 @@ func newAlarm(title string, start, remind time.Time) *ical.Component {
 
 // WriteFeed writes events as one iCalendar object (RFC 5545) named name:
 // the calendar feed that calendar apps subscribe to. Each VEVENT's UID is
-// the event's cev_ id; times are UTC; remind_at is a VALARM.
+// the event's cev_ id; times are UTC; remind_at is a VALARM. Any text
+// that can be stored is written (see icalText), and long lines are
+// folded.
 func WriteFeed(w io.Writer, name string, events []*ams.CalendarEvent, now time.Time) error {
 	cal := ical.NewCalendar()
 	cal.Props.SetText(ical.PropVersion, "2.0")
 	cal.Props.SetText(ical.PropProductID, ProdID)
 	cal.Props.SetText(ical.PropCalendarScale, "GREGORIAN")
-	cal.Props.SetText(ical.PropName, name)
+	cal.Props.SetText(ical.PropName, icalText(name))
 	xname := ical.NewProp("X-WR-CALNAME") // the name Apple and Google read
-	xname.SetText(name)
+	xname.SetText(icalText(name))
 	xname.Params.Del(ical.ParamValue)
 	cal.Props.Set(xname)
 	// How often subscribers should fetch the feed again (RFC 7986, and
@@ -381,5 +386,5 @@ func WriteFeed(w io.Writer, name string, events []*ams.CalendarEvent, now time.T
 		_, err := w.Write(b.Bytes())
 		return err
 	}
-	return ical.NewEncoder(w).Encode(cal)
+	return encodeCalendar(w, cal)
 }

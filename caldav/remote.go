@@ -191,18 +191,20 @@ func (r *remote) fetch(ctx context.Context, paths []string) ([]object, error) {
 		n := min(len(paths), 50)
 		batch := paths[:n]
 		paths = paths[n:]
-		objs, err := r.dav.MultiGetCalendar(ctx, r.path, &caldav.CalendarMultiGet{
-			Paths:       batch,
-			CompRequest: caldav.CalendarCompRequest{Name: ical.CompCalendar, AllProps: true, AllComps: true},
+		objs, err := decodeSafely(func() ([]caldav.CalendarObject, error) {
+			return r.dav.MultiGetCalendar(ctx, r.path, &caldav.CalendarMultiGet{
+				Paths:       batch,
+				CompRequest: caldav.CalendarCompRequest{Name: ical.CompCalendar, AllProps: true, AllComps: true},
+			})
 		})
 		if err != nil {
-			// One missing object fails the whole REPORT in go-webdav:
-			// fetch them one by one.
+			// One missing (or unreadable) object fails the whole REPORT
+			// in go-webdav: fetch them one by one.
 			for _, p := range batch {
 				o, err := r.get(ctx, p)
 				if err != nil {
-					if isStatus(err, http.StatusNotFound) {
-						continue
+					if isStatus(err, http.StatusNotFound) || unreadable(err) {
+						continue // gone, or not iCalendar ams can read: left alone
 					}
 					return nil, err
 				}
@@ -219,11 +221,37 @@ func (r *remote) fetch(ctx context.Context, paths []string) ([]object, error) {
 
 // get fetches one object.
 func (r *remote) get(ctx context.Context, path string) (*object, error) {
-	o, err := r.dav.GetCalendarObject(ctx, path)
+	o, err := decodeSafely(func() (*caldav.CalendarObject, error) { return r.dav.GetCalendarObject(ctx, path) })
 	if err != nil {
 		return nil, err
 	}
 	return &object{Path: path, ETag: o.ETag, Data: o.Data}, nil
+}
+
+// errUnwritable marks a calendar object go-ical refuses to encode (a
+// remote object whose properties break its rules, such as two SUMMARYs).
+var errUnwritable = errors.New("caldav: the object cannot be written as iCalendar")
+
+// errUnreadable marks a calendar object whose iCalendar cannot be read.
+var errUnreadable = errors.New("ical: unreadable calendar object")
+
+// decodeSafely runs fn, a go-webdav call that decodes iCalendar: go-ical
+// panics on some malformed content lines (a parameter's quoted value
+// followed by other characters, or by the end of the line), which an
+// object on a remote server must not turn into a crash of ams.
+func decodeSafely[T any](fn func() (T, error)) (v T, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v", errUnreadable, p)
+		}
+	}()
+	return fn()
+}
+
+// unreadable reports whether err is the failure to read an object's
+// iCalendar (go-ical's errors start "ical: "), not of the server.
+func unreadable(err error) bool {
+	return errors.Is(err, errUnreadable) || strings.HasPrefix(err.Error(), "ical: ")
 }
 
 // put writes cal at path: only if no object is there (etag "") or only if
@@ -232,8 +260,8 @@ func (r *remote) get(ctx context.Context, path string) (*object, error) {
 // failed.
 func (r *remote) put(ctx context.Context, path, etag string, cal *ical.Calendar) (string, error) {
 	var b bytes.Buffer
-	if err := ical.NewEncoder(&b).Encode(cal); err != nil {
-		return "", err
+	if err := encodeCalendar(&b, cal); err != nil {
+		return "", fmt.Errorf("%w: %v", errUnwritable, err)
 	}
 	h := map[string]string{"Content-Type": ical.MIMEType + "; charset=utf-8"}
 	if etag == "" {

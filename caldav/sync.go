@@ -32,6 +32,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -59,6 +61,36 @@ type Syncer struct {
 type Result struct {
 	Created, Updated, DeletedHere int // events written here
 	Pushed, DeletedThere          int // objects written on the server
+	Refused                       int // events the server refused (see refusal)
+}
+
+// refusal is an event whose write the server refused: its PUT (or the GET
+// before an update) was answered with an HTTP error that concerns that
+// event only (see refused). The run skips it and goes on with the others;
+// it is not marked in step, so each run tries it again until the server
+// takes it or it is changed or deleted here.
+type refusal struct {
+	EventID string
+	Code    int
+}
+
+// refused reports whether err, the answer to a request about one event,
+// refuses that event only: any HTTP error but 401 and 407 (the
+// credentials), 429 and 503 (the server asks to slow down) and 412 (a
+// race, handled where it happens). Those, and failures to reach the
+// server, fail the whole run as before. An object that cannot be encoded
+// at all (errUnwritable, code 0) is that event's problem too.
+func refused(err error) (int, bool) {
+	if errors.Is(err, errUnwritable) {
+		return 0, true // the object itself cannot be written: that event only
+	}
+	switch code := statusOf(err); code {
+	case 0, http.StatusUnauthorized, http.StatusProxyAuthRequired, http.StatusTooManyRequests,
+		http.StatusServiceUnavailable, http.StatusPreconditionFailed:
+		return 0, false
+	default:
+		return code, code >= 400
+	}
 }
 
 // deletion is an object to delete on the server: its event was deleted
@@ -100,30 +132,53 @@ func (s *Syncer) connect(ctx context.Context, in *ams.Integration) (*remote, err
 	return rc, nil
 }
 
-// run syncs integration in once (see the package comment).
-func (s *Syncer) run(ctx context.Context, in *ams.Integration, deletions []deletion) (Result, error) {
-	var res Result
+// run syncs integration in once (see the package comment). It returns
+// the events the server refused too: skipped, the run went on without
+// them.
+func (s *Syncer) run(ctx context.Context, in *ams.Integration, deletions []deletion) (Result, []refusal, error) {
+	res, refusals, err := s.runOnce(ctx, in, deletions)
+	res.Refused = len(refusals)
+	return res, refusals, err
+}
+
+func (s *Syncer) runOnce(ctx context.Context, in *ams.Integration, deletions []deletion) (res Result, refusals []refusal, err error) {
 	rc, err := s.connect(ctx, in)
 	if err != nil {
-		return res, err
+		return res, nil, err
+	}
+	// push runs one push of event e: a refusal of e is noted and skipped.
+	push := func(e *ams.CalendarEvent, do func() (bool, error)) error {
+		ok, err := do()
+		if code, isRefusal := refused(err); isRefusal {
+			refusals = append(refusals, refusal{e.ID, code})
+			s.Logger.Warn("caldav: the server refused an event; the others are synchronized",
+				"integration_id", in.ID, "event_id", e.ID, "status", code)
+			return nil
+		} else if err != nil {
+			return err
+		}
+		if ok {
+			res.Pushed++
+		}
+		return nil
 	}
 	for _, d := range deletions {
 		if err := rc.remove(ctx, d.Path, d.ETag); err != nil && !isStatus(err, http.StatusPreconditionFailed) {
-			return res, remoteErr(err)
+			return res, nil, remoteErr(err)
 		}
 		res.DeletedThere++
 	}
 	etags, err := rc.list(ctx)
 	if err != nil {
-		return res, remoteErr(err)
+		return res, nil, remoteErr(err)
 	}
 	events, err := s.events(ctx, in.UserID)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	inactive, err := s.inactiveIntegrations(ctx, in, events)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	mine := map[string]*ams.CalendarEvent{}  // by path: the integration's events
 	byUID := map[string]*ams.CalendarEvent{} // by UID: the integration's and adoptable events
@@ -166,7 +221,7 @@ func (s *Syncer) run(ctx context.Context, in *ams.Integration, deletions []delet
 	}
 	objs, err := rc.fetch(ctx, fetch)
 	if err != nil {
-		return res, remoteErr(err)
+		return res, nil, remoteErr(err)
 	}
 	for _, o := range objs {
 		uid, f, err := readEvent(o.Data)
@@ -183,21 +238,21 @@ func (s *Syncer) run(ctx context.Context, in *ams.Integration, deletions []delet
 		if e == nil {
 			gone, ours, err := s.deletedHere(ctx, in.UserID, uid)
 			if err != nil {
-				return res, err
+				return res, nil, err
 			}
 			if ours {
 				continue // a copy of an event another integration keeps: not imported twice
 			}
 			if gone {
 				if err := rc.remove(ctx, o.Path, o.ETag); err != nil && !isStatus(err, http.StatusPreconditionFailed) {
-					return res, remoteErr(err)
+					return res, nil, remoteErr(err)
 				}
 				res.DeletedThere++
 				continue
 			}
 			created, err := s.create(ctx, in, uid, o, f)
 			if err != nil {
-				return res, err
+				return res, nil, err
 			}
 			if created {
 				res.Created++
@@ -207,7 +262,7 @@ func (s *Syncer) run(ctx context.Context, in *ams.Integration, deletions []delet
 		matched[e.ID] = true
 		updated, err := s.pull(ctx, in, e, uid, o, f)
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
 		if updated {
 			res.Updated++
@@ -221,7 +276,7 @@ func (s *Syncer) run(ctx context.Context, in *ams.Integration, deletions []delet
 		}
 		deleted, err := s.deleteHere(ctx, in, e)
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
 		if deleted {
 			res.DeletedHere++
@@ -230,27 +285,19 @@ func (s *Syncer) run(ctx context.Context, in *ams.Integration, deletions []delet
 
 	// Changes made here.
 	for _, e := range changedHere {
-		ok, err := s.pushUpdate(ctx, rc, e)
-		if err != nil {
-			return res, err
-		}
-		if ok {
-			res.Pushed++
+		if err := push(e, func() (bool, error) { return s.pushUpdate(ctx, rc, e) }); err != nil {
+			return res, refusals, err
 		}
 	}
 	for _, e := range localOnly {
 		if matched[e.ID] {
 			continue
 		}
-		ok, err := s.pushNew(ctx, rc, in, e)
-		if err != nil {
-			return res, err
-		}
-		if ok {
-			res.Pushed++
+		if err := push(e, func() (bool, error) { return s.pushNew(ctx, rc, in, e) }); err != nil {
+			return res, refusals, err
 		}
 	}
-	return res, nil
+	return res, refusals, nil
 }
 
 // events returns all of the account's calendar events.
@@ -412,6 +459,9 @@ func (s *Syncer) pushUpdate(ctx context.Context, rc *remote, e *ams.CalendarEven
 		if isStatus(err, http.StatusNotFound) {
 			return false, nil // deleted there meanwhile: the next run deletes it here
 		}
+		if unreadable(err) {
+			return false, nil // no longer iCalendar ams can read: left alone
+		}
 		return false, remoteErr(err)
 	}
 	if o.ETag != "" && o.ETag != st.ETag {
@@ -466,9 +516,12 @@ func (s *Syncer) saveState(ctx context.Context, e *ams.CalendarEvent, integratio
 // finish records the outcome of a run: a failure of the server sets the
 // status error with a safe last_error and emits integration.error when
 // the status changes to it; a success after failures sets it connected
-// again and emits integration.connected. A disconnected integration is
-// left alone.
-func (s *Syncer) finish(ctx context.Context, in *ams.Integration, runErr error) (*ams.Integration, error) {
+// again and emits integration.connected. A run that went through but
+// whose server refused some events (refusals) is a success: the status
+// is connected, and last_error names the events refused (no event is
+// emitted for that); a run with no refusal clears last_error. A
+// disconnected integration is left alone.
+func (s *Syncer) finish(ctx context.Context, in *ams.Integration, runErr error, refusals []refusal) (*ams.Integration, error) {
 	var re *remoteError
 	if runErr != nil && !errors.As(runErr, &re) {
 		return nil, runErr // the store's failure says nothing of the server
@@ -485,10 +538,19 @@ func (s *Syncer) finish(ctx context.Context, in *ams.Integration, runErr error) 
 		}
 		now := s.now()
 		if runErr == nil {
-			if cur.Status == ams.IntegrationConnected {
-				return nil
+			var msg *string
+			if len(refusals) > 0 {
+				m := describeRefusals(refusals)
+				msg = &m
 			}
-			cur.Status, cur.LastError, cur.UpdatedAt = ams.IntegrationConnected, nil, now
+			if cur.Status == ams.IntegrationConnected {
+				if equalPtr(cur.LastError, msg) {
+					return nil
+				}
+				cur.LastError, cur.UpdatedAt = msg, now
+				return tx.UpdateIntegration(ctx, cur)
+			}
+			cur.Status, cur.LastError, cur.UpdatedAt = ams.IntegrationConnected, msg, now
 			if err := tx.UpdateIntegration(ctx, cur); err != nil {
 				return err
 			}
@@ -509,6 +571,45 @@ func (s *Syncer) finish(ctx context.Context, in *ams.Integration, runErr error) 
 		return tx.Emit(ctx, ams.IntegrationEvent(ams.EventIntegrationError, cur, now))
 	})
 	return out, err
+}
+
+func equalPtr(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// describeRefusals is the last_error of a run whose server refused some
+// events: how many, the HTTP statuses, and the first five events' ids
+// (the account's own; nothing of the server's answer).
+func describeRefusals(rs []refusal) string {
+	var codes []string
+	seen := map[int]bool{}
+	ids := make([]string, 0, min(len(rs), 5))
+	for i, r := range rs {
+		if !seen[r.Code] {
+			seen[r.Code] = true
+			if r.Code == 0 {
+				codes = append(codes, "not writable as iCalendar")
+			} else {
+				codes = append(codes, "HTTP "+strconv.Itoa(r.Code))
+			}
+		}
+		if i < 5 {
+			ids = append(ids, r.EventID)
+		}
+	}
+	list := strings.Join(ids, ", ")
+	if len(rs) > len(ids) {
+		list += fmt.Sprintf(" and %d more", len(rs)-len(ids))
+	}
+	what := "1 event"
+	if len(rs) > 1 {
+		what = fmt.Sprintf("%d events", len(rs))
+	}
+	return fmt.Sprintf("The CalDAV server refused %s (%s): %s. The other events are synchronized; these are tried again at each sync until the server accepts them or they are changed.",
+		what, strings.Join(codes, ", "), list)
 }
 
 // claim takes integration in for a run: it records the run's start in
@@ -542,6 +643,6 @@ func (s *Syncer) claim(ctx context.Context, in *ams.Integration, minAge time.Dur
 
 // String describes a result for logs and tests.
 func (r Result) String() string {
-	return fmt.Sprintf("created %d, updated %d, deleted here %d, pushed %d, deleted there %d",
-		r.Created, r.Updated, r.DeletedHere, r.Pushed, r.DeletedThere)
+	return fmt.Sprintf("created %d, updated %d, deleted here %d, pushed %d, deleted there %d, refused %d",
+		r.Created, r.Updated, r.DeletedHere, r.Pushed, r.DeletedThere, r.Refused)
 }

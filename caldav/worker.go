@@ -221,7 +221,7 @@ func (w *Worker) syncOne(ctx context.Context, in *ams.Integration, minAge time.D
 	delete(w.deletions, in.ID)
 	w.mu.Unlock()
 	start := time.Now()
-	res, runErr := w.run(ctx, cur, dels)
+	res, refusals, runErr := w.run(ctx, cur, dels)
 	if runErr != nil && len(dels) > 0 {
 		w.mu.Lock()
 		w.deletions[in.ID] = append(dels, w.deletions[in.ID]...)
@@ -230,7 +230,7 @@ func (w *Worker) syncOne(ctx context.Context, in *ams.Integration, minAge time.D
 	if ctx.Err() != nil {
 		return cur, res, ctx.Err()
 	}
-	out, err := w.finish(ctx, cur, runErr)
+	out, err := w.finish(ctx, cur, runErr, refusals)
 	if err != nil {
 		return nil, res, err
 	}

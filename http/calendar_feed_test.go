@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/world"
@@ -186,5 +188,61 @@ func TestCalendarFeedNotKeptForReplay(t *testing.T) {
 	again := f.do("POST", "/v1/calendar/feed", "", "Idempotency-Key", "feed-1")
 	if again.status != 201 || again.header.Get("Idempotent-Replayed") != "" || again.json(t)["url"] == first.json(t)["url"] {
 		t.Fatalf("retry: %d %s (replayed %q)", again.status, again.body, again.header.Get("Idempotent-Replayed"))
+	}
+}
+
+// TestCalendarFeedOddText: a row stored before input was normalised (a
+// carriage return, control characters, very long multi-byte lines) is
+// still written in the feed, which answers 200 and parses back; the API
+// itself stores "\n" for "\r\n".
+func TestCalendarFeedOddText(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 22, 15, 0, 0, 0, time.UTC)
+	remind := at.Add(-10 * time.Minute)
+	long := strings.Repeat("Grüße aus Köln — 😀 ", 40)
+	old := &ams.CalendarEvent{ID: ams.NewID(ams.PrefixCalendar), Object: "calendar_event", UserID: f.User.ID, AssistantID: f.Assistant.ID,
+		Title: "Board\r\nmeeting\r", Description: "Agenda:\r\n1. budget\r2. hiring\x07\r\n" + long, Location: "Room 1\r\nFloor 2",
+		StartsAt: at, EndsAt: at.Add(time.Hour), RemindAt: &remind, CreatedAt: at, UpdatedAt: at}
+	if err := f.Store.Update(ctx, func(tx ams.Tx) error { return tx.CreateCalendarEvent(ctx, old) }); err != nil {
+		t.Fatal(err)
+	}
+	r := f.do("POST", "/v1/calendar/events", `{"assistant_id":"`+f.Assistant.ID+`","title":"From\r\nWindows","description":"a\r\nb\rc","starts_at":"2026-11-23T09:00:00Z"}`)
+	if r.status != 201 || r.json(t)["title"] != "From\nWindows" || r.json(t)["description"] != "a\nb\nc" {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	api := r.json(t)["id"].(string)
+
+	feed := f.do("POST", "/v1/calendar/feed", "")
+	if feed.status != 201 {
+		t.Fatalf("create feed: %d %s", feed.status, feed.body)
+	}
+	status, _, body := getFeed(t, feed.json(t)["url"].(string))
+	if status != 200 {
+		t.Fatalf("GET feed: %d %s", status, body)
+	}
+	for i, line := range strings.Split(strings.TrimSuffix(string(body), "\r\n"), "\r\n") {
+		if len(line) > 75 || strings.ContainsAny(line, "\r\n") || !utf8.ValidString(line) {
+			t.Fatalf("line %d not RFC 5545: %q", i, line)
+		}
+	}
+	cal, err := ical.NewDecoder(strings.NewReader(string(body))).Decode()
+	if err != nil {
+		t.Fatalf("the feed does not parse: %v\n%s", err, body)
+	}
+	got := map[string]map[string]string{}
+	for _, e := range cal.Events() {
+		uid, _ := e.Props.Text(ical.PropUID)
+		got[uid] = map[string]string{}
+		for _, name := range []string{ical.PropSummary, ical.PropDescription, ical.PropLocation} {
+			got[uid][name], _ = e.Props.Text(name)
+		}
+	}
+	want := map[string]map[string]string{
+		old.ID: {ical.PropSummary: "Board\nmeeting\n", ical.PropDescription: "Agenda:\n1. budget\n2. hiring\n" + long, ical.PropLocation: "Room 1\nFloor 2"},
+		api:    {ical.PropSummary: "From\nWindows", ical.PropDescription: "a\nb\nc", ical.PropLocation: ""},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("feed text\n%q\nwant\n%q", got, want)
 	}
 }
