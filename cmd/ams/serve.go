@@ -279,11 +279,11 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 // PostgreSQL when the store is there, else in memory.
 func limiters(ctx context.Context, store ams.Store, redisURL string, logger *slog.Logger) (ams.RateLimiter, oauth.LoginThrottle, error) {
 	var limiter ams.RateLimiter = ratelimit.NewMemory()
-	var throttle oauth.LoginThrottle = oauth.NewMemoryThrottle(oauth.MaxLoginFailures, oauth.LoginFailureWindow)
+	var throttle oauth.LoginThrottle = oauth.NewMemoryThrottle(oauth.ThrottleKeep, oauth.LoginFailureWindow)
 	limiterName, throttleName := "memory", "memory"
 	if pg, ok := store.(*postgres.DB); ok {
 		limiter, limiterName = pg.RateLimiter(), "postgres"
-		throttle, throttleName = pg.LoginThrottle(oauth.MaxLoginFailures, oauth.LoginFailureWindow), "postgres"
+		throttle, throttleName = pg.LoginThrottle(oauth.ThrottleKeep, oauth.LoginFailureWindow), "postgres"
 	}
 	if redisURL != "" {
 		redisrate.SetLogger(logger)
