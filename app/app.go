@@ -20,6 +20,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/account"
 	"github.com/amsdev/ams/caldav"
+	"github.com/amsdev/ams/clientaddr"
 	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/mail"
 	"github.com/amsdev/ams/messaging"
@@ -48,6 +49,10 @@ type Config struct {
 	Limiter ams.RateLimiter
 	// Throttle counts failed logins (nil: in memory).
 	Throttle oauth.LoginThrottle
+	// TrustedProxies are the networks whose Forwarded/X-Forwarded-For
+	// headers are believed for the client address of a request (nil:
+	// none).
+	TrustedProxies clientaddr.Proxies
 	// Guard checks webhook and CalDAV URLs when they are given and every
 	// connection made to them (nil: strict: https, no internal addresses).
 	Guard *ssrf.Guard
@@ -157,6 +162,8 @@ func New(cfg Config) (*App, error) {
 		Metrics:  metrics.New(),
 		Ready:    cfg.Store.Ping,
 		BaseURL:  base,
+
+		TrustedProxies: cfg.TrustedProxies,
 	}
 	// Usage metering: requests are counted in memory and added to the
 	// store every 10 s and at shutdown (Usage.Run, a background worker).

@@ -29,6 +29,9 @@ import (
 func TestRateLimitAcrossProcesses(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		conn := postgresSchemaEnv(t)
+		// Behind a load balancer on this machine: X-Forwarded-For tells
+		// the client's address (the env variable of --trusted-proxies).
+		t.Setenv("AMS_TRUSTED_PROXIES", "127.0.0.1/32")
 		a, b := startPair(t)
 		user, key := standardAccount(t)
 		checkSharedMinuteLimit(t, a, b, key)
@@ -229,7 +232,7 @@ var csrfRE = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
 
 // failLogin posts the sign-in form of s with a wrong password and returns the
 // status and Retry-After.
-func failLogin(t *testing.T, s *server, email string) (int, string) {
+func failLogin(t *testing.T, s *server, email string, xff ...string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(s.base + "/login")
 	if err != nil {
@@ -247,6 +250,9 @@ func failLogin(t *testing.T, s *server, email string) (int, string) {
 	form := url.Values{"email": {email}, "password": {"not the password"}, "csrf_token": {string(m[1])}, "return_to": {"/login"}}
 	req, _ := http.NewRequest("POST", s.base+"/login", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, a := range xff {
+		req.Header.Add("X-Forwarded-For", a)
+	}
 	for _, c := range resp.Cookies() {
 		req.AddCookie(c)
 	}
@@ -258,9 +264,11 @@ func failLogin(t *testing.T, s *server, email string) (int, string) {
 	return post.StatusCode, post.Header.Get("Retry-After")
 }
 
-// checkSharedLoginThrottle fails five logins of one address, alternately
-// on a and b: the sixth attempt is refused by both, although neither saw
-// five failures itself.
+// checkSharedLoginThrottle fails five logins of one account from one
+// client address, alternately on a and b: the sixth attempt is refused by
+// both, although neither saw five failures itself. The servers trust
+// 127.0.0.1 as a proxy: another client behind it (X-Forwarded-For) is not
+// blocked from the account.
 func checkSharedLoginThrottle(t *testing.T, a, b *server) {
 	t.Helper()
 	email := "victim-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "@example.com"
@@ -274,6 +282,9 @@ func checkSharedLoginThrottle(t *testing.T, a, b *server) {
 		st, retry := failLogin(t, s, email)
 		if n, _ := strconv.Atoi(retry); st != http.StatusTooManyRequests || n < 14*60 || n > 15*60 {
 			t.Errorf("6th login, on process %d: %d with Retry-After %q; want 429 for about 15 minutes", i+1, st, retry)
+		}
+		if st, _ := failLogin(t, s, email, "198.51.100.7"); st != http.StatusOK {
+			t.Errorf("another client behind the proxy, on process %d: %d, want 200 (not blocked)", i+1, st)
 		}
 	}
 }

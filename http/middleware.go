@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/clientaddr"
 	"github.com/amsdev/ams/ratelimit"
 )
 
@@ -65,15 +66,18 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// withRequestID gives every request an id (X-Request-Id on the answer),
-// recovers panics into a 500, and writes one access-log line.
+// withRequestID gives every request an id (X-Request-Id on the answer)
+// and its client address (clientaddr, by TrustedProxies, kept in the
+// context for the throttles and the log), recovers panics into a 500,
+// and writes one access-log line.
 func (s *Server) withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		id := ams.NewID(ams.PrefixRequest)
 		w.Header().Set("X-Request-Id", id)
 		st := &reqState{id: id}
-		r = r.WithContext(context.WithValue(r.Context(), reqStateKey{}, st))
+		client := s.TrustedProxies.Client(r)
+		r = r.WithContext(context.WithValue(clientaddr.With(r.Context(), client), reqStateKey{}, st))
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
@@ -88,7 +92,7 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 			s.Logger.LogAttrs(r.Context(), levelFor(sw.status), "request",
 				slogString("request_id", id), slogString("method", r.Method), slogString("path", r.URL.Path),
 				slogInt("status", sw.status), slogDuration("duration", time.Since(start)),
-				slogString("account", accountOf(st)))
+				slogString("account", accountOf(st)), slogString("client", client))
 		}()
 		next.ServeHTTP(sw, r)
 	})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/clientaddr"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/metrics"
 	"github.com/amsdev/ams/webhook"
@@ -54,6 +55,10 @@ type Server struct {
 	// Usage, when set, is told of every request the rate limiter decided
 	// on (allowed or refused), for usage metering (a *usage.Recorder).
 	Usage UsageRecorder
+	// TrustedProxies are the networks whose Forwarded/X-Forwarded-For
+	// headers are believed when finding a request's client address (nil:
+	// none; the connecting address is the client).
+	TrustedProxies clientaddr.Proxies
 
 	routes   []Route
 	mux      *http.ServeMux

@@ -39,9 +39,9 @@ type harness struct {
 	secret  []byte // the server's token secret, for a second server (process)
 }
 
-func setup(t *testing.T) *harness {
+func setup(t *testing.T, opts ...amstest.Option) *harness {
 	t.Helper()
-	f := amstest.New(t)
+	f := amstest.New(t, opts...)
 	ctx := context.Background()
 	// bcrypt at its minimum cost keeps the tests fast; password.Check
 	// accepts any cost.

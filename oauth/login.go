@@ -7,7 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/clientaddr"
 	"github.com/amsdev/ams/password"
 )
 
@@ -53,8 +53,9 @@ func (s *Server) getLogin(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// postLogin checks the e-mail and password, throttled per e-mail address
-// and per client IP, and on success starts a session and redirects to
+// postLogin checks the e-mail and password, throttled (throttle.go) per
+// client address and account, per client address, and, slowed rather than
+// blocked, per account; on success it starts a session and redirects to
 // return_to.
 func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
@@ -73,25 +74,43 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) error {
 	}
 	email := strings.ToLower(strings.TrimSpace(f.Get("email")))
 	v := view{Title: "Sign in", Email: email, ReturnTo: ret, CSRF: f.Get("csrf_token")}
-	keys := []string{"email:" + email, "ip:" + clientIP(r)}
+	ip := clientaddr.Of(r)
+	pairKey, ipKey, accountKey := "pair:"+ip+" "+email, "ip:"+ip, "account:"+email
 	now := s.clock.Now()
 	var until time.Time
-	for _, k := range keys {
-		u, blocked, err := s.throttle.Blocked(ctx, k, now)
+	for _, rule := range []struct {
+		key string
+		max int
+	}{{pairKey, MaxLoginFailures}, {ipKey, MaxAddressFailures}} {
+		u, err := blockedUntil(ctx, s.throttle, rule.key, now, rule.max)
 		if err != nil {
 			return err
 		}
-		if blocked && u.After(until) {
+		if u.After(until) {
 			until = u
 		}
 	}
 	if !until.IsZero() {
 		wait := until.Sub(now)
-		w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+		setRetryAfter(w, wait)
 		v.Error = fmt.Sprintf("Too many failed sign-in attempts. Try again after %s (in %s).",
 			until.UTC().Format("15:04 UTC"), humanWait(wait))
 		s.render(w, http.StatusTooManyRequests, "login.html", v)
 		return nil
+	}
+	if !s.knownDevice(r, email) {
+		ts, err := s.throttle.Recent(ctx, accountKey, now.Add(-LoginFailureWindow), ThrottleKeep)
+		if err != nil {
+			return err
+		}
+		if d := AccountDelay(len(ts)); d > 0 && now.Before(ts[0].Add(d)) {
+			wait := ts[0].Add(d).Sub(now)
+			setRetryAfter(w, wait)
+			v.Error = fmt.Sprintf("This account has had many failed sign-in attempts, so its sign-ins are slowed down: "+
+				"one attempt every %s. Try again in %s.", humanSeconds(d), humanSeconds(wait))
+			s.render(w, http.StatusTooManyRequests, "login.html", v)
+			return nil
+		}
 	}
 
 	user, err := s.store.FindUserByEmail(ctx, email)
@@ -107,7 +126,7 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) error {
 		password.Check(dummyHash, f.Get("password"))
 	}
 	if !ok {
-		for _, k := range keys {
+		for _, k := range []string{pairKey, ipKey, accountKey} {
 			if err := s.throttle.Failed(ctx, k, now); err != nil {
 				return err
 			}
@@ -116,14 +135,55 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) error {
 		s.render(w, http.StatusOK, "login.html", v)
 		return nil
 	}
-	if err := s.throttle.Reset(ctx, keys[0]); err != nil {
+	if err := s.throttle.Reset(ctx, pairKey); err != nil {
 		return err
 	}
 	if _, err := s.startSession(ctx, w, r, user); err != nil {
 		return err
 	}
+	s.setKnownDevice(w, r, email)
 	http.Redirect(w, r, ret, http.StatusSeeOther)
 	return nil
+}
+
+// deviceCookie marks a browser that has signed in to an account: its
+// value is an HMAC of the account's e-mail address, which only the server
+// can compute. Such a browser is exempt from the account's slowdown, so
+// that guessing from many addresses does not slow its owner.
+const deviceCookie = "ams_device"
+
+// deviceCookieAge is how long a browser is remembered.
+const deviceCookieAge = 365 * 24 * time.Hour
+
+// knownDevice reports whether r carries the device cookie of email.
+func (s *Server) knownDevice(r *http.Request, email string) bool {
+	c, err := r.Cookie(deviceCookie)
+	return err == nil && c.Value != "" && hmac.Equal([]byte(c.Value), []byte(s.csrfToken("device", email)))
+}
+
+// setKnownDevice remembers the browser of r as one that signed in to
+// email.
+func (s *Server) setKnownDevice(w http.ResponseWriter, r *http.Request, email string) {
+	http.SetCookie(w, &http.Cookie{Name: deviceCookie, Value: s.csrfToken("device", email), Path: "/login",
+		MaxAge: int(deviceCookieAge / time.Second), HttpOnly: true, Secure: s.secureCookies(r), SameSite: http.SameSiteLaxMode})
+}
+
+// setRetryAfter sets Retry-After to wait in whole seconds, rounded up.
+func setRetryAfter(w http.ResponseWriter, wait time.Duration) {
+	w.Header().Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+}
+
+// humanSeconds writes d rounded up to whole seconds ("1 second", "45
+// seconds", "a minute").
+func humanSeconds(d time.Duration) string {
+	n := int64((d + time.Second - 1) / time.Second)
+	switch {
+	case n <= 1:
+		return "1 second"
+	case n == 60:
+		return "a minute"
+	}
+	return fmt.Sprintf("%d seconds", n)
 }
 
 // postLogout ends the session and returns to the login page (with
@@ -237,16 +297,6 @@ func safeReturnTo(ret string) string {
 		return defaultReturnTo
 	}
 	return ret
-}
-
-// clientIP is the address the request came from. (Behind a reverse proxy
-// this is the proxy; ams has no trusted-proxy setting yet.)
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 func randomToken() string {

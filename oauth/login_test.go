@@ -98,8 +98,10 @@ func TestLoginFailures(t *testing.T) {
 	}
 }
 
-// TestLoginThrottle: 5 failures per e-mail and per client IP within 15
-// minutes, then 429 until the window has passed on the service clock.
+// TestLoginThrottle: 5 failures of one account from one client address
+// within 15 minutes, then 429 for that pair until the window has passed on
+// the service clock; another account from the same address is not
+// blocked by them.
 func TestLoginThrottle(t *testing.T) {
 	t.Parallel()
 	h := setup(t)
@@ -119,10 +121,11 @@ func TestLoginThrottle(t *testing.T) {
 	if !strings.Contains(p.Body, "Try again after 10:15 UTC") || p.Header.Get("Retry-After") != "896" {
 		t.Errorf("429 page: Retry-After %q\n%s", p.Header.Get("Retry-After"), p.Body)
 	}
-	// The same client IP with another address: blocked too.
+	// The same client address with another account: not blocked (it is
+	// the per-address rule's 20 failures that block an address).
 	other := h.NewUser("other@example.com", ams.PlanStandard)
-	if p := h.login(t, h.newBrowser(), other.Email, "whatever"); p.StatusCode != http.StatusTooManyRequests {
-		t.Errorf("same IP, other address: %d, want 429", p.StatusCode)
+	if p := h.login(t, h.newBrowser(), other.Email, "whatever"); p.StatusCode != http.StatusOK {
+		t.Errorf("same address, other account: %d, want 200 (the form again)", p.StatusCode)
 	}
 	// Not yet at 10:15:00; allowed at 10:15:01.
 	h.Clock.Add(15*time.Minute - 5*time.Second)
@@ -141,41 +144,58 @@ func TestMemoryThrottle(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	m := oauth.NewMemoryThrottle(3, 10*time.Minute)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	blocked := func(d time.Duration) (time.Time, bool) {
-		u, b, err := m.Blocked(ctx, "k", at(d))
+	recent := func(key string, since time.Duration, n int) []time.Time {
+		t.Helper()
+		ts, err := m.Recent(ctx, key, at(since), n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return u, b
+		return ts
 	}
-	for _, d := range []time.Duration{0, time.Minute, 2 * time.Minute} {
-		if _, b := blocked(d); b {
-			t.Fatalf("blocked before the 3rd failure at %v", d)
-		}
+	for _, d := range []time.Duration{0, time.Minute, 2 * time.Minute, 3 * time.Minute} {
 		m.Failed(ctx, "k", at(d))
 	}
-	for _, c := range []struct {
-		at      time.Duration
-		blocked bool
-		until   time.Duration
-	}{
-		{2 * time.Minute, true, 10 * time.Minute},
-		{10*time.Minute - time.Nanosecond, true, 10 * time.Minute},
-		{10 * time.Minute, false, 0}, // the first failure left the window
-		{12*time.Minute + time.Second, false, 0},
-	} {
-		u, b := blocked(c.at)
-		if b != c.blocked || (b && !u.Equal(at(c.until))) {
-			t.Errorf("at +%v: blocked %v until %v, want %v until +%v", c.at, b, u, c.blocked, c.until)
-		}
+	// Newest first, after since (exclusive), at most n, and at most keep
+	// (3) are kept.
+	if ts := recent("k", -time.Hour, 10); len(ts) != 3 || !ts[0].Equal(at(3*time.Minute)) || !ts[2].Equal(at(time.Minute)) {
+		t.Errorf("Recent after 4 failures, keep 3: %v", ts)
 	}
-	if _, b, _ := m.Blocked(ctx, "other", at(2*time.Minute)); b {
-		t.Error("keys are not separate")
+	if ts := recent("k", 2*time.Minute, 10); len(ts) != 1 || !ts[0].Equal(at(3*time.Minute)) {
+		t.Errorf("Recent since +2m: %v, want the +3m failure only", ts)
 	}
-	m.Failed(ctx, "k", at(11*time.Minute))
+	if ts := recent("k", -time.Hour, 2); len(ts) != 2 || !ts[1].Equal(at(2*time.Minute)) {
+		t.Errorf("Recent n=2: %v", ts)
+	}
+	if ts := recent("other", -time.Hour, 10); len(ts) != 0 {
+		t.Errorf("keys are not separate: %v", ts)
+	}
+	// A clock that steps back keeps the times in order.
+	m.Failed(ctx, "k", at(150*time.Second))
+	if ts := recent("k", -time.Hour, 10); len(ts) != 3 || !ts[0].Equal(at(3*time.Minute)) || !ts[1].Equal(at(150*time.Second)) {
+		t.Errorf("after a failure in the past: %v", ts)
+	}
+	// Failures out of retention are forgotten when the key fails again.
+	m.Failed(ctx, "k", at(12*time.Minute+30*time.Second))
+	if ts := recent("k", -time.Hour, 10); len(ts) != 2 {
+		t.Errorf("after retention: %v, want +3m and +12m30s", ts)
+	}
 	m.Reset(ctx, "k")
-	if _, b := blocked(11 * time.Minute); b {
-		t.Error("blocked after Reset")
+	if ts := recent("k", -time.Hour, 10); len(ts) != 0 {
+		t.Errorf("after Reset: %v", ts)
+	}
+}
+
+// TestAccountDelay: the slowdown's minimum interval by failures.
+func TestAccountDelay(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		n    int
+		want time.Duration
+	}{{0, 0}, {49, 0}, {50, 2 * time.Second}, {74, 2 * time.Second}, {75, 4 * time.Second}, {100, 8 * time.Second},
+		{125, 16 * time.Second}, {150, 32 * time.Second}, {175, time.Minute}, {oauth.ThrottleKeep, time.Minute}, {1 << 30, time.Minute}} {
+		if got := oauth.AccountDelay(c.n); got != c.want {
+			t.Errorf("AccountDelay(%d) = %v, want %v", c.n, got, c.want)
+		}
 	}
 }
 
@@ -210,9 +230,16 @@ func TestSecureCookie(t *testing.T) {
 	if w.Code != http.StatusSeeOther {
 		t.Fatalf("login: %d %s", w.Code, w.Body)
 	}
+	// The session cookie and the device cookie (which exempts this
+	// browser from the account's slowdown), both Secure.
 	cs := w.Result().Cookies()
-	if len(cs) != 1 || cs[0].Name != oauth.SessionCookie || !cs[0].Secure || !cs[0].HttpOnly || cs[0].SameSite != http.SameSiteLaxMode {
-		t.Errorf("session cookie %+v", cs)
+	if len(cs) != 2 || cs[0].Name != oauth.SessionCookie || cs[1].Name != "ams_device" || cs[1].Path != "/login" {
+		t.Errorf("cookies %+v", cs)
+	}
+	for _, c := range cs {
+		if !c.Secure || !c.HttpOnly || c.SameSite != http.SameSiteLaxMode {
+			t.Errorf("cookie %+v", c)
+		}
 	}
 }
 

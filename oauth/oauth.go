@@ -53,8 +53,8 @@ type Config struct {
 	// database: it signs tokens (HMAC) and CSRF tokens. Changing it
 	// invalidates every issued token.
 	Secret []byte
-	// Throttle limits failed logins (nil: an in-memory throttle of 5
-	// failures per e-mail and per client IP in 15 minutes).
+	// Throttle stores failed sign-ins for the rules of throttle.go (nil:
+	// in memory, NewMemoryThrottle(ThrottleKeep, LoginFailureWindow)).
 	Throttle LoginThrottle
 }
 
@@ -113,7 +113,7 @@ func New(cfg Config) (*Server, error) {
 		s.logger = slog.Default()
 	}
 	if s.throttle == nil {
-		s.throttle = NewMemoryThrottle(MaxLoginFailures, LoginFailureWindow)
+		s.throttle = NewMemoryThrottle(ThrottleKeep, LoginFailureWindow)
 	}
 
 	// Every field fosite would otherwise fill lazily on first use is set

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/clientaddr"
 )
 
 // This file exports what the account pages (package pages) share with the
@@ -59,17 +60,19 @@ func (s *Server) DeriveKey(purpose string) []byte {
 // attribute (the request came over TLS or the public URL is https).
 func (s *Server) SecureCookies(r *http.Request) bool { return s.secureCookies(r) }
 
-// Sign-ups are throttled per client IP with the login throttle's figures
-// and store: at most MaxLoginFailures accounts from one address within
-// LoginFailureWindow.
+// Sign-ups are throttled per client address (clientaddr: behind
+// --trusted-proxies, the address the proxies report) with the login
+// throttle's figures and store: at most MaxLoginFailures accounts from one
+// address within LoginFailureWindow.
 
 // SignupBlocked reports whether r's client address has made too many
 // accounts recently, and until when.
 func (s *Server) SignupBlocked(ctx context.Context, r *http.Request) (time.Time, bool, error) {
-	return s.throttle.Blocked(ctx, "signup-ip:"+clientIP(r), s.clock.Now())
+	until, err := blockedUntil(ctx, s.throttle, "signup-ip:"+clientaddr.Of(r), s.clock.Now(), MaxLoginFailures)
+	return until, !until.IsZero(), err
 }
 
 // SignupDone counts an account made from r's client address.
 func (s *Server) SignupDone(ctx context.Context, r *http.Request) error {
-	return s.throttle.Failed(ctx, "signup-ip:"+clientIP(r), s.clock.Now())
+	return s.throttle.Failed(ctx, "signup-ip:"+clientaddr.Of(r), s.clock.Now())
 }

@@ -2,55 +2,108 @@ package oauth
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
 
-// Login throttling: after MaxLoginFailures failed logins of one e-mail
-// address, or from one client IP, within LoginFailureWindow, logins for it
-// are refused (429) until the oldest of those failures is older than the
-// window.
+// Sign-in throttling. Every failed sign-in is counted under three keys:
+// the pair of client address and account ("pair:<address> <e-mail>"), the
+// client address ("ip:<address>") and the account ("account:<e-mail>"),
+// where the client address is clientaddr's (behind --trusted-proxies, the
+// address the proxies report). Within LoginFailureWindow:
+//
+//   - MaxLoginFailures failures of one account from one address block that
+//     pair (429) until the oldest of them leaves the window. The account's
+//     owner signing in from another address is not affected.
+//   - MaxAddressFailures failures from one address, whatever the accounts,
+//     block that address the same way.
+//   - From AccountSlowFailures failures of one account across all
+//     addresses, the account is slowed, never blocked: an attempt must come
+//     at least AccountDelay(n) after the account's latest failure, else it
+//     is answered 429 with Retry-After and not checked. A browser that has
+//     signed in to the account before (its device cookie) is exempt.
+//
+// A successful sign-in forgets the failures of its pair. Sign-ups are
+// counted per client address ("signup-ip:<address>") under the first rule.
 const (
-	MaxLoginFailures   = 5
 	LoginFailureWindow = 15 * time.Minute
+	MaxLoginFailures   = 5
+	MaxAddressFailures = 20
+	// AccountSlowFailures failures of one account start its slowdown: the
+	// minimum interval is AccountFirstDelay, doubled for every further
+	// AccountDelayStep failures, up to AccountMaxDelay.
+	AccountSlowFailures = 50
+	AccountDelayStep    = 25
+	AccountFirstDelay   = 2 * time.Second
+	AccountMaxDelay     = time.Minute
+	// ThrottleKeep is how many failures of one key a LoginThrottle must
+	// keep: enough to reach AccountMaxDelay.
+	ThrottleKeep = AccountSlowFailures + 5*AccountDelayStep
 )
 
-// LoginThrottle counts failed logins per key ("email:<address>",
-// "ip:<address>"). The in-memory MemoryThrottle serves one process; a
-// shared store can back it when several processes serve one database.
+// AccountDelay is the minimum interval between sign-in attempts of an
+// account with n failures across addresses within LoginFailureWindow: 0
+// below AccountSlowFailures; 2 s from 50, 4 s from 75, 8 s from 100, 16 s
+// from 125, 32 s from 150, 60 s from 175.
+func AccountDelay(n int) time.Duration {
+	if n < AccountSlowFailures {
+		return 0
+	}
+	steps := (n - AccountSlowFailures) / AccountDelayStep
+	if steps > 10 {
+		return AccountMaxDelay
+	}
+	return min(AccountFirstDelay<<steps, AccountMaxDelay)
+}
+
+// LoginThrottle stores failed sign-ins per key; the rules above are
+// applied by the server. The in-memory MemoryThrottle serves one process;
+// postgres.Throttle is shared by every process on a database.
 type LoginThrottle interface {
-	// Blocked reports whether key has too many recent failures at now, and
-	// until when.
-	Blocked(ctx context.Context, key string, now time.Time) (until time.Time, blocked bool, err error)
-	// Failed records a failed login of key at now.
+	// Recent returns the times of key's failures after since, newest
+	// first, at most n of them.
+	Recent(ctx context.Context, key string, since time.Time, n int) ([]time.Time, error)
+	// Failed records a failure of key at now.
 	Failed(ctx context.Context, key string, now time.Time) error
-	// Reset forgets the failures of key (after a successful login).
+	// Reset forgets the failures of key.
 	Reset(ctx context.Context, key string) error
 }
 
-// MemoryThrottle is an in-process LoginThrottle. It keeps at most max
-// failure times per key and forgets keys whose failures are all older than
-// the window. It is safe for concurrent use.
+// blockedUntil applies the rule "max failures of key within
+// LoginFailureWindow block it until the oldest of them leaves the
+// window": it returns the end of the block, or the zero time.
+func blockedUntil(ctx context.Context, th LoginThrottle, key string, now time.Time, max int) (time.Time, error) {
+	ts, err := th.Recent(ctx, key, now.Add(-LoginFailureWindow), max)
+	if err != nil || len(ts) < max {
+		return time.Time{}, err
+	}
+	return ts[max-1].Add(LoginFailureWindow), nil
+}
+
+// MemoryThrottle is an in-process LoginThrottle. It keeps at most keep
+// failure times per key, forgets those older than retention, and forgets
+// keys whose failures are all older. It is safe for concurrent use.
 type MemoryThrottle struct {
-	max    int
-	window time.Duration
+	keep      int
+	retention time.Duration
 
 	mu        sync.Mutex
-	fails     map[string][]time.Time // oldest first, at most max
+	fails     map[string][]time.Time // oldest first, at most keep
 	lastSweep time.Time
 }
 
-// NewMemoryThrottle returns a throttle that blocks a key after max
-// failures within window.
-func NewMemoryThrottle(max int, window time.Duration) *MemoryThrottle {
-	return &MemoryThrottle{max: max, window: window, fails: map[string][]time.Time{}}
+// NewMemoryThrottle returns a throttle that keeps the last keep failures
+// of each key for retention.
+func NewMemoryThrottle(keep int, retention time.Duration) *MemoryThrottle {
+	return &MemoryThrottle{keep: keep, retention: retention, fails: map[string][]time.Time{}}
 }
 
-// recent drops the failures of key that are out of the window at now and
+// prune drops the failures of key that are out of retention at now and
 // returns the rest. The caller holds mu.
-func (m *MemoryThrottle) recent(key string, now time.Time) []time.Time {
+func (m *MemoryThrottle) prune(key string, now time.Time) []time.Time {
 	ts := m.fails[key]
-	start := now.Add(-m.window)
+	start := now.Add(-m.retention)
 	i := 0
 	for i < len(ts) && !ts[i].After(start) {
 		i++
@@ -64,32 +117,39 @@ func (m *MemoryThrottle) recent(key string, now time.Time) []time.Time {
 	return ts
 }
 
-// Blocked implements LoginThrottle.
-func (m *MemoryThrottle) Blocked(_ context.Context, key string, now time.Time) (time.Time, bool, error) {
+// Recent implements LoginThrottle.
+func (m *MemoryThrottle) Recent(_ context.Context, key string, since time.Time, n int) ([]time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ts := m.recent(key, now)
-	if len(ts) < m.max {
-		return time.Time{}, false, nil
+	ts := m.fails[key]
+	var out []time.Time
+	for i := len(ts) - 1; i >= 0 && len(out) < n && ts[i].After(since); i-- {
+		out = append(out, ts[i])
 	}
-	return ts[len(ts)-m.max].Add(m.window), true, nil
+	return out, nil
 }
 
 // Failed implements LoginThrottle.
 func (m *MemoryThrottle) Failed(_ context.Context, key string, now time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ts := append(m.recent(key, now), now)
-	if len(ts) > m.max {
-		ts = ts[len(ts)-m.max:]
+	ts := m.prune(key, now)
+	// Kept in time order, should the clock step back.
+	i, _ := slices.BinarySearchFunc(ts, now, func(a, b time.Time) int { return a.Compare(b) })
+	for i < len(ts) && !ts[i].After(now) {
+		i++
+	}
+	ts = slices.Insert(ts, i, now)
+	if len(ts) > m.keep {
+		ts = ts[len(ts)-m.keep:]
 	}
 	m.fails[key] = ts
 	// Forget stale keys now and then, so that guessing across many
 	// addresses cannot grow the map without bound.
-	if len(m.fails) > 1024 && now.Sub(m.lastSweep) >= m.window/4 {
+	if len(m.fails) > 1024 && now.Sub(m.lastSweep) >= m.retention/4 {
 		m.lastSweep = now
 		for k := range m.fails {
-			m.recent(k, now)
+			m.prune(k, now)
 		}
 	}
 	return nil

@@ -12,19 +12,30 @@ import (
 
 var _ oauth.LoginThrottle = (*postgres.Throttle)(nil)
 
-// throttleCase checks a LoginThrottle that blocks after 3 failures in 10
-// minutes: the table of oauth's TestMemoryThrottle, and more.
+// blockedBy applies the rule of the sign-in throttle to th: max failures
+// of key within window block it until the oldest of them leaves the
+// window.
+func blockedBy(t *testing.T, th oauth.LoginThrottle, key string, now time.Time, max int, window time.Duration) (time.Time, bool) {
+	t.Helper()
+	ts, err := th.Recent(context.Background(), key, now.Add(-window), max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ts) < max {
+		return time.Time{}, false
+	}
+	return ts[max-1].Add(window), true
+}
+
+// throttleCase checks a LoginThrottle that keeps 3 failures for 10
+// minutes, read with the rule "3 failures in 10 minutes block".
 func throttleCase(t *testing.T, m oauth.LoginThrottle) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	blocked := func(key string, d time.Duration) (time.Time, bool) {
 		t.Helper()
-		u, b, err := m.Blocked(ctx, key, at(d))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return u, b
+		return blockedBy(t, m, key, at(d), 3, 10*time.Minute)
 	}
 	failed := func(key string, d time.Duration) {
 		t.Helper()
@@ -78,6 +89,13 @@ func throttleCase(t *testing.T, m oauth.LoginThrottle) {
 	if u, b := blocked("k", 33*time.Minute); !b || !u.Equal(at(41*time.Minute)) {
 		t.Errorf("after failures at +30m..+33m: blocked %v until %v, want until +41m", b, u)
 	}
+	// Recent: newest first, at most n, at most the 3 kept.
+	if ts, err := m.Recent(ctx, "k", at(0), 10); err != nil || len(ts) != 3 || !ts[0].Equal(at(33*time.Minute)) || !ts[2].Equal(at(31*time.Minute)) {
+		t.Errorf("Recent after failures at +30m..+33m: %v, %v; want +33m, +32m, +31m", ts, err)
+	}
+	if ts, err := m.Recent(ctx, "k", at(32*time.Minute), 10); err != nil || len(ts) != 1 {
+		t.Errorf("Recent since +32m (exclusive): %v, %v; want +33m", ts, err)
+	}
 	if err := m.Reset(ctx, "k"); err != nil {
 		t.Fatal(err)
 	}
@@ -118,23 +136,23 @@ func TestThrottleAcrossProcesses(t *testing.T) {
 	for i := range oauth.MaxLoginFailures {
 		th := both[i%2]
 		now := t0.Add(time.Duration(i+1) * time.Second)
-		if _, blocked, err := th.Blocked(ctx, "email:ann@example.com", now); err != nil || blocked {
-			t.Fatalf("attempt %d: blocked %v, %v", i+1, blocked, err)
+		if _, blocked := blockedBy(t, th, "email:ann@example.com", now, oauth.MaxLoginFailures, oauth.LoginFailureWindow); blocked {
+			t.Fatalf("attempt %d: blocked", i+1)
 		}
 		if err := th.Failed(ctx, "email:ann@example.com", now); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i, th := range both {
-		until, blocked, err := th.Blocked(ctx, "email:ann@example.com", t0.Add(10*time.Second))
-		if err != nil || !blocked || !until.Equal(t0.Add(time.Second+oauth.LoginFailureWindow)) {
-			t.Errorf("process %d after 5 failures: blocked %v until %v (%v), want until 10:15:01", i, blocked, until, err)
+		until, blocked := blockedBy(t, th, "email:ann@example.com", t0.Add(10*time.Second), oauth.MaxLoginFailures, oauth.LoginFailureWindow)
+		if !blocked || !until.Equal(t0.Add(time.Second+oauth.LoginFailureWindow)) {
+			t.Errorf("process %d after 5 failures: blocked %v until %v, want until 10:15:01", i, blocked, until)
 		}
 	}
 	if err := b.Reset(ctx, "email:ann@example.com"); err != nil {
 		t.Fatal(err)
 	}
-	if _, blocked, _ := a.Blocked(ctx, "email:ann@example.com", t0.Add(10*time.Second)); blocked {
+	if _, blocked := blockedBy(t, a, "email:ann@example.com", t0.Add(10*time.Second), oauth.MaxLoginFailures, oauth.LoginFailureWindow); blocked {
 		t.Error("still blocked in the other process after Reset")
 	}
 
@@ -149,8 +167,8 @@ func TestThrottleAcrossProcesses(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if _, blocked, err := a.Blocked(ctx, "ip:192.0.2.7", t0.Add(2*time.Minute)); err != nil || !blocked {
-		t.Errorf("after 40 racing failures: blocked %v, %v", blocked, err)
+	if _, blocked := blockedBy(t, a, "ip:192.0.2.7", t0.Add(2*time.Minute), oauth.MaxLoginFailures, oauth.LoginFailureWindow); !blocked {
+		t.Error("after 40 racing failures: not blocked")
 	}
 	if err := b.Failed(ctx, "ip:192.0.2.7", t0.Add(2*time.Minute)); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/app"
 	"github.com/amsdev/ams/caldav"
+	"github.com/amsdev/ams/clientaddr"
 	"github.com/amsdev/ams/engine/builtin"
 	"github.com/amsdev/ams/engine/openai"
 	"github.com/amsdev/ams/internal/logbuf"
@@ -55,6 +56,7 @@ type serveConfig struct {
 	llmTimeout      time.Duration
 	llmModels       []string
 	caldavInterval  time.Duration
+	trustedProxies  string
 }
 
 func newServeCmd(sf *storeFlags) *cobra.Command {
@@ -92,6 +94,7 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.IntVar(&cfg.maxWebhooks, "max-webhooks-per-account", ams.DefaultMaxWebhooks,
 		"webhooks one account may have; an enterprise account's own cap (ams users update --max-webhooks) overrides it (env AMS_MAX_WEBHOOKS_PER_ACCOUNT)")
 	f.DurationVar(&cfg.caldavInterval, "caldav-sync-interval", caldav.DefaultInterval, "how often each CalDAV integration is synced with its server (env AMS_CALDAV_SYNC_INTERVAL)")
+	f.StringVar(&cfg.trustedProxies, "trusted-proxies", "", "networks of the reverse proxies or load balancers in front of ams, comma-separated CIDRs: from them, Forwarded or X-Forwarded-For tells the client's address (env AMS_TRUSTED_PROXIES; empty: none, the connecting address is the client)")
 	f.StringVar(&cfg.redisURL, "redis-url", "", "Redis that counts rate limits for all processes, redis://host:port/db (env AMS_REDIS_URL; default: in PostgreSQL with --database-url, else in memory)")
 	f.StringVar(&cfg.llmBaseURL, "llm-base-url", "", "OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM, llama.cpp) that runs assistants whose model is not builtin, such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (env AMS_LLM_BASE_URL; empty: only the built-in engine)")
 	f.StringVar(&cfg.llmAPIKey, "llm-api-key", "", "API key sent to --llm-base-url as a bearer token (env AMS_LLM_API_KEY; empty: none)")
@@ -145,6 +148,10 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	}
 	if cfg.webhookLease <= webhook.Timeout {
 		return fmt.Errorf("--webhook-lease must be longer than the %s delivery timeout", webhook.Timeout)
+	}
+	proxies, err := clientaddr.ParseProxies(cfg.trustedProxies)
+	if err != nil {
+		return fmt.Errorf("--trusted-proxies: %w", err)
 	}
 	sender, err := mail.FromConfig(cfg.smtpURL, sf.dataDir, cfg.mailFrom)
 	if err != nil {
@@ -212,6 +219,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		NoWebhookWorker:    cfg.webhookWorkers == 0,
 		MaxWebhooks:        cfg.maxWebhooks,
 		CalDAVInterval:     cfg.caldavInterval,
+		TrustedProxies:     proxies,
 	})
 	if err != nil {
 		ln.Close()
@@ -241,7 +249,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	go func() { a.Run(bgCtx); close(bgDone) }()
 	defer func() { stopBackground(); <-bgDone }()
 
-	logger.Info("ams listening", "addr", ln.Addr().String(), "base_url", base, "data_dir", sf.dataDir, "dev", cfg.dev, "version", ams.Version)
+	logger.Info("ams listening", "addr", ln.Addr().String(), "base_url", base, "data_dir", sf.dataDir, "dev", cfg.dev, "trusted_proxies", proxies.String(), "version", ams.Version)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -271,11 +279,11 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 // PostgreSQL when the store is there, else in memory.
 func limiters(ctx context.Context, store ams.Store, redisURL string, logger *slog.Logger) (ams.RateLimiter, oauth.LoginThrottle, error) {
 	var limiter ams.RateLimiter = ratelimit.NewMemory()
-	var throttle oauth.LoginThrottle = oauth.NewMemoryThrottle(oauth.MaxLoginFailures, oauth.LoginFailureWindow)
+	var throttle oauth.LoginThrottle = oauth.NewMemoryThrottle(oauth.ThrottleKeep, oauth.LoginFailureWindow)
 	limiterName, throttleName := "memory", "memory"
 	if pg, ok := store.(*postgres.DB); ok {
 		limiter, limiterName = pg.RateLimiter(), "postgres"
-		throttle, throttleName = pg.LoginThrottle(oauth.MaxLoginFailures, oauth.LoginFailureWindow), "postgres"
+		throttle, throttleName = pg.LoginThrottle(oauth.ThrottleKeep, oauth.LoginFailureWindow), "postgres"
 	}
 	if redisURL != "" {
 		redisrate.SetLogger(logger)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/app"
+	"github.com/amsdev/ams/clientaddr"
 	"github.com/amsdev/ams/engine/builtin"
 	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/oauth"
@@ -88,8 +89,29 @@ type Fixture struct {
 type Option func(*options)
 
 type options struct {
-	wrap   func(*sqlite.DB) ams.Store
-	engine ams.Engine
+	wrap     func(*sqlite.DB) ams.Store
+	engine   ams.Engine
+	throttle oauth.LoginThrottle
+	proxies  clientaddr.Proxies
+	logger   *slog.Logger
+}
+
+// WithThrottle makes the sign-in and sign-up throttles store their
+// failures in th (such as a postgres.Throttle) instead of in memory.
+func WithThrottle(th oauth.LoginThrottle) Option {
+	return func(o *options) { o.throttle = th }
+}
+
+// WithTrustedProxies makes the server believe Forwarded and
+// X-Forwarded-For from these networks, as ams serve --trusted-proxies
+// does (the test's requests come from 127.0.0.1).
+func WithTrustedProxies(p clientaddr.Proxies) Option {
+	return func(o *options) { o.proxies = p }
+}
+
+// WithLogger makes the server log to l (default: nowhere).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
 }
 
 // WithUsage is kept for the tests that ask for metering: every fixture
@@ -124,7 +146,10 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	}
 	store := o.wrap(db)
 	clock := &Clock{t: Start}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := o.logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	var engine ams.Engine = o.engine
 	if engine == nil {
 		b := builtin.New()
@@ -145,6 +170,9 @@ func New(t testing.TB, opts ...Option) *Fixture {
 		EngineFor:   func(*ams.Assistant) (ams.Engine, error) { return engine, nil },
 		BaseURL:     "http://" + srv.Listener.Addr().String(),
 		OAuthSecret: secret,
+
+		Throttle:       o.throttle,
+		TrustedProxies: o.proxies,
 	})
 	if err != nil {
 		srv.Close()
