@@ -72,7 +72,10 @@ type Fixture struct {
 	OAuthSecret []byte
 	// Store is the database itself (not watched): tests set up and check
 	// records with it.
-	Store     *sqlite.DB
+	Store *sqlite.DB
+	// Data is the store the server runs on, unwatched: Store, or the one
+	// given with OnStore (Store is then nil).
+	Data      ams.Store
 	Clock     *Clock
 	User      *ams.User
 	Key       string
@@ -90,6 +93,21 @@ type Option func(*options)
 type options struct {
 	wrap   func(*sqlite.DB) ams.Store
 	engine ams.Engine
+	on     ams.Store
+	logger *slog.Logger
+}
+
+// WithLogger makes the server log to l instead of discarding its log (to
+// check that a request logs no error).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// OnStore builds the fixture on s (e.g. a PostgreSQL store of
+// internal/pgtest) instead of a new SQLite database; Fixture.Store is then
+// nil and Fixture.Data is s. WithStore does not apply.
+func OnStore(s ams.Store) Option {
+	return func(o *options) { o.on = s }
 }
 
 // WithUsage is kept for the tests that ask for metering: every fixture
@@ -113,18 +131,26 @@ func WithEngine(e ams.Engine) Option {
 // New starts a fixture; everything is closed when the test ends.
 func New(t testing.TB, opts ...Option) *Fixture {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	o := options{wrap: func(db *sqlite.DB) ams.Store { return db }}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	store := o.wrap(db)
+	var db *sqlite.DB
+	var store, data ams.Store = o.on, o.on
+	if o.on == nil {
+		var err error
+		db, err = sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		store, data = o.wrap(db), db
+	}
 	clock := &Clock{t: Start}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := o.logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	var engine ams.Engine = o.engine
 	if engine == nil {
 		b := builtin.New()
@@ -157,7 +183,7 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	f := &Fixture{T: t, Server: srv, App: a, API: a.API, OAuth: a.OAuth, Pages: a.Pages, Webhooks: a.Webhooks, OAuthSecret: secret,
-		Store: db, Clock: clock, Usage: a.Usage, Worker: a.Webhook}
+		Store: db, Data: data, Clock: clock, Usage: a.Usage, Worker: a.Webhook}
 	f.User = f.NewUser("ann@example.com", ams.PlanStandard)
 	f.Key = f.NewKey(f.User, "read,write,messages,integrations")
 	f.Assistant = f.NewAssistant(f.User, "Ann's assistant")
@@ -182,7 +208,7 @@ func (f *Fixture) NewUser(email string, plan ams.Plan) *ams.User {
 	now := f.Clock.Now()
 	// Approved (off the waitlist), as accounts made with the CLI are.
 	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: email, Plan: plan, Timezone: "UTC", ApprovedAt: &now, CreatedAt: now, UpdatedAt: now}
-	if err := f.Store.CreateUser(context.Background(), u); err != nil {
+	if err := f.Data.CreateUser(context.Background(), u); err != nil {
 		f.T.Fatal(err)
 	}
 	return u
@@ -196,7 +222,7 @@ func (f *Fixture) NewKey(u *ams.User, perms string) string {
 		f.T.Fatal(err)
 	}
 	secret, k := ams.NewAPIKey(u.ID, "test", ps, f.Clock.Now(), nil)
-	if err := f.Store.CreateKey(context.Background(), k); err != nil {
+	if err := f.Data.CreateKey(context.Background(), k); err != nil {
 		f.T.Fatal(err)
 	}
 	return secret
@@ -208,7 +234,7 @@ func (f *Fixture) NewAssistant(u *ams.User, name string) *ams.Assistant {
 	now := f.Clock.Now()
 	a := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), Object: "assistant", UserID: u.ID, Name: name,
 		Description: "A test assistant.", Model: ams.ModelBuiltin, CreatedAt: now, UpdatedAt: now}
-	if err := f.Store.CreateAssistant(context.Background(), a); err != nil {
+	if err := f.Data.CreateAssistant(context.Background(), a); err != nil {
 		f.T.Fatal(err)
 	}
 	return a
