@@ -190,7 +190,14 @@ func newBadFixture(t *testing.T, store ams.Store) *badFixture {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	json.Unmarshal(f.Do("GET", "/v1/events", f.key, "").Body, &evs)
+	// An event is listed once every write that began before it has ended
+	// (on PostgreSQL a few milliseconds after its commit).
+	for deadline := time.Now().Add(5 * time.Second); len(evs.Data) == 0 && time.Now().Before(deadline); {
+		json.Unmarshal(f.Do("GET", "/v1/events", f.key, "").Body, &evs)
+		if len(evs.Data) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	if len(evs.Data) == 0 {
 		t.Fatal("no events seeded")
 	}
@@ -245,7 +252,17 @@ type badCase struct {
 func runBadInput(t *testing.T, store ams.Store) {
 	ops := apiOps(t)
 	f := newBadFixture(t, store)
+	// The seed's last events may be listed a moment after their commit:
+	// the data is read until two readings agree.
 	before := f.fingerprint(t, ops)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		again := f.fingerprint(t, ops)
+		if again == before {
+			break
+		}
+		before = again
+	}
 	huge := strings.Repeat("x", 500<<10)
 	over := `{"title":"` + strings.Repeat("x", 1<<20) + `"}`
 
@@ -334,6 +351,16 @@ func runBadInput(t *testing.T, store ams.Store) {
 		if len(r.Body) > 1000 {
 			t.Errorf("%s: error answer of %d bytes quotes too much input", label, len(r.Body))
 		}
+	}
+	// Headers ams reads: a credential that is not valid text is 401, an
+	// Idempotency-Key that is not printable ASCII 400.
+	for _, token := range []string{"ams_sk_\xff\xfe", "ams_at_\xff\xfe", "ams_at_a\xc3\x28.b", "ams_sk_" + strings.Repeat("\xff", 40)} {
+		if r := f.Do("GET", "/v1/tasks", token, ""); r.Status != 401 {
+			t.Errorf("Authorization: Bearer %q: %d, want 401: %.300s", token, r.Status, r.Body)
+		}
+	}
+	if r := f.Do("POST", "/v1/tasks", f.key, "{}", "Idempotency-Key", "k\xff"); r.Status != 400 {
+		t.Errorf("Idempotency-Key with invalid UTF-8: %d, want 400: %.300s", r.Status, r.Body)
 	}
 	t.Logf("%d bad requests", len(cases))
 	if after := f.fingerprint(t, ops); after != before {
