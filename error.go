@@ -56,7 +56,7 @@ func ParamError(code, param, format string, args ...any) *Error {
 // same answer is given for ids that do not exist and for ids that belong to
 // another account.
 func NotFound(object, id string) *Error {
-	return &Error{Kind: ENOTFOUND, Code: "resource_missing", Message: fmt.Sprintf("No such %s: '%s'", object, id)}
+	return &Error{Kind: ENOTFOUND, Code: "resource_missing", Message: fmt.Sprintf("No such %s: '%s'", object, Clip(id))}
 }
 
 // ErrorKindOf returns the kind of err, or EINTERNAL if err is not an *Error.

@@ -67,7 +67,7 @@ func TestAssistantBadInput(t *testing.T) {
 		{"blank name", `{"name":"   "}`, "parameter_invalid", "name"},
 		{"name too long", `{"name":"` + strings.Repeat("é", 201) + `"}`, "parameter_invalid", "name"},
 		{"name not a string", `{"name":1}`, "invalid_type", "name"},
-		{"NUL in name", `{"name":"a\u0000b"}`, "parameter_invalid", "name"},
+		{"NUL in name", `{"name":"a\u0000b"}`, "invalid_encoding", "name"},
 		{"instructions too long", `{"name":"n","instructions":"` + strings.Repeat("i", 32*1024+1) + `"}`, "parameter_invalid", "instructions"},
 		{"description too long", `{"name":"n","description":"` + strings.Repeat("d", 10_001) + `"}`, "parameter_invalid", "description"},
 		{"empty model", `{"name":"n","model":""}`, "parameter_invalid", "model"},

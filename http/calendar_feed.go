@@ -100,7 +100,7 @@ func (s *Server) serveCalendarFeed(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "No calendar feed at this URL.", http.StatusNotFound)
 	}
 	token, ok := strings.CutSuffix(r.PathValue("file"), ".ics")
-	if !ok {
+	if !ok || !ams.ValidText(token) {
 		notFound()
 		return
 	}

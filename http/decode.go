@@ -12,23 +12,153 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/amsdev/ams"
 )
 
 // decodeJSON reads the request body into v, refusing malformed JSON,
-// unknown fields, wrong types and trailing data, each with an error that
-// names the parameter at fault.
+// text that is not valid UTF-8 or holds a NUL, duplicate keys, a body
+// that is not an object (null included), unknown fields, wrong types and
+// trailing data, each with an error that names the parameter at fault.
 func decodeJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+	return nil
+}
+
+// readBody reads the request body, which must be one JSON object whose
+// every key and string is valid text (ams.ValidText), with no key twice
+// in an object, and nothing after it (checkJSON).
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, bodyReadError(err)
+	}
+	if err := checkJSON(b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// checkJSON walks the JSON text b token by token and refuses, naming the
+// parameter's path (a.b, a[2].c): a body that is not a single JSON object
+// (`null` included); a key or string that is invalid UTF-8 or holds a NUL
+// (invalid_encoding), since encoding/json would silently replace the one
+// with U+FFFD and PostgreSQL cannot store the other; and a key given twice
+// in one object (duplicate_key), which encoding/json would take the last
+// of.
+func checkJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	type frame struct {
+		object bool
+		keys   map[string]struct{}
+		key    string // the object's current key
+		index  int    // the array's next index
+		path   string
+	}
+	var stack []*frame
+	wantKey := false
+	// child returns the path of the value that the next token starts.
+	child := func() string {
+		if len(stack) == 0 {
+			return ""
+		}
+		f := stack[len(stack)-1]
+		if f.object {
+			if f.path == "" {
+				return f.key
+			}
+			return f.path + "." + f.key
+		}
+		return fmt.Sprintf("%s[%d]", f.path, f.index)
+	}
+	// done advances the enclosing container past one value.
+	done := func() {
+		if len(stack) == 0 {
+			return
+		}
+		if f := stack[len(stack)-1]; f.object {
+			wantKey = true
+		} else {
+			f.index++
+		}
+	}
+	start := int64(0)
+	for first := true; ; first = false {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			if first {
+				return jsonError(io.EOF)
+			}
+			return jsonError(io.ErrUnexpectedEOF)
+		}
 		if err != nil {
 			return jsonError(err)
 		}
+		end := dec.InputOffset()
+		raw := b[start:end]
+		start = end
+		if first {
+			if d, ok := tok.(json.Delim); !ok || d != '{' {
+				if tok == nil {
+					return ams.Errorf(ams.EINVALID, "invalid_json", "The request body must be a JSON object, not null.")
+				}
+				return ams.Errorf(ams.EINVALID, "invalid_json", "The request body must be a JSON object.")
+			}
+		}
+		if s, ok := tok.(string); ok && (!ams.ValidText(s) || !utf8.Valid(raw)) {
+			path := child()
+			if wantKey {
+				path = stack[len(stack)-1].path
+				if path == "" {
+					return ams.Errorf(ams.EINVALID, "invalid_encoding",
+						"A key of the request body is not valid UTF-8 or holds a NUL character.")
+				}
+			}
+			path = ams.Clip(path)
+			return ams.ParamError("invalid_encoding", path,
+				"'%s' is not valid UTF-8 or holds a NUL character.", path)
+		}
+		switch {
+		case wantKey && tok != json.Delim('}'):
+			f := stack[len(stack)-1]
+			k := tok.(string)
+			if _, dup := f.keys[k]; dup {
+				f.key = k
+				p := child()
+				return ams.ParamError("duplicate_key", ams.Clip(p), "'%s' is given more than once in the request body.", ams.Clip(p))
+			}
+			f.keys[k] = struct{}{}
+			f.key = k
+			wantKey = false
+		case tok == json.Delim('{') || tok == json.Delim('['):
+			f := &frame{object: tok == json.Delim('{'), path: child()}
+			if f.object {
+				f.keys = map[string]struct{}{}
+			}
+			stack = append(stack, f)
+			wantKey = f.object
+		case tok == json.Delim('}') || tok == json.Delim(']'):
+			stack = stack[:len(stack)-1]
+			wantKey = false
+			done()
+		default:
+			done()
+		}
+		if len(stack) == 0 {
+			break
+		}
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return ams.Errorf(ams.EINVALID, "invalid_json", "The request body must hold a single JSON object.")
 	}
 	return nil
@@ -51,7 +181,7 @@ func jsonError(err error) error {
 		}
 		return ams.ParamError("invalid_type", typ.Field, "'%s' must be of type %s, not %s.", typ.Field, jsonTypeName(typ.Type.Kind().String()), typ.Value)
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		field := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		field := ams.Clip(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
 		return ams.ParamError("unknown_parameter", field, "Unknown parameter '%s'.", field)
 	}
 	return ams.Errorf(ams.EINVALID, "invalid_json", "The request body could not be decoded as JSON.")
@@ -80,6 +210,7 @@ func checkQuery(q url.Values, list bool, allowed ...string) error {
 			continue
 		}
 		if !slices.Contains(allowed, k) {
+			k = ams.Clip(k)
 			return ams.ParamError("unknown_parameter", k, "Unknown query parameter '%s'.", k)
 		}
 	}

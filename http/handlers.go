@@ -170,7 +170,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	}
 	f := ams.EventFilter{Type: r.URL.Query().Get("type")}
 	if f.Type != "" && !ams.IsEventType(f.Type) && f.Type != ams.EventWebhookPing {
-		return ams.ParamError("parameter_invalid", "type", "Unknown event type '%s'.", f.Type)
+		return ams.ParamError("parameter_invalid", "type", "Unknown event type '%s'.", ams.Clip(f.Type))
 	}
 	if f.CreatedAfter, err = queryTime(r, "created_after"); err != nil {
 		return err

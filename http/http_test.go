@@ -274,7 +274,7 @@ func TestBadInputStoresNothing(t *testing.T) {
 		{"missing message", `{"assistant_id":"` + ast + `"}`, "", 400, "invalid_request_error", "parameter_missing", "message"},
 		{"empty message", `{"assistant_id":"` + ast + `","message":"  "}`, "", 400, "invalid_request_error", "parameter_invalid", "message"},
 		{"too long message", `{"assistant_id":"` + ast + `","message":"` + strings.Repeat("b", ams.MaxMessageLength+1) + `"}`, "", 400, "invalid_request_error", "parameter_invalid", "message"},
-		{"NUL in message", `{"assistant_id":"` + ast + `","message":"a\u0000b"}`, "", 400, "invalid_request_error", "parameter_invalid", "message"},
+		{"NUL in message", `{"assistant_id":"` + ast + `","message":"a\u0000b"}`, "", 400, "invalid_request_error", "invalid_encoding", "message"},
 		{"bad assistant id", `{"assistant_id":"robot","message":"hi"}`, "", 400, "invalid_request_error", "parameter_invalid", "assistant_id"},
 		{"unknown assistant", `{"assistant_id":"ast_doesnotexist","message":"hi"}`, "", 404, "invalid_request_error", "resource_missing", "assistant_id"},
 		{"another account's assistant", `{"assistant_id":"` + bobs.ID + `","message":"hi"}`, "", 404, "invalid_request_error", "resource_missing", "assistant_id"},

@@ -138,6 +138,9 @@ func (s *Server) endpoint(rt Route) http.Handler {
 			return ams.Errorf(ams.EFORBIDDEN, "insufficient_scope",
 				"This request needs one of these permissions: %s. The credential has: %s.", strings.Join(scope, ", "), auth.Permissions.String())
 		}
+		if err := checkText(r, rt.Pattern); err != nil {
+			return err
+		}
 		if r.Method == http.MethodPost || r.Method == http.MethodPatch || r.Method == http.MethodPut {
 			if err := checkBody(r); err != nil {
 				return err
@@ -149,6 +152,21 @@ func (s *Server) endpoint(rt Route) http.Handler {
 		}
 		return rt.Handler(w, r)
 	})
+}
+
+// checkText refuses a request whose path parameters (the {name}s of
+// pattern) or query parameters (names or values) are not valid text
+// (ams.ValidText: UTF-8 without NUL), with 400 invalid_encoding naming
+// the parameter, before any handler or store sees them. The JSON body is
+// checked by decodeJSON.
+func checkText(r *http.Request, pattern string) error {
+	if name, bad := ams.InvalidPathValue(pattern, r.PathValue); bad {
+		return ams.ParamError("invalid_encoding", name, "The path parameter '%s' is not valid UTF-8 or holds a NUL character.", name)
+	}
+	if name, bad := ams.InvalidValue(r.URL.Query()); bad {
+		return ams.ParamError("invalid_encoding", name, "The query parameter '%s' is not valid UTF-8 or holds a NUL character.", name)
+	}
+	return nil
 }
 
 // checkBody refuses bodies that are too large or not JSON.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -22,22 +21,11 @@ import (
 // checks of decodeJSON: not empty, valid JSON, nothing after it), and
 // returns it for world.Service to read field by field.
 func readObject(r *http.Request) (json.RawMessage, error) {
-	b, err := io.ReadAll(r.Body)
+	b, err := readBody(r)
 	if err != nil {
-		return nil, bodyReadError(err)
+		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return nil, jsonError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, ams.Errorf(ams.EINVALID, "invalid_json", "The request body must hold a single JSON object.")
-	}
-	if raw[0] != '{' {
-		return nil, ams.Errorf(ams.EINVALID, "invalid_json", "The request body must be a JSON object.")
-	}
-	return raw, nil
+	return json.RawMessage(bytes.TrimSpace(b)), nil
 }
 
 // checkAssistantField refuses an assistant_id in body that is a string

@@ -679,7 +679,7 @@ func TestMessageEditAndDelete(t *testing.T) {
 		{"null content", inbound.ID, `{"content":null}`, "parameter_missing", "content"},
 		{"empty content", inbound.ID, `{"content":" \n "}`, "parameter_invalid", "content"},
 		{"too long", inbound.ID, `{"content":"` + strings.Repeat("x", ams.MaxMessageLength+1) + `"}`, "parameter_invalid", "content"},
-		{"NUL", inbound.ID, `{"content":"a\u0000b"}`, "parameter_invalid", "content"},
+		{"NUL", inbound.ID, `{"content":"a\u0000b"}`, "invalid_encoding", "content"},
 		{"not a string", inbound.ID, `{"content":5}`, "invalid_type", "content"},
 		{"unknown field", inbound.ID, `{"content":"x","direction":"outbound"}`, "unknown_parameter", "direction"},
 	} {

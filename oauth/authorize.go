@@ -68,7 +68,7 @@ func (s *Server) getAuthorize(w http.ResponseWriter, r *http.Request) error {
 // left checked.
 func (s *Server) postAuthorize(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
+	if err := parseForm(r); err != nil {
 		return badForm()
 	}
 	ctx := r.Context()
@@ -124,7 +124,7 @@ func (s *Server) postAuthorize(w http.ResponseWriter, r *http.Request) error {
 // a loopback URI differ in port), and PKCE is checked here, before login
 // and consent, rather than only when the code is issued.
 func (s *Server) authorizeRequest(ctx context.Context, r *http.Request) (fosite.AuthorizeRequester, error) {
-	if err := r.ParseForm(); err != nil {
+	if err := parseForm(r); err != nil {
 		return nil, fosite.ErrInvalidRequest.WithHint("The request parameters could not be parsed.")
 	}
 	if sc, ok := r.Form["scope"]; ok {

@@ -59,7 +59,7 @@ func (s *Server) getLogin(w http.ResponseWriter, r *http.Request) error {
 // return_to.
 func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
+	if err := parseForm(r); err != nil {
 		return badForm()
 	}
 	ctx := r.Context()
@@ -190,7 +190,7 @@ func humanSeconds(d time.Duration) string {
 // return_to, so that another account can continue an authorization).
 func (s *Server) postLogout(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
+	if err := parseForm(r); err != nil {
 		return badForm()
 	}
 	_, sid, err := s.session(r)

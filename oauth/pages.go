@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 
@@ -116,4 +117,18 @@ func forbidden(msg string) error {
 
 func badForm() error {
 	return &ams.Error{Kind: ams.EINVALID, Code: "invalid_form", Message: "The form could not be read. Go back, reload the page and try again."}
+}
+
+// parseForm parses r's query and form body (r.Form, r.PostForm) and
+// refuses any name or value that is not text every engine stores
+// (ams.ValidText: UTF-8 without NUL), before a handler or the store sees
+// it.
+func parseForm(r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		return err
+	}
+	if name, bad := ams.InvalidValue(r.Form); bad {
+		return fmt.Errorf("form field %q is not valid UTF-8 or holds a NUL character", name)
+	}
+	return nil
 }

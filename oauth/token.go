@@ -17,8 +17,8 @@ import (
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
-		s.tokenError(w, fosite.ErrInvalidRequest.WithHint("The request body must be form-encoded (application/x-www-form-urlencoded)."))
+	if err := parseForm(r); err != nil {
+		s.tokenError(w, fosite.ErrInvalidRequest.WithHint("The request body must be form-encoded (application/x-www-form-urlencoded), in UTF-8 without NUL characters."))
 		return
 	}
 	f := r.PostForm
@@ -95,8 +95,8 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 // with unauthorized_client.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
-		s.tokenError(w, fosite.ErrInvalidRequest.WithHint("The request body must be form-encoded (application/x-www-form-urlencoded)."))
+	if err := parseForm(r); err != nil {
+		s.tokenError(w, fosite.ErrInvalidRequest.WithHint("The request body must be form-encoded (application/x-www-form-urlencoded), in UTF-8 without NUL characters."))
 		return
 	}
 	if r.PostForm.Get("token") == "" {

@@ -222,10 +222,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, tmpl string, h Ha
 			c.loc = loc
 		}
 	}
+	// Every path, query and form value is checked here, once, to be text
+	// that every engine stores (UTF-8 without NUL): a page id that is not
+	// is a page that does not exist; a query or form value, a bad request.
+	if _, bad := ams.InvalidPathValue(r.Pattern, r.PathValue); bad {
+		s.fail(w, r, c, &ams.Error{Kind: ams.ENOTFOUND, Code: "resource_missing", Message: "There is no such page."})
+		return
+	}
+	if _, bad := ams.InvalidValue(r.URL.Query()); bad {
+		s.renderError(w, r, c, http.StatusBadRequest, "Bad request", "This link is not valid: go back and follow the page's links.")
+		return
+	}
 	if post {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		if err := r.ParseForm(); err != nil {
 			s.renderError(w, r, c, http.StatusBadRequest, "Bad request", "The form could not be read. Go back, reload the page and try again.")
+			return
+		}
+		if _, bad := ams.InvalidValue(r.PostForm); bad {
+			s.renderError(w, r, c, http.StatusBadRequest, "Bad request",
+				"The form holds a character that cannot be stored (a NUL character or invalid UTF-8), so nothing was changed. Go back, correct it and try again.")
 			return
 		}
 		if !s.OAuth.CheckCSRF(r, sid, r.PostForm.Get("csrf_token")) {

@@ -157,7 +157,7 @@ func listOf[T any](ctx context.Context, q *Queries, lq listQuery, p ams.ListPara
 		}
 		err := q.r.QueryRow(ctx, "SELECT "+strings.Join(key, ", ")+" FROM "+from+" WHERE "+f.where+" AND id = "+f.next(), append(f.args[:len(f.args):len(f.args)], cursorID)...).Scan(dest...)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, ams.ParamError("resource_missing", param, "No such object in this list: '%s'", cursorID)
+			return nil, ams.ParamError("resource_missing", param, "No such object in this list: '%s'", ams.Clip(cursorID))
 		} else if err != nil {
 			return nil, q.fail("find cursor", err)
 		}

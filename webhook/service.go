@@ -363,7 +363,7 @@ func CheckEvents(events []string) ([]string, error) {
 	var out []string
 	for _, t := range events {
 		if !ams.IsEventType(t) {
-			return nil, ams.ParamError("parameter_invalid", "events", "Unknown event type '%s'. Known types: %s.", t, strings.Join(ams.EventTypes, ", "))
+			return nil, ams.ParamError("parameter_invalid", "events", "Unknown event type '%s'. Known types: %s.", ams.Clip(t), strings.Join(ams.EventTypes, ", "))
 		}
 		if !slices.Contains(out, t) {
 			out = append(out, t)

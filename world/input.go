@@ -49,7 +49,7 @@ func parseObject(raw json.RawMessage, prefix string, allowed ...string) (*object
 	slices.Sort(keys)
 	for _, k := range keys {
 		if !slices.Contains(allowed, k) {
-			return nil, ams.ParamError("unknown_parameter", prefix+k, "Unknown field '%s'; allowed: %s.", k, strings.Join(allowed, ", "))
+			return nil, ams.ParamError("unknown_parameter", ams.Clip(prefix+k), "Unknown field '%s'; allowed: %s.", ams.Clip(k), strings.Join(allowed, ", "))
 		}
 	}
 	return o, nil

@@ -165,7 +165,7 @@ func (s *Service) runTool(ctx context.Context, userID string, a *ams.Assistant, 
 		}
 		return encode(listResult(page.Data, page.HasMore), nil)
 	}
-	return nil, ams.ParamError("parameter_invalid", "type", "Unknown action type '%s'.", typ)
+	return nil, ams.ParamError("parameter_invalid", "type", "Unknown action type '%s'.", ams.Clip(typ))
 }
 
 // actionStore wraps the store so that the transaction of a tool's change

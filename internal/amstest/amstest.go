@@ -73,7 +73,10 @@ type Fixture struct {
 	OAuthSecret []byte
 	// Store is the database itself (not watched): tests set up and check
 	// records with it.
-	Store     *sqlite.DB
+	Store *sqlite.DB
+	// Data is the store the server runs on, unwatched: Store, or the one
+	// given with OnStore (Store is then nil).
+	Data      ams.Store
 	Clock     *Clock
 	User      *ams.User
 	Key       string
@@ -91,6 +94,7 @@ type Option func(*options)
 type options struct {
 	wrap     func(*sqlite.DB) ams.Store
 	engine   ams.Engine
+	on       ams.Store
 	throttle oauth.LoginThrottle
 	proxies  clientaddr.Proxies
 	logger   *slog.Logger
@@ -109,9 +113,17 @@ func WithTrustedProxies(p clientaddr.Proxies) Option {
 	return func(o *options) { o.proxies = p }
 }
 
-// WithLogger makes the server log to l (default: nowhere).
+// WithLogger makes the server log to l instead of discarding its log (to
+// check that a request logs no error).
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
+}
+
+// OnStore builds the fixture on s (e.g. a PostgreSQL store of
+// internal/pgtest) instead of a new SQLite database; Fixture.Store is then
+// nil and Fixture.Data is s. WithStore does not apply.
+func OnStore(s ams.Store) Option {
+	return func(o *options) { o.on = s }
 }
 
 // WithUsage is kept for the tests that ask for metering: every fixture
@@ -135,16 +147,21 @@ func WithEngine(e ams.Engine) Option {
 // New starts a fixture; everything is closed when the test ends.
 func New(t testing.TB, opts ...Option) *Fixture {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
 	o := options{wrap: func(db *sqlite.DB) ams.Store { return db }}
 	for _, opt := range opts {
 		opt(&o)
 	}
-	store := o.wrap(db)
+	var db *sqlite.DB
+	var store, data ams.Store = o.on, o.on
+	if o.on == nil {
+		var err error
+		db, err = sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { db.Close() })
+		store, data = o.wrap(db), db
+	}
 	clock := &Clock{t: Start}
 	logger := o.logger
 	if logger == nil {
@@ -162,15 +179,14 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	// built with its base URL, as ams serve builds it after listening.
 	srv := httptest.NewUnstartedServer(nil)
 	a, err := app.New(app.Config{
-		Store:       store,
-		Clock:       clock.Now,
-		Logger:      logger,
-		Limiter:     ratelimit.NewMemory(),
-		Guard:       &ssrf.Guard{AllowPrivate: true},
-		EngineFor:   func(*ams.Assistant) (ams.Engine, error) { return engine, nil },
-		BaseURL:     "http://" + srv.Listener.Addr().String(),
-		OAuthSecret: secret,
-
+		Store:          store,
+		Clock:          clock.Now,
+		Logger:         logger,
+		Limiter:        ratelimit.NewMemory(),
+		Guard:          &ssrf.Guard{AllowPrivate: true},
+		EngineFor:      func(*ams.Assistant) (ams.Engine, error) { return engine, nil },
+		BaseURL:        "http://" + srv.Listener.Addr().String(),
+		OAuthSecret:    secret,
 		Throttle:       o.throttle,
 		TrustedProxies: o.proxies,
 	})
@@ -185,7 +201,7 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	srv.Start()
 	t.Cleanup(srv.Close)
 	f := &Fixture{T: t, Server: srv, App: a, API: a.API, OAuth: a.OAuth, Pages: a.Pages, Webhooks: a.Webhooks, OAuthSecret: secret,
-		Store: db, Clock: clock, Usage: a.Usage, Worker: a.Webhook}
+		Store: db, Data: data, Clock: clock, Usage: a.Usage, Worker: a.Webhook}
 	f.User = f.NewUser("ann@example.com", ams.PlanStandard)
 	f.Key = f.NewKey(f.User, "read,write,messages,integrations")
 	f.Assistant = f.NewAssistant(f.User, "Ann's assistant")
@@ -210,7 +226,7 @@ func (f *Fixture) NewUser(email string, plan ams.Plan) *ams.User {
 	now := f.Clock.Now()
 	// Approved (off the waitlist), as accounts made with the CLI are.
 	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: email, Plan: plan, Timezone: "UTC", ApprovedAt: &now, CreatedAt: now, UpdatedAt: now}
-	if err := f.Store.CreateUser(context.Background(), u); err != nil {
+	if err := f.Data.CreateUser(context.Background(), u); err != nil {
 		f.T.Fatal(err)
 	}
 	return u
@@ -224,7 +240,7 @@ func (f *Fixture) NewKey(u *ams.User, perms string) string {
 		f.T.Fatal(err)
 	}
 	secret, k := ams.NewAPIKey(u.ID, "test", ps, f.Clock.Now(), nil)
-	if err := f.Store.CreateKey(context.Background(), k); err != nil {
+	if err := f.Data.CreateKey(context.Background(), k); err != nil {
 		f.T.Fatal(err)
 	}
 	return secret
@@ -236,7 +252,7 @@ func (f *Fixture) NewAssistant(u *ams.User, name string) *ams.Assistant {
 	now := f.Clock.Now()
 	a := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), Object: "assistant", UserID: u.ID, Name: name,
 		Description: "A test assistant.", Model: ams.ModelBuiltin, CreatedAt: now, UpdatedAt: now}
-	if err := f.Store.CreateAssistant(context.Background(), a); err != nil {
+	if err := f.Data.CreateAssistant(context.Background(), a); err != nil {
 		f.T.Fatal(err)
 	}
 	return a

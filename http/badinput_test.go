@@ -1,0 +1,442 @@
+package http_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/oauth"
+	"github.com/amsdev/ams/openapi"
+)
+
+// The bad-input matrix: every POST and PATCH operation and every list
+// operation of the OpenAPI document (so that a new route is covered
+// without editing this test), each bad class of input, on both engines,
+// through HTTP. Each bad request must get its documented 4xx with the
+// error body, never a 5xx and never an ERROR log line, and the account's
+// data must be the same, byte for byte, afterwards.
+
+func TestBadInputSQLite(t *testing.T) {
+	runBadInput(t, nil)
+}
+
+func TestBadInputPostgres(t *testing.T) {
+	runBadInput(t, pgtest.New(t))
+}
+
+// logSink collects the server's log lines.
+type logSink struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logSink) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logSink) errors() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, line := range strings.Split(l.b.String(), "\n") {
+		if strings.Contains(line, "level=ERROR") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// apiOp is one operation of the OpenAPI document.
+type apiOp struct {
+	Method, Path string
+	Query        []string // its query parameters
+}
+
+func (o apiOp) list() bool {
+	for _, q := range o.Query {
+		if q == "limit" {
+			return true
+		}
+	}
+	return false
+}
+
+func apiOps(t *testing.T) []apiOp {
+	t.Helper()
+	var doc struct {
+		Paths      map[string]map[string]json.RawMessage `json:"paths"`
+		Components struct {
+			Parameters map[string]struct {
+				Name string `json:"name"`
+				In   string `json:"in"`
+			} `json:"parameters"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(openapi.Document, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var ops []apiOp
+	for path, item := range doc.Paths {
+		for method, raw := range item {
+			if method == "parameters" {
+				continue
+			}
+			var op struct {
+				Parameters []struct {
+					Ref  string `json:"$ref"`
+					Name string `json:"name"`
+					In   string `json:"in"`
+				} `json:"parameters"`
+			}
+			if err := json.Unmarshal(raw, &op); err != nil {
+				continue
+			}
+			o := apiOp{Method: strings.ToUpper(method), Path: path}
+			for _, p := range op.Parameters {
+				if p.Ref != "" {
+					c := doc.Components.Parameters[strings.TrimPrefix(p.Ref, "#/components/parameters/")]
+					p.Name, p.In = c.Name, c.In
+				}
+				if p.In == "query" {
+					o.Query = append(o.Query, p.Name)
+				}
+			}
+			ops = append(ops, o)
+		}
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i].Path+ops[i].Method < ops[j].Path+ops[j].Method })
+	return ops
+}
+
+// badFixture is the account the matrix runs on, with one record of every
+// kind, and its ids by path parameter.
+type badFixture struct {
+	*amstest.Fixture
+	key  string
+	user *ams.User
+	ids  map[string]string // path prefix "/v1/tasks/{id}" -> id, and "{action_id}", "{delivery_id}"
+	logs *logSink
+}
+
+func newBadFixture(t *testing.T, store ams.Store) *badFixture {
+	logs := &logSink{}
+	opts := []amstest.Option{amstest.WithLogger(slog.New(slog.NewTextHandler(logs, nil)))}
+	if store != nil {
+		opts = append(opts, amstest.OnStore(store))
+	}
+	f := &badFixture{Fixture: amstest.New(t, opts...), logs: logs, ids: map[string]string{}}
+	// An enterprise account with limits the matrix never reaches.
+	now := f.Clock.Now()
+	f.user = &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "bad@example.com", Plan: ams.PlanEnterprise,
+		RPM: 1_000_000, RPD: 10_000_000, Timezone: "UTC", ApprovedAt: &now, CreatedAt: now, UpdatedAt: now}
+	if err := f.Data.CreateUser(context.Background(), f.user); err != nil {
+		t.Fatal(err)
+	}
+	f.key = f.NewKey(f.user, "admin")
+	ast := f.NewAssistant(f.user, "Bad input's assistant")
+	f.ids["/v1/assistants/{id}"] = ast.ID
+	create := func(path, body string) map[string]any {
+		t.Helper()
+		r := f.Do("POST", path, f.key, body)
+		if r.Status/100 != 2 {
+			t.Fatalf("seed POST %s: %d %s", path, r.Status, r.Body)
+		}
+		return r.JSON(t)
+	}
+	f.ids["/v1/tasks/{id}"] = create("/v1/tasks", fmt.Sprintf(`{"assistant_id":%q,"title":"Seed task"}`, ast.ID))["id"].(string)
+	f.ids["/v1/calendar/events/{id}"] = create("/v1/calendar/events", fmt.Sprintf(`{"assistant_id":%q,"title":"Seed event","starts_at":"2026-11-23T15:00:00Z"}`, ast.ID))["id"].(string)
+	msg := create("/v1/messages", fmt.Sprintf(`{"assistant_id":%q,"message":"Hello"}`, ast.ID))
+	f.ids["/v1/messages/{id}"] = msg["id"].(string)
+	f.ids["/v1/conversations/{id}"] = msg["conversation_id"].(string)
+	f.ids["{action_id}"] = create("/v1/assistants/"+ast.ID+"/actions", `{"type":"list_tasks","input":{}}`)["id"].(string)
+	feed := create("/v1/calendar/feed", `{}`)
+	if id, ok := feed["id"].(string); ok {
+		f.ids["/v1/integrations/{id}"] = id
+	} else if in, ok := feed["integration"].(map[string]any); ok {
+		f.ids["/v1/integrations/{id}"], _ = in["id"].(string)
+	}
+	wh := create("/v1/webhooks", `{"url":"https://127.0.0.1:9/hook","events":["task.created"],"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`)
+	f.ids["/v1/webhooks/{id}"] = wh["id"].(string)
+	create("/v1/webhooks/"+wh["id"].(string)+"/ping", "")
+	var dl struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	json.Unmarshal(f.Do("GET", "/v1/webhooks/"+wh["id"].(string)+"/deliveries", f.key, "").Body, &dl)
+	f.ids["{delivery_id}"] = "dlv_0000000000000000000000"
+	if len(dl.Data) > 0 {
+		f.ids["{delivery_id}"] = dl.Data[0].ID
+	}
+	var evs struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	// An event is listed once every write that began before it has ended
+	// (on PostgreSQL a few milliseconds after its commit).
+	for deadline := time.Now().Add(5 * time.Second); len(evs.Data) == 0 && time.Now().Before(deadline); {
+		json.Unmarshal(f.Do("GET", "/v1/events", f.key, "").Body, &evs)
+		if len(evs.Data) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if len(evs.Data) == 0 {
+		t.Fatal("no events seeded")
+	}
+	f.ids["/v1/events/{id}"] = evs.Data[0].ID
+	return f
+}
+
+// path fills in an operation's path parameters with the seeded ids.
+func (f *badFixture) path(p string) string {
+	for prefix, id := range f.ids {
+		if strings.HasPrefix(prefix, "/") {
+			p = strings.Replace(p, prefix, strings.TrimSuffix(prefix, "{id}")+id, 1)
+		}
+	}
+	p = strings.Replace(p, "{action_id}", f.ids["{action_id}"], 1)
+	p = strings.Replace(p, "{delivery_id}", f.ids["{delivery_id}"], 1)
+	return p
+}
+
+// fingerprint reads every list (all pages of 100, oldest first) and every
+// seeded record: what the account holds, as the API shows it.
+func (f *badFixture) fingerprint(t *testing.T, ops []apiOp) string {
+	t.Helper()
+	var b strings.Builder
+	for _, o := range ops {
+		if o.Method != "GET" || strings.Contains(f.path(o.Path), "{") {
+			continue
+		}
+		q := ""
+		if o.list() {
+			q = "?limit=100&order=asc"
+		}
+		r := f.Do("GET", f.path(o.Path)+q, f.key, "")
+		if r.Status != 200 {
+			t.Fatalf("fingerprint GET %s: %d %s", f.path(o.Path), r.Status, r.Body)
+		}
+		fmt.Fprintf(&b, "%s\n%s\n", o.Path, r.Body)
+	}
+	return b.String()
+}
+
+// badCase is one bad request and the answer it must get.
+type badCase struct {
+	name         string
+	method, path string
+	body         string // sent as application/json unless ""
+	status       int
+	code         string // "" accepts any documented code
+	param        string // checked when not ""
+}
+
+func runBadInput(t *testing.T, store ams.Store) {
+	ops := apiOps(t)
+	f := newBadFixture(t, store)
+	// The seed's last events may be listed a moment after their commit:
+	// the data is read until two readings agree.
+	before := f.fingerprint(t, ops)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		again := f.fingerprint(t, ops)
+		if again == before {
+			break
+		}
+		before = again
+	}
+	huge := strings.Repeat("x", 500<<10)
+	over := `{"title":"` + strings.Repeat("x", 1<<20) + `"}`
+
+	var cases []badCase
+	add := func(c badCase) { cases = append(cases, c) }
+	for _, o := range ops {
+		p := f.path(o.Path)
+		// Path parameters: NUL and invalid UTF-8 in each, on every method.
+		for _, name := range []string{"id", "action_id", "delivery_id"} {
+			if !strings.Contains(o.Path, "{"+name+"}") {
+				continue
+			}
+			for _, bad := range []string{"%00", "%FF", "evt_%00", "ast_%C3%28"} {
+				bp := strings.Replace(o.Path, "{"+name+"}", bad, 1)
+				body := ""
+				if o.Method == "POST" || o.Method == "PATCH" {
+					body = "{}"
+				}
+				add(badCase{"path " + name + "=" + bad, o.Method, f.path(bp), body, 400, "invalid_encoding", name})
+			}
+		}
+		if o.list() {
+			for _, qp := range append([]string{"after", "before", "limit", "order"}, o.Query...) {
+				for _, bad := range []string{"%00", "%FF", "evt_%00", "x%C3%28"} {
+					add(badCase{"query " + qp + "=" + bad, "GET", p + "?" + qp + "=" + bad, "", 400, "invalid_encoding", qp})
+				}
+				add(badCase{"query huge " + qp, "GET", p + "?" + qp + "=" + strings.Repeat("y", 20000), "", 400, "", qp})
+			}
+			add(badCase{"query name %FF", "GET", p + "?x%FF=1", "", 400, "invalid_encoding", ""})
+			add(badCase{"limit wrong type", "GET", p + "?limit=ten", "", 400, "parameter_invalid", "limit"})
+			add(badCase{"limit too large", "GET", p + "?limit=101", "", 400, "parameter_invalid", "limit"})
+			add(badCase{"unknown cursor", "GET", p + "?after=zzz_" + strings.Repeat("z", 22), "", 400, "", "after"})
+		}
+		if o.Method != "POST" && o.Method != "PATCH" {
+			continue
+		}
+		body := func(name, b string, status int, code, param string) {
+			add(badCase{name, o.Method, p, b, status, code, param})
+		}
+		body("NUL escape", `{"title":"a\u0000b"}`, 400, "invalid_encoding", "title")
+		body("NUL escape nested", `{"input":{"title":"a\u0000b"}}`, 400, "invalid_encoding", "input.title")
+		body("NUL in key", `{"ti\u0000tle":"a"}`, 400, "invalid_encoding", "")
+		body("raw NUL", "{\"title\":\"a\x00b\"}", 400, "invalid_json", "")
+		body("invalid UTF-8", "{\"title\":\"a\xffb\"}", 400, "invalid_encoding", "title")
+		body("invalid UTF-8 in array", "{\"events\":[\"task.created\",\"\xc3\x28\"]}", 400, "invalid_encoding", "events[1]")
+		body("invalid UTF-8 in key", "{\"t\xfftle\":\"a\"}", 400, "invalid_encoding", "")
+		body("wrong type array", `[{}]`, 400, "invalid_json", "")
+		body("wrong type string", `"{}"`, 400, "invalid_json", "")
+		body("wrong type number", `5`, 400, "invalid_json", "")
+		body("wrong type field", `{"title":{"a":1}}`, 400, "", "")
+		body("null", `null`, 400, "invalid_json", "")
+		body("duplicate key", `{"title":"a","title":"b"}`, 400, "duplicate_key", "title")
+		body("duplicate key nested", `{"input":{"limit":1,"limit":2}}`, 400, "duplicate_key", "input.limit")
+		body("duplicate key in array", `{"x":[{"a":1},{"a":1,"a":2}]}`, 400, "duplicate_key", "x[1].a")
+		body("huge key", `{"`+huge+`":1}`, 400, "unknown_parameter", "")
+		body("huge value", `{"title":"`+huge+`"}`, 400, "", "")
+		body("trailing garbage", `{} x`, 400, "invalid_json", "")
+		body("two objects", `{}{}`, 400, "invalid_json", "")
+		body("truncated", `{"title":"a`, 400, "invalid_json", "")
+		body("over 1 MiB", over, 413, "request_too_large", "")
+	}
+
+	for _, c := range cases {
+		r := f.Do(c.method, c.path, f.key, c.body)
+		label := fmt.Sprintf("%s %s: %s", c.method, clipPath(c.path), c.name)
+		if r.Status != c.status {
+			t.Errorf("%s: status %d, want %d: %.300s", label, r.Status, c.status, r.Body)
+			continue
+		}
+		var e struct {
+			Error struct {
+				Type, Code, Message, Param string
+			} `json:"error"`
+			RequestID string `json:"request_id"`
+		}
+		if err := json.Unmarshal(r.Body, &e); err != nil || e.Error.Type != "invalid_request_error" || e.RequestID == "" {
+			t.Errorf("%s: not the documented error body: %.300s", label, r.Body)
+			continue
+		}
+		if c.code != "" && e.Error.Code != c.code {
+			t.Errorf("%s: code %q, want %q (%s)", label, e.Error.Code, c.code, e.Error.Message)
+		}
+		if c.param != "" && e.Error.Param != c.param {
+			t.Errorf("%s: param %q, want %q (%s)", label, e.Error.Param, c.param, e.Error.Message)
+		}
+		if len(r.Body) > 1000 {
+			t.Errorf("%s: error answer of %d bytes quotes too much input", label, len(r.Body))
+		}
+	}
+	// Headers ams reads: a credential that is not valid text is 401, an
+	// Idempotency-Key that is not printable ASCII 400.
+	for _, token := range []string{"ams_sk_\xff\xfe", "ams_at_\xff\xfe", "ams_at_a\xc3\x28.b", "ams_sk_" + strings.Repeat("\xff", 40)} {
+		if r := f.Do("GET", "/v1/tasks", token, ""); r.Status != 401 {
+			t.Errorf("Authorization: Bearer %q: %d, want 401: %.300s", token, r.Status, r.Body)
+		}
+	}
+	if r := f.Do("POST", "/v1/tasks", f.key, "{}", "Idempotency-Key", "k\xff"); r.Status != 400 {
+		t.Errorf("Idempotency-Key with invalid UTF-8: %d, want 400: %.300s", r.Status, r.Body)
+	}
+	t.Logf("%d bad requests", len(cases))
+	if after := f.fingerprint(t, ops); after != before {
+		t.Errorf("the account's data changed:\nbefore: %.2000s\nafter:  %.2000s", before, after)
+	}
+	if errs := f.logs.errors(); len(errs) > 0 {
+		t.Errorf("%d ERROR log lines, first: %s", len(errs), errs[0])
+	}
+
+	t.Run("pages and login", func(t *testing.T) {
+		// The login form (no session needed) with NUL and invalid UTF-8 in
+		// the e-mail, and a signed-in user's page ids: 400 and 404.
+		// With the login form's own CSRF token and cookie, as a browser sends
+		// it, so that the e-mail would reach the store.
+		jar, _ := cookiejar.New(nil)
+		browser := &http.Client{Jar: jar}
+		page, err := browser.Get(f.Server.URL + "/login")
+		if err != nil {
+			t.Fatal(err)
+		}
+		html, _ := io.ReadAll(page.Body)
+		page.Body.Close()
+		m := regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindSubmatch(html)
+		if m == nil {
+			t.Fatalf("no CSRF token in the login form: %.500s", html)
+		}
+		for _, email := range []string{"a%00b@example.com", "a%FFb@example.com", "%00"} {
+			req, _ := http.NewRequest("POST", f.Server.URL+"/login",
+				strings.NewReader("email="+email+"&password=secret-password-1&csrf_token="+url.QueryEscape(string(m[1]))))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			r, err := browser.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Body.Close()
+			if r.StatusCode != 400 {
+				t.Errorf("POST /login email=%s: %d, want 400", email, r.StatusCode)
+			}
+		}
+		sid := "badinput-session-" + ams.NewID("")
+		now := f.Clock.Now()
+		if err := f.Data.CreateLoginSession(context.Background(), &ams.LoginSession{IDHash: ams.HashSecret(sid), UserID: f.user.ID,
+			CreatedAt: now, ExpiresAt: now.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		cookie := &http.Cookie{Name: oauth.SessionCookie, Value: sid}
+		for _, p := range []string{"/account/assistants/%FF", "/account/assistants/%00", "/account/assistants/ast_%00",
+			"/account/webhooks/%FF", "/account/webhooks/%00/edit", "/account/keys/%00/created", "/account/apps/%FF",
+			"/account/assistants/ast_x/conversations/%00"} {
+			req, _ := http.NewRequest("GET", f.Server.URL+p, nil)
+			req.AddCookie(cookie)
+			r, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Body.Close()
+			if r.StatusCode != 404 {
+				t.Errorf("GET %s: %d, want 404", p, r.StatusCode)
+			}
+		}
+		req, _ := http.NewRequest("GET", f.Server.URL+"/account/assistants?after=ast_%00", nil)
+		req.AddCookie(cookie)
+		if r, err := http.DefaultClient.Do(req); err != nil {
+			t.Fatal(err)
+		} else if r.Body.Close(); r.StatusCode != 400 {
+			t.Errorf("GET /account/assistants?after=ast_%%00: %d, want 400", r.StatusCode)
+		}
+		if errs := f.logs.errors(); len(errs) > 0 {
+			t.Errorf("%d ERROR log lines, first: %s", len(errs), errs[0])
+		}
+	})
+}
+
+func clipPath(p string) string {
+	if u, err := url.Parse(p); err == nil && len(p) > 120 {
+		return u.Path + "?…"
+	}
+	return p
+}
