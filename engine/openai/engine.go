@@ -205,7 +205,7 @@ func (e *Engine) call(ctx context.Context, params oai.ChatCompletionNewParams, o
 		if err != nil {
 			return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, err, model)
 		}
-		if len(res.Choices) == 0 {
+		if res == nil || len(res.Choices) == 0 { // a JSON null body decodes to no result and no error
 			return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, errNoChoice, model)
 		}
 		msg := res.Choices[0].Message
