@@ -22,6 +22,7 @@ TARGETS=(
   "./http FuzzDecodeJSON"              # JSON body decoder
   "./ssrf FuzzCheckURL"                # URL checks of webhooks and CalDAV
   "./ssrf FuzzBlocked"                 # which addresses are internal; the connect-time check
+  "./clientaddr FuzzClient"           # the client address behind trusted proxies (Forwarded, X-Forwarded-For)
   "./oauth FuzzSafeReturnTo"           # return_to of the sign-in pages
   "./caldav FuzzWriteFeed"             # iCalendar export (feed)
   "./caldav FuzzReadICal"              # iCalendar import and write-back (CalDAV sync)
