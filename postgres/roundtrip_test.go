@@ -23,7 +23,9 @@ type tripCounter struct {
 
 func (c *tripCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	c.mu.Lock()
-	if c.on {
+	// The wake-up of other processes (pg_notify) is sent after the commit
+	// by the store's notifier goroutine, not by the turn: not counted.
+	if c.on && !strings.Contains(d.SQL, "pg_notify") {
 		c.queries = append(c.queries, strings.Fields(d.SQL)[0])
 	}
 	c.mu.Unlock()
