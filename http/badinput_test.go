@@ -1,7 +1,6 @@
 package http_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -37,30 +35,6 @@ func TestBadInputSQLite(t *testing.T) {
 
 func TestBadInputPostgres(t *testing.T) {
 	runBadInput(t, pgtest.New(t))
-}
-
-// logSink collects the server's log lines.
-type logSink struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logSink) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logSink) errors() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, line := range strings.Split(l.b.String(), "\n") {
-		if strings.Contains(line, "level=ERROR") {
-			out = append(out, line)
-		}
-	}
-	return out
 }
 
 // apiOp is one operation of the OpenAPI document.
@@ -132,11 +106,11 @@ type badFixture struct {
 	key  string
 	user *ams.User
 	ids  map[string]string // path prefix "/v1/tasks/{id}" -> id, and "{action_id}", "{delivery_id}"
-	logs *logSink
+	logs *lockedBuffer
 }
 
 func newBadFixture(t *testing.T, store ams.Store) *badFixture {
-	logs := &logSink{}
+	logs := &lockedBuffer{}
 	opts := []amstest.Option{amstest.WithLogger(slog.New(slog.NewTextHandler(logs, nil)))}
 	if store != nil {
 		opts = append(opts, amstest.OnStore(store))

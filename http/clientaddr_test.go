@@ -13,7 +13,8 @@ import (
 	"github.com/amsdev/ams/internal/amstest"
 )
 
-// lockedBuffer is a log destination safe for concurrent writes.
+// lockedBuffer is a log destination safe for concurrent writes: the
+// tests read the server's log lines from it.
 type lockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -29,6 +30,17 @@ func (l *lockedBuffer) lines() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Split(strings.TrimSpace(l.b.String()), "\n")
+}
+
+// errors returns the lines logged at level ERROR.
+func (l *lockedBuffer) errors() []string {
+	var out []string
+	for _, line := range l.lines() {
+		if strings.Contains(line, "level=ERROR") {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // TestRequestLogClient: the request log line names the client address:

@@ -74,6 +74,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 	url := databaseURL(t)
 	schema := freshSchema(t, url) // not created: Open creates it
 	ctx := context.Background()
+	count, latest := migrationFiles(t)
 	const n = 4
 	dbs := make([]*postgres.DB, n)
 	errs := make([]error, n)
@@ -89,7 +90,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 			t.Fatalf("open %d: %v", i, errs[i])
 		}
 		defer dbs[i].Close()
-		if v, err := dbs[i].SchemaVersion(ctx); err != nil || v != latestMigration(t) {
+		if v, err := dbs[i].SchemaVersion(ctx); err != nil || v != latest {
 			t.Fatalf("schema version %d, %v", v, err)
 		}
 		if err := dbs[i].Ping(ctx); err != nil {
@@ -97,12 +98,12 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		}
 	}
 	var rows int
-	if err := dbs[0].Pool().QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&rows); err != nil || rows != migrationCount(t) {
-		t.Fatalf("schema_migrations has %d rows (%v), want %d", rows, err, migrationCount(t))
+	if err := dbs[0].Pool().QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&rows); err != nil || rows != count {
+		t.Fatalf("schema_migrations has %d rows (%v), want %d", rows, err, count)
 	}
 	// Opening again applies nothing.
 	again := openSchema(t, url, schema)
-	if v, err := again.SchemaVersion(ctx); err != nil || v != latestMigration(t) {
+	if v, err := again.SchemaVersion(ctx); err != nil || v != latest {
 		t.Fatalf("schema version on reopen %d, %v", v, err)
 	}
 }
@@ -542,38 +543,21 @@ func TestQueueStats(t *testing.T) {
 	}
 }
 
-// latestMigration is the number of the newest migration file in
-// migrations/: the schema version a fresh store reaches.
-func latestMigration(t *testing.T) int {
+// migrationFiles returns how many migration files migrations/ holds and
+// the newest one's number (the schema version a fresh store reaches);
+// numbers may have gaps while branches that take numbers are merged.
+func migrationFiles(t *testing.T) (count, latest int) {
 	t.Helper()
 	entries, err := os.ReadDir("migrations")
 	if err != nil {
 		t.Fatal(err)
 	}
-	latest := 0
 	for _, e := range entries {
 		var n int
-		if _, err := fmt.Sscanf(e.Name(), "%d_", &n); err == nil && n > latest {
-			latest = n
+		if _, err := fmt.Sscanf(e.Name(), "%d_", &n); err == nil {
+			count++
+			latest = max(latest, n)
 		}
 	}
-	return latest
-}
-
-// migrationCount returns how many migrations there are (their numbers may
-// have gaps while branches that take numbers are merged).
-func migrationCount(t *testing.T) int {
-	t.Helper()
-	entries, err := os.ReadDir("migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, e := range entries {
-		var v int
-		if _, err := fmt.Sscanf(e.Name(), "%d_", &v); err == nil {
-			n++
-		}
-	}
-	return n
+	return count, latest
 }
