@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/pgtest"
 	"github.com/amsdev/ams/ratelimit/ratelimittest"
 )
 
@@ -81,4 +82,9 @@ func TestPurgeRateState(t *testing.T) {
 	if d, err := rl.Take(ctx, "usr_today", l, day2.Add(time.Hour)); err != nil || d.Day.Remaining != 9_998 {
 		t.Errorf("usr_today after Purge: %+v, %v", d, err)
 	}
+}
+
+// BenchmarkRateLimiter: docs/benchmarks.md, issue 14 (sliding windows).
+func BenchmarkRateLimiter(b *testing.B) {
+	ratelimittest.Bench(b, pgtest.New(b).RateLimiter())
 }

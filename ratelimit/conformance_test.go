@@ -13,3 +13,6 @@ import (
 func TestMemoryConformance(t *testing.T) {
 	ratelimittest.Run(t, func(*testing.T) ams.RateLimiter { return ratelimit.NewMemory() })
 }
+
+// BenchmarkMemory: docs/benchmarks.md, issue 14 (sliding windows).
+func BenchmarkMemory(b *testing.B) { ratelimittest.Bench(b, ratelimit.NewMemory()) }

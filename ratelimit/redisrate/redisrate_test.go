@@ -13,7 +13,7 @@ import (
 )
 
 // client returns a client of the Redis at AMS_TEST_REDIS_URL, or skips.
-func client(t *testing.T) *redis.Client {
+func client(t testing.TB) *redis.Client {
 	t.Helper()
 	url := os.Getenv("AMS_TEST_REDIS_URL")
 	if url == "" {
@@ -33,7 +33,7 @@ func client(t *testing.T) *redis.Client {
 
 // prefix returns a key prefix of the test's own; its keys are deleted when
 // the test ends.
-func prefix(t *testing.T, c *redis.Client) string {
+func prefix(t testing.TB, c *redis.Client) string {
 	t.Helper()
 	p := "amstest:" + ams.NewID("") + ":"
 	t.Cleanup(func() {
@@ -125,4 +125,10 @@ func TestOpen(t *testing.T) {
 	if _, err := redisrate.Open(ctx, "http://127.0.0.1:6379"); err == nil {
 		t.Error("Open of an http URL succeeded")
 	}
+}
+
+// BenchmarkLimiter: docs/benchmarks.md, issue 14 (sliding windows).
+func BenchmarkLimiter(b *testing.B) {
+	c := client(b)
+	ratelimittest.Bench(b, redisrate.New(c, prefix(b, c)))
 }
