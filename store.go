@@ -93,7 +93,10 @@ type RateWindow struct {
 	Limit     int           // requests allowed in the window
 	Remaining int           // requests left in the window
 	Length    time.Duration // the window's length
-	Reset     time.Time     // when the current window ends
+	// Reset is when Remaining next grows: when enough of the requests
+	// counted have left the (sliding) window for one more to be allowed,
+	// or now when nothing is counted.
+	Reset time.Time
 }
 
 // RateDecision is the outcome of RateLimiter.Take.

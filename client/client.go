@@ -64,9 +64,11 @@ const (
 	initialBackoff = 500 * time.Millisecond
 	maxBackoff     = 8 * time.Second
 	// maxRetryAfter is the longest Retry-After the client waits for on its
-	// own; beyond it (a daily limit, say) the *Error is returned at once
-	// with its RetryAfter set, for the caller to decide.
-	maxRetryAfter = 60 * time.Second
+	// own: the longest the sliding minute window makes a request wait (a
+	// second of requests is counted for 61 s). Beyond it (a daily limit,
+	// say) the *Error is returned at once with its RetryAfter set, for the
+	// caller to decide.
+	maxRetryAfter = 61 * time.Second
 	// maxErrorBody bounds how much of an error answer is read.
 	maxErrorBody = 1 << 20
 )

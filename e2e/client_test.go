@@ -164,7 +164,8 @@ func TestClientTypedErrors(t *testing.T) {
 
 func TestClientRetries429HonouringRetryAfter(t *testing.T) {
 	f := amstest.New(t)
-	f.Clock.Add(20 * time.Second) // 10:00:20: the minute window resets in 40 s
+	// The clock stands still: the 60 requests of 10:00:00 leave the
+	// sliding minute window 61 s later.
 	var waits []time.Duration
 	c := newClient(f, f.Key, &waits)
 	ctx := context.Background()
@@ -176,14 +177,14 @@ func TestClientRetries429HonouringRetryAfter(t *testing.T) {
 	if len(waits) != 0 {
 		t.Fatalf("waited before the limit: %v", waits)
 	}
-	// The 61st is refused with Retry-After: 40; the client waits that long
+	// The 61st is refused with Retry-After: 61; the client waits that long
 	// (on the server's clock) and the retry succeeds.
 	reply, err := c.SendMessage(ctx, client.SendMessageParams{AssistantID: f.Assistant.ID, Message: "hello"})
 	if err != nil {
 		t.Fatalf("61st request: %v", err)
 	}
-	if len(waits) != 1 || waits[0] != 40*time.Second {
-		t.Fatalf("waits %v, want [40s]", waits)
+	if len(waits) != 1 || waits[0] != 61*time.Second {
+		t.Fatalf("waits %v, want [1m1s]", waits)
 	}
 	// Sent once, although attempted twice.
 	page, _ := f.Store.ListConversations(ctx, f.User.ID, "", ams.ListParams{Limit: 10})

@@ -430,7 +430,8 @@ func TestIdempotencyKey(t *testing.T) {
 
 func TestRateLimits(t *testing.T) {
 	f := setup(t)
-	// Start 20 s into a minute so Reset and Retry-After are easy to predict.
+	// The clock stands still: all 60 requests fall in one second, which
+	// leaves the sliding minute window 61 s after it began.
 	f.Clock.Add(20 * time.Second)
 	for i := 1; i <= 60; i++ {
 		r := f.do("GET", "/v1/assistants", "")
@@ -440,16 +441,16 @@ func TestRateLimits(t *testing.T) {
 		if i == 1 {
 			h := r.header
 			if h.Get("X-RateLimit-Limit") != "60" || h.Get("X-RateLimit-Remaining") != "59" ||
-				h.Get("X-RateLimit-Reset") != strconv.FormatInt(f.Clock.Now().Truncate(time.Minute).Add(time.Minute).Unix(), 10) ||
+				h.Get("X-RateLimit-Reset") != strconv.FormatInt(f.Clock.Now().Truncate(time.Second).Add(61*time.Second).Unix(), 10) ||
 				h.Get("RateLimit-Policy") != `"minute";q=60;w=60, "day";q=10000;w=86400` ||
-				h.Get("RateLimit") != `"minute";r=59;t=40` {
+				h.Get("RateLimit") != `"minute";r=59;t=61` {
 				t.Fatalf("headers of the first request: %v", h)
 			}
 		}
 	}
 	r := f.do("GET", "/v1/assistants", "")
 	wantError(t, r, 429, "rate_limit_error", "rate_limit_exceeded", "")
-	if r.header.Get("Retry-After") != "40" || r.header.Get("X-RateLimit-Remaining") != "0" {
+	if r.header.Get("Retry-After") != "61" || r.header.Get("X-RateLimit-Remaining") != "0" {
 		t.Fatalf("429 headers: %v", r.header)
 	}
 	// Other accounts are not affected.
@@ -458,9 +459,15 @@ func TestRateLimits(t *testing.T) {
 	if rb.status != 200 || rb.header.Get("X-RateLimit-Limit") != "120" {
 		t.Fatalf("professional account: %d %v", rb.status, rb.header)
 	}
-	f.Clock.Add(40 * time.Second)
-	if r := f.do("GET", "/v1/assistants", ""); r.status != 200 {
-		t.Fatalf("next minute: %d", r.status)
+	// 60 s later the requests are still in the window (a fixed clock
+	// minute would have let more through); at Retry-After they have left.
+	f.Clock.Add(60 * time.Second)
+	if r := f.do("GET", "/v1/assistants", ""); r.status != 429 || r.header.Get("Retry-After") != "1" {
+		t.Fatalf("60 s later: %d, Retry-After %q; want 429, 1", r.status, r.header.Get("Retry-After"))
+	}
+	f.Clock.Add(time.Second)
+	if r := f.do("GET", "/v1/assistants", ""); r.status != 200 || r.header.Get("X-RateLimit-Remaining") != "59" {
+		t.Fatalf("61 s later: %d %v", r.status, r.header)
 	}
 }
 
@@ -478,7 +485,7 @@ func TestEnterpriseLimits(t *testing.T) {
 		}
 	}
 	wantError(t, f.do("GET", "/v1/assistants", "", "Authorization", "Bearer "+key), 429, "rate_limit_error", "rate_limit_exceeded", "")
-	f.Clock.Add(time.Minute)
+	f.Clock.Add(61 * time.Second)
 	f.do("GET", "/v1/assistants", "", "Authorization", "Bearer "+key)
 	r := f.do("GET", "/v1/assistants", "", "Authorization", "Bearer "+key)
 	// 5 of 5 per day used: the day window is now the tightest.

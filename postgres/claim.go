@@ -157,12 +157,12 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 }
 
 // Purge deletes what is past its retention (sqlstore's rules) and the
-// rate-limit state: the rate-limit rows whose day window has passed at
-// now (they hold nothing a request can still count in) and the failed
+// rate-limit state: the rate-limit rows with nothing left in either
+// window at now (ratelimit.State.Expired) and the failed
 // logins older than loginFailureRetention.
 func (db *DB) Purge(ctx context.Context, now time.Time) (int64, error) {
-	_, today := ratelimit.Starts(now)
+	_, day := ratelimit.Slots(now)
 	return db.PurgeWith(ctx, now,
-		sqlstore.PurgeStmt{SQL: `DELETE FROM rate_limits WHERE day_start < $1`, Cutoff: today},
+		sqlstore.PurgeStmt{SQL: `DELETE FROM rate_windows WHERE day_last <= $1`, Cutoff: day - int64(ratelimit.DaySlots)},
 		sqlstore.PurgeStmt{SQL: `DELETE FROM login_failures WHERE at <= $1`, Cutoff: now.Add(-loginFailureRetention).UnixNano()})
 }

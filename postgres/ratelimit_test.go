@@ -27,21 +27,23 @@ func TestRateLimiterAcrossProcesses(t *testing.T) {
 	})
 }
 
-// TestPurgeRateState: Purge deletes the counters of accounts whose day has
-// passed, keeps today's, and forgets failed logins after a day.
+// TestPurgeRateState: Purge deletes the counters of accounts with nothing
+// left in their windows, keeps the others, and forgets failed logins
+// after a day.
 func TestPurgeRateState(t *testing.T) {
 	t.Parallel()
 	db := open(t)
 	ctx := context.Background()
 	rl := db.RateLimiter()
 	th := db.LoginThrottle(5, 15*time.Minute)
+	early := time.Date(2026, 3, 10, 0, 10, 0, 0, time.UTC) // slot 00:00, in the day window until 3-11 01:00
 	day1 := time.Date(2026, 3, 10, 22, 0, 0, 0, time.UTC)
 	day2 := time.Date(2026, 3, 11, 0, 30, 0, 0, time.UTC)
 	l := ams.Limits{PerMinute: 60, PerDay: 10_000}
 	for _, c := range []struct {
 		account string
 		at      time.Time
-	}{{"usr_old", day1}, {"usr_old", day1}, {"usr_today", day2}} {
+	}{{"usr_old", early}, {"usr_old", early}, {"usr_today", day2}} {
 		if _, err := rl.Take(ctx, c.account, l, c.at); err != nil {
 			t.Fatal(err)
 		}
@@ -54,12 +56,13 @@ func TestPurgeRateState(t *testing.T) {
 	if err := th.Failed(ctx, "ip:192.0.2.1", day1); err != nil {
 		t.Fatal(err)
 	}
-	// At day2 + 1h: usr_old's day ended, and two failures are over 24 h old.
+	// At day2 + 1h (3-11 01:30): usr_old's requests have left the day
+	// window, and two failures are over 24 h old.
 	if _, err := db.Purge(ctx, day2.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	var accounts []string
-	rows, err := db.Pool().Query(ctx, `SELECT account FROM rate_limits ORDER BY account`)
+	rows, err := db.Pool().Query(ctx, `SELECT account FROM rate_windows ORDER BY account`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +75,7 @@ func TestPurgeRateState(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(accounts) != 1 || accounts[0] != "usr_today" {
-		t.Errorf("rate_limits after Purge: %v, want [usr_today]", accounts)
+		t.Errorf("rate_windows after Purge: %v, want [usr_today]", accounts)
 	}
 	var n int
 	if err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM login_failures`).Scan(&n); err != nil || n != 2 {

@@ -35,20 +35,22 @@ func TestStaleAccountsAreDropped(t *testing.T) {
 	if n := m.size(); n != 1000 {
 		t.Fatalf("size = %d, want 1000", n)
 	}
-	// Still the same day: nothing is dropped, however late.
+	// Later the same day: nothing is dropped.
 	for i := range 200 {
 		take(t, m, "late_"+strconv.Itoa(i), standard, at(23, 59, 0, 0))
 	}
 	if n := m.size(); n != 1200 {
 		t.Fatalf("size later the same day = %d, want 1200", n)
 	}
-	// The next day, each shard is swept on its first Take.
-	day2 := day1.Add(24 * time.Hour)
+	// 25 hours later the requests of 10:00 have left the day window; each
+	// shard is swept on its first Take and drops those accounts, but not
+	// the late ones.
+	day2 := day1.Add(25 * time.Hour)
 	for i := range 1000 {
 		take(t, m, "new_"+strconv.Itoa(i), standard, day2)
 	}
-	if n := m.size(); n != 1000 {
-		t.Fatalf("size on the next day = %d, want 1000 (day-1 accounts dropped)", n)
+	if n := m.size(); n != 1200 {
+		t.Fatalf("size 25 hours later = %d, want 1200 (the 10:00 accounts dropped)", n)
 	}
 	// A dropped account starts afresh.
 	if d := take(t, m, "usr_1", standard, day2); d.Day.Remaining != 9_999 {

@@ -237,7 +237,7 @@ func TestExportCoversSchema(t *testing.T) {
 	export := func() error {
 		return db.Export(ctx, func(*dump.Table, []any) error { return nil })
 	}
-	if _, err := r.Exec(`CREATE TABLE IF NOT EXISTS rate_limits (k TEXT)`); err != nil {
+	if _, err := r.Exec(`CREATE TABLE IF NOT EXISTS rate_windows (k TEXT)`); err != nil {
 		t.Fatal(err)
 	}
 	if err := export(); err != nil {

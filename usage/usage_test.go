@@ -43,7 +43,7 @@ func TestAPIRequestsAreMetered(t *testing.T) {
 	f.Do("GET", "/v1/assistants", "", "")                // 401: not counted
 	f.Do("GET", "/v1/assistants", "ams_sk_nonsense", "") // 401: not counted
 	f.Do("GET", "/v1/openapi.json", "", "")              // no rate limit: not counted
-	f.Clock.Add(time.Minute)                             // 10:01:30
+	f.Clock.Add(61 * time.Second)                        // 10:01:31: the 10:00:30 requests have left the window
 	for range 5 {
 		f.Do("POST", "/v1/messages", f.Key, fmt.Sprintf(`{"assistant_id": %q, "message": "hi"}`, f.Assistant.ID))
 	}

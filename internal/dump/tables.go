@@ -279,7 +279,7 @@ const Bookkeeping = "schema_migrations"
 // locks): they are not exported. Every other table of a store must be in
 // Tables, or export and import fail, so that a table added later is never
 // left behind silently.
-var Ephemeral = []string{"rate_limits", "login_failures", "oauth_locks"}
+var Ephemeral = []string{"rate_windows", "login_failures", "oauth_locks"}
 
 // Lookup returns the table with the name, or nil.
 func Lookup(name string) *Table {

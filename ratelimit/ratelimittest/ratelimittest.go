@@ -30,17 +30,19 @@ func Run(t *testing.T, newLimiter func(t *testing.T) ams.RateLimiter) {
 		fn   func(*testing.T, ams.RateLimiter)
 	}{
 		{"MinuteWindow", testMinuteWindow},
+		{"AcrossTheMinuteBoundary", testAcrossTheMinuteBoundary},
 		{"DayWindow", testDayWindow},
 		{"DayFullRefusesWithRoomInMinute", testDayFullRefusesWithRoomInMinute},
 		{"RefusedRequestsDoNotCount", testRefusedRequestsDoNotCount},
 		{"AccountsAreIndependent", testAccountsAreIndependent},
-		{"WindowsAreUTCAligned", testWindowsAreUTCAligned},
+		{"ResetIsInUTC", testResetIsInUTC},
 		{"ClockSteppingBackStaysInCurrentWindow", testClockSteppingBack},
 		{"RefusalMovesWindowsForward", testRefusalMovesWindowsForward},
 		{"LimitChangeAppliesToCurrentCount", testLimitChange},
-		{"NextDayStartsAfresh", testNextDayStartsAfresh},
+		{"DayCountsForTwentyFourToTwentyFiveHours", testDayCountsFor24To25Hours},
 		{"CanceledContext", testCanceledContext},
 		{"SameDecisionsAsMemory", testSameDecisionsAsMemory},
+		{"NoSpanAdmitsMoreThanTheLimit", testNoSpanAdmitsMoreThanTheLimit},
 		{"ConcurrentTakeAdmitsExactlyTheLimit", testConcurrentTake},
 	}
 	for _, tt := range tests {
@@ -92,16 +94,19 @@ func checkWindow(t *testing.T, w ams.RateWindow, name string, limit, remaining i
 
 func testMinuteWindow(t *testing.T, r ams.RateLimiter) {
 	start := at(12, 34, 0, 0)
-	minuteEnd := at(12, 35, 0, 0)
-	dayEnd := time.Date(2026, 3, 11, 0, 0, 0, 0, time.UTC)
+	// The requests of slot 12:34:00 are counted until 12:35:00.999…:
+	// the minute's remaining requests grow at 12:35:01. The day window's
+	// first slot (12:00) leaves it 25 hours later.
+	firstLeaves := at(12, 35, 1, 0)
+	dayReset := time.Date(2026, 3, 11, 13, 0, 0, 0, time.UTC)
 	for i := range 60 {
 		now := start.Add(time.Duration(i) * 500 * time.Millisecond)
 		d := take(t, r, "usr_a", standard, now)
 		if !d.Allowed {
 			t.Fatalf("request %d refused: %+v", i+1, d)
 		}
-		checkWindow(t, d.Minute, "minute", 60, 59-i, time.Minute, minuteEnd)
-		checkWindow(t, d.Day, "day", 10_000, 9_999-i, 24*time.Hour, dayEnd)
+		checkWindow(t, d.Minute, "minute", 60, 59-i, time.Minute, firstLeaves)
+		checkWindow(t, d.Day, "day", 10_000, 9_999-i, 24*time.Hour, dayReset)
 	}
 
 	now := at(12, 34, 45, 250)
@@ -109,27 +114,54 @@ func testMinuteWindow(t *testing.T, r ams.RateLimiter) {
 	if d.Allowed {
 		t.Fatalf("61st request allowed: %+v", d)
 	}
-	checkWindow(t, d.Minute, "minute", 60, 0, time.Minute, minuteEnd)
-	checkWindow(t, d.Day, "day", 10_000, 9_940, 24*time.Hour, dayEnd)
+	checkWindow(t, d.Minute, "minute", 60, 0, time.Minute, firstLeaves)
+	checkWindow(t, d.Day, "day", 10_000, 9_940, 24*time.Hour, dayReset)
 	if tw := d.Tightest(); tw.Name != "minute" {
 		t.Errorf("Tightest = %+v, want the minute window", tw)
 	}
-	if got, want := d.RetryAfter(now), 14750*time.Millisecond; got != want {
+	if got, want := d.RetryAfter(now), 15750*time.Millisecond; got != want {
 		t.Errorf("RetryAfter = %v, want %v", got, want)
 	}
 
-	// The last instant of the minute is still in it; the next minute has room.
-	if d := take(t, r, "usr_a", standard, minuteEnd.Add(-time.Nanosecond)); d.Allowed {
-		t.Errorf("request at the minute's last instant allowed: %+v", d)
+	// Up to the last instant before Reset the window is full; at Reset
+	// the first slot's two requests have left it.
+	if d := take(t, r, "usr_a", standard, firstLeaves.Add(-time.Nanosecond)); d.Allowed {
+		t.Errorf("request just before Reset allowed: %+v", d)
 	}
-	d = take(t, r, "usr_a", standard, minuteEnd)
+	d = take(t, r, "usr_a", standard, firstLeaves)
 	if !d.Allowed {
-		t.Fatalf("request in the next minute refused: %+v", d)
+		t.Fatalf("request at Reset refused: %+v", d)
 	}
-	checkWindow(t, d.Minute, "minute", 60, 59, time.Minute, at(12, 36, 0, 0))
-	checkWindow(t, d.Day, "day", 10_000, 9_939, 24*time.Hour, dayEnd)
-	if got := d.RetryAfter(minuteEnd); got != 0 {
+	checkWindow(t, d.Minute, "minute", 60, 1, time.Minute, at(12, 35, 2, 0))
+	checkWindow(t, d.Day, "day", 10_000, 9_939, 24*time.Hour, dayReset)
+	if got := d.RetryAfter(firstLeaves); got != 0 {
 		t.Errorf("RetryAfter of an allowed request with room = %v, want 0", got)
+	}
+}
+
+// testAcrossTheMinuteBoundary: a client sending every 10 ms across a
+// clock minute's end gets the minute's limit and no more (fixed windows
+// let twice the limit through here), until its first requests have been
+// counted for a minute.
+func testAcrossTheMinuteBoundary(t *testing.T, r ams.RateLimiter) {
+	start := at(12, 0, 59, 0)
+	allowed := 0
+	for now := start; now.Before(at(12, 1, 1, 330)); now = now.Add(10 * time.Millisecond) {
+		if d := take(t, r, "usr_a", standard, now); d.Allowed {
+			allowed++
+		} else if now.Before(at(12, 0, 59, 600)) {
+			t.Fatalf("request at %v refused with room: %+v", now, d)
+		}
+	}
+	if allowed != 60 {
+		t.Fatalf("allowed %d requests in 2.33 s across a minute boundary, want the limit 60", allowed)
+	}
+	d := take(t, r, "usr_a", standard, at(12, 1, 59, 990))
+	if d.Allowed || !d.Minute.Reset.Equal(at(12, 2, 0, 0)) {
+		t.Fatalf("request 59.99 s after the first: %+v, want refused until 12:02:00", d)
+	}
+	if d := take(t, r, "usr_a", standard, at(12, 2, 0, 0)); !d.Allowed || d.Minute.Remaining != 59 {
+		t.Fatalf("request at 12:02:00, when slot 12:00:59 has left the window: %+v", d)
 	}
 }
 
@@ -147,21 +179,25 @@ func testDayWindow(t *testing.T, r ams.RateLimiter) {
 	if d.Allowed {
 		t.Fatalf("request over the day's limit allowed: %+v", d)
 	}
-	midnight := time.Date(2026, 3, 11, 0, 0, 0, 0, time.UTC)
-	checkWindow(t, d.Minute, "minute", 60, 60, time.Minute, midnight)
-	checkWindow(t, d.Day, "day", 100, 0, 24*time.Hour, midnight)
+	// Slot 09:00 leaves the day window 25 hours after it began. The
+	// minute window counts nothing: its Reset is now.
+	leaves := time.Date(2026, 3, 11, 10, 0, 0, 0, time.UTC)
+	checkWindow(t, d.Minute, "minute", 60, 60, time.Minute, now)
+	checkWindow(t, d.Day, "day", 100, 0, 24*time.Hour, leaves)
 	if tw := d.Tightest(); tw.Name != "day" {
 		t.Errorf("Tightest = %+v, want the day window", tw)
 	}
-	if got := d.RetryAfter(now); got != 30*time.Second {
-		t.Errorf("RetryAfter = %v, want 30s", got)
+	if got, want := d.RetryAfter(now), 10*time.Hour+30*time.Second; got != want {
+		t.Errorf("RetryAfter = %v, want %v", got, want)
 	}
-
-	d = take(t, r, "usr_a", l, midnight)
+	if d := take(t, r, "usr_a", l, leaves.Add(-time.Second)); d.Allowed {
+		t.Fatalf("request a second before Reset allowed: %+v", d)
+	}
+	d = take(t, r, "usr_a", l, leaves)
 	if !d.Allowed {
-		t.Fatalf("request of the next day refused: %+v", d)
+		t.Fatalf("request at Reset refused: %+v", d)
 	}
-	checkWindow(t, d.Day, "day", 100, 99, 24*time.Hour, midnight.Add(24*time.Hour))
+	checkWindow(t, d.Day, "day", 100, 99, 24*time.Hour, leaves.Add(25*time.Hour))
 }
 
 func testDayFullRefusesWithRoomInMinute(t *testing.T, r ams.RateLimiter) {
@@ -194,11 +230,11 @@ func testRefusedRequestsDoNotCount(t *testing.T, r ams.RateLimiter) {
 			t.Fatalf("refused request %d counted: %+v", i+1, d)
 		}
 	}
-	next := first.Add(time.Minute)
+	next := first.Add(61 * time.Second) // slot 10:00:00 has left the minute window
 	for i := range 2 {
 		d := take(t, r, "usr_a", l, next)
 		if !d.Allowed || d.Minute.Remaining != 1-i || d.Day.Remaining != 2-i {
-			t.Fatalf("request %d of the next minute: %+v", i+1, d)
+			t.Fatalf("request %d 61 s later: %+v", i+1, d)
 		}
 	}
 }
@@ -223,27 +259,29 @@ func testAccountsAreIndependent(t *testing.T, r ams.RateLimiter) {
 	}
 }
 
-func testWindowsAreUTCAligned(t *testing.T, r ams.RateLimiter) {
+func testResetIsInUTC(t *testing.T, r ams.RateLimiter) {
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		t.Skip("no time zone data:", err)
 	}
 	now := time.Date(2026, 3, 10, 22, 15, 30, 0, ny) // 2026-03-11 02:15:30 UTC
 	d := take(t, r, "usr_a", standard, now)
-	checkWindow(t, d.Minute, "minute", 60, 59, time.Minute, time.Date(2026, 3, 11, 2, 16, 0, 0, time.UTC))
-	checkWindow(t, d.Day, "day", 10_000, 9_999, 24*time.Hour, time.Date(2026, 3, 12, 0, 0, 0, 0, time.UTC))
-	if loc := d.Day.Reset.Location(); loc != time.UTC {
-		t.Errorf("Reset location = %v, want UTC", loc)
+	checkWindow(t, d.Minute, "minute", 60, 59, time.Minute, time.Date(2026, 3, 11, 2, 16, 31, 0, time.UTC))
+	checkWindow(t, d.Day, "day", 10_000, 9_999, 24*time.Hour, time.Date(2026, 3, 12, 3, 0, 0, 0, time.UTC))
+	for _, w := range []ams.RateWindow{d.Minute, d.Day} {
+		if loc := w.Reset.Location(); loc != time.UTC {
+			t.Errorf("%s Reset location = %v, want UTC", w.Name, loc)
+		}
 	}
 }
 
 func testClockSteppingBack(t *testing.T, r ams.RateLimiter) {
 	l := ams.Limits{PerMinute: 2, PerDay: 100}
 	take(t, r, "usr_a", l, at(10, 1, 0, 0))
-	// An earlier now (another process's clock a little behind) does not
-	// reopen the previous minute.
+	// An earlier now (another process's clock a little behind) counts in
+	// the newest slot, 10:01:00, which leaves the window at 10:02:01.
 	d := take(t, r, "usr_a", l, at(10, 0, 59, 999))
-	if !d.Allowed || d.Minute.Remaining != 0 || !d.Minute.Reset.Equal(at(10, 2, 0, 0)) {
+	if !d.Allowed || d.Minute.Remaining != 0 || !d.Minute.Reset.Equal(at(10, 2, 1, 0)) {
 		t.Fatalf("late request: %+v", d)
 	}
 	if d := take(t, r, "usr_a", l, at(10, 0, 59, 999)); d.Allowed {
@@ -251,42 +289,27 @@ func testClockSteppingBack(t *testing.T, r ams.RateLimiter) {
 	}
 }
 
-// testRefusalMovesWindowsForward: a refused request that falls in a newer
-// window starts it (with nothing counted), so a later request with an
-// earlier clock counts in that newer window too.
+// testRefusalMovesWindowsForward: a refused request moves the windows to
+// its slot (emptying the slots that left them), so a later request with
+// an earlier clock counts in that newer slot too.
 func testRefusalMovesWindowsForward(t *testing.T, r ams.RateLimiter) {
-	l := ams.Limits{PerMinute: 5, PerDay: 3}
-	for range 3 {
-		take(t, r, "usr_a", l, at(10, 0, 10, 0))
-	}
-	// Refused (the day is full), but the minute window moves to 10:01.
-	d := take(t, r, "usr_a", l, at(10, 1, 0, 0))
-	if d.Allowed {
-		t.Fatalf("request over the day's limit allowed: %+v", d)
-	}
-	checkWindow(t, d.Minute, "minute", 5, 5, time.Minute, at(10, 2, 0, 0))
-	d = take(t, r, "usr_a", l, at(10, 0, 30, 0))
-	if d.Allowed {
-		t.Fatalf("request over the day's limit allowed: %+v", d)
-	}
-	checkWindow(t, d.Minute, "minute", 5, 5, time.Minute, at(10, 2, 0, 0))
-
-	// The same across midnight with a plan that allows nothing: the
-	// refusal starts the new day, and a request stamped just before
-	// midnight counts in it.
-	midnight := time.Date(2026, 3, 11, 0, 0, 0, 0, time.UTC)
 	if d := take(t, r, "usr_b", standard, at(23, 59, 0, 0)); !d.Allowed {
 		t.Fatalf("first request refused: %+v", d)
 	}
-	if d := take(t, r, "usr_b", ams.Limits{}, midnight); d.Allowed {
+	// Refused (a plan that allows nothing), 90 s later: the request of
+	// 23:59:00 leaves the minute window.
+	refused := time.Date(2026, 3, 11, 0, 0, 30, 0, time.UTC)
+	if d := take(t, r, "usr_b", ams.Limits{}, refused); d.Allowed {
 		t.Fatalf("zero limits allowed a request: %+v", d)
 	}
-	d = take(t, r, "usr_b", standard, at(23, 59, 59, 0))
+	d := take(t, r, "usr_b", standard, at(23, 59, 59, 0))
 	if !d.Allowed {
 		t.Fatalf("request after the refusal: %+v", d)
 	}
-	checkWindow(t, d.Day, "day", 10_000, 9_999, 24*time.Hour, midnight.Add(24*time.Hour))
-	checkWindow(t, d.Minute, "minute", 60, 59, time.Minute, midnight.Add(time.Minute))
+	// Counted in slot 00:00:30 (gone at 00:01:31), alone in the minute
+	// window; the day window still has the first request, of hour 23.
+	checkWindow(t, d.Minute, "minute", 60, 59, time.Minute, refused.Add(61*time.Second))
+	checkWindow(t, d.Day, "day", 10_000, 9_998, 24*time.Hour, time.Date(2026, 3, 12, 0, 0, 0, 0, time.UTC))
 }
 
 func testLimitChange(t *testing.T, r ams.RateLimiter) {
@@ -299,27 +322,41 @@ func testLimitChange(t *testing.T, r ams.RateLimiter) {
 	if !d.Allowed || d.Minute.Remaining != 59 || d.Day.Remaining != 49_939 {
 		t.Fatalf("after an upgrade: %+v", d)
 	}
-	// A downgrade below the current count: refused, nothing negative.
+	// A downgrade below the current count: refused, nothing negative;
+	// Reset is when enough requests have left for one to be allowed.
 	d = take(t, r, "usr_a", ams.Limits{PerMinute: 10, PerDay: 50}, now)
-	if d.Allowed || d.Minute.Remaining != 0 || d.Day.Remaining != 0 {
+	if d.Allowed {
 		t.Fatalf("after a downgrade: %+v", d)
 	}
-	if d := take(t, r, "usr_a", ams.Limits{}, now); d.Allowed || d.Minute.Remaining != 0 {
+	checkWindow(t, d.Minute, "minute", 10, 0, time.Minute, at(10, 1, 1, 0))
+	checkWindow(t, d.Day, "day", 50, 0, 24*time.Hour, time.Date(2026, 3, 11, 11, 0, 0, 0, time.UTC))
+	d = take(t, r, "usr_a", ams.Limits{}, now)
+	if d.Allowed {
 		t.Fatalf("zero limits allowed a request: %+v", d)
 	}
-	if d := take(t, r, "usr_new", ams.Limits{PerMinute: -1, PerDay: 100}, now); d.Allowed || d.Minute.Remaining != 0 || d.Day.Remaining != 100 {
+	checkWindow(t, d.Minute, "minute", 0, 0, time.Minute, at(10, 1, 1, 0))
+	d = take(t, r, "usr_new", ams.Limits{PerMinute: -1, PerDay: 100}, now)
+	if d.Allowed {
 		t.Fatalf("a negative limit allowed a request: %+v", d)
 	}
+	checkWindow(t, d.Minute, "minute", -1, 0, time.Minute, at(10, 1, 1, 0))
+	checkWindow(t, d.Day, "day", 100, 100, 24*time.Hour, now)
 }
 
-func testNextDayStartsAfresh(t *testing.T, r ams.RateLimiter) {
+// testDayCountsFor24To25Hours: requests of one hour slot are counted
+// until 25 hours after the slot began.
+func testDayCountsFor24To25Hours(t *testing.T, r ams.RateLimiter) {
 	day1 := at(10, 0, 0, 0)
 	for range 5 {
 		take(t, r, "usr_a", standard, day1)
 	}
-	d := take(t, r, "usr_a", standard, day1.Add(24*time.Hour))
-	if !d.Allowed || d.Day.Remaining != 9_999 || d.Minute.Remaining != 59 {
-		t.Fatalf("the next day: %+v", d)
+	d := take(t, r, "usr_a", standard, day1.Add(25*time.Hour-time.Second))
+	if !d.Allowed || d.Day.Remaining != 9_994 || !d.Day.Reset.Equal(day1.Add(25*time.Hour)) {
+		t.Fatalf("24 h 59 min 59 s later: %+v", d)
+	}
+	d = take(t, r, "usr_a", standard, day1.Add(25*time.Hour))
+	if !d.Allowed || d.Day.Remaining != 9_998 || d.Minute.Remaining != 58 {
+		t.Fatalf("25 hours later: %+v", d)
 	}
 }
 
@@ -366,6 +403,78 @@ func testSameDecisionsAsMemory(t *testing.T, r ams.RateLimiter) {
 		if !sameDecision(got, want) {
 			t.Fatalf("step %d: Take(%s, %+v, %v) = %+v, want (as ratelimit.Memory) %+v", i, account, l, now, got, want)
 		}
+	}
+}
+
+// testNoSpanAdmitsMoreThanTheLimit checks the documented bound and rule
+// against an independent model, over three days of random bursty traffic
+// of several accounts: no 60 seconds admit more than the per-minute limit
+// and no 24 hours more than the per-day one; a request is refused only
+// when the window counts the limit (the requests since the start of the
+// slot 60 seconds, or 24 hours, before its own); and Retry-After is exact:
+// a request at now+RetryAfter would be allowed, one a slot earlier not.
+func testNoSpanAdmitsMoreThanTheLimit(t *testing.T, r ams.RateLimiter) {
+	l := ams.Limits{PerMinute: 6, PerDay: 40}
+	rng := rand.New(rand.NewPCG(14, 60))
+	admitted := map[string][]time.Time{}
+	// counted returns how many of times fall in [from, to].
+	counted := func(times []time.Time, from, to time.Time) int {
+		n := 0
+		for _, at := range times {
+			if !at.Before(from) && !at.After(to) {
+				n++
+			}
+		}
+		return n
+	}
+	// inWindow returns the requests the documented rule counts at t.
+	inWindow := func(times []time.Time, t time.Time) (minute, day int) {
+		return counted(times, t.Truncate(time.Second).Add(-60*time.Second), t),
+			counted(times, t.Truncate(time.Hour).Add(-24*time.Hour), t)
+	}
+	now := at(6, 0, 0, 0)
+	end := now.Add(72 * time.Hour)
+	for i := 0; now.Before(end); i++ {
+		switch p := rng.IntN(100); {
+		case p < 3:
+			now = now.Add(time.Duration(rng.IntN(6*3600)) * time.Second) // a quiet spell
+		case p < 30:
+			now = now.Add(time.Duration(rng.IntN(120_000)) * time.Millisecond)
+		default:
+			now = now.Add(time.Duration(rng.IntN(800)) * time.Millisecond) // a burst
+		}
+		account := []string{"usr_a", "usr_b"}[rng.IntN(2)]
+		times := admitted[account]
+		minute, day := inWindow(times, now)
+		d := take(t, r, account, l, now)
+		if want := minute < l.PerMinute && day < l.PerDay; d.Allowed != want {
+			t.Fatalf("step %d, %s at %v: Allowed = %v with %d in the minute window and %d in the day window", i, account, now, d.Allowed, minute, day)
+		}
+		if !d.Allowed {
+			retry := now.Add(d.RetryAfter(now))
+			if m, dd := inWindow(times, retry); m >= l.PerMinute || dd >= l.PerDay {
+				t.Fatalf("step %d: refused at %v with RetryAfter %v, but at %v the windows count %d and %d", i, now, d.RetryAfter(now), retry, m, dd)
+			}
+			slot := time.Second
+			if minute < l.PerMinute {
+				slot = time.Hour
+			}
+			if m, dd := inWindow(times, retry.Add(-slot)); m < l.PerMinute && dd < l.PerDay && retry.Add(-slot).After(now) {
+				t.Fatalf("step %d: refused at %v with RetryAfter %v, but a request a slot earlier would be allowed", i, now, d.RetryAfter(now))
+			}
+			continue
+		}
+		times = append(times, now)
+		admitted[account] = times
+		if n := counted(times, now.Add(-time.Minute+time.Nanosecond), now); n > l.PerMinute {
+			t.Fatalf("step %d: %d requests of %s admitted in the 60 s up to %v, limit %d", i, n, account, now, l.PerMinute)
+		}
+		if n := counted(times, now.Add(-24*time.Hour+time.Nanosecond), now); n > l.PerDay {
+			t.Fatalf("step %d: %d requests of %s admitted in the 24 h up to %v, limit %d", i, n, account, now, l.PerDay)
+		}
+	}
+	if n := len(admitted["usr_a"]) + len(admitted["usr_b"]); n < 2*3*l.PerDay/2 {
+		t.Fatalf("only %d requests admitted over three days: the traffic never reached the limits", n)
 	}
 }
 
@@ -459,7 +568,7 @@ func testAlternating(t *testing.T, a, b ams.RateLimiter) {
 		if d.Allowed {
 			t.Fatalf("61st request, to limiter %d, allowed: %+v", i, d)
 		}
-		checkWindow(t, d.Minute, "minute", 60, 0, time.Minute, at(12, 1, 0, 0))
+		checkWindow(t, d.Minute, "minute", 60, 0, time.Minute, at(12, 1, 1, 0))
 	}
 }
 

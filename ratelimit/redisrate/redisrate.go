@@ -3,23 +3,27 @@
 // counts an account's requests together, and the database does no write
 // per request.
 //
-// Each account has two small hashes, one per window, holding the window's
-// start (Unix seconds) and count: <prefix>{<account>}:m and
-// <prefix>{<account>}:d (the braces keep both in one cluster slot). One
-// Lua script, run with EVALSHA, reads both, restarts a window that now has
-// left, allows the request only when both have room and then counts it in
-// both: Redis runs a script atomically, so concurrent requests of one
+// Each account has two small keys, one per window: <prefix>{<account>}:m
+// and <prefix>{<account>}:d (the braces keep both in one cluster slot).
+// Each holds the window's ring of ratelimit.State packed in binary: the
+// newest slot (a little-endian float64, exact for any slot number) and the
+// count of each slot (little-endian int32s, 61 or 25 of them). One Lua
+// script, run with EVALSHA, moves both windows forward, allows the request
+// only when both have room and then counts it in both, and returns both
+// rings: Redis runs a script atomically, so concurrent requests of one
 // account from any number of processes are admitted exactly up to the
 // limit. The rules are ratelimit.State's, and the decisions those of
 // ratelimit.Memory (the ratelimittest suite holds both to it). A window's
-// hash expires a minute after the window ends, so idle accounts cost no
-// memory.
+// key expires a minute after its newest slot has left the window, so idle
+// accounts cost no memory.
 package redisrate
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 
@@ -35,38 +39,64 @@ const DefaultPrefix = "ams:rl:"
 // clock lags by less than this still counts in the current window.
 const grace = time.Minute
 
-// takeScript is the atomic Take. KEYS: the minute and the day hash. ARGV:
-// the starts of now's minute and day windows (Unix seconds), the per-minute
-// and per-day limits, now (Unix milliseconds) and the grace (ms). It
-// returns {allowed, minute start, minute count, day start, day count}.
+// takeScript is the atomic Take. KEYS: the minute and the day key. ARGV:
+// now's minute and day slots, the per-minute and per-day limits, the
+// rings' lengths, the slots' lengths (ms), now (Unix ms) and the grace
+// (ms). It returns {allowed, the minute ring, the day ring}, the rings
+// packed as they are stored. Packing with the struct library (C) keeps
+// the script's work per request to a few table operations.
 var takeScript = redis.NewScript(`
-local ms, ds = tonumber(ARGV[1]), tonumber(ARGV[2])
-local lm, ld = tonumber(ARGV[3]), tonumber(ARGV[4])
-local now, grace = tonumber(ARGV[5]), tonumber(ARGV[6])
-local m = redis.call('HMGET', KEYS[1], 's', 'n')
-local d = redis.call('HMGET', KEYS[2], 's', 'n')
-local cms, cmn = tonumber(m[1]), tonumber(m[2]) or 0
-local cds, cdn = tonumber(d[1]), tonumber(d[2]) or 0
-local mch, dch = false, false
--- A window older than now's restarts; a newer one is kept.
-if cms == nil or cms < ms then cms, cmn, mch = ms, 0, true end
-if cds == nil or cds < ds then cds, cdn, dch = ds, 0, true end
+local now, grace = tonumber(ARGV[9]), tonumber(ARGV[10])
+local function load(key, cur, n)
+  local fmt = '<d' .. string.rep('i4', n)
+  local v = redis.call('GET', key)
+  local ring, last
+  if v and #v == 8 + 4 * n then
+    ring = {struct.unpack(fmt, v)}
+    last = ring[1]
+    table.remove(ring, 1)
+    ring[n + 1] = nil -- unpack's next position
+  else
+    last, ring = 0, {}
+    for i = 1, n do ring[i] = 0 end
+  end
+  local moved = false
+  if cur > last then
+    local left = math.min(cur - last, n)
+    local i = (last + 1) % n
+    for _ = 1, left do
+      ring[i + 1] = 0
+      i = (i + 1) % n
+    end
+    last, moved = cur, true
+  end
+  local sum = 0
+  for i = 1, n do sum = sum + ring[i] end
+  return {key = key, n = n, fmt = fmt, last = last, ring = ring, sum = sum, moved = moved}
+end
+local m = load(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[5]))
+local d = load(KEYS[2], tonumber(ARGV[2]), tonumber(ARGV[6]))
 local allowed = 0
-if cmn < lm and cdn < ld then
-  cmn, cdn, allowed, mch, dch = cmn + 1, cdn + 1, 1, true, true
+if m.sum < tonumber(ARGV[3]) and d.sum < tonumber(ARGV[4]) then allowed = 1 end
+local function save(w, slotms)
+  if allowed == 1 then
+    local i = w.last % w.n + 1
+    w.ring[i] = w.ring[i] + 1
+  end
+  local packed = struct.pack(w.fmt, w.last, unpack(w.ring))
+  if w.moved or allowed == 1 then
+    redis.call('SET', w.key, packed, 'PX', math.max((w.last + w.n) * slotms - now, 0) + grace)
+  end
+  return packed
 end
-local function save(key, start, count, length)
-  redis.call('HSET', key, 's', start, 'n', count)
-  redis.call('PEXPIRE', key, math.max((start + length) * 1000 - now, 0) + grace)
-end
-if mch then save(KEYS[1], cms, cmn, 60) end
-if dch then save(KEYS[2], cds, cdn, 86400) end
-return {allowed, cms, cmn, cds, cdn}
+local mp = save(m, tonumber(ARGV[7]))
+local dp = save(d, tonumber(ARGV[8]))
+return {allowed, mp, dp}
 `)
 
 // Limiter is the Redis rate limiter. It is safe for concurrent use.
 type Limiter struct {
-	client redis.Scripter
+	client redis.Cmdable
 	prefix string
 	close  func() error
 }
@@ -76,7 +106,7 @@ var _ ams.RateLimiter = (*Limiter)(nil)
 // New returns a limiter on client whose keys start with prefix (processes
 // that count together use the same prefix; DefaultPrefix is ams serve's).
 // Close does not close client.
-func New(client redis.Scripter, prefix string) *Limiter {
+func New(client redis.Cmdable, prefix string) *Limiter {
 	return &Limiter{client: client, prefix: prefix}
 }
 
@@ -125,7 +155,7 @@ func (l *Limiter) Close() error {
 	return l.close()
 }
 
-// Keys returns the keys of account's minute and day hashes.
+// Keys returns the keys of account's minute and day rings.
 func (l *Limiter) Keys(account string) (minute, day string) {
 	base := l.prefix + "{" + account + "}:"
 	return base + "m", base + "d"
@@ -138,17 +168,63 @@ func (l *Limiter) Take(ctx context.Context, account string, lim ams.Limits, now 
 	if err := ctx.Err(); err != nil {
 		return ams.RateDecision{}, err
 	}
-	minuteStart, dayStart := ratelimit.Starts(now)
+	minute, day := ratelimit.Slots(now)
 	mk, dk := l.Keys(account)
+	var s ratelimit.State
 	// Run sends EVALSHA, and EVAL if Redis lost the script (a restart).
 	v, err := takeScript.Run(ctx, l.client, []string{mk, dk},
-		minuteStart, dayStart, lim.PerMinute, lim.PerDay, now.UnixMilli(), grace.Milliseconds()).Int64Slice()
+		minute, day, lim.PerMinute, lim.PerDay, len(s.Minute), len(s.Day),
+		ratelimit.MinuteSlotLength.Milliseconds(), ratelimit.DaySlotLength.Milliseconds(),
+		now.UnixMilli(), grace.Milliseconds()).Slice()
 	if err != nil {
 		return ams.RateDecision{}, fmt.Errorf("rate limit: redis: %w", err)
 	}
-	if len(v) != 5 {
-		return ams.RateDecision{}, fmt.Errorf("rate limit: redis: script returned %d values, want 5", len(v))
+	allowed, ok := v[0].(int64)
+	if len(v) != 3 || !ok {
+		return ams.RateDecision{}, fmt.Errorf("rate limit: redis: script returned %v", v)
 	}
-	s := ratelimit.State{MinuteStart: v[1], Minute: int(v[2]), DayStart: v[3], Day: int(v[4])}
-	return ratelimit.Decision(v[0] == 1, lim, s), nil
+	m, _ := v[1].(string)
+	d, _ := v[2].(string)
+	if s.MinuteLast, err = unpack(m, s.Minute[:]); err == nil {
+		s.DayLast, err = unpack(d, s.Day[:])
+	}
+	if err != nil {
+		return ams.RateDecision{}, fmt.Errorf("rate limit: redis: %w", err)
+	}
+	return s.Decision(allowed == 1, lim, now), nil
+}
+
+// State reads account's rings as they are stored, for tests and
+// inspection. An account with nothing stored has a zero State.
+func (l *Limiter) State(ctx context.Context, account string) (ratelimit.State, error) {
+	var s ratelimit.State
+	mk, dk := l.Keys(account)
+	v, err := l.client.MGet(ctx, mk, dk).Result()
+	if err != nil {
+		return s, fmt.Errorf("rate limit: redis: %w", err)
+	}
+	if m, ok := v[0].(string); ok {
+		if s.MinuteLast, err = unpack(m, s.Minute[:]); err != nil {
+			return s, err
+		}
+	}
+	if d, ok := v[1].(string); ok {
+		if s.DayLast, err = unpack(d, s.Day[:]); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// unpack decodes a ring packed by the script into ring, and returns its
+// newest slot.
+func unpack(b string, ring []int32) (int64, error) {
+	if len(b) != 8+4*len(ring) {
+		return 0, fmt.Errorf("a ring of %d bytes, want %d", len(b), 8+4*len(ring))
+	}
+	last := math.Float64frombits(binary.LittleEndian.Uint64([]byte(b[:8])))
+	for i := range ring {
+		ring[i] = int32(binary.LittleEndian.Uint32([]byte(b[8+4*i:])))
+	}
+	return int64(last), nil
 }

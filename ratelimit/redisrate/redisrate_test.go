@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/ratelimit/ratelimittest"
 	"github.com/amsdev/ams/ratelimit/redisrate"
 	"github.com/redis/go-redis/v9"
@@ -66,8 +67,9 @@ func TestAcrossProcesses(t *testing.T) {
 	})
 }
 
-// TestKeysExpire: a window's hash expires a minute after the window ends
-// (in the caller's time, so clocks need not agree with Redis's).
+// TestKeysExpire: a window's hash expires a minute after its newest slot
+// has left the window (in the caller's time, so clocks need not agree with
+// Redis's).
 func TestKeysExpire(t *testing.T) {
 	c := client(t)
 	ctx := context.Background()
@@ -81,8 +83,8 @@ func TestKeysExpire(t *testing.T) {
 		key  string
 		want time.Duration
 	}{
-		{mk, 15*time.Second + time.Minute},                                 // 12:35:00 + 1m
-		{dk, 11*time.Hour + 25*time.Minute + 15*time.Second + time.Minute}, // 00:00 + 1m
+		{mk, 61*time.Second + time.Minute},                                 // slot 12:34:45 leaves at 12:35:46; + 1m
+		{dk, 24*time.Hour + 25*time.Minute + 15*time.Second + time.Minute}, // slot 12:00 leaves at 13:00 the next day; + 1m
 	} {
 		ttl, err := c.PTTL(ctx, k.key).Result()
 		if err != nil || ttl > k.want || ttl < k.want-5*time.Second {
@@ -111,11 +113,29 @@ func TestOpen(t *testing.T) {
 	mk, dk := l.Keys(account)
 	c := client(t)
 	t.Cleanup(func() { c.Del(context.Background(), mk, dk) })
-	if d, err := l.Take(ctx, account, ams.Limits{PerMinute: 60, PerDay: 10_000}, time.Now()); err != nil || !d.Allowed {
+	now := time.Now()
+	if d, err := l.Take(ctx, account, ams.Limits{PerMinute: 60, PerDay: 10_000}, now); err != nil || !d.Allowed {
 		t.Fatalf("Take: %+v, %v", d, err)
 	}
-	if n, err := c.HGet(ctx, mk, "n").Int(); err != nil || n != 1 {
-		t.Errorf("minute count in Redis = %d (%v), want 1", n, err)
+	for _, k := range []string{mk, dk} {
+		if n, err := c.StrLen(ctx, k).Result(); err != nil || (n != 8+4*61 && n != 8+4*25) {
+			t.Errorf("key %s holds %d bytes (%v), want a packed ring", k, n, err)
+		}
+	}
+	s, err := l.State(ctx, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	minute, day := ratelimit.Slots(now)
+	var m, d int32
+	for _, c := range s.Minute {
+		m += c
+	}
+	for _, c := range s.Day {
+		d += c
+	}
+	if s.MinuteLast != minute || s.DayLast != day || m != 1 || d != 1 {
+		t.Errorf("stored state %+v, want one request in slots %d and %d", s, minute, day)
 	}
 
 	// Nothing listens on port 1: Open fails at once with a clear error.

@@ -22,7 +22,7 @@ INITIAL_BACKOFF = 0.5
 MAX_BACKOFF = 8.0
 # The longest Retry-After the client waits for by itself; beyond it (a daily
 # limit, say) the error is raised at once with its retry_after set.
-MAX_RETRY_AFTER = 60.0
+MAX_RETRY_AFTER = 61.0  # the longest wait of the sliding minute window
 # How much of an error answer is read.
 MAX_ERROR_BODY = 1 << 20
 

@@ -80,7 +80,7 @@ export interface APIResponse<T> {
 
 const DEFAULT_TIMEOUT = 60_000;
 const DEFAULT_MAX_RETRIES = 3;
-const DEFAULT_MAX_RETRY_AFTER = 60;
+const DEFAULT_MAX_RETRY_AFTER = 61; // the longest wait of the sliding minute window
 const INITIAL_BACKOFF = 500;
 const MAX_BACKOFF = 8_000;
 
