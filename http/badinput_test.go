@@ -427,7 +427,43 @@ func runBadInput(t *testing.T, store ams.Store) {
 				t.Errorf("GET %s: %d, want 404", p, r.StatusCode)
 			}
 		}
-		req, _ := http.NewRequest("GET", f.Server.URL+"/account/assistants?after=ast_%00", nil)
+		// A form field that is not text: the form's page again (400),
+		// naming the field, and no key stored.
+		keysBefore, err := f.Data.ListKeys(context.Background(), f.user.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("GET", f.Server.URL+"/account/keys", nil)
+		req.AddCookie(cookie)
+		kp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		html, _ = io.ReadAll(kp.Body)
+		kp.Body.Close()
+		if m = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindSubmatch(html); m == nil {
+			t.Fatalf("no CSRF token on the keys page: %.500s", html)
+		}
+		for _, name := range []string{"a%00b", "a%FFb"} {
+			req, _ := http.NewRequest("POST", f.Server.URL+"/account/keys",
+				strings.NewReader("name="+name+"&permissions=read&csrf_token="+url.QueryEscape(string(m[1]))))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", f.Server.URL)
+			req.AddCookie(cookie)
+			r, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if r.StatusCode != 400 || !strings.Contains(string(body), `href="#name"`) {
+				t.Errorf("POST /account/keys name=%s: %d, want 400 with the form error of name: %.300s", name, r.StatusCode, body)
+			}
+		}
+		if keys, err := f.Data.ListKeys(context.Background(), f.user.ID); err != nil || len(keys) != len(keysBefore) {
+			t.Errorf("keys after refused forms: %d (%v), want %d", len(keys), err, len(keysBefore))
+		}
+		req, _ = http.NewRequest("GET", f.Server.URL+"/account/assistants?after=ast_%00", nil)
 		req.AddCookie(cookie)
 		if r, err := http.DefaultClient.Do(req); err != nil {
 			t.Fatal(err)
