@@ -100,21 +100,32 @@ func TestSyncOddText(t *testing.T) {
 
 // refusingProxy stands between ams and Radicale and answers 400 to the
 // writes (PUT) of the objects whose path holds one of the ids in refuse,
-// as a server refuses an object it cannot take.
+// as a server refuses an object it cannot take, and 403 to the DELETEs
+// of those whose path holds one in refuseDelete.
 type refusingProxy struct {
 	*httptest.Server
-	refuse atomic.Value // []string
-	broken atomic.Bool  // refuse the credentials (401)
+	refuse       atomic.Value // []string
+	refuseDelete atomic.Value // []string
+	broken       atomic.Bool  // refuse the credentials (401)
 }
 
 func newRefusingProxy(t *testing.T, srv *server) *refusingProxy {
 	p := &refusingProxy{}
 	p.refuse.Store([]string(nil))
+	p.refuseDelete.Store([]string(nil))
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: srv.base.Scheme, Host: srv.base.Host})
 	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p.broken.Load() {
 			http.Error(w, "no", http.StatusUnauthorized)
 			return
+		}
+		if r.Method == http.MethodDelete {
+			for _, id := range p.refuseDelete.Load().([]string) {
+				if strings.Contains(r.URL.Path, id) {
+					http.Error(w, "Forbidden: this one stays", http.StatusForbidden)
+					return
+				}
+			}
 		}
 		if r.Method == http.MethodPut {
 			for _, id := range p.refuse.Load().([]string) {
@@ -212,6 +223,75 @@ func TestRefusedEventSkipped(t *testing.T) {
 	}
 	if ev := f.emitted(ams.EventIntegrationError, ams.EventIntegrationConnected); len(ev) != 3 {
 		t.Fatalf("integration events %v", ev)
+	}
+}
+
+// A DELETE the server refuses (403) does not stop the sync either: the
+// deletion is named in last_error and skipped, the other deletions and
+// pushes are done, the refused event does not come back here, and it is
+// tried again at each run (by its UID, after a restart too) until the
+// server takes it.
+func TestRefusedDeletionSkipped(t *testing.T) {
+	srv := radicale(t)
+	f := newFixture(t)
+	cal := srv.calendar(t)
+	p := newRefusingProxy(t, srv)
+	in := f.connect(p.URL+strings.TrimPrefix(cal, srv.base.Scheme+"://"+srv.base.Host), srv.user, srv.password)
+	a := f.createEvent(`{"title":"A","starts_at":"2026-11-22T09:00:00Z"}`)
+	b := f.createEvent(`{"title":"B","starts_at":"2026-11-22T10:00:00Z"}`)
+	c := f.createEvent(`{"title":"C","starts_at":"2026-11-22T11:00:00Z"}`)
+	if got := f.sync(in); got.Status != ams.IntegrationConnected || got.LastError != nil {
+		t.Fatalf("first run: %+v (last_error %v)", got, derefOr(got.LastError))
+	}
+	for _, e := range []*ams.CalendarEvent{a, b, c} {
+		if srv.get(t, cal, e.ID+".ics") == nil {
+			t.Fatalf("%s not pushed", e.Title)
+		}
+	}
+
+	p.refuseDelete.Store([]string{b.ID})
+	for _, e := range []*ams.CalendarEvent{a, b} {
+		if err := f.service.DeleteEvent(context.Background(), f.user.ID, e.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d := f.createEvent(`{"title":"D","starts_at":"2026-11-22T12:00:00Z"}`)
+	got := f.sync(in)
+	want := "The CalDAV server refused 1 event (HTTP 403): " + b.ID + "."
+	if got.Status != ams.IntegrationConnected || got.LastError == nil || !strings.HasPrefix(*got.LastError, want) {
+		t.Fatalf("after a refused deletion: %+v (last_error %v)", got, derefOr(got.LastError))
+	}
+	if strings.Contains(*got.LastError, "this one stays") {
+		t.Fatalf("last_error leaks: %s", *got.LastError)
+	}
+	if srv.get(t, cal, a.ID+".ics") != nil || srv.get(t, cal, b.ID+".ics") == nil ||
+		srv.get(t, cal, c.ID+".ics") == nil || srv.get(t, cal, d.ID+".ics") == nil {
+		t.Fatal("want A deleted on the server, B (refused) kept there, C kept and D pushed")
+	}
+	if ev := f.events(); ev["B"] != nil || ev["A"] != nil || ev["C"] == nil || ev["D"] == nil {
+		t.Fatalf("events here: %v", ev)
+	}
+	if ev := f.emitted(ams.EventIntegrationError); len(ev) != 0 {
+		t.Fatalf("integration events %v", ev)
+	}
+
+	// After a restart (the deletion is not remembered), still refused:
+	// found by its UID, tried again, reported again.
+	f.worker = f.newWorker()
+	if got := f.sync(in); got.Status != ams.IntegrationConnected || got.LastError == nil || !strings.HasPrefix(*got.LastError, want) {
+		t.Fatalf("second run: %+v (last_error %v)", got, derefOr(got.LastError))
+	}
+	if f.events()["B"] != nil {
+		t.Fatal("the refused deletion came back here")
+	}
+
+	// Taken: deleted on the server, and last_error cleared.
+	p.refuseDelete.Store([]string(nil))
+	if got := f.sync(in); got.Status != ams.IntegrationConnected || got.LastError != nil {
+		t.Fatalf("after the server takes it: %+v (last_error %v)", got, derefOr(got.LastError))
+	}
+	if srv.get(t, cal, b.ID+".ics") != nil {
+		t.Fatal("B still on the server")
 	}
 }
 

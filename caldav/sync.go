@@ -93,9 +93,9 @@ func refused(err error) (int, bool) {
 	}
 }
 
-// deletion is an object to delete on the server: its event was deleted
-// here.
-type deletion struct{ Path, ETag string }
+// deletion is an object to delete on the server: its event (EventID)
+// was deleted here.
+type deletion struct{ Path, ETag, EventID string }
 
 // remoteError is a failure of the CalDAV server (or of reaching it): it
 // sets the integration's status to error. Other errors (the store's) do
@@ -162,11 +162,30 @@ func (s *Syncer) runOnce(ctx context.Context, in *ams.Integration, deletions []d
 		}
 		return nil
 	}
-	for _, d := range deletions {
-		if err := rc.remove(ctx, d.Path, d.ETag); err != nil && !isStatus(err, http.StatusPreconditionFailed) {
-			return res, nil, remoteErr(err)
+	// remove deletes the object at path of event id (deleted here): a
+	// refusal of it is noted and skipped, as push does. The object stays
+	// on the server; when its UID is the event's id, each later run finds
+	// it there and tries again (an object of another UID is the server's
+	// event, read back as such).
+	refusedPaths := map[string]bool{}
+	remove := func(id, path, etag string) error {
+		err := rc.remove(ctx, path, etag)
+		if code, isRefusal := refused(err); isRefusal {
+			refusedPaths[path] = true
+			refusals = append(refusals, refusal{id, code})
+			s.Logger.Warn("caldav: the server refused to delete an event; the others are synchronized",
+				"integration_id", in.ID, "event_id", id, "status", code)
+			return nil
+		} else if err != nil && !isStatus(err, http.StatusPreconditionFailed) {
+			return remoteErr(err)
 		}
 		res.DeletedThere++
+		return nil
+	}
+	for _, d := range deletions {
+		if err := remove(d.EventID, d.Path, d.ETag); err != nil {
+			return res, nil, err
+		}
 	}
 	etags, err := rc.list(ctx)
 	if err != nil {
@@ -244,10 +263,12 @@ func (s *Syncer) runOnce(ctx context.Context, in *ams.Integration, deletions []d
 				continue // a copy of an event another integration keeps: not imported twice
 			}
 			if gone {
-				if err := rc.remove(ctx, o.Path, o.ETag); err != nil && !isStatus(err, http.StatusPreconditionFailed) {
-					return res, nil, remoteErr(err)
+				if refusedPaths[o.Path] {
+					continue // refused in this run already
 				}
-				res.DeletedThere++
+				if err := remove(uid, o.Path, o.ETag); err != nil {
+					return res, nil, err
+				}
 				continue
 			}
 			created, err := s.create(ctx, in, uid, o, f)

@@ -90,7 +90,7 @@ func (w *Worker) Notify(userID string, deleted []*ams.CalendarEvent) {
 	w.users[userID] = true
 	for _, e := range deleted {
 		if e.IntegrationID != "" && e.ExternalPath != "" {
-			w.deletions[e.IntegrationID] = append(w.deletions[e.IntegrationID], deletion{e.ExternalPath, parseState(e.ExternalETag).ETag})
+			w.deletions[e.IntegrationID] = append(w.deletions[e.IntegrationID], deletion{e.ExternalPath, parseState(e.ExternalETag).ETag, e.ID})
 		}
 	}
 	w.mu.Unlock()

@@ -41,6 +41,9 @@ func TestBadInputPostgres(t *testing.T) {
 type apiOp struct {
 	Method, Path string
 	Query        []string // its query parameters
+	// Objects are the fields of its JSON body that must be objects (type
+	// "object", where null is not allowed).
+	Objects []string
 }
 
 func (o apiOp) list() bool {
@@ -61,6 +64,11 @@ func apiOps(t *testing.T) []apiOp {
 				Name string `json:"name"`
 				In   string `json:"in"`
 			} `json:"parameters"`
+			Schemas map[string]struct {
+				Properties map[string]struct {
+					Type any `json:"type"`
+				} `json:"properties"`
+			} `json:"schemas"`
 		} `json:"components"`
 	}
 	if err := json.Unmarshal(openapi.Document, &doc); err != nil {
@@ -78,6 +86,13 @@ func apiOps(t *testing.T) []apiOp {
 					Name string `json:"name"`
 					In   string `json:"in"`
 				} `json:"parameters"`
+				RequestBody struct {
+					Content map[string]struct {
+						Schema struct {
+							Ref string `json:"$ref"`
+						} `json:"schema"`
+					} `json:"content"`
+				} `json:"requestBody"`
 			}
 			if err := json.Unmarshal(raw, &op); err != nil {
 				continue
@@ -91,6 +106,14 @@ func apiOps(t *testing.T) []apiOp {
 				if p.In == "query" {
 					o.Query = append(o.Query, p.Name)
 				}
+			}
+			if ref := op.RequestBody.Content["application/json"].Schema.Ref; ref != "" {
+				for name, prop := range doc.Components.Schemas[strings.TrimPrefix(ref, "#/components/schemas/")].Properties {
+					if prop.Type == "object" {
+						o.Objects = append(o.Objects, name)
+					}
+				}
+				sort.Strings(o.Objects)
 			}
 			ops = append(ops, o)
 		}
@@ -242,6 +265,7 @@ func runBadInput(t *testing.T, store ams.Store) {
 
 	var cases []badCase
 	add := func(c badCase) { cases = append(cases, c) }
+	nullObjects := 0
 	for _, o := range ops {
 		p := f.path(o.Path)
 		// Path parameters: NUL and invalid UTF-8 in each, on every method.
@@ -288,6 +312,11 @@ func runBadInput(t *testing.T, store ams.Store) {
 		body("wrong type number", `5`, 400, "invalid_json", "")
 		body("wrong type field", `{"title":{"a":1}}`, 400, "", "")
 		body("null", `null`, 400, "invalid_json", "")
+		for _, name := range o.Objects {
+			// An object field given null is refused, not taken as absent.
+			body("null object "+name, `{"`+name+`":null}`, 400, "invalid_type", name)
+			nullObjects++
+		}
 		body("duplicate key", `{"title":"a","title":"b"}`, 400, "duplicate_key", "title")
 		body("duplicate key nested", `{"input":{"limit":1,"limit":2}}`, 400, "duplicate_key", "input.limit")
 		body("duplicate key in array", `{"x":[{"a":1},{"a":1,"a":2}]}`, 400, "duplicate_key", "x[1].a")
@@ -299,6 +328,9 @@ func runBadInput(t *testing.T, store ams.Store) {
 		body("over 1 MiB", over, 413, "request_too_large", "")
 	}
 
+	if nullObjects == 0 {
+		t.Fatal("no body field of type object found in the OpenAPI document (POST /v1/integrations has config and secrets)")
+	}
 	for _, c := range cases {
 		r := f.Do(c.method, c.path, f.key, c.body)
 		label := fmt.Sprintf("%s %s: %s", c.method, clipPath(c.path), c.name)
@@ -395,7 +427,43 @@ func runBadInput(t *testing.T, store ams.Store) {
 				t.Errorf("GET %s: %d, want 404", p, r.StatusCode)
 			}
 		}
-		req, _ := http.NewRequest("GET", f.Server.URL+"/account/assistants?after=ast_%00", nil)
+		// A form field that is not text: the form's page again (400),
+		// naming the field, and no key stored.
+		keysBefore, err := f.Data.ListKeys(context.Background(), f.user.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest("GET", f.Server.URL+"/account/keys", nil)
+		req.AddCookie(cookie)
+		kp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		html, _ = io.ReadAll(kp.Body)
+		kp.Body.Close()
+		if m = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`).FindSubmatch(html); m == nil {
+			t.Fatalf("no CSRF token on the keys page: %.500s", html)
+		}
+		for _, name := range []string{"a%00b", "a%FFb"} {
+			req, _ := http.NewRequest("POST", f.Server.URL+"/account/keys",
+				strings.NewReader("name="+name+"&permissions=read&csrf_token="+url.QueryEscape(string(m[1]))))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", f.Server.URL)
+			req.AddCookie(cookie)
+			r, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if r.StatusCode != 400 || !strings.Contains(string(body), `href="#name"`) {
+				t.Errorf("POST /account/keys name=%s: %d, want 400 with the form error of name: %.300s", name, r.StatusCode, body)
+			}
+		}
+		if keys, err := f.Data.ListKeys(context.Background(), f.user.ID); err != nil || len(keys) != len(keysBefore) {
+			t.Errorf("keys after refused forms: %d (%v), want %d", len(keys), err, len(keysBefore))
+		}
+		req, _ = http.NewRequest("GET", f.Server.URL+"/account/assistants?after=ast_%00", nil)
 		req.AddCookie(cookie)
 		if r, err := http.DefaultClient.Do(req); err != nil {
 			t.Fatal(err)

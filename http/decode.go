@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,8 +21,9 @@ import (
 
 // decodeJSON reads the request body into v, refusing malformed JSON,
 // text that is not valid UTF-8 or holds a NUL, duplicate keys, a body
-// that is not an object (null included), unknown fields, wrong types and
-// trailing data, each with an error that names the parameter at fault.
+// that is not an object (null included), unknown fields, wrong types,
+// a null where an object is required (checkNulls) and trailing data,
+// each with an error that names the parameter at fault.
 func decodeJSON(r *http.Request, v any) error {
 	b, err := readBody(r)
 	if err != nil {
@@ -31,7 +34,109 @@ func decodeJSON(r *http.Request, v any) error {
 	if err := dec.Decode(v); err != nil {
 		return jsonError(err)
 	}
+	return checkNulls(b, reflect.TypeOf(v))
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+// checkNulls refuses a JSON null in b, the body decoded into a value of
+// type t, where t's field (at any depth, through maps and arrays) is an
+// object: a struct or a map, or a pointer to one. encoding/json would
+// take such a null as if the field were absent (or an empty map). A type
+// that decodes itself (json.Unmarshaler, such as world.Optional or
+// json.RawMessage) decides what its null means and is left alone.
+func checkNulls(b []byte, t reflect.Type) error {
+	if !bytes.Contains(b, []byte("null")) {
+		return nil // the common case: no null to look for
+	}
+	var tree any
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if dec.Decode(&tree) != nil {
+		return nil // checkJSON and Decode have refused what cannot be read
+	}
+	return nullAt(tree, t, "")
+}
+
+// nullAt is checkNulls for the value val at path, to be decoded into t.
+func nullAt(val any, t reflect.Type, path string) error {
+	for {
+		if t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType) {
+			return nil
+		}
+		if t.Kind() != reflect.Pointer {
+			break
+		}
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		if val == nil && path != "" {
+			path = ams.Clip(path)
+			return ams.ParamError("invalid_type", path, "'%s' must be of type object, not null.", path)
+		}
+	}
+	join := func(key string) string {
+		if path == "" {
+			return key
+		}
+		return path + "." + key
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		m, _ := val.(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if f, ok := jsonField(t, k); ok {
+				if err := nullAt(m[k], f.Type, join(k)); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Map:
+		m, _ := val.(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			if err := nullAt(m[k], t.Elem(), join(k)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		a, _ := val.([]any)
+		for i, e := range a {
+			if err := nullAt(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// jsonField returns the field of struct type t that encoding/json
+// decodes the key into: the one of that name, else one whose name
+// matches it ignoring case.
+func jsonField(t reflect.Type, key string) (reflect.StructField, bool) {
+	var fold *reflect.StructField
+	for _, f := range reflect.VisibleFields(t) {
+		if !f.IsExported() || f.Anonymous && f.Tag.Get("json") == "" {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if name == key {
+			return f, true
+		}
+		if fold == nil && strings.EqualFold(name, key) {
+			fold = &f
+		}
+	}
+	if fold != nil {
+		return *fold, true
+	}
+	return reflect.StructField{}, false
 }
 
 // readBody reads the request body, which must be one JSON object whose
@@ -179,7 +284,10 @@ func jsonError(err error) error {
 		if typ.Field == "" {
 			return ams.Errorf(ams.EINVALID, "invalid_json", "The request body must be a JSON object.")
 		}
-		return ams.ParamError("invalid_type", typ.Field, "'%s' must be of type %s, not %s.", typ.Field, jsonTypeName(typ.Type.Kind().String()), typ.Value)
+		// typ.Value is "number 123…" for a number out of range: the
+		// client's digits, clipped like any quoted input.
+		field := ams.Clip(typ.Field)
+		return ams.ParamError("invalid_type", field, "'%s' must be of type %s, not %s.", field, jsonTypeName(typ.Type.Kind().String()), ams.Clip(typ.Value))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		field := ams.Clip(strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`))
 		return ams.ParamError("unknown_parameter", field, "Unknown parameter '%s'.", field)

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/world"
@@ -63,7 +65,9 @@ func fuzzDecode(body []byte, v any) error {
 }
 
 // FuzzDecodeJSON: whatever body decodeJSON is given, it never panics; a
-// refusal is an *ams.Error answered with a 4xx status; a body it accepts
+// refusal is an *ams.Error answered with a 4xx status, whose message and
+// param quote at most about ams.MaxQuoted characters of the body; a body
+// it accepts
 // re-encodes, and the re-encoded body is accepted again and decodes to the
 // same value (encoding it once more gives the same bytes).
 func FuzzDecodeJSON(f *testing.F) {
@@ -78,6 +82,8 @@ func FuzzDecodeJSON(f *testing.F) {
 		`{"provider":"caldav","config":{"url":"https://x"},"secrets":{"password":"p"}}`,
 		`{"config":null}`, `{"NAME":"case"}`, "\ufeff{}", ` { } `, "{\"name\":\"a\"}\n",
 		`{"a":{"b":{"c":{"d":{"e":[[[[[]]]]]}}}}}`, `{"name":"` + string(make([]byte, 200)) + `"}`,
+		`{"count":` + strings.Repeat("9", 300) + `}`, `{"` + strings.Repeat("k", 300) + `":1}`,
+		`{"inner":null}`, `{"list":[null]}`, `{"map":null}`, `{"secrets":null}`, `{"description":null}`,
 	} {
 		for which := range uint8(7) {
 			f.Add(which, []byte(s))
@@ -96,6 +102,12 @@ func FuzzDecodeJSON(f *testing.F) {
 			}
 			if ae.Code == "" || ae.Message == "" {
 				t.Fatalf("decode %q: error without code or message: %#v", body, ae)
+			}
+			if q := quoted(ae.Message, body); q != "" {
+				t.Fatalf("decode %.200q: message quotes more than %d characters of the body: %.300q", body, ams.MaxQuoted, q)
+			}
+			if n := utf8.RuneCountInString(ae.Param); n > ams.MaxQuoted+1 {
+				t.Fatalf("decode %.200q: param of %d characters: %.300q", body, n, ae.Param)
 			}
 			return
 		}
@@ -117,13 +129,39 @@ func FuzzDecodeJSON(f *testing.F) {
 	})
 }
 
-// fuzzReencode encodes a decoded body as a client would send it again.
-// world.Optional has no MarshalJSON: a field set is its value or null, a
-// field not set is left out.
+// quoted returns the first run of the message longer than ams.MaxQuoted
+// characters (with a margin for the message's own words around a quote)
+// that is also in the body, or "".
+func quoted(msg string, body []byte) string {
+	r := []rune(msg)
+	n := ams.MaxQuoted + 20
+	for i := 0; i+n <= len(r); i++ {
+		if w := string(r[i : i+n]); bytes.Contains(body, []byte(w)) {
+			return w
+		}
+	}
+	return ""
+}
+
+// fuzzReencode encodes a decoded body as a client would send it again:
+// a field whose value is null is left out (decodeJSON refuses null for
+// an object field, and takes it as absent for the others). world.Optional
+// has no MarshalJSON: a field set is its value or null, a field not set
+// is left out.
 func fuzzReencode(v any) ([]byte, error) {
 	a, ok := v.(*world.AssistantInput)
 	if !ok {
-		return json.Marshal(v)
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		var tree any
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		if err := dec.Decode(&tree); err != nil {
+			return nil, err
+		}
+		return json.Marshal(dropNulls(tree))
 	}
 	m := map[string]any{}
 	for name, o := range map[string]world.Optional[string]{"name": a.Name, "description": a.Description,
@@ -136,4 +174,23 @@ func fuzzReencode(v any) ([]byte, error) {
 		}
 	}
 	return json.Marshal(m)
+}
+
+// dropNulls removes the null-valued keys of every object in v.
+func dropNulls(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			if e == nil {
+				delete(v, k)
+			} else {
+				v[k] = dropNulls(e)
+			}
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = dropNulls(e)
+		}
+	}
+	return v
 }

@@ -98,19 +98,28 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) error {
 		s.render(w, http.StatusTooManyRequests, "login.html", v)
 		return nil
 	}
+	// The account's slowdown is checked and the attempt counted as one
+	// of its failures in one step (Admit), so that attempts racing each
+	// other take their turns; a success takes its count back.
+	admitted := false
 	if !s.knownDevice(r, email) {
-		ts, err := s.throttle.Recent(ctx, accountKey, now.Add(-LoginFailureWindow), ThrottleKeep)
+		next, err := s.throttle.Admit(ctx, accountKey, now.Add(-LoginFailureWindow), now, ThrottleKeep, accountRule)
 		if err != nil {
 			return err
 		}
-		if d := AccountDelay(len(ts)); d > 0 && now.Before(ts[0].Add(d)) {
-			wait := ts[0].Add(d).Sub(now)
+		if !next.IsZero() {
+			ts, err := s.throttle.Recent(ctx, accountKey, now.Add(-LoginFailureWindow), ThrottleKeep)
+			if err != nil {
+				return err
+			}
+			wait := next.Sub(now)
 			setRetryAfter(w, wait)
 			v.Error = fmt.Sprintf("This account has had many failed sign-in attempts, so its sign-ins are slowed down: "+
-				"one attempt every %s. Try again in %s.", humanSeconds(d), humanSeconds(wait))
+				"one attempt every %s. Try again in %s.", humanSeconds(AccountDelay(len(ts))), humanSeconds(wait))
 			s.render(w, http.StatusTooManyRequests, "login.html", v)
 			return nil
 		}
+		admitted = true
 	}
 
 	user, err := s.store.FindUserByEmail(ctx, email)
@@ -126,7 +135,11 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) error {
 		password.Check(dummyHash, f.Get("password"))
 	}
 	if !ok {
-		for _, k := range []string{pairKey, ipKey, accountKey} {
+		keys := []string{pairKey, ipKey}
+		if !admitted {
+			keys = append(keys, accountKey) // Admit has counted it otherwise
+		}
+		for _, k := range keys {
 			if err := s.throttle.Failed(ctx, k, now); err != nil {
 				return err
 			}
@@ -137,6 +150,11 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err := s.throttle.Reset(ctx, pairKey); err != nil {
 		return err
+	}
+	if admitted {
+		if err := s.throttle.Withdraw(ctx, accountKey, now); err != nil {
+			return err
+		}
 	}
 	if _, err := s.startSession(ctx, w, r, user); err != nil {
 		return err

@@ -1,11 +1,13 @@
 package oauth_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -184,6 +186,90 @@ func TestThrottleAccountSlowdown(t *testing.T) {
 		other := h.NewUser("bob@example.com", ams.PlanStandard)
 		if p := h.loginVia(t, h.newBrowser(), "192.0.2.202", other.Email, "wrong"); p.StatusCode != http.StatusOK {
 			t.Errorf("another account: %d, want the form again", p.StatusCode)
+		}
+	})
+}
+
+// TestThrottleAccountSlowdownRace: attempts on a slowed account that
+// race each other take their turns. With one failure short of the
+// slowdown, ten wrong passwords sent at once from ten addresses: the
+// first to be counted is checked (the form again), and it starts the
+// slowdown, so the other nine are answered 429 without a check; the
+// account has exactly AccountSlowFailures failures afterwards.
+func TestThrottleAccountSlowdownRace(t *testing.T) {
+	throttles(t, func(t *testing.T, th func(t *testing.T) oauth.LoginThrottle) {
+		throttle := th(t)
+		if throttle == nil {
+			throttle = oauth.NewMemoryThrottle(oauth.ThrottleKeep, oauth.LoginFailureWindow)
+		}
+		h := setup(t, amstest.WithTrustedProxies(loopbackProxy), amstest.WithThrottle(throttle))
+		ctx := context.Background()
+		for range oauth.AccountSlowFailures - 1 {
+			h.Clock.Add(100 * time.Millisecond)
+			if err := throttle.Failed(ctx, "account:ann@example.com", h.Clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		h.Clock.Add(time.Second)
+		const n = 10
+		type attempt struct {
+			b   *http.Client
+			req *http.Request
+		}
+		var attempts []attempt
+		for i := range n {
+			b := h.newBrowser()
+			f := findForm(t, h.get(t, b, "/login"), "/login")
+			f.Values.Set("email", "ann@example.com")
+			f.Values.Set("password", "guess")
+			req, err := http.NewRequest("POST", h.Server.URL+"/login", strings.NewReader(f.Values.Encode()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			req.Header.Set("Origin", h.Server.URL)
+			req.Header.Set("Sec-Fetch-Site", "same-origin")
+			req.Header.Set("X-Forwarded-For", fmt.Sprintf("10.1.0.%d", i+1))
+			attempts = append(attempts, attempt{b, req})
+		}
+		statuses := make([]int, n)
+		var wg sync.WaitGroup
+		for i, a := range attempts {
+			wg.Go(func() {
+				resp, err := a.b.Do(a.req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				statuses[i] = resp.StatusCode
+			})
+		}
+		wg.Wait()
+		checked, slowed := 0, 0
+		for _, st := range statuses {
+			switch st {
+			case http.StatusOK:
+				checked++
+			case http.StatusTooManyRequests:
+				slowed++
+			}
+		}
+		if checked != 1 || slowed != n-1 {
+			t.Errorf("%d racing attempts: statuses %v, want one 200 (checked) and %d 429", n, statuses, n-1)
+		}
+		ts, err := throttle.Recent(ctx, "account:ann@example.com", h.Clock.Now().Add(-oauth.LoginFailureWindow), oauth.ThrottleKeep)
+		if err != nil || len(ts) != oauth.AccountSlowFailures {
+			t.Errorf("failures of the account: %d (%v), want %d", len(ts), err, oauth.AccountSlowFailures)
+		}
+		// The owner, once the interval has passed: signed in, and the
+		// attempt is not counted as a failure.
+		h.Clock.Add(oauth.AccountFirstDelay)
+		if p := h.loginVia(t, h.newBrowser(), owner, "ann@example.com", testPassword); !signedIn(p) {
+			t.Fatalf("the owner after the interval: %d\n%s", p.StatusCode, p.Body)
+		}
+		if ts, err := throttle.Recent(ctx, "account:ann@example.com", h.Clock.Now().Add(-oauth.LoginFailureWindow), oauth.ThrottleKeep); err != nil || len(ts) != oauth.AccountSlowFailures {
+			t.Errorf("failures of the account after the owner's sign-in: %d (%v), want %d", len(ts), err, oauth.AccountSlowFailures)
 		}
 	})
 }

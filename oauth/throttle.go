@@ -22,7 +22,10 @@ import (
 //     addresses, the account is slowed, never blocked: an attempt must come
 //     at least AccountDelay(n) after the account's latest failure, else it
 //     is answered 429 with Retry-After and not checked. A browser that has
-//     signed in to the account before (its device cookie) is exempt.
+//     signed in to the account before (its device cookie) is exempt. The
+//     check and the count of the attempt are one step (Admit), so that
+//     attempts sent at once take their turns rather than all passing; a
+//     successful attempt takes its count back (Withdraw).
 //
 // A successful sign-in forgets the failures of its pair. Sign-ups are
 // counted per client address ("signup-ip:<address>") under the first rule.
@@ -68,6 +71,27 @@ type LoginThrottle interface {
 	Failed(ctx context.Context, key string, now time.Time) error
 	// Reset forgets the failures of key.
 	Reset(ctx context.Context, key string) error
+	// Admit applies a slowdown rule to key and records the attempt, as
+	// one atomic step, so that attempts racing each other cannot all pass
+	// the rule before any is recorded: given key's failures after since
+	// (newest first, at most max), rule returns the time the attempt may
+	// be made. When that is after now the attempt is refused, nothing is
+	// recorded, and Admit returns it; otherwise Admit records a failure of
+	// key at now (the attempt, counted as failed until Withdraw takes it
+	// back) and returns the zero time.
+	Admit(ctx context.Context, key string, since, now time.Time, max int, rule func(recent []time.Time) time.Time) (time.Time, error)
+	// Withdraw forgets one failure of key recorded at at (an attempt
+	// Admit counted that succeeded).
+	Withdraw(ctx context.Context, key string, at time.Time) error
+}
+
+// accountRule is the account slowdown as a rule for Admit: an attempt
+// must come AccountDelay(n) after the newest of the account's n failures.
+func accountRule(recent []time.Time) time.Time {
+	if len(recent) == 0 {
+		return time.Time{}
+	}
+	return recent[0].Add(AccountDelay(len(recent)))
 }
 
 // blockedUntil applies the rule "max failures of key within
@@ -121,18 +145,60 @@ func (m *MemoryThrottle) prune(key string, now time.Time) []time.Time {
 func (m *MemoryThrottle) Recent(_ context.Context, key string, since time.Time, n int) ([]time.Time, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.recent(key, since, n), nil
+}
+
+// recent is Recent; the caller holds mu.
+func (m *MemoryThrottle) recent(key string, since time.Time, n int) []time.Time {
 	ts := m.fails[key]
 	var out []time.Time
 	for i := len(ts) - 1; i >= 0 && len(out) < n && ts[i].After(since); i-- {
 		out = append(out, ts[i])
 	}
-	return out, nil
+	return out
+}
+
+// Admit implements LoginThrottle: the check and the record are made
+// under one hold of the lock.
+func (m *MemoryThrottle) Admit(_ context.Context, key string, since, now time.Time, max int, rule func([]time.Time) time.Time) (time.Time, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if next := rule(m.recent(key, since, max)); next.After(now) {
+		return next, nil
+	}
+	m.failed(key, now)
+	return time.Time{}, nil
+}
+
+// Withdraw implements LoginThrottle.
+func (m *MemoryThrottle) Withdraw(_ context.Context, key string, at time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ts := m.fails[key]
+	for i := len(ts) - 1; i >= 0; i-- {
+		if ts[i].Equal(at) {
+			ts = slices.Delete(ts, i, i+1)
+			break
+		}
+	}
+	if len(ts) == 0 {
+		delete(m.fails, key)
+	} else {
+		m.fails[key] = ts
+	}
+	return nil
 }
 
 // Failed implements LoginThrottle.
 func (m *MemoryThrottle) Failed(_ context.Context, key string, now time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.failed(key, now)
+	return nil
+}
+
+// failed records a failure of key at now. The caller holds mu.
+func (m *MemoryThrottle) failed(key string, now time.Time) {
 	ts := m.prune(key, now)
 	// Kept in time order, should the clock step back.
 	i, _ := slices.BinarySearchFunc(ts, now, func(a, b time.Time) int { return a.Compare(b) })
@@ -152,7 +218,6 @@ func (m *MemoryThrottle) Failed(_ context.Context, key string, now time.Time) er
 			m.prune(k, now)
 		}
 	}
-	return nil
 }
 
 // Reset implements LoginThrottle.

@@ -58,7 +58,10 @@ package pages
 
 import (
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -109,8 +112,16 @@ type Server struct {
 	mux       *http.ServeMux
 	cop       *http.CrossOriginProtection
 	available map[string]bool // GET paths with a registered page (for the nav)
+	pages     map[string]page // by pattern
+
 	flashKey  []byte
 	secretKey []byte
+}
+
+// page is a registered page: its template and handler.
+type page struct {
+	tmpl string
+	h    Handler
 }
 
 // Handler is a page handler: it returns the data its template renders as
@@ -150,6 +161,7 @@ func (s *Server) init() {
 			s.Logger = slog.Default()
 		}
 		s.available = map[string]bool{}
+		s.pages = map[string]page{}
 		s.cop = http.NewCrossOriginProtection()
 		s.cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s.renderError(w, r, nil, http.StatusForbidden, "Request refused",
@@ -184,6 +196,7 @@ func (s *Server) handle(pattern, tmpl string, h Handler, public bool) {
 		panic("pages: Page called outside Register")
 	}
 	mustTemplate(tmpl)
+	s.pages[pattern] = page{tmpl, h}
 	method, path, _ := strings.Cut(pattern, " ")
 	var hh http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, tmpl, h, public)
@@ -224,7 +237,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, tmpl string, h Ha
 	}
 	// Every path, query and form value is checked here, once, to be text
 	// that every engine stores (UTF-8 without NUL): a page id that is not
-	// is a page that does not exist; a query or form value, a bad request.
+	// is a page that does not exist; a query value, a bad request; a form
+	// field, a form error on the form's page (refuseForm).
 	if _, bad := ams.InvalidPathValue(r.Pattern, r.PathValue); bad {
 		s.fail(w, r, c, &ams.Error{Kind: ams.ENOTFOUND, Code: "resource_missing", Message: "There is no such page."})
 		return
@@ -239,14 +253,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, tmpl string, h Ha
 			s.renderError(w, r, c, http.StatusBadRequest, "Bad request", "The form could not be read. Go back, reload the page and try again.")
 			return
 		}
-		if _, bad := ams.InvalidValue(r.PostForm); bad {
-			s.renderError(w, r, c, http.StatusBadRequest, "Bad request",
-				"The form holds a character that cannot be stored (a NUL character or invalid UTF-8), so nothing was changed. Go back, correct it and try again.")
-			return
-		}
 		if !s.OAuth.CheckCSRF(r, sid, r.PostForm.Get("csrf_token")) {
 			s.renderError(w, r, c, http.StatusForbidden, "Request refused",
 				"This form has expired or was not sent from this site, so nothing was changed. Go back, reload the page and try again.")
+			return
+		}
+		if bad := invalidFields(r.PostForm); len(bad) > 0 {
+			c.CSRF = s.OAuth.CSRFToken(w, r, sid)
+			s.refuseForm(w, r, c, bad)
 			return
 		}
 	}
@@ -255,6 +269,57 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, tmpl string, h Ha
 		c.Flashes = s.takeFlashes(w, r, sid)
 	}
 	data, err := h(w, r, c)
+	s.finish(w, r, c, data, err)
+}
+
+// invalidFields returns the names of the form's fields whose value is not
+// text every engine stores (ams.ValidText), sorted, with "" for a field
+// name that is not.
+func invalidFields(form url.Values) []string {
+	var bad []string
+	for _, k := range slices.Sorted(maps.Keys(form)) {
+		if !ams.ValidText(k) {
+			if !slices.Contains(bad, "") {
+				bad = append(bad, "")
+			}
+			continue
+		}
+		for _, v := range form[k] {
+			if !ams.ValidText(v) {
+				bad = append(bad, k)
+				break
+			}
+		}
+	}
+	return bad
+}
+
+// refuseForm answers a form with the fields bad (invalidFields): its
+// handler does not run, so nothing is stored; the page the form is on
+// (formPages) is rendered with status 400 and a form error naming each
+// field. A form without such a page gets the 400 error page.
+func (s *Server) refuseForm(w http.ResponseWriter, r *http.Request, c *Ctx, bad []string) {
+	const why = "holds a character that cannot be stored (a NUL character or invalid UTF-8), so nothing was changed. Correct it and send the form again."
+	fp, ok := s.pages[formPages[r.Pattern]]
+	if !ok {
+		s.renderError(w, r, c, http.StatusBadRequest, "Bad request", "The form "+why)
+		return
+	}
+	for _, f := range bad {
+		if f == "" {
+			c.Fail("", "The name of a field of the form "+why)
+		} else {
+			c.Fail(f, "The field “"+ams.Clip(f)+"” "+why)
+		}
+	}
+	c.Status = http.StatusBadRequest
+	c.tmpl = fp.tmpl
+	data, err := fp.h(w, r, c)
+	s.finish(w, r, c, data, err)
+}
+
+// finish answers what a page handler returned.
+func (s *Server) finish(w http.ResponseWriter, r *http.Request, c *Ctx, data any, err error) {
 	if err != nil {
 		s.fail(w, r, c, err)
 		return

@@ -490,3 +490,70 @@ func TestSignUpThrottled(t *testing.T) {
 	e.f.Clock.Add(oauth.LoginFailureWindow + time.Second)
 	signUp(e.browser(), "later@example.com", "long enough 1").mustStatus(http.StatusOK)
 }
+
+// TestFormFieldNotText: a form field with a NUL character or invalid
+// UTF-8 (which no browser sends, but a script may) gets the form's page
+// again, 400, with a form error naming the field, and nothing is stored;
+// a page id that is not text is the page that does not exist (404).
+func TestFormFieldNotText(t *testing.T) {
+	e := newEnv(t)
+	u := e.user("pat@example.com", "long enough 1", true, false)
+	b := e.browser()
+	b.signIn("pat@example.com", "long enough 1")
+	refused := func(p *page, field, action string) {
+		t.Helper()
+		p.mustStatus(http.StatusBadRequest)
+		p.mustContain("There is a problem", "The field “"+field+"” holds a character that cannot be stored", "nothing was changed")
+		found := false
+		walk(p.doc, func(n *html.Node) bool {
+			if n.Data == "a" && attr(n, "href") == "#"+field {
+				found = true
+			}
+			return !found
+		})
+		if !found {
+			t.Errorf("no error linked to #%s", field)
+		}
+		if p.form(action) == nil {
+			t.Errorf("the form %s is not on the page again:\n%s", action, p.text())
+		}
+	}
+
+	for _, name := range []string{"a\x00b", "a\xffb", "\xc3\x28"} {
+		p := b.submit(b.get("/account/keys"), "/account/keys", url.Values{"name": {name}, "permissions": {"read"}})
+		refused(p, "name", "/account/keys")
+	}
+	if keys, err := e.f.Store.ListKeys(t.Context(), u.ID); err != nil || len(keys) != 0 {
+		t.Fatalf("keys after refused forms: %d, %v", len(keys), err)
+	}
+	// A field name that is not text: an error of the whole form.
+	p := b.post("/account/keys", url.Values{"csrf_token": formValues(b.get("/account/keys").form("/account/keys"))["csrf_token"],
+		"na\xffme": {"x"}, "permissions": {"read"}})
+	p.mustStatus(http.StatusBadRequest)
+	p.mustContain("The name of a field of the form holds a character that cannot be stored")
+
+	p = b.submit(b.get("/account/webhooks/new"), "/account/webhooks", url.Values{"url": {"https://example.com/\xff"}, "events": {"task.created"}})
+	refused(p, "url", "/account/webhooks")
+	if page, err := e.f.Store.ListWebhooks(t.Context(), u.ID, ams.ListParams{Limit: 10}); err != nil || len(page.Data) != 0 {
+		t.Fatalf("webhooks after a refused form: %v", err)
+	}
+
+	// The sign-up form, signed out.
+	anon := e.browser()
+	p = anon.submit(anon.get("/signup"), "/signup", url.Values{"email": {"new\x00@example.com"}, "password": {"long enough 1"}, "password_confirm": {"long enough 1"}})
+	refused(p, "email", "/signup")
+	for _, email := range []string{"new\x00@example.com", "new@example.com"} {
+		if _, err := e.f.Store.FindUserByEmail(t.Context(), email); !ams.IsNotFound(err) {
+			t.Fatalf("account %q created by a refused sign-up: %v", email, err)
+		}
+	}
+
+	// Page ids: 404, the page that does not exist, on GET and on a form.
+	for _, path := range []string{"/account/webhooks/%FF", "/account/webhooks/wh_%00/edit", "/account/apps/%00"} {
+		b.get(path).mustStatus(http.StatusNotFound)
+	}
+	csrf := formValues(b.get("/account/keys").form("/account/keys"))["csrf_token"]
+	p = b.post("/account/keys/key_%00/revoke", url.Values{"csrf_token": csrf})
+	p.mustStatus(http.StatusNotFound)
+	p.mustContain("Not found")
+}

@@ -62,3 +62,30 @@ func (s *Server) routes() {
 	s.Page("GET /account/admin/waitlist", "waitlist.html", s.waitlist)
 	s.Page("POST /account/admin/waitlist/{id}/approve", "waitlist.html", s.approve)
 }
+
+// formPages maps each form (POST route) to the page it is on (a GET route
+// with the same path values). A form with a field that is not text every
+// engine stores (a NUL character or invalid UTF-8) is answered with that
+// page and a form error naming the field; the form's handler does not
+// run, so nothing is stored (Server.serve).
+var formPages = map[string]string{
+	"POST /signup":                                                "GET /signup",
+	"POST /account/password":                                      "GET /account/password",
+	"POST /account/keys":                                          "GET /account/keys",
+	"POST /account/keys/{id}/revoke":                              "GET /account/keys",
+	"POST /account/apps":                                          "GET /account/apps",
+	"POST /account/apps/{id}/rotate":                              "GET /account/apps/{id}",
+	"POST /account/apps/{id}/delete":                              "GET /account/apps/{id}",
+	"POST /account/apps/authorized/{id}/revoke":                   "GET /account/apps",
+	"POST /account/webhooks":                                      "GET /account/webhooks/new",
+	"POST /account/webhooks/{id}":                                 "GET /account/webhooks/{id}/edit",
+	"POST /account/webhooks/{id}/enable":                          "GET /account/webhooks/{id}",
+	"POST /account/webhooks/{id}/disable":                         "GET /account/webhooks/{id}",
+	"POST /account/webhooks/{id}/ping":                            "GET /account/webhooks/{id}",
+	"POST /account/webhooks/{id}/recover":                         "GET /account/webhooks/{id}",
+	"POST /account/webhooks/{id}/delete":                          "GET /account/webhooks/{id}",
+	"POST /account/webhooks/{id}/deliveries/{dlv}/redeliver":      "GET /account/webhooks/{id}",
+	"POST /account/assistants/{id}/conversations":                 "GET /account/assistants/{id}",
+	"POST /account/assistants/{id}/conversations/{conv}/messages": "GET /account/assistants/{id}/conversations/{conv}",
+	"POST /account/admin/waitlist/{id}/approve":                   "GET /account/admin/waitlist",
+}

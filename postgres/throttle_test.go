@@ -120,6 +120,103 @@ func TestThrottleSameAsMemory(t *testing.T) {
 	})
 }
 
+// admitRace races 20 attempts through Admit, on the throttles given in
+// turn (one, or two processes), under the rule "from 3 failures, one
+// attempt a second": with 2 failures recorded, the first attempt counted
+// starts the slowdown, so exactly one is admitted and the key has 3
+// failures. Withdraw takes the admitted one back; a second later one
+// attempt is admitted again.
+func admitRace(t *testing.T, ths ...oauth.LoginThrottle) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	window := 10 * time.Minute
+	rule := func(recent []time.Time) time.Time {
+		if len(recent) < 3 {
+			return time.Time{}
+		}
+		return recent[0].Add(time.Second)
+	}
+	for i := range 2 {
+		if err := ths[0].Failed(ctx, "account:ann", t0.Add(time.Duration(i)*time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	race := func(now time.Time) (admitted int, next []time.Time) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() {
+				n, err := ths[i%len(ths)].Admit(ctx, "account:ann", now.Add(-window), now, 10, rule)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err != nil:
+					t.Error(err)
+				case n.IsZero():
+					admitted++
+				default:
+					next = append(next, n)
+				}
+			})
+		}
+		wg.Wait()
+		return admitted, next
+	}
+	count := func(now time.Time) int {
+		t.Helper()
+		ts, err := ths[len(ths)-1].Recent(ctx, "account:ann", now.Add(-window), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ts)
+	}
+	now := t0.Add(time.Second)
+	admitted, next := race(now)
+	if admitted != 1 || count(now) != 3 {
+		t.Fatalf("20 racing attempts with 2 failures: %d admitted, %d failures; want 1 and 3", admitted, count(now))
+	}
+	for _, n := range next {
+		if !n.Equal(now.Add(time.Second)) {
+			t.Fatalf("a refused attempt may come at %v, want %v", n, now.Add(time.Second))
+		}
+	}
+	if err := ths[len(ths)-1].Withdraw(ctx, "account:ann", now); err != nil {
+		t.Fatal(err)
+	}
+	if c := count(now); c != 2 {
+		t.Fatalf("after Withdraw: %d failures, want 2", c)
+	}
+	// Three failures again (the second recorded), then one a second.
+	if err := ths[0].Failed(ctx, "account:ann", now); err != nil {
+		t.Fatal(err)
+	}
+	if admitted, _ := race(now.Add(time.Second - time.Nanosecond)); admitted != 0 {
+		t.Fatalf("within the interval: %d admitted", admitted)
+	}
+	if admitted, _ := race(now.Add(time.Second)); admitted != 1 || count(now.Add(time.Second)) != 4 {
+		t.Fatalf("after the interval: %d admitted, %d failures; want 1 and 4", admitted, count(now.Add(time.Second)))
+	}
+}
+
+// TestThrottleAdmitRace runs admitRace on the in-process throttle, the
+// PostgreSQL one, and two PostgreSQL processes on one schema.
+func TestThrottleAdmitRace(t *testing.T) {
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		admitRace(t, oauth.NewMemoryThrottle(10, 10*time.Minute))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		admitRace(t, open(t).LoginThrottle(10, 10*time.Minute))
+	})
+	t.Run("postgres, two processes", func(t *testing.T) {
+		t.Parallel()
+		url := databaseURL(t)
+		schema := createSchema(t, url)
+		admitRace(t, openSchema(t, url, schema).LoginThrottle(10, 10*time.Minute), openSchema(t, url, schema).LoginThrottle(10, 10*time.Minute))
+	})
+}
+
 // TestThrottleAcrossProcesses: failures recorded by two processes (two
 // stores on one schema) add up, and a success in one resets the key for
 // both.
