@@ -45,10 +45,24 @@ type fields struct {
 
 // fieldsOf returns the fields of e as iCalendar carries them: text
 // through icalText, so that a row stored with a "\r" (before input was
-// normalised) is written, hashed and compared as it reads back.
+// normalised) is written, hashed and compared as it reads back; and a
+// title left blank by that (one of control characters only) as a blank
+// title reads back, "(no title)".
 func fieldsOf(e *ams.CalendarEvent) fields {
-	return fields{Title: icalText(e.Title), Description: icalText(e.Description), Location: icalText(e.Location),
+	return fields{Title: titleOf(icalText(e.Title)), Description: icalText(e.Description), Location: icalText(e.Location),
 		StartsAt: e.StartsAt.UTC(), EndsAt: e.EndsAt.UTC(), RemindAt: e.RemindAt}
+}
+
+// noTitle is the title of an event whose SUMMARY is missing or blank:
+// ams's events have a title.
+const noTitle = "(no title)"
+
+// titleOf returns title, or noTitle when it is blank.
+func titleOf(title string) string {
+	if strings.TrimSpace(title) == "" {
+		return noTitle
+	}
+	return title
 }
 
 func (f fields) apply(e *ams.CalendarEvent) {
@@ -159,10 +173,7 @@ func readEvent(cal *ical.Calendar) (string, fields, error) {
 		end = start.Add(time.Minute)
 	}
 	f.StartsAt, f.EndsAt = start, end
-	f.Title = clip(text(ev, ical.PropSummary), maxTitle)
-	if strings.TrimSpace(f.Title) == "" {
-		f.Title = "(no title)"
-	}
+	f.Title = titleOf(clip(text(ev, ical.PropSummary), maxTitle))
 	f.Description = clip(text(ev, ical.PropDescription), maxText)
 	f.Location = clip(text(ev, ical.PropLocation), maxPlace)
 	f.RemindAt = alarm(ev, start, end)
