@@ -345,15 +345,19 @@ func toolList() string {
 }
 
 func (s *Server) listActions(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r)
+	p, err := listParams(r, "conversation_id")
 	if err != nil {
 		return err
+	}
+	conv := r.URL.Query().Get("conversation_id")
+	if conv != "" && !ams.HasPrefixID(conv, ams.PrefixConversation) {
+		return ams.ParamError("parameter_invalid", "conversation_id", "'conversation_id' must be a conversation id (conv_...).")
 	}
 	a, err := s.findAssistant(r)
 	if err != nil {
 		return err
 	}
-	page, err := s.World.Store.ListActions(r.Context(), auth(r).User.ID, a.ID, p)
+	page, err := s.World.Store.ListActions(r.Context(), auth(r).User.ID, ams.ActionFilter{AssistantID: a.ID, ConversationID: conv}, p)
 	if err != nil {
 		return err
 	}

@@ -405,7 +405,7 @@ func Compare(t *testing.T, want, got ams.Store, f *Fixture) {
 	ann := f.Users[0]
 	same("tasks", func(s ams.Store) (any, error) { return s.ListTasks(ctx, ann.ID, ams.TaskFilter{}, all) })
 	same("calendar events", func(s ams.Store) (any, error) { return s.ListCalendarEvents(ctx, ann.ID, ams.CalendarFilter{}, all) })
-	same("actions", func(s ams.Store) (any, error) { return s.ListActions(ctx, ann.ID, "", all) })
+	same("actions", func(s ams.Store) (any, error) { return s.ListActions(ctx, ann.ID, ams.ActionFilter{}, all) })
 	for _, tk := range f.Tasks {
 		same("task "+tk.ID, func(s ams.Store) (any, error) { return s.FindTask(ctx, ann.ID, tk.ID) })
 	}
@@ -575,7 +575,7 @@ func CheckMoved(t *testing.T, s ams.Store, f *Fixture) {
 	if err != nil || len(tasks.Data) != len(f.Tasks)+1 || tasks.Data[len(f.Tasks)].ID != tk.ID {
 		t.Fatalf("tasks after a new one: %s %v (the new one must be last)", show(tasks), err)
 	}
-	acts, err := s.ListActions(ctx, ann.ID, "", ams.ListParams{Limit: 1})
+	acts, err := s.ListActions(ctx, ann.ID, ams.ActionFilter{}, ams.ListParams{Limit: 1})
 	if err != nil || len(acts.Data) != 1 || acts.Data[0].ID != act.ID {
 		t.Fatalf("newest action after a new one: %s %v", show(acts), err)
 	}
