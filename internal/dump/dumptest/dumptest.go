@@ -136,7 +136,10 @@ func Fill(t *testing.T, s ams.Store) *Fixture {
 		x.ConversationID = conv.ID
 		mk := func(dir, content string, at time.Time) *ams.Message {
 			m := &ams.Message{ID: ams.NewID(ams.PrefixMessage), Object: "message", UserID: u.ID, AssistantID: a.ID, ConversationID: conv.ID,
-				Direction: dir, Content: content, CreatedAt: at, UpdatedAt: at}
+				Direction: dir, Content: content, Metadata: ams.Metadata{}, CreatedAt: at, UpdatedAt: at}
+			if dir == ams.DirectionInbound {
+				m.Metadata["ref"] = "<" + content + "> \"quoted\""
+			}
 			f.Messages = append(f.Messages, m)
 			return m
 		}
