@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/world"
 )
 
@@ -390,7 +391,8 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request) error {
 
 // updateMessageRequest is the body of PATCH /v1/messages/{id}.
 type updateMessageRequest struct {
-	Content *string `json:"content"`
+	Content  *string           `json:"content"`
+	Metadata ams.MetadataPatch `json:"metadata"`
 }
 
 func (s *Server) updateMessage(w http.ResponseWriter, r *http.Request) error {
@@ -405,10 +407,7 @@ func (s *Server) updateMessage(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	if req.Content == nil {
-		return ams.ParamError("parameter_missing", "content", "Missing required parameter 'content'.")
-	}
-	m, err := s.Messages.EditMessage(r.Context(), auth(r).User.ID, id, *req.Content)
+	m, err := s.Messages.UpdateMessage(r.Context(), auth(r).User.ID, id, messaging.MessageUpdate{Content: req.Content, Metadata: req.Metadata})
 	if err != nil {
 		return err
 	}
