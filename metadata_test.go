@@ -9,7 +9,9 @@ import (
 	"github.com/amsdev/ams"
 )
 
-func patch(js string) ams.MetadataPatch { return ams.MetadataPatch{Set: true, Raw: json.RawMessage(js)} }
+func patch(js string) ams.MetadataPatch {
+	return ams.MetadataPatch{Set: true, Raw: json.RawMessage(js)}
+}
 
 func TestMetadataMerge(t *testing.T) {
 	base := ams.Metadata{"a": "1", "b": "2"}
@@ -42,7 +44,7 @@ func TestMetadataMerge(t *testing.T) {
 		t.Fatalf("swap a key at 50: %d %v", len(got), err)
 	}
 	// Characters, not bytes: 40 and 500 multi-byte characters pass.
-	if _, err := patch(`{"` + strings.Repeat("é", 40) + `": "` + strings.Repeat("é", 500) + `"}`).Merge(nil, "metadata"); err != nil {
+	if _, err := patch(`{"`+strings.Repeat("é", 40)+`": "`+strings.Repeat("é", 500)+`"}`).Merge(nil, "metadata"); err != nil {
 		t.Fatalf("40/500 characters: %v", err)
 	}
 	for _, c := range []struct{ js, param string }{
