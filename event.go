@@ -50,6 +50,7 @@ func MessageCreatedEvent(m *Message) *Event {
 			"conversation_id": m.ConversationID,
 			"content":         m.Content,
 			"direction":       m.Direction,
+			"metadata":        m.Metadata,
 		},
 	}
 }
@@ -70,6 +71,16 @@ const (
 	EventWebhookEnabled = "webhook.enabled"
 )
 
+// Deletion event types, additions beyond the interface's 13: a task or a
+// calendar event was deleted (through the API, by an assistant's tool or
+// by a calendar sync), emitted in the deletion's transaction. Their data
+// is the record as it was, as the API showed it. Only webhooks that
+// subscribe to them receive them.
+const (
+	EventTaskDeleted  = "task.deleted"
+	EventEventDeleted = "event.deleted"
+)
+
 // EventTypes lists the event types a webhook may subscribe to: the
 // interface's 13, then the operational additions.
 var EventTypes = []string{
@@ -78,6 +89,7 @@ var EventTypes = []string{
 	EventEventCreated, EventEventUpdated, EventEventReminder,
 	EventIntegrationConnected, EventIntegrationDisconnected, EventIntegrationError,
 	EventWebhookFailing, EventWebhookEnabled,
+	EventTaskDeleted, EventEventDeleted,
 }
 
 // WebhookFailingEvent returns the webhook.failing event of webhook
@@ -104,13 +116,13 @@ const EventRetention = 30 * 24 * time.Hour
 // Event data of the world's records: the record itself, as the API shows it.
 
 // TaskEvent returns an event of type typ (task.created, task.updated,
-// task.completed, task.reminder) carrying t.
+// task.completed, task.reminder, task.deleted) carrying t.
 func TaskEvent(typ string, t *Task, at time.Time) *Event {
 	return recordEvent(typ, t.UserID, "task", t, at)
 }
 
 // CalendarEventEvent returns an event of type typ (event.created,
-// event.updated, event.reminder) carrying e.
+// event.updated, event.reminder, event.deleted) carrying e.
 func CalendarEventEvent(typ string, e *CalendarEvent, at time.Time) *Event {
 	return recordEvent(typ, e.UserID, "calendar_event", e, at)
 }

@@ -16,6 +16,7 @@ type Assistant struct {
 	Description  string    `json:"description"`
 	Instructions string    `json:"instructions"`
 	Model        string    `json:"model"` // chooses the engine; "builtin" is the embedded one
+	Metadata     Metadata  `json:"metadata"`
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
 }
@@ -39,13 +40,16 @@ func ValidModelName(m string) bool {
 // Conversation is a thread of messages between a user's program and one
 // assistant.
 type Conversation struct {
-	ID            string    `json:"id"`
-	Object        string    `json:"object"` // "conversation"
-	UserID        string    `json:"-"`
-	AssistantID   string    `json:"assistant_id"`
-	Title         string    `json:"title"` // the start of the first inbound message
+	ID          string `json:"id"`
+	Object      string `json:"object"` // "conversation"
+	UserID      string `json:"-"`
+	AssistantID string `json:"assistant_id"`
+	// Title is given on POST /v1/conversations (or PATCH); a conversation
+	// started by POST /v1/messages takes the start of its first message.
+	Title         string    `json:"title"`
 	MessageCount  int       `json:"message_count"`
 	LastMessageAt time.Time `json:"last_message_at"`
+	Metadata      Metadata  `json:"metadata"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
 }
@@ -65,6 +69,7 @@ type Message struct {
 	ConversationID string    `json:"conversation_id"`
 	Direction      string    `json:"direction"`
 	Content        string    `json:"content"`
+	Metadata       Metadata  `json:"metadata"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
 }
@@ -142,15 +147,26 @@ type AssistantStore interface {
 	FindAssistant(ctx context.Context, userID, id string) (*Assistant, error)
 	ListAssistants(ctx context.Context, userID string, p ListParams) (*Page[*Assistant], error)
 	CreateAssistant(ctx context.Context, a *Assistant) error
-	// UpdateAssistant writes the name, description, instructions, model
-	// and update time.
+	// UpdateAssistant writes the name, description, instructions, model,
+	// metadata and update time.
 	UpdateAssistant(ctx context.Context, a *Assistant) error
 	DeleteAssistant(ctx context.Context, userID, id string, now time.Time) error
 }
 
 // ConversationStore keeps conversations and their messages.
 type ConversationStore interface {
+	// FindConversation returns the user's conversation (locked in a
+	// transaction); ENOTFOUND otherwise.
 	FindConversation(ctx context.Context, userID, id string) (*Conversation, error)
+	// CreateConversation stores c with no messages; ENOTFOUND if its
+	// assistant is not the user's (or was deleted).
+	CreateConversation(ctx context.Context, c *Conversation) error
+	// UpdateConversation writes the title, metadata and update time.
+	UpdateConversation(ctx context.Context, c *Conversation) error
+	// DeleteConversation deletes the conversation and its messages, and
+	// returns the messages as they were, oldest first. The actions run in
+	// it keep their conversation_id.
+	DeleteConversation(ctx context.Context, userID, id string) ([]*Message, error)
 	ListConversations(ctx context.Context, userID, assistantID string, p ListParams) (*Page[*Conversation], error)
 	FindMessage(ctx context.Context, userID, id string) (*Message, error)
 	ListMessages(ctx context.Context, userID, conversationID string, p ListParams) (*Page[*Message], error)
@@ -159,7 +175,7 @@ type ConversationStore interface {
 	RecentMessages(ctx context.Context, userID, conversationID string, n int) ([]*Message, error)
 	// SaveExchange writes a turn with its events in one transaction.
 	SaveExchange(ctx context.Context, x *Exchange) error
-	// UpdateMessage writes the content and update time.
+	// UpdateMessage writes the content, metadata and update time.
 	UpdateMessage(ctx context.Context, m *Message) error
 	// DeleteMessage removes a message and counts it out of its conversation.
 	DeleteMessage(ctx context.Context, userID, id string, now time.Time) error

@@ -40,6 +40,7 @@ type Webhook struct {
 	// (nil: no previous secret). Only the expiry is shown.
 	PreviousSecret          string     `json:"-"`
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
+	Metadata                Metadata   `json:"metadata"`
 	CreatedAt               time.Time  `json:"created_at"`
 	UpdatedAt               time.Time  `json:"updated_at"`
 }
@@ -76,6 +77,9 @@ type WebhookUpdate struct {
 	// Without Secret it sets when the current previous secret, if any,
 	// stops signing (0: now).
 	PreviousSecretOverlap *time.Duration
+	// Metadata, when Set, is merged into the webhook's metadata (see
+	// MetadataPatch.Merge), under the row's lock.
+	Metadata MetadataPatch
 }
 
 // WebhookStore keeps webhooks and their delivery log.

@@ -29,6 +29,7 @@ type Task struct {
 	DueAt       *time.Time `json:"due_at"`
 	RemindAt    *time.Time `json:"remind_at"`
 	CompletedAt *time.Time `json:"completed_at"`
+	Metadata    Metadata   `json:"metadata"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
 	// RemindedAt is when the reminder of RemindAt fired (nil: not yet).
@@ -48,6 +49,7 @@ type CalendarEvent struct {
 	StartsAt    time.Time  `json:"starts_at"`
 	EndsAt      time.Time  `json:"ends_at"`
 	RemindAt    *time.Time `json:"remind_at"`
+	Metadata    Metadata   `json:"metadata"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
 	RemindedAt  *time.Time `json:"-"`
@@ -116,7 +118,7 @@ type TaskStore interface {
 	// user's (or was deleted).
 	CreateTask(ctx context.Context, t *Task) error
 	// UpdateTask writes the task's title, notes, status, due, reminder,
-	// completion and update times (not its assistant). The store decides
+	// completion and update times and its metadata (not its assistant). The store decides
 	// RemindedAt: when RemindAt differs from the stored value it clears
 	// it, so that the new reminder fires; otherwise it keeps the stored
 	// one. t.RemindedAt is set to the result.
@@ -141,10 +143,16 @@ type CalendarStore interface {
 	DeleteCalendarEvent(ctx context.Context, userID, id string) error
 }
 
+// ActionFilter selects actions in ListActions. Zero fields do not filter.
+type ActionFilter struct {
+	AssistantID    string
+	ConversationID string
+}
+
 // ActionStore keeps the actions (tool runs).
 type ActionStore interface {
 	FindAction(ctx context.Context, userID, id string) (*Action, error)
-	ListActions(ctx context.Context, userID, assistantID string, p ListParams) (*Page[*Action], error)
+	ListActions(ctx context.Context, userID string, f ActionFilter, p ListParams) (*Page[*Action], error)
 	// CreateAction returns ENOTFOUND if the action's assistant is not the
 	// user's, EINVALID if its input or result is not JSON. Its
 	// ConversationID is not checked: tools run before a turn is stored.

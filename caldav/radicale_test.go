@@ -248,6 +248,16 @@ func (f *fixture) events() map[string]*ams.CalendarEvent {
 
 // emitted returns the types and record titles (or statuses) of the
 // account's events of the given types, oldest first.
+// lastEvent returns the data of the newest event of type typ.
+func (f *fixture) lastEvent(typ string) map[string]any {
+	f.t.Helper()
+	page, err := f.db.ListEvents(context.Background(), f.user.ID, ams.EventFilter{Type: typ}, ams.ListParams{Limit: 1})
+	if err != nil || len(page.Data) == 0 {
+		f.t.Fatalf("no %s event: %v", typ, err)
+	}
+	return page.Data[0].Data
+}
+
 func (f *fixture) emitted(types ...string) []string {
 	f.t.Helper()
 	var out []string
@@ -410,10 +420,19 @@ func TestSyncBothWays(t *testing.T) {
 	if f.events()["Soon gone"] == nil {
 		t.Fatal("not pulled")
 	}
+	gone := f.events()["Soon gone"]
 	srv.remove(t, cal, "gone.ics")
 	f.sync(in)
 	if f.events()["Soon gone"] != nil {
 		t.Fatal("deleted on the server, still here")
+	}
+	// ... with event.deleted, the event as it was, in the deletion's
+	// transaction.
+	if got := f.emitted(ams.EventEventDeleted); strings.Join(got, "|") != "event.deleted Soon gone" {
+		t.Fatalf("event.deleted after a deletion on the server: %v", got)
+	}
+	if del := f.lastEvent(ams.EventEventDeleted); del["id"] != gone.ID || del["object"] != "calendar_event" {
+		t.Fatalf("event.deleted data: %v", del)
 	}
 
 	// Deleted here: deleted on the server, both an event made here and
@@ -426,6 +445,9 @@ func TestSyncBothWays(t *testing.T) {
 	f.sync(in)
 	if srv.get(t, cal, local.ID+".ics") != nil || srv.get(t, cal, "lunch.ics") != nil {
 		t.Fatal("deleted here, still on the server")
+	}
+	if got := f.emitted(ams.EventEventDeleted); len(got) != 3 {
+		t.Fatalf("event.deleted after deletions here: %v", got)
 	}
 	if len(f.events()) != 0 {
 		t.Fatalf("events left: %v", f.events())

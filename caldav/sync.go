@@ -450,8 +450,9 @@ func (s *Syncer) pull(ctx context.Context, in *ams.Integration, e *ams.CalendarE
 }
 
 // deleteHere deletes event e, whose object is gone from the server,
-// unless it changed hands meanwhile. The interface has no event type for
-// a deleted calendar event.
+// unless it changed hands meanwhile, and emits event.deleted (an
+// addition to the interface's types) with the event as it was, in the
+// same transaction.
 func (s *Syncer) deleteHere(ctx context.Context, in *ams.Integration, e *ams.CalendarEvent) (bool, error) {
 	deleted := false
 	err := s.Store.Update(ctx, func(tx ams.Tx) error {
@@ -465,8 +466,11 @@ func (s *Syncer) deleteHere(ctx context.Context, in *ams.Integration, e *ams.Cal
 		if cur.IntegrationID != in.ID || cur.ExternalPath != e.ExternalPath {
 			return nil
 		}
+		if err := tx.DeleteCalendarEvent(ctx, cur.UserID, cur.ID); err != nil {
+			return err
+		}
 		deleted = true
-		return tx.DeleteCalendarEvent(ctx, cur.UserID, cur.ID)
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventDeleted, cur, s.now()))
 	})
 	return deleted, err
 }

@@ -48,10 +48,11 @@ func (c *Client) GetAssistant(ctx context.Context, id string) (*Assistant, error
 // p.IdempotencyKey, or a generated key, so retries cannot send it twice.
 func (c *Client) SendMessage(ctx context.Context, p SendMessageParams) (*Message, error) {
 	body := struct {
-		AssistantID    string `json:"assistant_id"`
-		Message        string `json:"message"`
-		ConversationID string `json:"conversation_id,omitempty"`
-	}{p.AssistantID, p.Message, p.ConversationID}
+		AssistantID    string   `json:"assistant_id"`
+		Message        string   `json:"message"`
+		ConversationID string   `json:"conversation_id,omitempty"`
+		Metadata       Metadata `json:"metadata,omitempty"`
+	}{p.AssistantID, p.Message, p.ConversationID, p.Metadata}
 	out := new(Message)
 	if err := c.Request(ctx, http.MethodPost, "/messages", body, out, WithIdempotencyKey(p.IdempotencyKey)); err != nil {
 		return nil, err

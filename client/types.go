@@ -6,6 +6,16 @@ import (
 	"time"
 )
 
+// Metadata is the caller's own key-value pairs on a record (assistants,
+// conversations, messages, tasks, calendar events, webhooks): at most 50
+// keys of 1 to 40 characters, string values of at most 500 characters.
+// The server never reads it; it is in the record's events too.
+type Metadata map[string]string
+
+// MetadataUpdate changes a record's metadata: a key with a value sets it,
+// a key with nil removes it, keys not named stay.
+type MetadataUpdate map[string]*string
+
 // Assistant is one of an account's AI assistants.
 type Assistant struct {
 	ID           string    `json:"id"`     // "ast_..."
@@ -14,6 +24,7 @@ type Assistant struct {
 	Description  string    `json:"description"`
 	Instructions string    `json:"instructions"`
 	Model        string    `json:"model"` // "builtin" is the server's embedded engine
+	Metadata     Metadata  `json:"metadata"`
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
 }
@@ -26,6 +37,7 @@ type Conversation struct {
 	Title         string    `json:"title"`
 	MessageCount  int       `json:"message_count"`
 	LastMessageAt time.Time `json:"last_message_at"`
+	Metadata      Metadata  `json:"metadata"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
 }
@@ -44,6 +56,7 @@ type Message struct {
 	ConversationID string    `json:"conversation_id"`
 	Direction      string    `json:"direction"` // DirectionInbound or DirectionOutbound
 	Content        string    `json:"content"`
+	Metadata       Metadata  `json:"metadata"`
 	CreatedAt      time.Time `json:"created_at"`
 	UpdatedAt      time.Time `json:"updated_at"`
 }
@@ -147,6 +160,8 @@ type SendMessageParams struct {
 	Message string
 	// ConversationID continues a conversation; empty starts a new one.
 	ConversationID string
+	// Metadata is the inbound message's metadata (the reply has none).
+	Metadata Metadata
 	// IdempotencyKey is sent as the Idempotency-Key header; empty lets the
 	// client generate one. Repeating a call with the same key and params
 	// within 24 hours returns the first reply instead of sending again.

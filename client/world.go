@@ -31,6 +31,7 @@ type Task struct {
 	DueAt       *time.Time `json:"due_at"`
 	RemindAt    *time.Time `json:"remind_at"`
 	CompletedAt *time.Time `json:"completed_at"`
+	Metadata    Metadata   `json:"metadata"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
 }
@@ -46,6 +47,7 @@ type CalendarEvent struct {
 	StartsAt    time.Time  `json:"starts_at"`
 	EndsAt      time.Time  `json:"ends_at"`
 	RemindAt    *time.Time `json:"remind_at"`
+	Metadata    Metadata   `json:"metadata"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
 }
@@ -110,7 +112,8 @@ type CreateAssistantParams struct {
 	Instructions string // at most 32 KiB
 	// Model chooses the engine; empty means "builtin", the server's
 	// embedded engine.
-	Model string
+	Model    string
+	Metadata Metadata
 	// IdempotencyKey is sent as the Idempotency-Key header; empty lets the
 	// client generate one.
 	IdempotencyKey string
@@ -123,6 +126,7 @@ type UpdateAssistantParams struct {
 	Description  *string
 	Instructions *string
 	Model        *string
+	Metadata     MetadataUpdate // merged into the assistant's
 }
 
 // CreateAssistant creates an assistant.
@@ -137,6 +141,7 @@ func (c *Client) CreateAssistant(ctx context.Context, p CreateAssistantParams) (
 	if p.Model != "" {
 		body["model"] = p.Model
 	}
+	setMetadata(body, p.Metadata)
 	return post[Assistant](ctx, c, "/assistants", body, p.IdempotencyKey)
 }
 
@@ -147,6 +152,7 @@ func (c *Client) UpdateAssistant(ctx context.Context, id string, p UpdateAssista
 	setString(body, "description", p.Description)
 	setString(body, "instructions", p.Instructions)
 	setString(body, "model", p.Model)
+	setMetadataUpdate(body, p.Metadata)
 	return patch[Assistant](ctx, c, "/assistants", id, body)
 }
 
@@ -162,6 +168,65 @@ func (c *Client) UpdateMessage(ctx context.Context, id, content string) (*Messag
 	return patch[Message](ctx, c, "/messages", id, map[string]any{"content": content})
 }
 
+// UpdateMessageParams are the fields of a message to change; at least one
+// must be set.
+type UpdateMessageParams struct {
+	Content  *string        // inbound messages only
+	Metadata MetadataUpdate // any message, replies included
+}
+
+// UpdateMessageFields changes the content and merges the metadata of the
+// message with id.
+func (c *Client) UpdateMessageFields(ctx context.Context, id string, p UpdateMessageParams) (*Message, error) {
+	body := map[string]any{}
+	setString(body, "content", p.Content)
+	setMetadataUpdate(body, p.Metadata)
+	return patch[Message](ctx, c, "/messages", id, body)
+}
+
+// CreateConversationParams is a conversation to start without a message.
+type CreateConversationParams struct {
+	AssistantID string // required: the conversation's assistant
+	Title       string // at most 200 characters
+	Metadata    Metadata
+	// IdempotencyKey is sent as the Idempotency-Key header; empty lets the
+	// client generate one.
+	IdempotencyKey string
+}
+
+// UpdateConversationParams are the fields of a conversation to change;
+// nil fields are kept.
+type UpdateConversationParams struct {
+	Title    *string
+	Metadata MetadataUpdate // merged into the conversation's
+}
+
+// CreateConversation starts an empty conversation; send messages into it
+// with SendMessage and its ID.
+func (c *Client) CreateConversation(ctx context.Context, p CreateConversationParams) (*Conversation, error) {
+	body := map[string]any{"assistant_id": p.AssistantID}
+	if p.Title != "" {
+		body["title"] = p.Title
+	}
+	setMetadata(body, p.Metadata)
+	return post[Conversation](ctx, c, "/conversations", body, p.IdempotencyKey)
+}
+
+// UpdateConversation changes the fields p sets of the conversation with id.
+func (c *Client) UpdateConversation(ctx context.Context, id string, p UpdateConversationParams) (*Conversation, error) {
+	body := map[string]any{}
+	setString(body, "title", p.Title)
+	setMetadataUpdate(body, p.Metadata)
+	return patch[Conversation](ctx, c, "/conversations", id, body)
+}
+
+// DeleteConversation deletes the conversation with id and its messages
+// (the server emits message.deleted for each). The actions run in it
+// stay, with its id in their ConversationID.
+func (c *Client) DeleteConversation(ctx context.Context, id string) error {
+	return del(ctx, c, "/conversations", id)
+}
+
 // DeleteMessage deletes a message.
 func (c *Client) DeleteMessage(ctx context.Context, id string) error {
 	return del(ctx, c, "/messages", id)
@@ -174,6 +239,7 @@ type CreateTaskParams struct {
 	Notes       string
 	DueAt       *time.Time
 	RemindAt    *time.Time // reminds once, with a task.reminder event
+	Metadata    Metadata
 	// IdempotencyKey is sent as the Idempotency-Key header; empty lets the
 	// client generate one.
 	IdempotencyKey string
@@ -188,6 +254,7 @@ type UpdateTaskParams struct {
 	ClearDueAt    bool
 	RemindAt      *time.Time
 	ClearRemindAt bool
+	Metadata      MetadataUpdate // merged into the task's
 }
 
 // ListTasksParams select one page of tasks.
@@ -219,6 +286,7 @@ func (c *Client) CreateTask(ctx context.Context, p CreateTaskParams) (*Task, err
 	}
 	setTime(body, "due_at", p.DueAt, false)
 	setTime(body, "remind_at", p.RemindAt, false)
+	setMetadata(body, p.Metadata)
 	return post[Task](ctx, c, "/tasks", body, p.IdempotencyKey)
 }
 
@@ -253,6 +321,7 @@ func (c *Client) UpdateTask(ctx context.Context, id string, p UpdateTaskParams) 
 	setString(body, "notes", p.Notes)
 	setTime(body, "due_at", p.DueAt, p.ClearDueAt)
 	setTime(body, "remind_at", p.RemindAt, p.ClearRemindAt)
+	setMetadataUpdate(body, p.Metadata)
 	return patch[Task](ctx, c, "/tasks", id, body)
 }
 
@@ -284,6 +353,7 @@ type CreateCalendarEventParams struct {
 	Description string
 	Location    string
 	RemindAt    *time.Time // reminds once, with an event.reminder event
+	Metadata    Metadata
 	// IdempotencyKey is sent as the Idempotency-Key header; empty lets the
 	// client generate one.
 	IdempotencyKey string
@@ -299,6 +369,7 @@ type UpdateCalendarEventParams struct {
 	EndsAt        *time.Time
 	RemindAt      *time.Time
 	ClearRemindAt bool
+	Metadata      MetadataUpdate // merged into the event's
 }
 
 // ListCalendarEventsParams select one page of calendar events; with both
@@ -332,6 +403,7 @@ func (c *Client) CreateCalendarEvent(ctx context.Context, p CreateCalendarEventP
 		body["location"] = p.Location
 	}
 	setTime(body, "remind_at", p.RemindAt, false)
+	setMetadata(body, p.Metadata)
 	return post[CalendarEvent](ctx, c, "/calendar/events", body, p.IdempotencyKey)
 }
 
@@ -369,6 +441,7 @@ func (c *Client) UpdateCalendarEvent(ctx context.Context, id string, p UpdateCal
 	setTime(body, "starts_at", p.StartsAt, false)
 	setTime(body, "ends_at", p.EndsAt, false)
 	setTime(body, "remind_at", p.RemindAt, p.ClearRemindAt)
+	setMetadataUpdate(body, p.Metadata)
 	return patch[CalendarEvent](ctx, c, "/calendar/events", id, body)
 }
 
@@ -427,6 +500,17 @@ func (c *Client) GetAction(ctx context.Context, assistantID, id string) (*Action
 	return get[Action](ctx, c, "/assistants/"+url.PathEscape(assistantID)+"/actions/"+url.PathEscape(id), nil)
 }
 
+// ListConversationActions returns one page of the assistant's actions
+// run while answering in the conversation conversationID.
+func (c *Client) ListConversationActions(ctx context.Context, assistantID, conversationID string, p *ListParams) (*List[Action], error) {
+	if assistantID == "" || conversationID == "" {
+		return nil, fmt.Errorf("ams: GET /assistants/{id}/actions?conversation_id=: %w", errEmptyID)
+	}
+	q := p.query()
+	q.Set("conversation_id", conversationID)
+	return get[List[Action]](ctx, c, "/assistants/"+url.PathEscape(assistantID)+"/actions", q)
+}
+
 // post sends body to path with an idempotency key (generated when key is
 // empty) and decodes the answer into a new T.
 func post[T any](ctx context.Context, c *Client, path string, body any, key string) (*T, error) {
@@ -455,6 +539,21 @@ func del(ctx context.Context, c *Client, prefix, id string) error {
 		return fmt.Errorf("ams: DELETE %s/{id}: %w", prefix, errEmptyID)
 	}
 	return c.Request(ctx, http.MethodDelete, prefix+"/"+url.PathEscape(id), nil, nil)
+}
+
+// setMetadata sets the metadata of a record to create, when it has any.
+func setMetadata(body map[string]any, m Metadata) {
+	if len(m) > 0 {
+		body["metadata"] = m
+	}
+}
+
+// setMetadataUpdate sets the metadata to merge (nil values: null, which
+// removes the key), when there is any.
+func setMetadataUpdate(body map[string]any, m MetadataUpdate) {
+	if len(m) > 0 {
+		body["metadata"] = m
+	}
 }
 
 func setString(body map[string]any, name string, v *string) {

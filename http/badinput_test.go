@@ -43,7 +43,8 @@ type apiOp struct {
 	Query        []string // its query parameters
 	// Objects are the fields of its JSON body that must be objects (type
 	// "object", where null is not allowed).
-	Objects []string
+	Objects  []string
+	Metadata bool // its request body has a metadata field
 }
 
 func (o apiOp) list() bool {
@@ -65,9 +66,7 @@ func apiOps(t *testing.T) []apiOp {
 				In   string `json:"in"`
 			} `json:"parameters"`
 			Schemas map[string]struct {
-				Properties map[string]struct {
-					Type any `json:"type"`
-				} `json:"properties"`
+				Properties map[string]json.RawMessage `json:"properties"`
 			} `json:"schemas"`
 		} `json:"components"`
 	}
@@ -98,6 +97,9 @@ func apiOps(t *testing.T) []apiOp {
 				continue
 			}
 			o := apiOp{Method: strings.ToUpper(method), Path: path}
+			if ref := op.RequestBody.Content["application/json"].Schema.Ref; ref != "" {
+				_, o.Metadata = doc.Components.Schemas[strings.TrimPrefix(ref, "#/components/schemas/")].Properties["metadata"]
+			}
 			for _, p := range op.Parameters {
 				if p.Ref != "" {
 					c := doc.Components.Parameters[strings.TrimPrefix(p.Ref, "#/components/parameters/")]
@@ -108,8 +110,11 @@ func apiOps(t *testing.T) []apiOp {
 				}
 			}
 			if ref := op.RequestBody.Content["application/json"].Schema.Ref; ref != "" {
-				for name, prop := range doc.Components.Schemas[strings.TrimPrefix(ref, "#/components/schemas/")].Properties {
-					if prop.Type == "object" {
+				for name, raw := range doc.Components.Schemas[strings.TrimPrefix(ref, "#/components/schemas/")].Properties {
+					var prop struct {
+						Type any `json:"type"`
+					}
+					if json.Unmarshal(raw, &prop) == nil && prop.Type == "object" {
 						o.Objects = append(o.Objects, name)
 					}
 				}
@@ -200,6 +205,31 @@ func newBadFixture(t *testing.T, store ams.Store) *badFixture {
 	}
 	f.ids["/v1/events/{id}"] = evs.Data[0].ID
 	return f
+}
+
+// validBody is a body that op accepts but for the field added to it (the
+// metadata classes of the matrix), by method and path.
+func (f *badFixture) validBody(method, path string) (string, bool) {
+	ast := f.ids["/v1/assistants/{id}"]
+	switch method + " " + path {
+	case "POST /v1/assistants":
+		return `{"name":"Never stored"}`, true
+	case "POST /v1/conversations":
+		return fmt.Sprintf(`{"assistant_id":%q,"title":"Never stored"}`, ast), true
+	case "POST /v1/messages":
+		return fmt.Sprintf(`{"assistant_id":%q,"message":"Never stored"}`, ast), true
+	case "POST /v1/tasks":
+		return fmt.Sprintf(`{"assistant_id":%q,"title":"Never stored"}`, ast), true
+	case "POST /v1/calendar/events":
+		return fmt.Sprintf(`{"assistant_id":%q,"title":"Never stored","starts_at":"2026-11-23T15:00:00Z"}`, ast), true
+	case "POST /v1/webhooks":
+		return `{"url":"https://127.0.0.1:9/never","events":["task.created"],"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`, true
+	}
+	if method == "PATCH" {
+		return `{"title":"Never stored"}`, !strings.HasPrefix(path, "/v1/messages/") && !strings.HasPrefix(path, "/v1/assistants/") &&
+			!strings.HasPrefix(path, "/v1/webhooks/")
+	}
+	return "", false
 }
 
 // path fills in an operation's path parameters with the seeded ids.
@@ -326,6 +356,37 @@ func runBadInput(t *testing.T, store ams.Store) {
 		body("two objects", `{}{}`, 400, "invalid_json", "")
 		body("truncated", `{"title":"a`, 400, "invalid_json", "")
 		body("over 1 MiB", over, 413, "request_too_large", "")
+		if !o.Metadata {
+			continue
+		}
+		// Metadata past its limits, with every other field valid: 400
+		// naming the parameter, nothing stored.
+		base, ok := f.validBody(o.Method, o.Path)
+		if !ok {
+			base = "{}"
+			if o.Method == "POST" {
+				t.Fatalf("%s %s takes metadata: give it a valid body in validBody", o.Method, o.Path)
+			}
+		}
+		with := func(md string) string {
+			if base == "{}" {
+				return `{"metadata":` + md + `}`
+			}
+			return strings.TrimSuffix(base, "}") + `,"metadata":` + md + `}`
+		}
+		keys := make([]string, ams.MaxMetadataKeys+1)
+		for i := range keys {
+			keys[i] = fmt.Sprintf(`"key%02d":"v"`, i)
+		}
+		long41 := strings.Repeat("k", 41)
+		body("metadata 51 keys", with("{"+strings.Join(keys, ",")+"}"), 400, "parameter_invalid", "metadata")
+		body("metadata 41-character key", with(`{"`+long41+`":"v"}`), 400, "parameter_invalid", "metadata."+long41)
+		body("metadata 501-character value", with(`{"k":"`+strings.Repeat("é", 501)+`"}`), 400, "parameter_invalid", "metadata.k")
+		body("metadata empty key", with(`{"":"v"}`), 400, "parameter_invalid", "metadata.")
+		body("metadata number value", with(`{"k":5}`), 400, "parameter_invalid", "metadata.k")
+		body("metadata object value", with(`{"k":{"a":"b"}}`), 400, "parameter_invalid", "metadata.k")
+		body("metadata not an object", with(`["k","v"]`), 400, "parameter_invalid", "metadata")
+		body("metadata null", with(`null`), 400, "parameter_invalid", "metadata")
 	}
 
 	if nullObjects == 0 {

@@ -48,6 +48,8 @@ type createMessageRequest struct {
 	ConversationID *string `json:"conversation_id"`
 	// Stream true answers Server-Sent Events (see stream.go).
 	Stream *bool `json:"stream"`
+	// Metadata is the inbound message's (ams.MetadataPatch).
+	Metadata ams.MetadataPatch `json:"metadata"`
 }
 
 func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
@@ -67,7 +69,7 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 	if !ams.HasPrefixID(*req.AssistantID, ams.PrefixAssistant) {
 		return ams.ParamError("parameter_invalid", "assistant_id", "'assistant_id' must be an assistant id (ast_...).")
 	}
-	in := messaging.SendInput{AssistantID: *req.AssistantID, Message: *req.Message, Timezone: auth(r).User.Timezone}
+	in := messaging.SendInput{AssistantID: *req.AssistantID, Message: *req.Message, Timezone: auth(r).User.Timezone, Metadata: req.Metadata}
 	if req.ConversationID != nil {
 		if !ams.HasPrefixID(*req.ConversationID, ams.PrefixConversation) {
 			return ams.ParamError("parameter_invalid", "conversation_id", "'conversation_id' must be a conversation id (conv_...).")
@@ -129,6 +131,70 @@ func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, c)
+}
+
+// conversationRequest is the body of POST and PATCH /v1/conversations.
+type conversationRequest struct {
+	AssistantID *string           `json:"assistant_id"`
+	Title       *string           `json:"title"`
+	Metadata    ams.MetadataPatch `json:"metadata"`
+}
+
+func (req *conversationRequest) input() messaging.ConversationInput {
+	return messaging.ConversationInput{AssistantID: req.AssistantID, Title: req.Title, Metadata: req.Metadata}
+}
+
+func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) error {
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	var req conversationRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	if req.AssistantID != nil && !ams.HasPrefixID(*req.AssistantID, ams.PrefixAssistant) {
+		return ams.ParamError("parameter_invalid", "assistant_id", "'assistant_id' must be an assistant id (ast_...).")
+	}
+	c, err := s.Messages.CreateConversation(r.Context(), auth(r).User.ID, req.input())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Location", "/v1/conversations/"+c.ID)
+	return writeJSON(w, http.StatusCreated, c)
+}
+
+func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "conversation", ams.PrefixConversation)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	var req conversationRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	c, err := s.Messages.UpdateConversation(r.Context(), auth(r).User.ID, id, req.input())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "conversation", ams.PrefixConversation)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	if err := s.Messages.DeleteConversation(r.Context(), auth(r).User.ID, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 func (s *Server) listConversationMessages(w http.ResponseWriter, r *http.Request) error {

@@ -18,6 +18,8 @@ type webhookRequest struct {
 	// PreviousSecretExpiresIn (PATCH): seconds the replaced secret keeps
 	// signing beside the new one (0 to 7 days; absent: 24 h).
 	PreviousSecretExpiresIn *int64 `json:"previous_secret_expires_in"`
+	// Metadata is merged into the webhook's (ams.MetadataPatch).
+	Metadata ams.MetadataPatch `json:"metadata"`
 }
 
 // The webhooks' lifecycle and field rules are package webhook's Service,
@@ -42,7 +44,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 // input returns the request as the service's input.
 func (req *webhookRequest) input() webhook.Input {
 	return webhook.Input{URL: req.URL, Events: req.Events, Secret: req.Secret, Active: req.Active,
-		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn}
+		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn, Metadata: req.Metadata}
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {

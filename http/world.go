@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/world"
 )
 
@@ -345,15 +346,19 @@ func toolList() string {
 }
 
 func (s *Server) listActions(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r)
+	p, err := listParams(r, "conversation_id")
 	if err != nil {
 		return err
+	}
+	conv := r.URL.Query().Get("conversation_id")
+	if conv != "" && !ams.HasPrefixID(conv, ams.PrefixConversation) {
+		return ams.ParamError("parameter_invalid", "conversation_id", "'conversation_id' must be a conversation id (conv_...).")
 	}
 	a, err := s.findAssistant(r)
 	if err != nil {
 		return err
 	}
-	page, err := s.World.Store.ListActions(r.Context(), auth(r).User.ID, a.ID, p)
+	page, err := s.World.Store.ListActions(r.Context(), auth(r).User.ID, ams.ActionFilter{AssistantID: a.ID, ConversationID: conv}, p)
 	if err != nil {
 		return err
 	}
@@ -386,7 +391,8 @@ func (s *Server) getAction(w http.ResponseWriter, r *http.Request) error {
 
 // updateMessageRequest is the body of PATCH /v1/messages/{id}.
 type updateMessageRequest struct {
-	Content *string `json:"content"`
+	Content  *string           `json:"content"`
+	Metadata ams.MetadataPatch `json:"metadata"`
 }
 
 func (s *Server) updateMessage(w http.ResponseWriter, r *http.Request) error {
@@ -401,10 +407,7 @@ func (s *Server) updateMessage(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	if req.Content == nil {
-		return ams.ParamError("parameter_missing", "content", "Missing required parameter 'content'.")
-	}
-	m, err := s.Messages.EditMessage(r.Context(), auth(r).User.ID, id, *req.Content)
+	m, err := s.Messages.UpdateMessage(r.Context(), auth(r).User.ID, id, messaging.MessageUpdate{Content: req.Content, Metadata: req.Metadata})
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func (f *fixture) worldCounts() [4]int {
 	if err != nil {
 		f.T.Fatal(err)
 	}
-	a, err := f.Store.ListActions(ctx, f.User.ID, f.Assistant.ID, p)
+	a, err := f.Store.ListActions(ctx, f.User.ID, ams.ActionFilter{AssistantID: f.Assistant.ID}, p)
 	if err != nil {
 		f.T.Fatal(err)
 	}

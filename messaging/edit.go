@@ -25,14 +25,36 @@ func CheckContent(text, param string) error {
 	return nil
 }
 
-// EditMessage replaces the content of message id and emits
-// message.updated, in one transaction. Only inbound messages (the user's
-// program's own) may be edited: an assistant's reply is its record of
-// what it said, so editing one is EINVALID with code
-// message_not_editable. Content that does not change leaves the message
-// as it is and emits nothing. Another account's message is ENOTFOUND.
+// MessageUpdate holds the fields of a message to change (the body of
+// PATCH /v1/messages/{id}); at least one must be given.
+type MessageUpdate struct {
+	Content  *string
+	Metadata ams.MetadataPatch
+}
+
+// EditMessage replaces the content of message id (UpdateMessage with
+// content only).
 func (s *Service) EditMessage(ctx context.Context, userID, id, content string) (*ams.Message, error) {
-	if err := CheckContent(content, "content"); err != nil {
+	return s.UpdateMessage(ctx, userID, id, MessageUpdate{Content: &content})
+}
+
+// UpdateMessage replaces the content and merges the metadata of message
+// id, and emits message.updated, in one transaction. Only the content of
+// inbound messages (the user's program's own) may be edited: an
+// assistant's reply is its record of what it said, so changing its
+// content (given at all) is EINVALID with code message_not_editable; its
+// metadata may change. An update that changes nothing leaves the message as it is and
+// emits nothing. Another account's message is ENOTFOUND.
+func (s *Service) UpdateMessage(ctx context.Context, userID, id string, in MessageUpdate) (*ams.Message, error) {
+	if in.Content == nil && !in.Metadata.Set {
+		return nil, ams.ParamError("parameter_missing", "content", "Give 'content', 'metadata' or both.")
+	}
+	if in.Content != nil {
+		if err := CheckContent(*in.Content, "content"); err != nil {
+			return nil, err
+		}
+	}
+	if err := in.Metadata.Check("metadata"); err != nil {
 		return nil, err
 	}
 	var out *ams.Message
@@ -41,19 +63,30 @@ func (s *Service) EditMessage(ctx context.Context, userID, id, content string) (
 		if err != nil {
 			return err
 		}
-		if m.Direction != ams.DirectionInbound {
+		out = m
+		changed := false
+		if in.Content != nil && m.Direction != ams.DirectionInbound {
 			return ams.Errorf(ams.EINVALID, "message_not_editable",
 				"Message '%s' is the assistant's reply (direction %s); only inbound messages can be edited.", m.ID, m.Direction)
 		}
-		out = m
-		if m.Content == content {
+		if in.Content != nil && *in.Content != m.Content {
+			m.Content, changed = *in.Content, true
+		}
+		md, err := in.Metadata.Merge(m.Metadata, "metadata")
+		if err != nil {
+			return err
+		}
+		if !md.Equal(m.Metadata) {
+			m.Metadata, changed = md, true
+		}
+		if !changed {
 			return nil
 		}
 		now := s.Clock.Now()
 		if now.Before(m.CreatedAt) {
 			now = m.CreatedAt
 		}
-		m.Content, m.UpdatedAt = content, now
+		m.UpdatedAt = now
 		if err := tx.UpdateMessage(ctx, m); err != nil {
 			return err
 		}

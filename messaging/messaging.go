@@ -44,6 +44,9 @@ type SendInput struct {
 	// Stream, when set, receives the reply's text as the engine produces
 	// it (see ams.EngineRequest.Stream).
 	Stream func(delta string) error
+	// Metadata is the inbound message's metadata (ams.MetadataPatch;
+	// null or "" values are left out).
+	Metadata ams.MetadataPatch
 }
 
 // Send delivers in.Message to the user's assistant and returns the stored
@@ -62,6 +65,10 @@ func (s *Service) Send(ctx context.Context, userID string, in SendInput) (*ams.M
 	}
 	if strings.ContainsRune(in.Message, 0) {
 		return nil, ams.ParamError("parameter_invalid", "message", "The message must not contain NUL characters.")
+	}
+	md, err := in.Metadata.Merge(ams.Metadata{}, "metadata")
+	if err != nil {
+		return nil, err
 	}
 	a, err := s.Store.FindAssistant(ctx, userID, in.AssistantID)
 	if err != nil {
@@ -91,7 +98,7 @@ func (s *Service) Send(ctx context.Context, userID string, in SendInput) (*ams.M
 	}
 	x.Inbound = &ams.Message{
 		ID: ams.NewID(ams.PrefixMessage), Object: "message", UserID: userID, AssistantID: a.ID,
-		ConversationID: x.ConversationID, Direction: ams.DirectionInbound, Content: in.Message,
+		ConversationID: x.ConversationID, Direction: ams.DirectionInbound, Content: in.Message, Metadata: md,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	engine, err := s.EngineFor(a)
@@ -135,7 +142,7 @@ func (s *Service) Send(ctx context.Context, userID string, in SendInput) (*ams.M
 	}
 	x.Reply = &ams.Message{
 		ID: ams.NewID(ams.PrefixMessage), Object: "message", UserID: userID, AssistantID: a.ID,
-		ConversationID: x.ConversationID, Direction: ams.DirectionOutbound, Content: reply.Content,
+		ConversationID: x.ConversationID, Direction: ams.DirectionOutbound, Content: reply.Content, Metadata: ams.Metadata{},
 		CreatedAt: at, UpdatedAt: at,
 	}
 	x.Events = []*ams.Event{ams.MessageCreatedEvent(x.Inbound), ams.MessageCreatedEvent(x.Reply)}

@@ -86,6 +86,7 @@ var eventTypes = []string{
 	ams.EventEventCreated, ams.EventEventUpdated, ams.EventEventReminder,
 	ams.EventIntegrationConnected, ams.EventIntegrationDisconnected, ams.EventIntegrationError,
 	"webhook.ping", ams.EventWebhookFailing, ams.EventWebhookEnabled,
+	ams.EventTaskDeleted, ams.EventEventDeleted,
 }
 
 var rateLimitHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"}
@@ -522,27 +523,40 @@ func TestRecordsMatchSchemas(t *testing.T) {
 		{"UpdateWebhookRequest", map[string]any{"active": true}},
 		{"UpdateWebhookRequest", map[string]any{"url": wh.URL, "events": []string{ams.EventIntegrationError}, "secret": exampleSecret, "active": false}},
 		{"UpdateWebhookRequest", map[string]any{}},
+		{"UpdateWebhookRequest", map[string]any{"metadata": map[string]any{"team": "billing", "old": nil, "gone": ""}}},
+		{"CreateConversationRequest", map[string]any{"assistant_id": astID, "title": "Trip", "metadata": map[string]any{"k": "v"}}},
+		{"UpdateConversationRequest", map[string]any{"title": ""}},
+		{"UpdateMessageRequest", map[string]any{"metadata": map[string]any{"k": nil}}},
 		{"EmptyRequest", map[string]any{}},
 	}
 	// Every event type, with data of the shape DESIGN.md gives it: each must
 	// match exactly one variant of the Event oneOf.
 	task := map[string]any{"id": ams.NewID(ams.PrefixTask), "object": "task", "assistant_id": astID, "title": "Call Bob", "notes": "",
-		"status": "open", "due_at": "2026-11-22T09:00:00.000Z", "remind_at": nil, "completed_at": nil, "created_at": "2026-11-21T10:00:00.123Z", "updated_at": "2026-11-21T10:00:00.123Z"}
+		"status": "open", "due_at": "2026-11-22T09:00:00.000Z", "remind_at": nil, "completed_at": nil, "created_at": "2026-11-21T10:00:00.123Z", "updated_at": "2026-11-21T10:00:00.123Z",
+		"metadata": map[string]any{"order_id": "A-17"}}
 	cev := map[string]any{"id": ams.NewID(ams.PrefixCalendar), "object": "calendar_event", "assistant_id": astID, "title": "Dentist", "description": "", "location": "Main St 1",
-		"starts_at": "2026-11-23T14:00:00.000Z", "ends_at": "2026-11-23T15:00:00.000Z", "remind_at": "2026-11-23T13:00:00.000Z", "created_at": "2026-11-21T10:00:00.123Z", "updated_at": "2026-11-21T10:00:00.123Z"}
+		"starts_at": "2026-11-23T14:00:00.000Z", "ends_at": "2026-11-23T15:00:00.000Z", "remind_at": "2026-11-23T13:00:00.000Z", "created_at": "2026-11-21T10:00:00.123Z", "updated_at": "2026-11-21T10:00:00.123Z",
+		"metadata": map[string]any{}}
 	integData := jsonValue(t, integ)
 	errData := jsonValue(t, &failing).(map[string]any)
 	errData["error"] = lastErr
 	msgData := jsonValue(t, ams.MessageCreatedEvent(msg)).(map[string]any)["data"]
 	data := map[string]any{
 		"message.created": msgData, "message.updated": msgData, "message.deleted": msgData,
-		"task.created": task, "task.completed": task, "task.updated": task, "task.reminder": task,
-		"event.created": cev, "event.updated": cev, "event.reminder": cev,
+		"task.created": task, "task.completed": task, "task.updated": task, "task.reminder": task, "task.deleted": task,
+		"event.created": cev, "event.updated": cev, "event.reminder": cev, "event.deleted": cev,
 		"integration.connected": integData, "integration.disconnected": integData, "integration.error": errData,
 		"webhook.ping":    map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook)},
 		"webhook.failing": map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook), "url": "https://example.com/hook", "reason": "timeout: no answer within 5s"},
 		"webhook.enabled": map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook), "url": "https://example.com/hook"},
 	}
+	valid = append(valid, struct {
+		schema string
+		value  any
+	}{"Task", task}, struct {
+		schema string
+		value  any
+	}{"CalendarEvent", cev})
 	for _, typ := range eventTypes {
 		valid = append(valid, struct {
 			schema string

@@ -41,6 +41,8 @@ var webhookEventDescriptions = map[string]string{
 	ams.EventIntegrationError:        "An integration failed to sync.",
 	ams.EventWebhookFailing:          "One of your other webhooks was marked failing and turned off (an addition of ams).",
 	ams.EventWebhookEnabled:          "A webhook that was off was turned back on (an addition of ams).",
+	ams.EventTaskDeleted:             "A task was deleted (an addition of ams).",
+	ams.EventEventDeleted:            "A calendar event was deleted, here or on a synced calendar (an addition of ams).",
 }
 
 // webhookEvents lists every event type a webhook may subscribe to.

@@ -4,22 +4,34 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/amsdev/ams"
 )
 
-const assistantCols = `id, user_id, name, description, instructions, model, created_at, updated_at`
+const assistantCols = `id, user_id, name, description, instructions, model, created_at, updated_at, metadata`
 
 func scanAssistant(s scanner) (*ams.Assistant, error) {
 	a := &ams.Assistant{Object: "assistant"}
 	var c, u int64
-	if err := s.Scan(&a.ID, &a.UserID, &a.Name, &a.Description, &a.Instructions, &a.Model, &c, &u); err != nil {
+	var meta string
+	if err := s.Scan(&a.ID, &a.UserID, &a.Name, &a.Description, &a.Instructions, &a.Model, &c, &u, &meta); err != nil {
 		return nil, err
 	}
 	a.CreatedAt, a.UpdatedAt = FromMS(c), FromMS(u)
-	return a, nil
+	return a, scanMetadata(&a.Metadata, meta, "assistant", a.ID)
+}
+
+// scanMetadata decodes the metadata column of record id into dst.
+func scanMetadata(dst *ams.Metadata, text, object, id string) error {
+	m, err := ams.DecodeMetadata(text)
+	if err != nil {
+		return fmt.Errorf("%s %s: metadata: %w", object, id, err)
+	}
+	*dst = m
+	return nil
 }
 
 // conflict maps a unique violation to ECONFLICT with message msg.
@@ -32,8 +44,8 @@ func (q *Queries) conflict(op string, err error, msg string, args ...any) error 
 
 // CreateAssistant stores a.
 func (q *Queries) CreateAssistant(ctx context.Context, a *ams.Assistant) error {
-	if _, err := q.w.Exec(ctx, `INSERT INTO assistants (`+assistantCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		a.ID, a.UserID, a.Name, a.Description, a.Instructions, a.Model, MS(a.CreatedAt), MS(a.UpdatedAt)); err != nil {
+	if _, err := q.w.Exec(ctx, `INSERT INTO assistants (`+assistantCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		a.ID, a.UserID, a.Name, a.Description, a.Instructions, a.Model, MS(a.CreatedAt), MS(a.UpdatedAt), ams.EncodeMetadata(a.Metadata)); err != nil {
 		return q.conflict("insert assistant", err, "Assistant '%s' already exists.", a.ID)
 	}
 	return nil
@@ -52,11 +64,12 @@ func (q *Queries) ListAssistants(ctx context.Context, userID string, p ams.ListP
 	return list(ctx, q, assistantCols, "assistants", where("user_id = $1 AND deleted_at IS NULL", userID), p, scanAssistant)
 }
 
-// UpdateAssistant writes a's name, description, instructions, model and
-// updated_at.
+// UpdateAssistant writes a's name, description, instructions, model,
+// metadata and updated_at.
 func (q *Queries) UpdateAssistant(ctx context.Context, a *ams.Assistant) error {
-	n, err := q.exec(ctx, "update assistant", `UPDATE assistants SET name = $1, description = $2, instructions = $3, model = $4, updated_at = $5
-		WHERE id = $6 AND user_id = $7 AND deleted_at IS NULL`, a.Name, a.Description, a.Instructions, a.Model, MS(a.UpdatedAt), a.ID, a.UserID)
+	n, err := q.exec(ctx, "update assistant", `UPDATE assistants SET name = $1, description = $2, instructions = $3, model = $4, updated_at = $5,
+		metadata = $6 WHERE id = $7 AND user_id = $8 AND deleted_at IS NULL`,
+		a.Name, a.Description, a.Instructions, a.Model, MS(a.UpdatedAt), ams.EncodeMetadata(a.Metadata), a.ID, a.UserID)
 	if err != nil {
 		return err
 	}
@@ -82,21 +95,86 @@ func (q *Queries) ownedAssistant(ctx context.Context, userID, id string) error {
 	return err
 }
 
-const conversationCols = `id, user_id, assistant_id, title, message_count, last_message_at, created_at, updated_at`
+const conversationCols = `id, user_id, assistant_id, title, message_count, last_message_at, created_at, updated_at, metadata`
 
 func scanConversation(s scanner) (*ams.Conversation, error) {
 	c := &ams.Conversation{Object: "conversation"}
 	var last, cr, up int64
-	if err := s.Scan(&c.ID, &c.UserID, &c.AssistantID, &c.Title, &c.MessageCount, &last, &cr, &up); err != nil {
+	var meta string
+	if err := s.Scan(&c.ID, &c.UserID, &c.AssistantID, &c.Title, &c.MessageCount, &last, &cr, &up, &meta); err != nil {
 		return nil, err
 	}
 	c.LastMessageAt, c.CreatedAt, c.UpdatedAt = FromMS(last), FromMS(cr), FromMS(up)
-	return c, nil
+	return c, scanMetadata(&c.Metadata, meta, "conversation", c.ID)
 }
 
-// FindConversation returns the user's conversation; ENOTFOUND otherwise.
+// insertConversation is the statement that stores c with no messages.
+func insertConversation(c *ams.Conversation) Stmt {
+	return Stmt{"insert conversation", `INSERT INTO conversations (` + conversationCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		[]any{c.ID, c.UserID, c.AssistantID, c.Title, 0, MS(c.LastMessageAt), MS(c.CreatedAt), MS(c.UpdatedAt), ams.EncodeMetadata(c.Metadata)}}
+}
+
+// FindConversation returns the user's conversation (locked in a
+// transaction); ENOTFOUND otherwise.
 func (q *Queries) FindConversation(ctx context.Context, userID, id string) (*ams.Conversation, error) {
-	return findOne(ctx, q, scanConversation, "conversation", id, `SELECT `+conversationCols+` FROM conversations WHERE id = $1 AND user_id = $2`, id, userID)
+	return findOne(ctx, q, scanConversation, "conversation", id,
+		`SELECT `+conversationCols+` FROM conversations WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
+}
+
+// CreateConversation stores c, with no messages; ENOTFOUND if its
+// assistant is not the user's.
+func (q *Queries) CreateConversation(ctx context.Context, c *ams.Conversation) error {
+	return q.inTx(ctx, func(q *Queries) error {
+		if err := q.ownedAssistant(ctx, c.UserID, c.AssistantID); err != nil {
+			return err
+		}
+		st := insertConversation(c)
+		if _, err := q.w.Exec(ctx, st.SQL, st.Args...); err != nil {
+			return q.conflict("insert conversation", err, "Conversation '%s' already exists.", c.ID)
+		}
+		return nil
+	})
+}
+
+// UpdateConversation writes c's title, metadata and updated_at.
+func (q *Queries) UpdateConversation(ctx context.Context, c *ams.Conversation) error {
+	n, err := q.exec(ctx, "update conversation", `UPDATE conversations SET title = $1, metadata = $2, updated_at = $3 WHERE id = $4 AND user_id = $5`,
+		c.Title, ams.EncodeMetadata(c.Metadata), MS(c.UpdatedAt), c.ID, c.UserID)
+	if err != nil {
+		return err
+	}
+	return affected(n, "conversation", c.ID)
+}
+
+// DeleteConversation deletes the conversation with its messages and
+// returns the messages deleted, oldest first.
+func (q *Queries) DeleteConversation(ctx context.Context, userID, id string) ([]*ams.Message, error) {
+	var msgs []*ams.Message
+	err := q.inTx(ctx, func(q *Queries) error {
+		ok, err := q.exists(ctx, "conversation", `SELECT 1 FROM conversations WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ams.NotFound("conversation", id)
+		}
+		if msgs, err = collect(ctx, q.w, "conversation messages", scanMessage,
+			`SELECT `+messageCols+` FROM messages WHERE conversation_id = $1 AND user_id = $2 ORDER BY seq`+q.lock("FOR UPDATE"), id, userID); err != nil {
+			return q.fail("read messages", err)
+		}
+		n, err := q.batch(ctx, []Stmt{
+			{"delete messages", `DELETE FROM messages WHERE conversation_id = $1 AND user_id = $2`, []any{id, userID}},
+			{"delete conversation", `DELETE FROM conversations WHERE id = $1 AND user_id = $2`, []any{id, userID}},
+		})
+		if err != nil {
+			return err
+		}
+		return affected(n[1], "conversation", id)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return msgs, nil
 }
 
 // ListConversations returns a page of the user's conversations, of one
@@ -109,16 +187,17 @@ func (q *Queries) ListConversations(ctx context.Context, userID, assistantID str
 	return list(ctx, q, conversationCols, "conversations", f, p, scanConversation)
 }
 
-const messageCols = `id, user_id, assistant_id, conversation_id, direction, content, created_at, updated_at`
+const messageCols = `id, user_id, assistant_id, conversation_id, direction, content, created_at, updated_at, metadata`
 
 func scanMessage(s scanner) (*ams.Message, error) {
 	m := &ams.Message{Object: "message"}
 	var c, u int64
-	if err := s.Scan(&m.ID, &m.UserID, &m.AssistantID, &m.ConversationID, &m.Direction, &m.Content, &c, &u); err != nil {
+	var meta string
+	if err := s.Scan(&m.ID, &m.UserID, &m.AssistantID, &m.ConversationID, &m.Direction, &m.Content, &c, &u, &meta); err != nil {
 		return nil, err
 	}
 	m.CreatedAt, m.UpdatedAt = FromMS(c), FromMS(u)
-	return m, nil
+	return m, scanMetadata(&m.Metadata, meta, "message", m.ID)
 }
 
 // FindMessage returns the user's message (locked in a transaction);
@@ -142,10 +221,10 @@ func (q *Queries) RecentMessages(ctx context.Context, userID, conversationID str
 	return page.Data, nil
 }
 
-// UpdateMessage writes m's content and updated_at.
+// UpdateMessage writes m's content, metadata and updated_at.
 func (q *Queries) UpdateMessage(ctx context.Context, m *ams.Message) error {
-	n, err := q.exec(ctx, "update message", `UPDATE messages SET content = $1, updated_at = $2 WHERE id = $3 AND user_id = $4`,
-		m.Content, MS(m.UpdatedAt), m.ID, m.UserID)
+	n, err := q.exec(ctx, "update message", `UPDATE messages SET content = $1, metadata = $2, updated_at = $3 WHERE id = $4 AND user_id = $5`,
+		m.Content, ams.EncodeMetadata(m.Metadata), MS(m.UpdatedAt), m.ID, m.UserID)
 	if err != nil {
 		return err
 	}
@@ -188,8 +267,7 @@ func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 	return q.inTx(ctx, func(q *Queries) error {
 		var first []Stmt
 		if c := x.NewConversation; c != nil {
-			first = append(first, Stmt{"insert conversation", `INSERT INTO conversations (` + conversationCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-				[]any{c.ID, c.UserID, c.AssistantID, c.Title, 0, MS(c.LastMessageAt), MS(c.CreatedAt), MS(c.UpdatedAt)}})
+			first = append(first, insertConversation(c))
 		}
 		if len(msgs) > 0 {
 			last := msgs[len(msgs)-1]
@@ -205,8 +283,8 @@ func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 		}
 		var rest []Stmt
 		for _, m := range msgs {
-			rest = append(rest, Stmt{"insert message", `INSERT INTO messages (` + messageCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-				[]any{m.ID, m.UserID, m.AssistantID, m.ConversationID, m.Direction, m.Content, MS(m.CreatedAt), MS(m.UpdatedAt)}})
+			rest = append(rest, Stmt{"insert message", `INSERT INTO messages (` + messageCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+				[]any{m.ID, m.UserID, m.AssistantID, m.ConversationID, m.Direction, m.Content, MS(m.CreatedAt), MS(m.UpdatedAt), ams.EncodeMetadata(m.Metadata)}})
 		}
 		return q.emit(ctx, rest, x.Events)
 	})

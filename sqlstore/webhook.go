@@ -16,7 +16,7 @@ import (
 // webhookCols are a webhook's columns and its subscribed event types,
 // joined with commas.
 const webhookCols = `id, user_id, url, secret_sealed, active, status, created_at, updated_at,
-	previous_secret_sealed, previous_secret_expires_at,
+	previous_secret_sealed, previous_secret_expires_at, metadata,
 	(SELECT string_agg(s.event_type, ',') FROM webhook_subscriptions s WHERE s.webhook_id = webhooks.id)`
 
 // sortEvents puts event types in their canonical order, dropping blanks,
@@ -38,8 +38,13 @@ func (q *Queries) scanWebhook(s scanner) (*ams.Webhook, error) {
 	var c, u int64
 	var prevSealed *string
 	var prevExpires *int64
-	if err := s.Scan(&w.ID, &w.UserID, &w.URL, &sealed, &w.Active, &w.Status, &c, &u, &prevSealed, &prevExpires, &events); err != nil {
+	var meta string
+	if err := s.Scan(&w.ID, &w.UserID, &w.URL, &sealed, &w.Active, &w.Status, &c, &u, &prevSealed, &prevExpires, &meta, &events); err != nil {
 		return nil, err
+	}
+	var err error
+	if w.Metadata, err = ams.DecodeMetadata(meta); err != nil {
+		return nil, fmt.Errorf("webhook %s: metadata: %w", w.ID, err)
 	}
 	w.CreatedAt, w.UpdatedAt = FromMS(c), FromMS(u)
 	w.Events = sortEvents(strings.Split(deref(events), ","))
@@ -82,9 +87,9 @@ func (q *Queries) sealPrevious(w *ams.Webhook) (*string, *int64) {
 func (q *Queries) CreateWebhook(ctx context.Context, w *ams.Webhook) error {
 	w.Events = sortEvents(w.Events)
 	return q.inTx(ctx, func(q *Queries) error {
-		if _, err := q.exec(ctx, "insert webhook", `INSERT INTO webhooks (id, user_id, url, secret_sealed, active, status, created_at, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, w.ID, w.UserID, w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status,
-			MS(w.CreatedAt), MS(w.UpdatedAt)); err != nil {
+		if _, err := q.exec(ctx, "insert webhook", `INSERT INTO webhooks (id, user_id, url, secret_sealed, active, status, created_at, updated_at, metadata)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, w.ID, w.UserID, w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status,
+			MS(w.CreatedAt), MS(w.UpdatedAt), ams.EncodeMetadata(w.Metadata)); err != nil {
 			return err
 		}
 		return q.setSubscriptions(ctx, w)
@@ -171,6 +176,9 @@ func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.
 			return err
 		}
 		enabled := upd.Active != nil && *upd.Active && !w.Active
+		if w.Metadata, err = upd.Metadata.Merge(w.Metadata, "metadata"); err != nil {
+			return err
+		}
 		if upd.URL != nil {
 			w.URL = *upd.URL
 		}
@@ -194,8 +202,8 @@ func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.
 		w.UpdatedAt = now
 		prevSealed, prevExpires := q.sealPrevious(w)
 		_, err = q.exec(ctx, "update webhook", `UPDATE webhooks SET url = $1, secret_sealed = $2, active = $3, status = $4, updated_at = $5,
-			previous_secret_sealed = $6, previous_secret_expires_at = $7 WHERE id = $8`,
-			w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status, MS(now), prevSealed, prevExpires, w.ID)
+			previous_secret_sealed = $6, previous_secret_expires_at = $7, metadata = $8 WHERE id = $9`,
+			w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status, MS(now), prevSealed, prevExpires, ams.EncodeMetadata(w.Metadata), w.ID)
 		if err != nil || !enabled {
 			return err
 		}

@@ -19,18 +19,19 @@ import (
 // fails in PostgreSQL ends the transaction, and the ENOTFOUND and
 // ECONFLICT answers must leave it usable, as in SQLite.
 
-const taskCols = `id, user_id, assistant_id, title, notes, status, due_at, remind_at, reminded_at, completed_at, created_at, updated_at`
+const taskCols = `id, user_id, assistant_id, title, notes, status, due_at, remind_at, reminded_at, completed_at, created_at, updated_at, metadata`
 
 func scanTask(s scanner) (*ams.Task, error) {
 	t := &ams.Task{Object: "task"}
 	var due, remind, reminded, completed *int64
 	var c, u int64
-	if err := s.Scan(&t.ID, &t.UserID, &t.AssistantID, &t.Title, &t.Notes, &t.Status, &due, &remind, &reminded, &completed, &c, &u); err != nil {
+	var meta string
+	if err := s.Scan(&t.ID, &t.UserID, &t.AssistantID, &t.Title, &t.Notes, &t.Status, &due, &remind, &reminded, &completed, &c, &u, &meta); err != nil {
 		return nil, err
 	}
 	t.DueAt, t.RemindAt, t.RemindedAt, t.CompletedAt = fromNullMS(due), fromNullMS(remind), fromNullMS(reminded), fromNullMS(completed)
 	t.CreatedAt, t.UpdatedAt = FromMS(c), FromMS(u)
-	return t, nil
+	return t, scanMetadata(&t.Metadata, meta, "task", t.ID)
 }
 
 // FindTask returns the user's task (locked in a transaction); ENOTFOUND
@@ -63,9 +64,9 @@ func (q *Queries) CreateTask(ctx context.Context, t *ams.Task) error {
 		if err := q.ownedAssistant(ctx, t.UserID, t.AssistantID); err != nil {
 			return err
 		}
-		if _, err := q.w.Exec(ctx, `INSERT INTO tasks (`+taskCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		if _, err := q.w.Exec(ctx, `INSERT INTO tasks (`+taskCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 			t.ID, t.UserID, t.AssistantID, t.Title, t.Notes, t.Status, nullMS(t.DueAt), nullMS(t.RemindAt), nullMS(t.RemindedAt),
-			nullMS(t.CompletedAt), MS(t.CreatedAt), MS(t.UpdatedAt)); err != nil {
+			nullMS(t.CompletedAt), MS(t.CreatedAt), MS(t.UpdatedAt), ams.EncodeMetadata(t.Metadata)); err != nil {
 			return q.conflict("insert task", err, "Task '%s' already exists.", t.ID)
 		}
 		return nil
@@ -80,15 +81,15 @@ func keepReminded(n string) string {
 }
 
 // UpdateTask writes t's title, notes, status, due_at, remind_at,
-// completed_at and updated_at (its assistant and creation stay);
+// completed_at, metadata and updated_at (its assistant and creation stay);
 // reminded_at as keepReminded says. t.RemindedAt is set to the stored
 // value.
 func (q *Queries) UpdateTask(ctx context.Context, t *ams.Task) error {
 	var reminded *int64
 	err := q.w.QueryRow(ctx, `UPDATE tasks SET title = $1, notes = $2, status = $3, due_at = $4, `+keepReminded("$5")+`,
-		completed_at = $6, updated_at = $7 WHERE id = $8 AND user_id = $9 RETURNING reminded_at`,
+		completed_at = $6, updated_at = $7, metadata = $8 WHERE id = $9 AND user_id = $10 RETURNING reminded_at`,
 		t.Title, t.Notes, t.Status, nullMS(t.DueAt), nullMS(t.RemindAt), nullMS(t.CompletedAt), MS(t.UpdatedAt),
-		t.ID, t.UserID).Scan(&reminded)
+		ams.EncodeMetadata(t.Metadata), t.ID, t.UserID).Scan(&reminded)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ams.NotFound("task", t.ID)
 	} else if err != nil {
@@ -110,21 +111,22 @@ func (q *Queries) DeleteTask(ctx context.Context, userID, id string) error {
 // calendarEventCols are the columns of calendar_events. assistant_id and
 // integration_id are NULL when empty.
 const calendarEventCols = `id, user_id, assistant_id, title, description, location, starts_at, ends_at, remind_at, reminded_at,
-	integration_id, external_uid, external_path, external_etag, created_at, updated_at`
+	integration_id, external_uid, external_path, external_etag, created_at, updated_at, metadata`
 
 func scanCalendarEvent(s scanner) (*ams.CalendarEvent, error) {
 	e := &ams.CalendarEvent{Object: "calendar_event"}
 	var assistant, integration *string
 	var remind, reminded *int64
 	var starts, ends, c, u int64
+	var meta string
 	if err := s.Scan(&e.ID, &e.UserID, &assistant, &e.Title, &e.Description, &e.Location, &starts, &ends, &remind, &reminded,
-		&integration, &e.ExternalUID, &e.ExternalPath, &e.ExternalETag, &c, &u); err != nil {
+		&integration, &e.ExternalUID, &e.ExternalPath, &e.ExternalETag, &c, &u, &meta); err != nil {
 		return nil, err
 	}
 	e.AssistantID, e.IntegrationID = deref(assistant), deref(integration)
 	e.StartsAt, e.EndsAt, e.CreatedAt, e.UpdatedAt = FromMS(starts), FromMS(ends), FromMS(c), FromMS(u)
 	e.RemindAt, e.RemindedAt = fromNullMS(remind), fromNullMS(reminded)
-	return e, nil
+	return e, scanMetadata(&e.Metadata, meta, "calendar_event", e.ID)
 }
 
 // FindCalendarEvent returns the user's calendar event (locked in a
@@ -213,10 +215,10 @@ func (q *Queries) CreateCalendarEvent(ctx context.Context, e *ams.CalendarEvent)
 		// ON CONFLICT DO NOTHING: a UID taken by a concurrent transaction
 		// since the check is ECONFLICT with the transaction still usable.
 		n, err := q.exec(ctx, "insert calendar event", `INSERT INTO calendar_events (`+calendarEventCols+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) ON CONFLICT DO NOTHING`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT DO NOTHING`,
 			e.ID, e.UserID, nullText(e.AssistantID), e.Title, e.Description, e.Location, MS(e.StartsAt), MS(e.EndsAt),
 			nullMS(e.RemindAt), nullMS(e.RemindedAt), nullText(e.IntegrationID), e.ExternalUID, e.ExternalPath, e.ExternalETag,
-			MS(e.CreatedAt), MS(e.UpdatedAt))
+			MS(e.CreatedAt), MS(e.UpdatedAt), ams.EncodeMetadata(e.Metadata))
 		if err != nil {
 			return err
 		}
@@ -238,10 +240,11 @@ func (q *Queries) UpdateCalendarEvent(ctx context.Context, e *ams.CalendarEvent)
 		}
 		var reminded *int64
 		err := q.w.QueryRow(ctx, `UPDATE calendar_events SET title = $1, description = $2, location = $3, starts_at = $4, ends_at = $5,
-			`+keepReminded("$6")+`, integration_id = $7, external_uid = $8, external_path = $9, external_etag = $10, updated_at = $11
-			WHERE id = $12 AND user_id = $13 RETURNING reminded_at`,
+			`+keepReminded("$6")+`, integration_id = $7, external_uid = $8, external_path = $9, external_etag = $10, updated_at = $11,
+			metadata = $12 WHERE id = $13 AND user_id = $14 RETURNING reminded_at`,
 			e.Title, e.Description, e.Location, MS(e.StartsAt), MS(e.EndsAt), nullMS(e.RemindAt),
-			nullText(e.IntegrationID), e.ExternalUID, e.ExternalPath, e.ExternalETag, MS(e.UpdatedAt), e.ID, e.UserID).Scan(&reminded)
+			nullText(e.IntegrationID), e.ExternalUID, e.ExternalPath, e.ExternalETag, MS(e.UpdatedAt), ams.EncodeMetadata(e.Metadata),
+			e.ID, e.UserID).Scan(&reminded)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ams.NotFound("calendar_event", e.ID)
 		} else if err != nil {
@@ -289,12 +292,14 @@ func (q *Queries) FindAction(ctx context.Context, userID, id string) (*ams.Actio
 	return findOne(ctx, q, scanAction, "action", id, `SELECT `+actionCols+` FROM actions WHERE id = $1 AND user_id = $2`, id, userID)
 }
 
-// ListActions returns a page of the user's actions, of one assistant when
-// assistantID is set.
-func (q *Queries) ListActions(ctx context.Context, userID, assistantID string, p ams.ListParams) (*ams.Page[*ams.Action], error) {
+// ListActions returns a page of the user's actions that pass f.
+func (q *Queries) ListActions(ctx context.Context, userID string, f ams.ActionFilter, p ams.ListParams) (*ams.Page[*ams.Action], error) {
 	w := where("user_id = $1", userID)
-	if assistantID != "" {
-		w.add("assistant_id = $?", assistantID)
+	if f.AssistantID != "" {
+		w.add("assistant_id = $?", f.AssistantID)
+	}
+	if f.ConversationID != "" {
+		w.add("conversation_id = $?", f.ConversationID)
 	}
 	return list(ctx, q, actionCols, "actions", w, p, scanAction)
 }

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"WorldEmit", testWorldEmit},
 		{"WorldAssistants", testWorldAssistants},
 		{"WorldMessages", testWorldMessages},
+		{"Metadata", testMetadata}, {"Conversations", testConversations},
 		{"WorldIntegrations", testWorldIntegrations},
 		{"WorldActions", testWorldActions},
 		{"WorldReminders", testWorldReminders},

@@ -692,13 +692,17 @@ func testWorldActions(t *testing.T, s ams.Store) {
 	if _, err := s.FindAction(ctx, other.ID, ok.ID); !ams.IsNotFound(err) {
 		t.Fatalf("another account finds the action: %v", err)
 	}
-	pg, err := s.ListActions(ctx, u.ID, "", ams.ListParams{Limit: 10})
+	pg, err := s.ListActions(ctx, u.ID, ams.ActionFilter{}, ams.ListParams{Limit: 10})
 	wantIDs(t, ids(t, pg, err, actionID), bad.ID, ok.ID)
-	pg, err = s.ListActions(ctx, u.ID, a.ID, ams.ListParams{Limit: 10})
+	pg, err = s.ListActions(ctx, u.ID, ams.ActionFilter{AssistantID: a.ID}, ams.ListParams{Limit: 10})
 	wantIDs(t, ids(t, pg, err, actionID), ok.ID)
-	pg, err = s.ListActions(ctx, u.ID, "", ams.ListParams{Limit: 1, After: bad.ID})
+	pg, err = s.ListActions(ctx, u.ID, ams.ActionFilter{ConversationID: "conv_notyet"}, ams.ListParams{Limit: 10})
 	wantIDs(t, ids(t, pg, err, actionID), ok.ID)
-	pg, err = s.ListActions(ctx, other.ID, "", ams.ListParams{Limit: 10})
+	pg, err = s.ListActions(ctx, u.ID, ams.ActionFilter{AssistantID: a.ID, ConversationID: "conv_other"}, ams.ListParams{Limit: 10})
+	wantIDs(t, ids(t, pg, err, actionID))
+	pg, err = s.ListActions(ctx, u.ID, ams.ActionFilter{}, ams.ListParams{Limit: 1, After: bad.ID})
+	wantIDs(t, ids(t, pg, err, actionID), ok.ID)
+	pg, err = s.ListActions(ctx, other.ID, ams.ActionFilter{}, ams.ListParams{Limit: 10})
 	wantIDs(t, ids(t, pg, err, actionID))
 }
 

@@ -70,6 +70,8 @@ type Input struct {
 	// Without Secret it changes when the current previous secret stops
 	// signing (0: at once); then the webhook must have one.
 	PreviousSecretExpiresIn *int64
+	// Metadata is merged into the webhook's (ams.MetadataPatch).
+	Metadata ams.MetadataPatch
 }
 
 // PreviousSecretParam is the request parameter of Input.PreviousSecretExpiresIn.
@@ -115,6 +117,7 @@ func checkFields(in Input) ([]string, []*ams.Error) {
 	if in.PreviousSecretExpiresIn != nil {
 		collect(&errs, CheckSecretOverlap(*in.PreviousSecretExpiresIn))
 	}
+	collect(&errs, in.Metadata.Check("metadata"))
 	return events, errs
 }
 
@@ -170,11 +173,17 @@ func (s *Service) Create(ctx context.Context, userID string, in Input) (*ams.Web
 			return nil, err
 		}
 	}
+	var md ams.Metadata
+	if in.Metadata.Check("metadata") == nil { // else reported by checkFields
+		var err error
+		md, err = in.Metadata.Merge(ams.Metadata{}, "metadata")
+		collect(&errs, err)
+	}
 	if err := ams.JoinFieldErrors(errs); err != nil {
 		return nil, err
 	}
 	now := s.Clock.Now()
-	wh := &ams.Webhook{
+	wh := &ams.Webhook{Metadata: md,
 		ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: userID, URL: *in.URL, Events: events,
 		Active: in.Active == nil || *in.Active, Status: ams.WebhookActive, Secret: *in.Secret, CreatedAt: now, UpdatedAt: now,
 	}
@@ -210,7 +219,7 @@ func (s *Service) Update(ctx context.Context, userID, id string, in Input) (*ams
 	if err := ams.JoinFieldErrors(errs); err != nil {
 		return nil, err
 	}
-	upd := ams.WebhookUpdate{URL: in.URL, Events: events, Secret: in.Secret, Active: in.Active}
+	upd := ams.WebhookUpdate{URL: in.URL, Events: events, Secret: in.Secret, Active: in.Active, Metadata: in.Metadata}
 	if in.PreviousSecretExpiresIn != nil {
 		upd.PreviousSecretOverlap = ptr(time.Duration(*in.PreviousSecretExpiresIn) * time.Second)
 	}

@@ -44,6 +44,8 @@ type AssistantInput struct {
 	Description  Optional[string] `json:"description"`
 	Instructions Optional[string] `json:"instructions"`
 	Model        Optional[string] `json:"model"`
+	// Metadata is merged into the assistant's (ams.MetadataPatch).
+	Metadata ams.MetadataPatch `json:"metadata"`
 }
 
 // checkText refuses NUL characters and text longer than max (bytes, or
@@ -110,7 +112,18 @@ func (in *AssistantInput) apply(a *ams.Assistant, create bool) error {
 	case in.Model.Null || create:
 		a.Model = ams.ModelBuiltin
 	}
+	m, err := in.Metadata.Merge(a.Metadata, "metadata")
+	if err != nil {
+		return err
+	}
+	a.Metadata = m
 	return nil
+}
+
+// assistantEqual reports whether a and b hold the same fields.
+func assistantEqual(a, b *ams.Assistant) bool {
+	return a.Name == b.Name && a.Description == b.Description && a.Instructions == b.Instructions && a.Model == b.Model &&
+		a.Metadata.Equal(b.Metadata)
 }
 
 // CreateAssistant validates in (name is required; model defaults to
@@ -145,7 +158,7 @@ func (s *Service) UpdateAssistant(ctx context.Context, userID, id string, in Ass
 			return err
 		}
 		out = a
-		if before == *a {
+		if assistantEqual(&before, a) {
 			return nil // nothing changed: updated_at stays
 		}
 		a.UpdatedAt = s.Clock.Now()

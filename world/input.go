@@ -100,6 +100,35 @@ func (o *object) str(name string, required bool, max int) (string, bool) {
 	return s, true
 }
 
+// metadataPatch reads the metadata field as a patch (not Set when
+// absent), its pairs checked (the count is checked when it is merged).
+func (o *object) metadataPatch() ams.MetadataPatch {
+	v, ok := o.m["metadata"]
+	if !ok {
+		return ams.MetadataPatch{}
+	}
+	p := ams.MetadataPatch{Set: true, Raw: v}
+	if err := p.Check(o.prefix + "metadata"); err != nil && o.err == nil {
+		o.err = err
+	}
+	return p
+}
+
+// metadata reads the metadata field of a record to create: the pairs
+// given, with null and "" values left out; empty when absent.
+func (o *object) metadata(base ams.Metadata) ams.Metadata {
+	p := o.metadataPatch()
+	if o.err != nil {
+		return base
+	}
+	m, err := p.Merge(base, o.prefix+"metadata")
+	if err != nil {
+		o.err = err
+		return base
+	}
+	return m
+}
+
 // timeField is a time read from input: absent (Set false), null (Set
 // true, Value nil), or a time.
 type timeField struct {

@@ -69,7 +69,7 @@ func (e *svcEnv) counts(t *testing.T) [3]int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	as, err := e.db.ListActions(e.ctx, e.user.ID, "", ams.ListParams{Limit: 100})
+	as, err := e.db.ListActions(e.ctx, e.user.ID, ams.ActionFilter{}, ams.ListParams{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

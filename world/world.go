@@ -62,7 +62,7 @@ func (s *Service) now() time.Time { return s.Clock.Now().UTC().Truncate(time.Mil
 func (s *Service) CreateTask(ctx context.Context, userID, assistantID string, input json.RawMessage, prefix string) (*ams.Task, error) {
 	fields := taskCreateFields
 	if assistantID == "" {
-		fields = append([]string{"assistant_id"}, fields...)
+		fields = append([]string{"assistant_id", "metadata"}, fields...)
 	}
 	o, err := parseObject(input, prefix, fields...)
 	if err != nil {
@@ -75,11 +75,12 @@ func (s *Service) CreateTask(ctx context.Context, userID, assistantID string, in
 	notes, _ := o.str("notes", false, MaxText)
 	due := o.time("due_at", true)
 	remind := o.time("remind_at", true)
+	md := o.metadata(ams.Metadata{})
 	if o.err != nil {
 		return nil, o.err
 	}
 	now := s.now()
-	t := &ams.Task{ID: ams.NewID(ams.PrefixTask), Object: "task", UserID: userID, AssistantID: assistantID,
+	t := &ams.Task{Metadata: md, ID: ams.NewID(ams.PrefixTask), Object: "task", UserID: userID, AssistantID: assistantID,
 		Title: strings.TrimSpace(title), Notes: notes, Status: ams.TaskOpen, DueAt: due.Value, RemindAt: remind.Value,
 		CreatedAt: now, UpdatedAt: now}
 	err = s.Store.Update(ctx, func(tx ams.Tx) error {
@@ -101,7 +102,7 @@ func (s *Service) CreateTask(ctx context.Context, userID, assistantID string, in
 // (title, notes, due_at, remind_at; null clears a time) and emits
 // task.updated. An input that changes nothing emits nothing.
 func (s *Service) UpdateTask(ctx context.Context, userID, id string, input json.RawMessage, prefix string) (*ams.Task, error) {
-	o, err := parseObject(input, prefix, taskUpdateFields...)
+	o, err := parseObject(input, prefix, apiFields(prefix, taskUpdateFields)...)
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +117,7 @@ func (s *Service) UpdateTask(ctx context.Context, userID, id string, input json.
 	}
 	due := o.time("due_at", true)
 	remind := o.time("remind_at", true)
+	meta := o.metadataPatch()
 	if o.err != nil {
 		return nil, o.err
 	}
@@ -137,6 +139,9 @@ func (s *Service) UpdateTask(ctx context.Context, userID, id string, input json.
 		}
 		if remind.Set {
 			t.RemindAt = remind.Value
+		}
+		if t.Metadata, err = meta.Merge(t.Metadata, prefix+"metadata"); err != nil {
+			return err
 		}
 		out = t
 		if taskEqual(&before, t) {
@@ -181,13 +186,18 @@ func (s *Service) CompleteTask(ctx context.Context, userID, id string) (*ams.Tas
 	return out, nil
 }
 
-// DeleteTask deletes task id. The interface has no event for it.
+// DeleteTask deletes task id and emits task.deleted (an addition to the
+// interface's event types), whose data is the task as it was.
 func (s *Service) DeleteTask(ctx context.Context, userID, id string) error {
 	return s.Store.Update(ctx, func(tx ams.Tx) error {
-		if _, err := tx.FindTask(ctx, userID, id); err != nil {
+		t, err := tx.FindTask(ctx, userID, id)
+		if err != nil {
 			return err
 		}
-		return tx.DeleteTask(ctx, userID, id)
+		if err := tx.DeleteTask(ctx, userID, id); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.TaskEvent(ams.EventTaskDeleted, t, s.now()))
 	})
 }
 
@@ -198,7 +208,7 @@ func (s *Service) DeleteTask(ctx context.Context, userID, id string) error {
 func (s *Service) CreateEvent(ctx context.Context, userID, assistantID string, input json.RawMessage, prefix string) (*ams.CalendarEvent, error) {
 	fields := eventFields
 	if assistantID == "" {
-		fields = append([]string{"assistant_id"}, fields...)
+		fields = append([]string{"assistant_id", "metadata"}, fields...)
 	}
 	o, err := parseObject(input, prefix, fields...)
 	if err != nil {
@@ -216,6 +226,7 @@ func (s *Service) CreateEvent(ctx context.Context, userID, assistantID string, i
 	}
 	ends := o.time("ends_at", false)
 	remind := o.time("remind_at", true)
+	md := o.metadata(ams.Metadata{})
 	if o.err != nil {
 		return nil, o.err
 	}
@@ -228,7 +239,7 @@ func (s *Service) CreateEvent(ctx context.Context, userID, assistantID string, i
 			end.Format(time.RFC3339), starts.Value.Format(time.RFC3339))
 	}
 	now := s.now()
-	e := &ams.CalendarEvent{ID: ams.NewID(ams.PrefixCalendar), Object: "calendar_event", UserID: userID, AssistantID: assistantID,
+	e := &ams.CalendarEvent{Metadata: md, ID: ams.NewID(ams.PrefixCalendar), Object: "calendar_event", UserID: userID, AssistantID: assistantID,
 		Title: strings.TrimSpace(title), Description: desc, Location: place, StartsAt: *starts.Value, EndsAt: end, RemindAt: remind.Value,
 		CreatedAt: now, UpdatedAt: now}
 	err = s.Store.Update(ctx, func(tx ams.Tx) error {
@@ -250,7 +261,7 @@ func (s *Service) CreateEvent(ctx context.Context, userID, assistantID string, i
 // names and emits event.updated. Moving starts_at alone keeps the event's
 // length; the result must still end after it starts.
 func (s *Service) UpdateEvent(ctx context.Context, userID, id string, input json.RawMessage, prefix string) (*ams.CalendarEvent, error) {
-	o, err := parseObject(input, prefix, eventFields...)
+	o, err := parseObject(input, prefix, apiFields(prefix, eventFields)...)
 	if err != nil {
 		return nil, err
 	}
@@ -269,6 +280,7 @@ func (s *Service) UpdateEvent(ctx context.Context, userID, id string, input json
 	starts := o.time("starts_at", false)
 	ends := o.time("ends_at", false)
 	remind := o.time("remind_at", true)
+	meta := o.metadataPatch()
 	if o.err != nil {
 		return nil, o.err
 	}
@@ -305,6 +317,9 @@ func (s *Service) UpdateEvent(ctx context.Context, userID, id string, input json
 		if remind.Set {
 			e.RemindAt = remind.Value
 		}
+		if e.Metadata, err = meta.Merge(e.Metadata, prefix+"metadata"); err != nil {
+			return err
+		}
 		out = e
 		if eventEqual(&before, e) {
 			return nil
@@ -322,23 +337,39 @@ func (s *Service) UpdateEvent(ctx context.Context, userID, id string, input json
 	return out, nil
 }
 
-// DeleteEvent deletes calendar event id. The interface has no event for it.
+// DeleteEvent deletes calendar event id and emits event.deleted (an
+// addition to the interface's event types), whose data is the event as it
+// was.
 func (s *Service) DeleteEvent(ctx context.Context, userID, id string) error {
 	return s.Store.Update(ctx, func(tx ams.Tx) error {
-		if _, err := tx.FindCalendarEvent(ctx, userID, id); err != nil {
+		e, err := tx.FindCalendarEvent(ctx, userID, id)
+		if err != nil {
 			return err
 		}
-		return tx.DeleteCalendarEvent(ctx, userID, id)
+		if err := tx.DeleteCalendarEvent(ctx, userID, id); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventDeleted, e, s.now()))
 	})
 }
 
 func taskEqual(a, b *ams.Task) bool {
-	return a.Title == b.Title && a.Notes == b.Notes && timeEqual(a.DueAt, b.DueAt) && timeEqual(a.RemindAt, b.RemindAt)
+	return a.Title == b.Title && a.Notes == b.Notes && timeEqual(a.DueAt, b.DueAt) && timeEqual(a.RemindAt, b.RemindAt) &&
+		a.Metadata.Equal(b.Metadata)
 }
 
 func eventEqual(a, b *ams.CalendarEvent) bool {
 	return a.Title == b.Title && a.Description == b.Description && a.Location == b.Location &&
-		a.StartsAt.Equal(b.StartsAt) && a.EndsAt.Equal(b.EndsAt) && timeEqual(a.RemindAt, b.RemindAt)
+		a.StartsAt.Equal(b.StartsAt) && a.EndsAt.Equal(b.EndsAt) && timeEqual(a.RemindAt, b.RemindAt) && a.Metadata.Equal(b.Metadata)
+}
+
+// apiFields adds metadata to the fields of an input of the API (prefix
+// ""): it is the client's own, so the assistants' tools do not set it.
+func apiFields(prefix string, fields []string) []string {
+	if prefix != "" {
+		return fields
+	}
+	return append([]string{"metadata"}, fields...)
 }
 
 func timeEqual(a, b *time.Time) bool {

@@ -210,7 +210,8 @@ func TestSummary(t *testing.T) {
 }
 
 // A dump made before a nullable column or a table was added reads, the
-// column as NULL; a missing NOT NULL column is refused.
+// column as NULL (metadata, NOT NULL with a default, as "{}"); a missing
+// NOT NULL column without a default is refused.
 func TestReadOlderDump(t *testing.T) {
 	head := `{"format":"ams-export","version":1,"engine":"sqlite","schema_version":4,"created_at":"2026-11-21T10:00:00Z"}` + "\n"
 	asst := `{"table":"assistants","row":{"seq":1,"id":"ast_1","user_id":"usr_1","name":"A","description":"","instructions":"","model":"builtin","created_at":1,"updated_at":2}}` + "\n"
@@ -220,7 +221,8 @@ func TestReadOlderDump(t *testing.T) {
 		t.Fatal(err)
 	}
 	tb, vals, err := r.Next()
-	if err != nil || tb.Name != "assistants" || vals[tb.Index("deleted_at")] != nil || vals[tb.Index("name")] != "A" {
+	if err != nil || tb.Name != "assistants" || vals[tb.Index("deleted_at")] != nil || vals[tb.Index("name")] != "A" ||
+		vals[tb.Index("metadata")] != "{}" {
 		t.Fatalf("older row: %v %v", vals, err)
 	}
 	if _, _, err := r.Next(); err != io.EOF {

@@ -389,6 +389,10 @@ func (r *Reader) next() (*Table, []any, error) {
 			if c.Null {
 				continue // a column added since the dump was made: NULL
 			}
+			if c.Default != nil {
+				vals[j] = c.Default // likewise, NOT NULL with a default
+				continue
+			}
 			return nil, nil, fmt.Errorf("dump: line %d: %s row without column %s", r.line, t.Name, c.Name)
 		}
 		v, err := convert(c, raw)

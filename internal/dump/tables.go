@@ -94,6 +94,9 @@ type Column struct {
 	// AAD names (by Name) the column whose value a Secret column is
 	// sealed with as additional data.
 	AAD string
+	// Default is the value of a NOT NULL column added since a dump was
+	// made, for rows of a dump that lack it (nil: the row is refused).
+	Default any
 }
 
 // Table is one persistent table of the store.
@@ -148,6 +151,12 @@ func colsOf(f func(string, Kind) Column, k Kind, names []string) []Column {
 
 func join(parts ...[]Column) []Column { return slices.Concat(parts...) }
 
+// metadataCol is the metadata column (migration 0014): a JSON object as
+// text, "{}" in rows of dumps made before it.
+func metadataCol() []Column {
+	return []Column{{Name: "metadata", SQL: "metadata", Kind: Text, Default: "{}"}}
+}
+
 // Tables are the persistent tables of both engines' schemas, parents
 // before children (the order of a dump and of an import). Times are Int
 // (Unix milliseconds) in both engines.
@@ -171,16 +180,19 @@ var Tables = []*Table{
 		cols(Text, "id", "user_id", "name", "description", "instructions", "model"),
 		cols(Int, "created_at", "updated_at"),
 		[]Column{nullCol("deleted_at", Int)},
+		metadataCol(),
 	)},
 	{Name: "conversations", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
 		cols(Text, "id", "user_id", "assistant_id", "title"),
 		cols(Int, "message_count", "last_message_at", "created_at", "updated_at"),
+		metadataCol(),
 	)},
 	{Name: "messages", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
 		cols(Text, "id", "user_id", "assistant_id", "conversation_id", "direction", "content"),
 		cols(Int, "created_at", "updated_at"),
+		metadataCol(),
 	)},
 	{Name: "integrations", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
@@ -194,6 +206,7 @@ var Tables = []*Table{
 		cols(Text, "id", "user_id", "assistant_id", "title", "notes", "status"),
 		colsOf(nullCol, Int, []string{"due_at", "remind_at", "reminded_at", "completed_at"}),
 		cols(Int, "created_at", "updated_at"),
+		metadataCol(),
 	)},
 	{Name: "calendar_events", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
@@ -205,6 +218,7 @@ var Tables = []*Table{
 		[]Column{nullCol("integration_id", Text)},
 		cols(Text, "external_uid", "external_path", "external_etag"),
 		cols(Int, "created_at", "updated_at"),
+		metadataCol(),
 	)},
 	{Name: "actions", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
@@ -228,6 +242,7 @@ var Tables = []*Table{
 		cols(Int, "created_at", "updated_at"),
 		[]Column{{Name: "previous_secret", SQL: "previous_secret_sealed", Kind: Secret, Null: true, AAD: "id"},
 			nullCol("previous_secret_expires_at", Int)},
+		metadataCol(),
 	)},
 	{Name: "webhook_subscriptions", OrderBy: []string{"webhook_id", "event_type"}, Columns: cols(Text, "webhook_id", "user_id", "event_type")},
 	{Name: "webhook_jobs", Seq: true, OrderBy: []string{"seq"}, Columns: join(

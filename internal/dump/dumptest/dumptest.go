@@ -136,7 +136,10 @@ func Fill(t *testing.T, s ams.Store) *Fixture {
 		x.ConversationID = conv.ID
 		mk := func(dir, content string, at time.Time) *ams.Message {
 			m := &ams.Message{ID: ams.NewID(ams.PrefixMessage), Object: "message", UserID: u.ID, AssistantID: a.ID, ConversationID: conv.ID,
-				Direction: dir, Content: content, CreatedAt: at, UpdatedAt: at}
+				Direction: dir, Content: content, Metadata: ams.Metadata{}, CreatedAt: at, UpdatedAt: at}
+			if dir == ams.DirectionInbound {
+				m.Metadata["ref"] = "<" + content + "> \"quoted\""
+			}
 			f.Messages = append(f.Messages, m)
 			return m
 		}
@@ -405,7 +408,7 @@ func Compare(t *testing.T, want, got ams.Store, f *Fixture) {
 	ann := f.Users[0]
 	same("tasks", func(s ams.Store) (any, error) { return s.ListTasks(ctx, ann.ID, ams.TaskFilter{}, all) })
 	same("calendar events", func(s ams.Store) (any, error) { return s.ListCalendarEvents(ctx, ann.ID, ams.CalendarFilter{}, all) })
-	same("actions", func(s ams.Store) (any, error) { return s.ListActions(ctx, ann.ID, "", all) })
+	same("actions", func(s ams.Store) (any, error) { return s.ListActions(ctx, ann.ID, ams.ActionFilter{}, all) })
 	for _, tk := range f.Tasks {
 		same("task "+tk.ID, func(s ams.Store) (any, error) { return s.FindTask(ctx, ann.ID, tk.ID) })
 	}
@@ -575,7 +578,7 @@ func CheckMoved(t *testing.T, s ams.Store, f *Fixture) {
 	if err != nil || len(tasks.Data) != len(f.Tasks)+1 || tasks.Data[len(f.Tasks)].ID != tk.ID {
 		t.Fatalf("tasks after a new one: %s %v (the new one must be last)", show(tasks), err)
 	}
-	acts, err := s.ListActions(ctx, ann.ID, "", ams.ListParams{Limit: 1})
+	acts, err := s.ListActions(ctx, ann.ID, ams.ActionFilter{}, ams.ListParams{Limit: 1})
 	if err != nil || len(acts.Data) != 1 || acts.Data[0].ID != act.ID {
 		t.Fatalf("newest action after a new one: %s %v", show(acts), err)
 	}
