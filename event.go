@@ -81,6 +81,12 @@ const (
 	EventEventDeleted = "event.deleted"
 )
 
+// EventAll is the subscription to every event type, present and future
+// (DESIGN.md, "Additions"): a webhook whose events are ["*"] receives every
+// event of its account, the types added in later versions included, but
+// never a webhook.ping (a ping goes to the pinged webhook only).
+const EventAll = "*"
+
 // EventTypes lists the event types a webhook may subscribe to: the
 // interface's 13, then the operational additions.
 var EventTypes = []string{

@@ -210,3 +210,42 @@ func TestWebhookSecretRotation(t *testing.T) {
 		t.Fatalf("%d webhooks", n)
 	}
 }
+
+// TestWebhookSubscribeToAll: "*" subscribes a webhook to every event type
+// (shown as ["*"] however it was listed), an unknown type beside it is
+// still refused, and a PATCH can narrow it again.
+func TestWebhookSubscribeToAll(t *testing.T) {
+	f := setup(t)
+	r := f.do("POST", "/v1/webhooks", `{"url":"`+hookURL+`","events":["task.created","*"],"secret":"0123456789abcdef"}`)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	w := r.json(t)
+	if ev := w["events"].([]any); len(ev) != 1 || ev[0] != "*" {
+		t.Fatalf("events %v, want [*]", ev)
+	}
+	id := w["id"].(string)
+	wantError(t, f.do("POST", "/v1/webhooks", `{"url":"`+hookURL+`","events":["*","task.exploded"],"secret":"0123456789abcdef"}`), 400, "invalid_request_error", "parameter_invalid", "events")
+	if n := f.webhookCount(); n != 1 {
+		t.Fatalf("%d webhooks after the refusal, want 1", n)
+	}
+	// Every event of the account is queued for it, an addition included.
+	task := f.do("POST", "/v1/tasks", `{"assistant_id":"`+f.Assistant.ID+`","title":"Call Ann"}`).json(t)
+	if d := f.do("DELETE", "/v1/tasks/"+task["id"].(string), ""); d.status != 204 {
+		t.Fatalf("delete task: %d %s", d.status, d.body)
+	}
+	jobs, err := f.Store.ClaimJobs(context.Background(), f.Clock.Now().Add(time.Hour), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, j := range jobs {
+		types = append(types, j.Event.Type)
+	}
+	if strings.Join(types, ",") != "task.created,task.deleted" {
+		t.Fatalf("queued for the webhook subscribed to all: %v, want task.created, task.deleted", types)
+	}
+	if u := f.do("PATCH", "/v1/webhooks/"+id, `{"events":["task.completed"]}`).json(t); len(u["events"].([]any)) != 1 || u["events"].([]any)[0] != "task.completed" {
+		t.Fatalf("patch: %v", u)
+	}
+}

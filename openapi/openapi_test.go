@@ -678,9 +678,10 @@ func TestWebhookSchemasMatchServer(t *testing.T) {
 	for _, v := range schemas["WebhookEventType"].Value.Enum {
 		subscribable = append(subscribable, v.(string))
 	}
-	// Same order too: a webhook lists its events in the order of ams.EventTypes.
-	if !slices.Equal(subscribable, ams.EventTypes) {
-		t.Errorf("WebhookEventType enum %v, want ams.EventTypes %v", subscribable, ams.EventTypes)
+	// Same order too: a webhook lists its events in the order of
+	// ams.EventTypes; "*" (every type) comes first.
+	if want := append([]string{ams.EventAll}, ams.EventTypes...); !slices.Equal(subscribable, want) {
+		t.Errorf("WebhookEventType enum %v, want \"*\" and ams.EventTypes %v", subscribable, want)
 	}
 	var statuses []string
 	for _, v := range schemas["Webhook"].Value.Properties["status"].Value.Enum {

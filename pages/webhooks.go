@@ -45,11 +45,12 @@ var webhookEventDescriptions = map[string]string{
 	ams.EventEventDeleted:            "A calendar event was deleted, here or on a synced calendar (an addition of ams).",
 }
 
-// webhookEvents lists every event type a webhook may subscribe to.
+// webhookEvents lists every event type a webhook may subscribe to, after
+// the subscription to all of them ("*").
 func webhookEvents() []webhookEventInfo {
-	out := make([]webhookEventInfo, len(ams.EventTypes))
-	for i, t := range ams.EventTypes {
-		out[i] = webhookEventInfo{Type: t, Description: webhookEventDescriptions[t]}
+	out := []webhookEventInfo{{Type: ams.EventAll, Description: "Every event type, including those added in later versions (an addition of ams)."}}
+	for _, t := range ams.EventTypes {
+		out = append(out, webhookEventInfo{Type: t, Description: webhookEventDescriptions[t]})
 	}
 	return out
 }

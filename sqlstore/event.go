@@ -94,7 +94,8 @@ func (q *Queries) emit(ctx context.Context, stmts []Stmt, events []*ams.Event) e
 }
 
 // fanOut queues a delivery job for every active webhook subscribed to an
-// event's type. On PostgreSQL it share-locks those webhooks: a concurrent
+// event's type, or to every type ("*", which never takes a webhook.ping:
+// pings are queued for their webhook only). On PostgreSQL it share-locks those webhooks: a concurrent
 // deactivation (UpdateWebhook, or a final failure) either waits for this
 // transaction and then cancels its jobs, or commits first and is seen
 // here, so no pending job outlives its webhook's deactivation. (SQLite's
@@ -102,5 +103,5 @@ func (q *Queries) emit(ctx context.Context, stmts []Stmt, events []*ams.Event) e
 func (q *Queries) fanOut() string {
 	return `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
 	SELECT w.user_id, w.id, $1, $2, $2, $2 FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
-	WHERE s.user_id = $3 AND s.event_type = $4 AND w.active` + q.lock("FOR SHARE OF w")
+	WHERE s.user_id = $3 AND s.event_type IN ($4, CASE WHEN $4 = 'webhook.ping' THEN $4 ELSE '*' END) AND w.active` + q.lock("FOR SHARE OF w")
 }

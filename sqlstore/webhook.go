@@ -20,8 +20,11 @@ const webhookCols = `id, user_id, url, secret_sealed, active, status, created_at
 	(SELECT string_agg(s.event_type, ',') FROM webhook_subscriptions s WHERE s.webhook_id = webhooks.id)`
 
 // sortEvents puts event types in their canonical order, dropping blanks,
-// duplicates and unknown types.
+// duplicates and unknown types; a subscription to every type is ["*"].
 func sortEvents(types []string) []string {
+	if slices.Contains(types, ams.EventAll) {
+		return []string{ams.EventAll}
+	}
 	out := []string{}
 	for _, t := range ams.EventTypes {
 		if slices.Contains(types, t) {
@@ -126,13 +129,15 @@ func (q *Queries) CreateWebhookCapped(ctx context.Context, w *ams.Webhook, defau
 	})
 }
 
-// setSubscriptions replaces the webhook's subscriptions with w.Events.
+// setSubscriptions replaces the webhook's subscriptions with w.Events,
+// as sortEvents keeps them (a subscription to all is the one row "*", so
+// that an event matches a webhook's subscriptions once).
 func (q *Queries) setSubscriptions(ctx context.Context, w *ams.Webhook) error {
 	stmts := []Stmt{{"clear subscriptions", `DELETE FROM webhook_subscriptions WHERE webhook_id = $1`, []any{w.ID}}}
-	if len(w.Events) > 0 {
+	if events := sortEvents(w.Events); len(events) > 0 {
 		var values []string
 		args := []any{w.ID, w.UserID}
-		for _, t := range w.Events {
+		for _, t := range events {
 			args = append(args, t)
 			values = append(values, fmt.Sprintf("($1, $2, $%d)", len(args)))
 		}
@@ -357,7 +362,8 @@ func (q *Queries) EnqueueRecovery(ctx context.Context, userID, webhookID string,
 		n, err = q.exec(ctx, "queue recovery", `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
 			SELECT e.user_id, $2, e.id, $5, $5, $5 FROM events e
 			WHERE e.user_id = $1 AND e.created_at >= $3 AND e.created_at < $4
-				AND e.type IN (SELECT s.event_type FROM webhook_subscriptions s WHERE s.webhook_id = $2)
+				AND (e.type IN (SELECT s.event_type FROM webhook_subscriptions s WHERE s.webhook_id = $2)
+					OR (e.type <> 'webhook.ping' AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.webhook_id = $2 AND s.event_type = '*')))
 				AND NOT EXISTS (SELECT 1 FROM webhook_jobs j WHERE j.event_id = e.id AND j.webhook_id = $2 AND j.state IN ('pending', 'succeeded'))
 			ORDER BY e.created_at, e.seq`,
 			userID, webhookID, MS(from), MS(until), MS(now))

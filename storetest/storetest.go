@@ -32,6 +32,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Idempotency", testIdempotency},
 		{"Webhooks", testWebhooks},
 		{"DeliveryQueue", testDeliveryQueue},
+		{"SubscribeToAll", testSubscribeToAll},
 		{"ClaimWebhookCap", testClaimWebhookCap}, {"ClaimAccounts", testClaimAccounts}, {"AttemptFenced", testAttemptFenced},
 		{"WebhookSecretRotation", testWebhookSecretRotation},
 		{"Purge", testPurge},

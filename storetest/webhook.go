@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -312,4 +313,55 @@ func testWebhookSecretRotation(t *testing.T, s ams.Store) {
 	}
 	got, _ = s.FindWebhook(ctx, u.ID, w.ID)
 	wantPrevious(got, first, "", time.Time{})
+}
+
+// testSubscribeToAll: a webhook subscribed to "*" gets a job for every
+// event of its account, whatever the type (additions included), but no
+// other webhook's ping; recovery queues every retained event but pings.
+func testSubscribeToAll(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	u, other := mustUser(t, s, "all@example.com"), mustUser(t, s, "all2@example.com")
+	a, oa := mustAssistant(t, s, u, "all"), mustAssistant(t, s, other, "all2")
+	all := mustWebhook(t, s, u, ams.EventAll, ams.EventTaskCreated) // stored as ["*"]
+	msgs := mustWebhook(t, s, u, ams.EventMessageCreated)
+	if got, _ := s.FindWebhook(ctx, u.ID, all.ID); !slices.Equal(got.Events, []string{ams.EventAll}) {
+		t.Fatalf("events of the webhook subscribed to all: %v, want [*]", got.Events)
+	}
+	x := sendTurn(t, s, u, a, t0)
+	sendTurn(t, s, other, oa, t0) // another account's: to no webhook of u
+	deleted := &ams.Event{ID: ams.NewID(ams.PrefixEvent), Object: "event", UserID: u.ID, Type: ams.EventTaskDeleted, CreatedAt: t0.Add(time.Second),
+		Data: map[string]any{"id": "task_x"}}
+	if err := s.Emit(ctx, deleted); err != nil {
+		t.Fatal(err)
+	}
+	ping := &ams.Event{ID: ams.NewID(ams.PrefixEvent), Object: "event", UserID: u.ID, Type: ams.EventWebhookPing, CreatedAt: t0.Add(2 * time.Second),
+		Data: map[string]any{"webhook_id": msgs.ID}}
+	if err := s.PingWebhook(ctx, u.ID, msgs.ID, ping); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := s.ClaimJobs(ctx, t0.Add(time.Minute), ams.Claim{Lease: time.Minute, Limit: 20, PerWebhook: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]string{}
+	for _, j := range jobs {
+		got[j.WebhookID] = append(got[j.WebhookID], j.Event.ID)
+	}
+	for _, l := range got {
+		slices.Sort(l)
+	}
+	wantAll := []string{x.Events[0].ID, x.Events[1].ID, deleted.ID}
+	wantMsgs := []string{x.Events[0].ID, x.Events[1].ID, ping.ID}
+	slices.Sort(wantAll)
+	slices.Sort(wantMsgs)
+	if !slices.Equal(got[all.ID], wantAll) || !slices.Equal(got[msgs.ID], wantMsgs) || len(got) != 2 {
+		t.Fatalf("jobs by webhook %v; want %s: %v (no ping), %s: %v", got, all.ID, wantAll, msgs.ID, wantMsgs)
+	}
+	// A webhook subscribed to all later recovers every retained event of
+	// the range but the ping.
+	late := mustWebhook(t, s, u, ams.EventAll)
+	n, err := s.EnqueueRecovery(ctx, u.ID, late.ID, t0, t0.Add(time.Hour), t0.Add(time.Hour))
+	if err != nil || n != 3 {
+		t.Fatalf("recovery for a webhook subscribed to all: %d queued, %v; want 3", n, err)
+	}
 }

@@ -364,19 +364,24 @@ func CheckURL(ctx context.Context, g *ssrf.Guard, u string) error {
 }
 
 // CheckEvents validates the event types a webhook subscribes to and
-// returns them without duplicates, in their order.
+// returns them without duplicates, in their order; a list holding
+// ams.EventAll ("*") is just ["*"], which holds every other type.
 func CheckEvents(events []string) ([]string, error) {
 	if len(events) == 0 {
 		return nil, ams.ParamError("parameter_invalid", "events", "'events' must list at least one event type.")
 	}
 	var out []string
 	for _, t := range events {
-		if !ams.IsEventType(t) {
-			return nil, ams.ParamError("parameter_invalid", "events", "Unknown event type '%s'. Known types: %s.", ams.Clip(t), strings.Join(ams.EventTypes, ", "))
+		if t != ams.EventAll && !ams.IsEventType(t) {
+			return nil, ams.ParamError("parameter_invalid", "events", "Unknown event type '%s'. Known types: %s, or %s for all of them.",
+				ams.Clip(t), strings.Join(ams.EventTypes, ", "), ams.EventAll)
 		}
 		if !slices.Contains(out, t) {
 			out = append(out, t)
 		}
+	}
+	if slices.Contains(out, ams.EventAll) {
+		return []string{ams.EventAll}, nil
 	}
 	return out, nil
 }
