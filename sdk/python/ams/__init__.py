@@ -10,7 +10,7 @@ Standard library only; Python 3.9+. See README.md.
 
 __version__ = "0.1.0"
 
-from .client import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, UNSET, Client  # noqa: E402
+from .client import DEFAULT_BASE_URL, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, UNSET, Client, Metadata, MetadataUpdate  # noqa: E402
 from .errors import (  # noqa: E402
     AmsError,
     APIConnectionError,
@@ -61,6 +61,8 @@ __all__ = [
     "__version__",
     "Client",
     "UNSET",
+    "Metadata",
+    "MetadataUpdate",
     "DEFAULT_BASE_URL",
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_TIMEOUT",

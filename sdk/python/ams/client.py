@@ -31,7 +31,7 @@ from .types import (
     format_time,
 )
 
-__all__ = ["Client", "UNSET", "DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "DEFAULT_MAX_RETRIES"]
+__all__ = ["Client", "UNSET", "Metadata", "MetadataUpdate", "DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "DEFAULT_MAX_RETRIES"]
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT = 60.0
@@ -39,6 +39,12 @@ DEFAULT_MAX_RETRIES = 3
 
 R = TypeVar("R", bound=Record)
 Time = Union[_dt.datetime, _dt.date, str]
+#: Metadata to store on a new record: your own key-value pairs (at most 50
+#: keys of 1 to 40 characters, string values of at most 500 characters).
+Metadata = Mapping[str, str]
+#: Metadata to merge into a record's on update: a string value sets its
+#: key, ``None`` (or ``""``) removes it, keys not named stay.
+MetadataUpdate = Mapping[str, Optional[str]]
 
 
 class _Unset:
@@ -81,6 +87,14 @@ def _opt(**fields: Any) -> Dict[str, Any]:
     return _body(**{k: (UNSET if v is None else v) for k, v in fields.items()})
 
 
+def _md(metadata: Any) -> Any:
+    """The metadata of a request body: a dict copy of a mapping; None and
+    UNSET stay as they are."""
+    if metadata is None or metadata is UNSET:
+        return metadata
+    return dict(metadata)
+
+
 class Client:
     """A client of the ams v1 API.
 
@@ -102,6 +116,14 @@ class Client:
     (generated unless you pass ``idempotency_key``), the same on each
     retry, so that a retried POST never acts twice; PATCH is retried only
     when the server surely did not run it (429).
+
+    Records that carry ``metadata`` (assistants, conversations, messages,
+    tasks, calendar events, webhooks) take it in their ``create_...``
+    method, as a mapping of strings, and in their ``update_...`` method,
+    where it is merged into the record's: a ``None`` (or ``""``) value
+    removes its key, keys not named stay. A violation of the limits raises
+    ``InvalidRequestError`` naming ``metadata`` or ``metadata.<key>``, and
+    nothing is stored.
 
     The client is safe to share between threads.
     """
@@ -202,10 +224,11 @@ class Client:
         description: Optional[str] = None,
         instructions: Optional[str] = None,
         model: Optional[str] = None,
+        metadata: Optional[Metadata] = None,
         idempotency_key: Optional[str] = None,
     ) -> Assistant:
         """Create an assistant (``POST /v1/assistants``; permission ``write``)."""
-        body = _opt(name=name, description=description, instructions=instructions, model=model)
+        body = _opt(name=name, description=description, instructions=instructions, model=model, metadata=_md(metadata))
         return self._one(Assistant, "POST", "/assistants", body=body, idempotency_key=idempotency_key)
 
     def list_assistants(
@@ -231,9 +254,11 @@ class Client:
         description: Any = UNSET,
         instructions: Any = UNSET,
         model: Any = UNSET,
+        metadata: Any = UNSET,
     ) -> Assistant:
-        """Change the fields given (``PATCH /v1/assistants/{id}``)."""
-        body = _body(name=name, description=description, instructions=instructions, model=model)
+        """Change the fields given (``PATCH /v1/assistants/{id}``);
+        ``metadata`` (a ``MetadataUpdate``) is merged into the assistant's."""
+        body = _body(name=name, description=description, instructions=instructions, model=model, metadata=_md(metadata))
         return self._one(Assistant, "PATCH", "/assistants/" + seg(assistant_id), body=body)
 
     def delete_assistant(self, assistant_id: str) -> None:
@@ -260,17 +285,24 @@ class Client:
         self,
         assistant_id: str,
         *,
+        conversation_id: Optional[str] = None,
         limit: Optional[int] = None,
         after: Optional[str] = None,
         before: Optional[str] = None,
         order: Optional[str] = None,
     ) -> Page[Action]:
-        """One page of the assistant's actions."""
-        return self._page(Action, "/assistants/%s/actions" % seg(assistant_id), self._list_query(limit, after, before, order))
+        """One page of the assistant's actions; with ``conversation_id``,
+        only those run while answering in that conversation."""
+        q = self._list_query(limit, after, before, order, conversation_id=conversation_id)
+        return self._page(Action, "/assistants/%s/actions" % seg(assistant_id), q)
 
-    def iter_actions(self, assistant_id: str, *, limit: Optional[int] = None, order: Optional[str] = None) -> Iterator[Action]:
-        """Every action of the assistant, page after page."""
-        return self._iter(Action, "/assistants/%s/actions" % seg(assistant_id), self._list_query(limit, None, None, order))
+    def iter_actions(
+        self, assistant_id: str, *, conversation_id: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None
+    ) -> Iterator[Action]:
+        """Every action of the assistant (of one conversation if
+        ``conversation_id`` is given), page after page."""
+        q = self._list_query(limit, None, None, order, conversation_id=conversation_id)
+        return self._iter(Action, "/assistants/%s/actions" % seg(assistant_id), q)
 
     def get_action(self, assistant_id: str, action_id: str) -> Action:
         """``GET /v1/assistants/{id}/actions/{action_id}``."""
@@ -284,13 +316,16 @@ class Client:
         message: str,
         *,
         conversation_id: Optional[str] = None,
+        metadata: Optional[Metadata] = None,
         idempotency_key: Optional[str] = None,
     ) -> Message:
         """Send a message and return the assistant's reply (``POST
         /v1/messages``; permission ``messages``). Without
         ``conversation_id`` a new conversation starts: the reply's
-        ``conversation_id`` names it."""
-        body = _opt(assistant_id=assistant_id, message=message, conversation_id=conversation_id)
+        ``conversation_id`` names it (``create_conversation`` starts one
+        with a title and metadata first). ``metadata`` is stored on the
+        inbound message (the reply has none)."""
+        body = _opt(assistant_id=assistant_id, message=message, conversation_id=conversation_id, metadata=_md(metadata))
         return self._one(Message, "POST", "/messages", body=body, idempotency_key=idempotency_key)
 
     def send_message_stream(
@@ -299,6 +334,7 @@ class Client:
         message: str,
         *,
         conversation_id: Optional[str] = None,
+        metadata: Optional[Metadata] = None,
         idempotency_key: Optional[str] = None,
     ) -> Iterator[StreamEvent]:
         """Send a message with ``"stream": true`` and yield the reply as the
@@ -315,9 +351,10 @@ class Client:
         carries (status 200; nothing was stored); a stream cut off before
         ``message.completed`` raises ``APIConnectionError``: send again with
         the same ``idempotency_key`` and the server replays a stored reply.
-        Leaving the loop early closes the connection."""
+        Leaving the loop early closes the connection. ``metadata`` is stored
+        on the inbound message, as for ``send_message``."""
         key = idempotency_key or new_idempotency_key()
-        body = _opt(assistant_id=assistant_id, message=message, conversation_id=conversation_id)
+        body = _opt(assistant_id=assistant_id, message=message, conversation_id=conversation_id, metadata=_md(metadata))
         body["stream"] = True
         return self._stream(body, key)
 
@@ -363,15 +400,50 @@ class Client:
         """``GET /v1/messages/{id}``."""
         return self._one(Message, "GET", "/messages/" + seg(message_id))
 
-    def update_message(self, message_id: str, content: str) -> Message:
-        """Edit an inbound message's content (``PATCH /v1/messages/{id}``)."""
-        return self._one(Message, "PATCH", "/messages/" + seg(message_id), body={"content": content})
+    def update_message(self, message_id: str, content: Any = UNSET, *, metadata: Any = UNSET) -> Message:
+        """Edit a message (``PATCH /v1/messages/{id}``): the ``content`` of
+        an inbound message (a reply's raises ``InvalidRequestError``
+        ``message_not_editable``), and the ``metadata`` (a
+        ``MetadataUpdate``) of any message, merged into its own. Give at
+        least one."""
+        body = _body(content=content, metadata=_md(metadata))
+        return self._one(Message, "PATCH", "/messages/" + seg(message_id), body=body)
 
     def delete_message(self, message_id: str) -> None:
         """``DELETE /v1/messages/{id}``."""
         self.request("DELETE", "/messages/" + seg(message_id))
 
     # -- conversations ------------------------------------------------------
+
+    def create_conversation(
+        self,
+        assistant_id: str,
+        *,
+        title: Optional[str] = None,
+        metadata: Optional[Metadata] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Conversation:
+        """Start an empty conversation with the assistant (``POST
+        /v1/conversations``; permission ``messages``); send messages into it
+        with ``send_message(..., conversation_id=conv.id)``. ``title`` is at
+        most 200 characters."""
+        body = _opt(assistant_id=assistant_id, title=title, metadata=_md(metadata))
+        return self._one(Conversation, "POST", "/conversations", body=body, idempotency_key=idempotency_key)
+
+    def update_conversation(self, conversation_id: str, *, title: Any = UNSET, metadata: Any = UNSET) -> Conversation:
+        """Change the fields given (``PATCH /v1/conversations/{id}``):
+        ``title`` (``""`` empties it), and ``metadata`` (a
+        ``MetadataUpdate``) merged into the conversation's."""
+        body = _body(title=title, metadata=_md(metadata))
+        return self._one(Conversation, "PATCH", "/conversations/" + seg(conversation_id), body=body)
+
+    def delete_conversation(self, conversation_id: str) -> None:
+        """Delete the conversation and its messages (``DELETE
+        /v1/conversations/{id}``): ``message.deleted`` is emitted for each
+        message. The actions run in it stay, with its id in their
+        ``conversation_id``; the tasks and calendar events they made
+        stay too."""
+        self.request("DELETE", "/conversations/" + seg(conversation_id))
 
     def list_conversations(
         self,
@@ -424,11 +496,12 @@ class Client:
         notes: Optional[str] = None,
         due_at: Optional[Time] = None,
         remind_at: Optional[Time] = None,
+        metadata: Optional[Metadata] = None,
         idempotency_key: Optional[str] = None,
     ) -> Task:
         """``POST /v1/tasks`` (permission ``write``). Times are datetimes
         (naive ones are UTC) or RFC 3339 strings."""
-        body = _opt(assistant_id=assistant_id, title=title, notes=notes, due_at=due_at, remind_at=remind_at)
+        body = _opt(assistant_id=assistant_id, title=title, notes=notes, due_at=due_at, remind_at=remind_at, metadata=_md(metadata))
         return self._one(Task, "POST", "/tasks", body=body, idempotency_key=idempotency_key)
 
     def list_tasks(
@@ -466,15 +539,24 @@ class Client:
         return self._one(Task, "GET", "/tasks/" + seg(task_id))
 
     def update_task(
-        self, task_id: str, *, title: Any = UNSET, notes: Any = UNSET, due_at: Any = UNSET, remind_at: Any = UNSET
+        self,
+        task_id: str,
+        *,
+        title: Any = UNSET,
+        notes: Any = UNSET,
+        due_at: Any = UNSET,
+        remind_at: Any = UNSET,
+        metadata: Any = UNSET,
     ) -> Task:
         """Change the fields given (``PATCH /v1/tasks/{id}``); ``None``
-        clears ``due_at``, ``remind_at`` or ``notes``."""
-        body = _body(title=title, notes=notes, due_at=due_at, remind_at=remind_at)
+        clears ``due_at``, ``remind_at`` or ``notes``; ``metadata`` (a
+        ``MetadataUpdate``) is merged into the task's."""
+        body = _body(title=title, notes=notes, due_at=due_at, remind_at=remind_at, metadata=_md(metadata))
         return self._one(Task, "PATCH", "/tasks/" + seg(task_id), body=body)
 
     def delete_task(self, task_id: str) -> None:
-        """``DELETE /v1/tasks/{id}``."""
+        """``DELETE /v1/tasks/{id}``; emits ``task.deleted`` with the task
+        as it was."""
         self.request("DELETE", "/tasks/" + seg(task_id))
 
     def complete_task(self, task_id: str, *, idempotency_key: Optional[str] = None) -> Task:
@@ -493,6 +575,7 @@ class Client:
         description: Optional[str] = None,
         location: Optional[str] = None,
         remind_at: Optional[Time] = None,
+        metadata: Optional[Metadata] = None,
         idempotency_key: Optional[str] = None,
     ) -> CalendarEvent:
         """``POST /v1/calendar/events`` (permission ``write``); ``ends_at``
@@ -505,6 +588,7 @@ class Client:
             description=description,
             location=location,
             remind_at=remind_at,
+            metadata=_md(metadata),
         )
         return self._one(CalendarEvent, "POST", "/calendar/events", body=body, idempotency_key=idempotency_key)
 
@@ -550,14 +634,25 @@ class Client:
         starts_at: Any = UNSET,
         ends_at: Any = UNSET,
         remind_at: Any = UNSET,
+        metadata: Any = UNSET,
     ) -> CalendarEvent:
         """Change the fields given (``PATCH /v1/calendar/events/{id}``); a
-        new ``starts_at`` alone moves the event, keeping its length."""
-        body = _body(title=title, description=description, location=location, starts_at=starts_at, ends_at=ends_at, remind_at=remind_at)
+        new ``starts_at`` alone moves the event, keeping its length;
+        ``metadata`` (a ``MetadataUpdate``) is merged into the event's."""
+        body = _body(
+            title=title,
+            description=description,
+            location=location,
+            starts_at=starts_at,
+            ends_at=ends_at,
+            remind_at=remind_at,
+            metadata=_md(metadata),
+        )
         return self._one(CalendarEvent, "PATCH", "/calendar/events/" + seg(event_id), body=body)
 
     def delete_calendar_event(self, event_id: str) -> None:
-        """``DELETE /v1/calendar/events/{id}``."""
+        """``DELETE /v1/calendar/events/{id}``; emits ``event.deleted`` with
+        the calendar event as it was."""
         self.request("DELETE", "/calendar/events/" + seg(event_id))
 
     # -- integrations -------------------------------------------------------
@@ -656,6 +751,7 @@ class Client:
         secret: str,
         *,
         active: Optional[bool] = None,
+        metadata: Optional[Metadata] = None,
         idempotency_key: Optional[str] = None,
     ) -> Webhook:
         """Register an endpoint for the event types given (``POST
@@ -663,7 +759,7 @@ class Client:
         characters; a ``whsec_<base64>`` secret suits the Standard Webhooks
         libraries) signs every delivery: keep it to verify them with
         ``ams.verify_signature`` or ``ams.verify_standard_webhook``."""
-        body = _opt(url=url, events=list(events), secret=secret, active=active)
+        body = _opt(url=url, events=list(events), secret=secret, active=active, metadata=_md(metadata))
         return self._one(Webhook, "POST", "/webhooks", body=body, idempotency_key=idempotency_key)
 
     def list_webhooks(
@@ -689,17 +785,20 @@ class Client:
         secret: Any = UNSET,
         active: Any = UNSET,
         previous_secret_expires_in: Any = UNSET,
+        metadata: Any = UNSET,
     ) -> Webhook:
         """Change the fields given (``PATCH /v1/webhooks/{id}``);
         ``active=True`` turns a failing webhook back on. A new ``secret``
         leaves the replaced one signing ``webhook-signature`` beside it for
-        ``previous_secret_expires_in`` seconds (0 to 604800; default 24 h)."""
+        ``previous_secret_expires_in`` seconds (0 to 604800; default 24 h).
+        ``metadata`` (a ``MetadataUpdate``) is merged into the webhook's."""
         body = _body(
             url=url,
             events=list(events) if events is not UNSET else UNSET,
             secret=secret,
             active=active,
             previous_secret_expires_in=previous_secret_expires_in,
+            metadata=_md(metadata),
         )
         return self._one(Webhook, "PATCH", "/webhooks/" + seg(webhook_id), body=body)
 

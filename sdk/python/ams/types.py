@@ -81,7 +81,13 @@ def _raw() -> Any:
 
 
 class Record:
-    """Base of the API's records. ``raw`` is the JSON object as received."""
+    """Base of the API's records. ``raw`` is the JSON object as received.
+
+    Assistants, conversations, messages, tasks, calendar events and
+    webhooks carry ``metadata``: your own key-value pairs (at most 50 keys
+    of 1 to 40 characters, string values of at most 500 characters), which
+    the server stores, returns on every read and puts in the record's
+    events, but never reads."""
 
     raw: Dict[str, Any]
 
@@ -93,7 +99,12 @@ class Record:
         for f in dataclasses.fields(cls):  # type: ignore[arg-type]
             if f.name == "raw" or f.name not in data:
                 continue
-            kwargs[f.name] = cls._convert(f.name, data[f.name])
+            value = data[f.name]
+            if f.name == "metadata":
+                # Always a dict of strings: a copy, so that changing it
+                # leaves raw as received.
+                value = dict(value or {})
+            kwargs[f.name] = cls._convert(f.name, value)
         return cls(raw=dict(data), **kwargs)  # type: ignore[call-arg]
 
     @classmethod
@@ -120,6 +131,8 @@ class Assistant(Record):
     description: str = ""
     instructions: str = ""
     model: str = ""
+    #: Your own key-value pairs (strings); ``{}`` when none.
+    metadata: Dict[str, str] = field(default_factory=dict)
     created_at: str = ""
     updated_at: str = ""
     raw: Dict[str, Any] = _raw()
@@ -136,6 +149,8 @@ class Message(Record):
     conversation_id: str = ""
     direction: str = ""
     content: str = ""
+    #: Your own key-value pairs (strings); ``{}`` when none.
+    metadata: Dict[str, str] = field(default_factory=dict)
     created_at: str = ""
     updated_at: str = ""
     raw: Dict[str, Any] = _raw()
@@ -151,6 +166,8 @@ class Conversation(Record):
     title: str = ""
     message_count: int = 0
     last_message_at: str = ""
+    #: Your own key-value pairs (strings); ``{}`` when none.
+    metadata: Dict[str, str] = field(default_factory=dict)
     created_at: str = ""
     updated_at: str = ""
     raw: Dict[str, Any] = _raw()
@@ -170,6 +187,8 @@ class Task(Record):
     due_at: Optional[str] = None
     remind_at: Optional[str] = None
     completed_at: Optional[str] = None
+    #: Your own key-value pairs (strings); ``{}`` when none.
+    metadata: Dict[str, str] = field(default_factory=dict)
     created_at: str = ""
     updated_at: str = ""
     raw: Dict[str, Any] = _raw()
@@ -188,6 +207,8 @@ class CalendarEvent(Record):
     starts_at: str = ""
     ends_at: str = ""
     remind_at: Optional[str] = None
+    #: Your own key-value pairs (strings); ``{}`` when none.
+    metadata: Dict[str, str] = field(default_factory=dict)
     created_at: str = ""
     updated_at: str = ""
     raw: Dict[str, Any] = _raw()
@@ -292,6 +313,8 @@ class Webhook(Record):
     #: While a replaced secret still signs beside the new one, until when
     #: (RFC 3339); ``None`` otherwise.
     previous_secret_expires_at: Optional[str] = None
+    #: Your own key-value pairs (strings); ``{}`` when none.
+    metadata: Dict[str, str] = field(default_factory=dict)
     created_at: str = ""
     updated_at: str = ""
     raw: Dict[str, Any] = _raw()

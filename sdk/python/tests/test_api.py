@@ -4,6 +4,7 @@ import datetime as dt
 import json
 import os
 import re
+import time
 import unittest
 import urllib.parse
 import urllib.request
@@ -27,7 +28,10 @@ OPERATIONS = {
     "updateMessage": "update_message",
     "deleteMessage": "delete_message",
     "listConversations": "list_conversations",
+    "createConversation": "create_conversation",
     "getConversation": "get_conversation",
+    "updateConversation": "update_conversation",
+    "deleteConversation": "delete_conversation",
     "listConversationMessages": "list_conversation_messages",
     "createTask": "create_task",
     "listTasks": "list_tasks",
@@ -291,6 +295,161 @@ class EndpointsTest(unittest.TestCase):
         types = [e.type for e in c.list_events(limit=100)]
         self.assertIn("integration.connected", types)
         self.assertIn("integration.disconnected", types)
+
+
+def wait_for_event(c: ams.Client, type: str, pred, timeout: float = 5.0) -> ams.Event:
+    """The newest event of the type for which pred(data) holds, waiting a
+    moment for it to be listed (the list shows an event once the changes
+    that began writing before it have finished)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        for e in c.list_events(type=type, limit=100):
+            if pred(e.data):
+                return e
+        if time.monotonic() > deadline:
+            raise AssertionError("no %s event matched" % type)
+        time.sleep(0.02)
+
+
+class ConversationsAndMetadataTest(unittest.TestCase):
+    """Conversations as resources, metadata on the six records that carry
+    it, the actions' conversation_id filter and the deletion events."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s = helpers.server()
+        cls.c = cls.s.client()
+
+    def test_conversation_lifecycle(self):
+        c, ast = self.c, self.s.assistant_id
+        conv = c.create_conversation(ast, title="Trip", metadata={"crm": "T-1"})
+        self.assertIsInstance(conv, ams.Conversation)
+        self.assertTrue(conv.id.startswith("conv_"))
+        self.assertEqual((conv.assistant_id, conv.title, conv.message_count, conv.metadata), (ast, "Trip", 0, {"crm": "T-1"}))
+        self.assertEqual(c.get_conversation(conv.id), conv)
+        self.assertIn(conv.id, [x.id for x in c.list_conversations(assistant_id=ast, limit=100)])
+
+        # The same idempotency key replays the first conversation.
+        key = "conv-replay-" + conv.id
+        first = c.create_conversation(ast, idempotency_key=key)
+        self.assertEqual(c.create_conversation(ast, idempotency_key=key).id, first.id)
+        self.assertEqual((first.title, first.metadata), ("", {}))
+
+        # Metadata on send_message is the inbound message's; the reply has none.
+        reply = c.send_message(ast, "Remind me to call Bob tomorrow at 9", conversation_id=conv.id, metadata={"source": "sms"})
+        self.assertEqual((reply.conversation_id, reply.metadata), (conv.id, {}))
+        inbound, outbound = c.list_conversation_messages(conv.id, order="asc").data
+        self.assertEqual((inbound.direction, inbound.metadata), ("inbound", {"source": "sms"}))
+        self.assertEqual(outbound.id, reply.id)
+        created = wait_for_event(c, "message.created", lambda d: d.get("message_id") == inbound.id)
+        self.assertEqual(created.data["metadata"], {"source": "sms"})
+
+        # A reply's content cannot change, its metadata can; PATCH merges.
+        rated = c.update_message(reply.id, metadata={"rating": "good"})
+        self.assertEqual((rated.metadata, rated.content), ({"rating": "good"}, reply.content))
+        with self.assertRaises(ams.InvalidRequestError) as cm:
+            c.update_message(reply.id, "edited")
+        self.assertEqual(cm.exception.code, "message_not_editable")
+        both = c.update_message(inbound.id, "Remind me to call Bob tomorrow at 10", metadata={"edited": "yes"})
+        self.assertEqual((both.content, both.metadata), ("Remind me to call Bob tomorrow at 10", {"source": "sms", "edited": "yes"}))
+
+        # PATCH: the title, and metadata merged (None and "" remove a key).
+        c.update_conversation(conv.id, metadata={"owner": "ana"})
+        u = c.update_conversation(conv.id, title="Lisbon", metadata={"crm": None, "owner": "", "stage": "2"})
+        self.assertEqual((u.title, u.metadata, u.message_count), ("Lisbon", {"stage": "2"}, 2))
+        self.assertEqual(c.update_conversation(conv.id, title="").title, "")
+        self.assertEqual(c.get_conversation(conv.id).metadata, {"stage": "2"})
+
+        # The actions list filtered by conversation: the task the reply made.
+        run = c.run_action(ast, "list_tasks")
+        acts = c.list_actions(ast, conversation_id=conv.id)
+        self.assertEqual([(a.conversation_id, a.type) for a in acts], [(conv.id, "create_task")])
+        self.assertNotIn(run.id, [a.id for a in c.iter_actions(ast, conversation_id=conv.id, limit=1)])
+        self.assertIn(run.id, [a.id for a in c.list_actions(ast, limit=100)])
+        task_id = acts.data[0].result["id"]
+
+        # Deleting it deletes its messages (message.deleted for each); the
+        # actions and the task stay.
+        c.delete_conversation(conv.id)
+        with self.assertRaises(ams.NotFoundError):
+            c.get_conversation(conv.id)
+        with self.assertRaises(ams.NotFoundError):
+            c.get_message(inbound.id)
+        for m in (inbound, outbound):
+            wait_for_event(c, "message.deleted", lambda d, m=m: d.get("message_id") == m.id)
+        self.assertEqual(c.list_actions(ast, conversation_id=conv.id).data[0].id, acts.data[0].id)
+        self.assertEqual(c.get_task(task_id).id, task_id)
+        with self.assertRaises(ams.NotFoundError):
+            c.delete_conversation(conv.id)
+        with self.assertRaises(ams.NotFoundError):
+            c.create_conversation("ast_doesnotexist000000000000")
+
+    def test_metadata_on_records_and_deletion_events(self):
+        c, ast = self.c, self.s.assistant_id
+        a = c.create_assistant("Tagged", metadata={"team": "ops"})
+        self.assertEqual(a.metadata, {"team": "ops"})
+        a2 = c.update_assistant(a.id, metadata={"tier": "gold"})
+        self.assertEqual((a2.metadata, a2.name), ({"team": "ops", "tier": "gold"}, "Tagged"))
+        self.assertEqual(c.get_assistant(a.id).metadata, {"team": "ops", "tier": "gold"})
+        # Records made without metadata read {}.
+        self.assertEqual(c.create_assistant("Plain").metadata, {})
+
+        t = c.create_task(ast, "Tagged task", metadata={"order_id": "A-17"})
+        self.assertEqual(t.metadata, {"order_id": "A-17"})
+        t2 = c.update_task(t.id, metadata={"order_id": None, "k": "v"})
+        self.assertEqual(t2.metadata, {"k": "v"})
+        self.assertEqual(c.update_task(t.id, title="Renamed").metadata, {"k": "v"})
+        c.delete_task(t.id)
+        ev = wait_for_event(c, "task.deleted", lambda d: d.get("id") == t.id)
+        self.assertEqual((ev.data["title"], ev.data["metadata"]), ("Renamed", {"k": "v"}))
+
+        e = c.create_calendar_event(ast, "Tagged event", "2031-01-02T09:00:00Z", metadata={"room": "4"})
+        self.assertEqual(e.metadata, {"room": "4"})
+        e2 = c.update_calendar_event(e.id, metadata={"room": "5", "host": "ana"})
+        self.assertEqual(e2.metadata, {"room": "5", "host": "ana"})
+        self.assertEqual(c.get_calendar_event(e.id).metadata, {"room": "5", "host": "ana"})
+        c.delete_calendar_event(e.id)
+        ev = wait_for_event(c, "event.deleted", lambda d: d.get("id") == e.id)
+        self.assertEqual((ev.data["title"], ev.data["metadata"]), ("Tagged event", {"room": "5", "host": "ana"}))
+
+        w = c.create_webhook("http://127.0.0.1:9/hooks/md", ["task.deleted", "event.deleted"], "a-secret-of-16-chars+", active=False, metadata={"env": "test"})
+        self.assertEqual((w.events, w.metadata), (["task.deleted", "event.deleted"], {"env": "test"}))
+        w2 = c.update_webhook(w.id, metadata={"env": None})
+        self.assertEqual((w2.metadata, w2.events), ({}, ["task.deleted", "event.deleted"]))
+        self.assertEqual(c.get_webhook(w.id).metadata, {})
+        c.delete_webhook(w.id)
+
+        # The limits: 400 naming the parameter, nothing stored.
+        cases = [
+            ({"k%d" % i: "v" for i in range(51)}, "metadata"),
+            ({"k" * 41: "v"}, "metadata." + "k" * 41),
+            ({"long": "v" * 501}, "metadata.long"),
+        ]
+        for md, param in cases:
+            with self.subTest(param=param[:20]):
+                with self.assertRaises(ams.InvalidRequestError) as cm:
+                    c.update_assistant(a.id, metadata=md)
+                self.assertEqual((cm.exception.status, cm.exception.param), (400, param))
+                with self.assertRaises(ams.InvalidRequestError) as cm:
+                    c.create_conversation(ast, title="never stored", metadata=md)
+                self.assertEqual(cm.exception.param, param)
+        self.assertEqual(c.get_assistant(a.id).metadata, {"team": "ops", "tier": "gold"})
+        self.assertNotIn("never stored", [x.title for x in c.iter_conversations(assistant_id=ast, limit=100)])
+
+    def test_stream_with_metadata(self):
+        c, ast = self.c, self.s.assistant_id
+        last = list(c.send_message_stream(ast, "Hello!", metadata={"channel": "web"}))[-1]
+        self.assertEqual((last.type, last.message.metadata), ("message.completed", {}))
+        inbound = c.list_conversation_messages(last.message.conversation_id, order="asc").data[0]
+        self.assertEqual((inbound.direction, inbound.metadata), ("inbound", {"channel": "web"}))
+
+    def test_metadata_in_records_built_by_hand(self):
+        # Older servers omit metadata, or a record may carry null: both read {}.
+        self.assertEqual(ams.Task.from_dict({"id": "task_1"}).metadata, {})
+        self.assertEqual(ams.Message.from_dict({"id": "msg_1", "metadata": None}).metadata, {})
+        m = ams.Conversation.from_dict({"id": "conv_1", "metadata": {"a": "b"}})
+        m.metadata["c"] = "d"
+        self.assertEqual(m.raw["metadata"], {"a": "b"})
 
 
 def radicale_calendar(t: unittest.TestCase):

@@ -12,12 +12,14 @@ import type {
   Conversation,
   CreateAssistantParams,
   CreateCalendarEventParams,
+  CreateConversationParams,
   CreateIntegrationParams,
   CreateTaskParams,
   CreateWebhookParams,
   Delivery,
   Event,
   Integration,
+  ListActionsParams,
   ListCalendarEventsParams,
   ListConversationsParams,
   ListDeliveriesParams,
@@ -32,6 +34,7 @@ import type {
   Task,
   UpdateAssistantParams,
   UpdateCalendarEventParams,
+  UpdateConversationParams,
   UpdateMessageParams,
   UpdateTaskParams,
   UpdateWebhookParams,
@@ -87,7 +90,7 @@ abstract class Resource {
 
 /** /v1/assistants: the account's assistants. */
 export class Assistants extends Resource {
-  /** Creates an assistant (permission write). */
+  /** Creates an assistant (permission write); `metadata` is stored with it. */
   async create(params: CreateAssistantParams, options?: RequestOptions): Promise<Assistant> {
     return this.doPost("/assistants", params, options);
   }
@@ -95,7 +98,7 @@ export class Assistants extends Resource {
   async get(id: string, options?: RequestOptions): Promise<Assistant> {
     return this.doGet(`/assistants/${seg(id)}`, undefined, options);
   }
-  /** Changes the fields params sets. */
+  /** Changes the fields params sets; `metadata` is merged into the assistant's. */
   async update(id: string, params: UpdateAssistantParams, options?: RequestOptions): Promise<Assistant> {
     return this.doPatch(`/assistants/${seg(id)}`, params, options);
   }
@@ -113,9 +116,12 @@ export class Assistants extends Resource {
 export class Messages extends Resource {
   /**
    * Sends a message to an assistant and returns its reply (direction
-   * "outbound"); the reply's conversation_id names the conversation. The
-   * request carries an Idempotency-Key (options.idempotencyKey or a random
-   * one), so a retry never sends the message twice.
+   * "outbound"); the reply's conversation_id names the conversation (new
+   * unless params.conversation_id is set; conversations.create starts one
+   * with a title and metadata). params.metadata is stored on the inbound
+   * message (the reply has none). The request carries an Idempotency-Key
+   * (options.idempotencyKey or a random one), so a retry never sends the
+   * message twice.
    */
   async send(params: SendMessageParams, options?: RequestOptions): Promise<Message> {
     return this.doPost("/messages", params, options);
@@ -141,7 +147,11 @@ export class Messages extends Resource {
   async get(id: string, options?: RequestOptions): Promise<Message> {
     return this.doGet(`/messages/${seg(id)}`, undefined, options);
   }
-  /** Replaces the content of an inbound message (emits message.updated). */
+  /**
+   * Changes a message (emits message.updated): the content of an inbound
+   * message (a reply's is InvalidRequestError message_not_editable), and
+   * the metadata of any message, merged into its own. Set at least one.
+   */
   async update(id: string, params: UpdateMessageParams, options?: RequestOptions): Promise<Message> {
     return this.doPatch(`/messages/${seg(id)}`, params, options);
   }
@@ -153,6 +163,25 @@ export class Messages extends Resource {
 
 /** /v1/conversations: threads of messages and their history. */
 export class Conversations extends Resource {
+  /**
+   * Starts an empty conversation with an assistant (permission messages);
+   * send messages into it with `messages.send({ conversation_id })`.
+   */
+  async create(params: CreateConversationParams, options?: RequestOptions): Promise<Conversation> {
+    return this.doPost("/conversations", params, options);
+  }
+  /** Changes the fields params sets: the title, and metadata merged into the conversation's. */
+  async update(id: string, params: UpdateConversationParams, options?: RequestOptions): Promise<Conversation> {
+    return this.doPatch(`/conversations/${seg(id)}`, params, options);
+  }
+  /**
+   * Deletes the conversation and its messages, emitting message.deleted for
+   * each. The actions run in it stay, with its id in their conversation_id;
+   * the tasks and calendar events they made stay too.
+   */
+  async delete(id: string, options?: RequestOptions): Promise<void> {
+    return this.doDelete(`/conversations/${seg(id)}`, options);
+  }
   /** The conversations, optionally of one assistant. */
   list(params?: ListConversationsParams, options?: RequestOptions): PagePromise<Conversation> {
     return this.doList(() => "/conversations", params, options);
@@ -178,10 +207,11 @@ export class Tasks extends Resource {
   async get(id: string, options?: RequestOptions): Promise<Task> {
     return this.doGet(`/tasks/${seg(id)}`, undefined, options);
   }
-  /** Changes the fields params sets; null clears due_at and remind_at. */
+  /** Changes the fields params sets; null clears due_at and remind_at; metadata is merged into the task's. */
   async update(id: string, params: UpdateTaskParams, options?: RequestOptions): Promise<Task> {
     return this.doPatch(`/tasks/${seg(id)}`, params, options);
   }
+  /** Deletes the task (emits task.deleted with the task as it was). */
   async delete(id: string, options?: RequestOptions): Promise<void> {
     return this.doDelete(`/tasks/${seg(id)}`, options);
   }
@@ -206,6 +236,7 @@ export class CalendarEvents extends Resource {
   async update(id: string, params: UpdateCalendarEventParams, options?: RequestOptions): Promise<CalendarEvent> {
     return this.doPatch(`/calendar/events/${seg(id)}`, params, options);
   }
+  /** Deletes the event (emits event.deleted with the event as it was). */
   async delete(id: string, options?: RequestOptions): Promise<void> {
     return this.doDelete(`/calendar/events/${seg(id)}`, options);
   }
@@ -233,7 +264,8 @@ export class Actions extends Resource {
   async run(assistantId: string, params: RunActionParams, options?: RequestOptions): Promise<Action> {
     return this.doPost(`/assistants/${seg(assistantId, "assistantId")}/actions`, params, options);
   }
-  list(assistantId: string, params?: ListParams, options?: RequestOptions): PagePromise<Action> {
+  /** The assistant's actions; with conversation_id, those run while answering in that conversation. */
+  list(assistantId: string, params?: ListActionsParams, options?: RequestOptions): PagePromise<Action> {
     return this.doList(() => `/assistants/${seg(assistantId, "assistantId")}/actions`, params, options);
   }
   async get(assistantId: string, actionId: string, options?: RequestOptions): Promise<Action> {
@@ -294,7 +326,7 @@ export class Webhooks extends Resource {
   async get(id: string, options?: RequestOptions): Promise<Webhook> {
     return this.doGet(`/webhooks/${seg(id)}`, undefined, options);
   }
-  /** Changes the fields params sets; `{ active: true }` turns a failing webhook back on. */
+  /** Changes the fields params sets; `{ active: true }` turns a failing webhook back on; metadata is merged into the webhook's. */
   async update(id: string, params: UpdateWebhookParams, options?: RequestOptions): Promise<Webhook> {
     return this.doPatch(`/webhooks/${seg(id)}`, params, options);
   }

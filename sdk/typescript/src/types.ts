@@ -5,6 +5,23 @@
 /** A time parameter: an RFC 3339 string or a Date. */
 export type TimeInput = string | Date;
 
+/**
+ * Your own key-value pairs on a record (assistants, conversations,
+ * messages, tasks, calendar events, webhooks): at most 50 keys of 1 to 40
+ * characters, string values of at most 500 characters. Returned on every
+ * read (`{}` when none) and in the `data` of the record's events; the
+ * server never reads it.
+ */
+export type Metadata = Record<string, string>;
+
+/**
+ * Metadata to merge into a record's on update: a string sets its key,
+ * `null` (or `""`) removes it, keys not named stay. Breaking a limit is an
+ * InvalidRequestError with `param` `metadata` or `metadata.<key>`, and
+ * nothing is stored.
+ */
+export type MetadataUpdate = Record<string, string | null>;
+
 /** One of an account's AI assistants. */
 export interface Assistant {
   id: string; // "ast_…"
@@ -14,6 +31,7 @@ export interface Assistant {
   instructions: string;
   /** The engine: "builtin" is the server's embedded engine. */
   model: string;
+  metadata: Metadata;
   created_at: string;
   updated_at: string;
 }
@@ -23,10 +41,15 @@ export interface Conversation {
   id: string; // "conv_…"
   object: "conversation";
   assistant_id: string;
-  /** The first line of the first inbound message, at most 80 characters. */
+  /**
+   * Set by conversations.create / update (at most 200 characters); a
+   * conversation started by messages.send takes the first line of its
+   * first message (at most 80 characters). May be empty.
+   */
   title: string;
   message_count: number;
   last_message_at: string;
+  metadata: Metadata;
   created_at: string;
   updated_at: string;
 }
@@ -42,6 +65,7 @@ export interface Message {
   conversation_id: string;
   direction: Direction;
   content: string;
+  metadata: Metadata;
   created_at: string;
   updated_at: string;
 }
@@ -57,6 +81,7 @@ export interface Task {
   due_at: string | null;
   remind_at: string | null;
   completed_at: string | null;
+  metadata: Metadata;
   created_at: string;
   updated_at: string;
 }
@@ -73,6 +98,7 @@ export interface CalendarEvent {
   starts_at: string;
   ends_at: string;
   remind_at: string | null;
+  metadata: Metadata;
   created_at: string;
   updated_at: string;
 }
@@ -136,9 +162,9 @@ export interface CalendarFeed {
 }
 
 /**
- * The event types; "webhook.ping" is sent only by a ping. "webhook.failing"
- * and "webhook.enabled" are additions beyond the interface's 13, sent only
- * to webhooks that subscribe to them.
+ * The event types; "webhook.ping" is sent only by a ping. "webhook.failing",
+ * "webhook.enabled", "task.deleted" and "event.deleted" are additions
+ * beyond the interface's 13, sent only to webhooks that subscribe to them.
  */
 export type EventType =
   | "message.created"
@@ -156,7 +182,9 @@ export type EventType =
   | "integration.error"
   | "webhook.ping"
   | "webhook.failing"
-  | "webhook.enabled";
+  | "webhook.enabled"
+  | "task.deleted"
+  | "event.deleted";
 
 /** The event types a webhook can subscribe to. */
 export type WebhookEventType = Exclude<EventType, "webhook.ping">;
@@ -168,6 +196,7 @@ export interface MessageEventData {
   conversation_id: string;
   content: string;
   direction: Direction;
+  metadata: Metadata;
 }
 
 /** The `data` of each event type. */
@@ -188,6 +217,10 @@ export interface EventDataMap {
   "webhook.ping": { webhook_id: string };
   "webhook.failing": { webhook_id: string; url: string; reason: string };
   "webhook.enabled": { webhook_id: string; url: string };
+  /** The task as it was before its deletion. */
+  "task.deleted": Task;
+  /** The calendar event as it was before its deletion. */
+  "event.deleted": CalendarEvent;
 }
 
 /**
@@ -215,6 +248,7 @@ export interface Webhook {
   status: "active" | "failing";
   /** While a replaced secret still signs `webhook-signature` beside the new one, until when; null otherwise. */
   previous_secret_expires_at: string | null;
+  metadata: Metadata;
   created_at: string;
   updated_at: string;
 }
@@ -291,15 +325,41 @@ export interface SendMessageParams {
   message: string;
   /** Continues a conversation; omitted starts a new one. */
   conversation_id?: string;
+  /** The inbound message's metadata (the reply has none). */
+  metadata?: Metadata;
 }
 
+/** At least one of content and metadata. */
 export interface UpdateMessageParams {
-  /** The new text of an inbound message. */
-  content: string;
+  /** The new text of an inbound message (a reply's text cannot change). */
+  content?: string;
+  /** Merged into the message's metadata; any message, replies included. */
+  metadata?: MetadataUpdate;
 }
 
 export interface ListConversationsParams extends ListParams {
   assistant_id?: string;
+}
+
+export interface CreateConversationParams {
+  /** The conversation's assistant. */
+  assistant_id: string;
+  /** At most 200 characters. */
+  title?: string;
+  metadata?: Metadata;
+}
+
+/** Fields to change; omitted fields are kept. */
+export interface UpdateConversationParams {
+  /** At most 200 characters; "" empties it. */
+  title?: string;
+  /** Merged into the conversation's metadata. */
+  metadata?: MetadataUpdate;
+}
+
+export interface ListActionsParams extends ListParams {
+  /** Only the actions run while answering in this conversation. */
+  conversation_id?: string;
 }
 
 export interface CreateAssistantParams {
@@ -308,6 +368,7 @@ export interface CreateAssistantParams {
   instructions?: string | null;
   /** Default "builtin". */
   model?: string | null;
+  metadata?: Metadata;
 }
 
 export interface UpdateAssistantParams {
@@ -315,6 +376,8 @@ export interface UpdateAssistantParams {
   description?: string | null;
   instructions?: string | null;
   model?: string | null;
+  /** Merged into the assistant's metadata. */
+  metadata?: MetadataUpdate;
 }
 
 export interface CreateTaskParams {
@@ -324,6 +387,7 @@ export interface CreateTaskParams {
   due_at?: TimeInput | null;
   /** Reminds once, with a task.reminder event. */
   remind_at?: TimeInput | null;
+  metadata?: Metadata;
 }
 
 /** Fields to change; omitted fields are kept, null clears due_at and remind_at ("" clears notes). */
@@ -332,6 +396,8 @@ export interface UpdateTaskParams {
   notes?: string | null;
   due_at?: TimeInput | null;
   remind_at?: TimeInput | null;
+  /** Merged into the task's metadata. */
+  metadata?: MetadataUpdate;
 }
 
 export interface ListTasksParams extends ListParams {
@@ -353,6 +419,7 @@ export interface CreateCalendarEventParams {
   location?: string | null;
   /** Reminds once, with an event.reminder event. */
   remind_at?: TimeInput | null;
+  metadata?: Metadata;
 }
 
 /** Fields to change; moving starts_at alone keeps the event's length. */
@@ -363,6 +430,8 @@ export interface UpdateCalendarEventParams {
   starts_at?: TimeInput;
   ends_at?: TimeInput;
   remind_at?: TimeInput | null;
+  /** Merged into the event's metadata. */
+  metadata?: MetadataUpdate;
 }
 
 export interface ListCalendarEventsParams extends ListParams {
@@ -409,6 +478,7 @@ export interface CreateWebhookParams {
   secret: string;
   /** Default true. */
   active?: boolean;
+  metadata?: Metadata;
 }
 
 export interface UpdateWebhookParams {
@@ -419,6 +489,8 @@ export interface UpdateWebhookParams {
   active?: boolean;
   /** With `secret`: seconds the replaced secret keeps signing beside the new one (0 to 604800; default 86400). */
   previous_secret_expires_in?: number;
+  /** Merged into the webhook's metadata. */
+  metadata?: MetadataUpdate;
 }
 
 export interface RecoverWebhookParams {

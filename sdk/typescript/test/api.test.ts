@@ -1,6 +1,8 @@
 // Every /v1 endpoint through the SDK, against a real `ams serve`.
 
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   Client,
@@ -8,12 +10,16 @@ import {
   NotFoundError,
   Page,
   type Assistant,
+  type CalendarEvent,
   type Conversation,
   type Event,
+  type EventDataMap,
+  type EventType,
   type Message,
+  type Metadata,
   type Task,
 } from "@ams/sdk";
-import { startServe, type AmsServer } from "./helpers.js";
+import { repoRoot, startServe, waitFor, type AmsServer } from "./helpers.js";
 
 let srv: AmsServer;
 let client: Client;
@@ -389,4 +395,254 @@ test("the OpenAPI document", async () => {
   assert.equal(doc["openapi"], "3.1.0");
   const paths = Object.keys(doc["paths"] as object);
   assert.ok(paths.includes("/v1/messages"));
+});
+
+// Each operation of openapi/openapi.json and the method that calls it.
+const OPERATIONS: Record<string, (c: Client) => unknown> = {
+  listAssistants: (c) => c.assistants.list,
+  createAssistant: (c) => c.assistants.create,
+  getAssistant: (c) => c.assistants.get,
+  updateAssistant: (c) => c.assistants.update,
+  deleteAssistant: (c) => c.assistants.delete,
+  runAction: (c) => c.actions.run,
+  listActions: (c) => c.actions.list,
+  getAction: (c) => c.actions.get,
+  createMessage: (c) => c.messages.send,
+  getMessage: (c) => c.messages.get,
+  updateMessage: (c) => c.messages.update,
+  deleteMessage: (c) => c.messages.delete,
+  listConversations: (c) => c.conversations.list,
+  createConversation: (c) => c.conversations.create,
+  getConversation: (c) => c.conversations.get,
+  updateConversation: (c) => c.conversations.update,
+  deleteConversation: (c) => c.conversations.delete,
+  listConversationMessages: (c) => c.conversations.listMessages,
+  createTask: (c) => c.tasks.create,
+  listTasks: (c) => c.tasks.list,
+  getTask: (c) => c.tasks.get,
+  updateTask: (c) => c.tasks.update,
+  deleteTask: (c) => c.tasks.delete,
+  completeTask: (c) => c.tasks.complete,
+  createCalendarEvent: (c) => c.calendar.events.create,
+  listCalendarEvents: (c) => c.calendar.events.list,
+  getCalendarEvent: (c) => c.calendar.events.get,
+  updateCalendarEvent: (c) => c.calendar.events.update,
+  deleteCalendarEvent: (c) => c.calendar.events.delete,
+  createIntegration: (c) => c.integrations.create,
+  listIntegrations: (c) => c.integrations.list,
+  getIntegration: (c) => c.integrations.get,
+  deleteIntegration: (c) => c.integrations.delete,
+  syncIntegration: (c) => c.integrations.sync,
+  createCalendarFeed: (c) => c.calendar.createFeed,
+  listEvents: (c) => c.events.list,
+  getEvent: (c) => c.events.get,
+  createWebhook: (c) => c.webhooks.create,
+  listWebhooks: (c) => c.webhooks.list,
+  getWebhook: (c) => c.webhooks.get,
+  updateWebhook: (c) => c.webhooks.update,
+  deleteWebhook: (c) => c.webhooks.delete,
+  pingWebhook: (c) => c.webhooks.ping,
+  listWebhookDeliveries: (c) => c.webhooks.listDeliveries,
+  redeliverWebhookDelivery: (c) => c.webhooks.redeliver,
+  recoverWebhook: (c) => c.webhooks.recover,
+  getOpenAPIDocument: (c) => c.openapi,
+};
+
+// Every EventType once: the compiler refuses a missing or unknown one.
+const EVENT_TYPES: Record<EventType, true> = {
+  "message.created": true,
+  "message.updated": true,
+  "message.deleted": true,
+  "task.created": true,
+  "task.completed": true,
+  "task.updated": true,
+  "task.reminder": true,
+  "task.deleted": true,
+  "event.created": true,
+  "event.updated": true,
+  "event.reminder": true,
+  "event.deleted": true,
+  "integration.connected": true,
+  "integration.disconnected": true,
+  "integration.error": true,
+  "webhook.ping": true,
+  "webhook.failing": true,
+  "webhook.enabled": true,
+};
+
+describe("coverage of the OpenAPI document", () => {
+  const doc = JSON.parse(readFileSync(join(repoRoot(), "openapi", "openapi.json"), "utf8")) as {
+    paths: Record<string, Record<string, { operationId?: string }>>;
+    components: { schemas: Record<string, { enum?: string[] }> };
+  };
+
+  test("every operation has a method", () => {
+    const ops = new Set<string>();
+    for (const item of Object.values(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        if (["get", "post", "patch", "put", "delete"].includes(method) && op.operationId) ops.add(op.operationId);
+      }
+    }
+    assert.deepEqual([...ops].sort(), Object.keys(OPERATIONS).sort(), "update OPERATIONS and the Client for the new or removed operations");
+    for (const [op, method] of Object.entries(OPERATIONS)) assert.equal(typeof method(client), "function", `${op}: no method`);
+  });
+
+  test("EventType is the document's event types", () => {
+    assert.deepEqual(Object.keys(EVENT_TYPES).sort(), [...(doc.components.schemas["EventType"]!.enum ?? [])].sort());
+  });
+});
+
+/** The newest event of the type whose data pred accepts, once it is listed. */
+async function eventWhere<T extends EventType>(type: T, pred: (data: EventDataMap[T]) => boolean): Promise<Event & { type: T; data: EventDataMap[T] }> {
+  return waitFor(
+    `a matching ${type} event`,
+    async () => {
+      const page = await client.events.list({ type, limit: 100 });
+      return (page.data as Array<Event & { type: T; data: EventDataMap[T] }>).find((e) => pred(e.data));
+    },
+    5_000,
+  );
+}
+
+describe("conversations as resources", () => {
+  test("create, send into, update, filter actions, delete", async () => {
+    const conv = await client.conversations.create({ assistant_id: srv.assistantId, title: "Trip", metadata: { crm: "T-1" } });
+    assert.match(conv.id, /^conv_/);
+    assert.equal(conv.object, "conversation");
+    assert.equal(conv.title, "Trip");
+    assert.equal(conv.message_count, 0);
+    assert.deepEqual(conv.metadata, { crm: "T-1" });
+    assert.deepEqual(await client.conversations.get(conv.id), conv);
+
+    // The same idempotency key replays the first conversation.
+    const key = `conv-${conv.id}`;
+    const first = await client.conversations.create({ assistant_id: srv.assistantId }, { idempotencyKey: key });
+    assert.equal((await client.conversations.create({ assistant_id: srv.assistantId }, { idempotencyKey: key })).id, first.id);
+    assert.equal(first.title, "");
+    assert.deepEqual(first.metadata, {});
+
+    // metadata on send is the inbound message's; the reply has none.
+    const reply = await client.messages.send({ assistant_id: srv.assistantId, conversation_id: conv.id, message: "Remind me to call Bob tomorrow at 9", metadata: { source: "sms" } });
+    assert.equal(reply.conversation_id, conv.id);
+    assert.deepEqual(reply.metadata, {});
+    const msgs = (await client.conversations.listMessages(conv.id, { order: "asc" })).data;
+    assert.deepEqual(
+      msgs.map((m: Message) => [m.direction, m.metadata]),
+      [
+        ["inbound", { source: "sms" }],
+        ["outbound", {}],
+      ],
+    );
+    const inbound = msgs[0]!;
+    const created = await eventWhere("message.created", (d) => d.message_id === inbound.id);
+    assert.deepEqual(created.data.metadata, { source: "sms" });
+
+    // A reply's metadata can change (merged), its text cannot.
+    const rated = await client.messages.update(reply.id, { metadata: { rating: "good" } });
+    assert.deepEqual(rated.metadata, { rating: "good" });
+    assert.equal(rated.content, reply.content);
+    await assert.rejects(client.messages.update(reply.id, { content: "edited" }), (e: unknown) => e instanceof InvalidRequestError && e.code === "message_not_editable");
+    const both = await client.messages.update(inbound.id, { content: "Remind me to call Bob tomorrow at 10", metadata: { edited: "yes" } });
+    assert.equal(both.content, "Remind me to call Bob tomorrow at 10");
+    assert.deepEqual(both.metadata, { source: "sms", edited: "yes" });
+
+    // PATCH: the title, and metadata merged (null and "" remove a key).
+    await client.conversations.update(conv.id, { metadata: { owner: "ana" } });
+    const u = await client.conversations.update(conv.id, { title: "Lisbon", metadata: { crm: null, owner: "", stage: "2" } });
+    assert.equal(u.title, "Lisbon");
+    assert.deepEqual(u.metadata, { stage: "2" });
+    assert.equal(u.message_count, 2);
+    assert.equal((await client.conversations.update(conv.id, { title: "" })).title, "");
+    assert.deepEqual((await client.conversations.get(conv.id)).metadata, { stage: "2" });
+
+    // The actions list filtered by conversation: the task the reply made.
+    const run = await client.actions.run(srv.assistantId, { type: "list_tasks" });
+    const acts = (await client.actions.list(srv.assistantId, { conversation_id: conv.id })).data;
+    assert.deepEqual(
+      acts.map((a) => [a.conversation_id, a.type]),
+      [[conv.id, "create_task"]],
+    );
+    assert.ok((await client.actions.list(srv.assistantId, { limit: 100 })).data.some((a) => a.id === run.id));
+    const taskId = (acts[0]!.result as Task).id;
+
+    // Deleting it deletes its messages (message.deleted for each); the
+    // actions and the task stay.
+    await client.conversations.delete(conv.id);
+    await assert.rejects(client.conversations.get(conv.id), NotFoundError);
+    await assert.rejects(client.messages.get(inbound.id), NotFoundError);
+    for (const m of msgs) await eventWhere("message.deleted", (d) => d.message_id === m.id);
+    assert.equal((await client.actions.list(srv.assistantId, { conversation_id: conv.id })).data[0]!.id, acts[0]!.id);
+    assert.equal((await client.tasks.get(taskId)).id, taskId);
+    await assert.rejects(client.conversations.delete(conv.id), NotFoundError);
+    await assert.rejects(client.conversations.create({ assistant_id: "ast_doesnotexist000000000000" }), NotFoundError);
+  });
+
+  test("stream with metadata: on the inbound message", async () => {
+    const message = await client.messages.stream({ assistant_id: srv.assistantId, message: "Hello!", metadata: { channel: "web" } }).finalMessage();
+    assert.deepEqual(message.metadata, {});
+    const inbound = (await client.conversations.listMessages(message.conversation_id, { order: "asc" })).data[0]!;
+    assert.equal(inbound.direction, "inbound");
+    assert.deepEqual(inbound.metadata, { channel: "web" });
+  });
+});
+
+describe("metadata and deletion events", () => {
+  test("assistants, tasks, calendar events, webhooks; task.deleted and event.deleted", async () => {
+    const a = await client.assistants.create({ name: "Tagged", metadata: { team: "ops" } });
+    assert.deepEqual(a.metadata, { team: "ops" });
+    const a2 = await client.assistants.update(a.id, { metadata: { tier: "gold" } });
+    assert.deepEqual(a2.metadata, { team: "ops", tier: "gold" });
+    assert.equal(a2.name, "Tagged");
+    assert.deepEqual((await client.assistants.create({ name: "Plain" })).metadata, {});
+
+    const t = await client.tasks.create({ assistant_id: srv.assistantId, title: "Tagged task", metadata: { order_id: "A-17" } });
+    assert.deepEqual(t.metadata, { order_id: "A-17" });
+    assert.deepEqual((await client.tasks.update(t.id, { metadata: { order_id: null, k: "v" } })).metadata, { k: "v" });
+    assert.deepEqual((await client.tasks.update(t.id, { title: "Renamed" })).metadata, { k: "v" });
+    await client.tasks.delete(t.id);
+    const td = await eventWhere("task.deleted", (d: Task) => d.id === t.id);
+    assert.equal(td.data.title, "Renamed");
+    assert.deepEqual(td.data.metadata, { k: "v" });
+
+    const ev = await client.calendar.events.create({ assistant_id: srv.assistantId, title: "Tagged event", starts_at: "2031-01-02T09:00:00Z", metadata: { room: "4" } });
+    assert.deepEqual(ev.metadata, { room: "4" });
+    const md: Metadata = { room: "5", host: "ana" };
+    assert.deepEqual((await client.calendar.events.update(ev.id, { metadata: md })).metadata, md);
+    assert.deepEqual((await client.calendar.events.get(ev.id)).metadata, md);
+    await client.calendar.events.delete(ev.id);
+    const ed = await eventWhere("event.deleted", (d: CalendarEvent) => d.id === ev.id);
+    assert.equal(ed.data.title, "Tagged event");
+    assert.deepEqual(ed.data.metadata, md);
+
+    const wh = await client.webhooks.create({
+      url: "http://127.0.0.1:9/hooks/md",
+      events: ["task.deleted", "event.deleted"],
+      secret: "a-secret-of-16-chars+",
+      active: false,
+      metadata: { env: "test" },
+    });
+    assert.deepEqual(wh.events, ["task.deleted", "event.deleted"]);
+    assert.deepEqual(wh.metadata, { env: "test" });
+    const w2 = await client.webhooks.update(wh.id, { metadata: { env: null } });
+    assert.deepEqual(w2.metadata, {});
+    assert.deepEqual(w2.events, ["task.deleted", "event.deleted"]);
+    await client.webhooks.delete(wh.id);
+
+    // The limits: 400 naming the parameter, nothing stored.
+    const cases: Array<[Record<string, string>, string]> = [
+      [Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, "v"])), "metadata"],
+      [{ ["k".repeat(41)]: "v" }, "metadata." + "k".repeat(41)],
+      [{ long: "v".repeat(501) }, "metadata.long"],
+    ];
+    for (const [metadata, param] of cases) {
+      await assert.rejects(client.assistants.update(a.id, { metadata }), (e: unknown) => e instanceof InvalidRequestError && e.status === 400 && e.param === param);
+      await assert.rejects(
+        client.conversations.create({ assistant_id: srv.assistantId, title: "never stored", metadata }),
+        (e: unknown) => e instanceof InvalidRequestError && e.param === param,
+      );
+    }
+    assert.deepEqual((await client.assistants.get(a.id)).metadata, { team: "ops", tier: "gold" });
+    const titles = (await client.conversations.list({ assistant_id: srv.assistantId, limit: 100 }).toArray()).map((c: Conversation) => c.title);
+    assert.ok(!titles.includes("never stored"));
+  });
 });
