@@ -41,6 +41,22 @@ DECLARE
     moved   BOOLEAN;
 BEGIN
     PERFORM set_config('synchronous_commit', 'off', true);
+    -- The common case of a busy account: its newest slots are now's and
+    -- both windows have room. One statement counts the request (about a
+    -- fifth of the function's time saved, docs/benchmarks.md, issue 14).
+    UPDATE rate_windows r
+       SET minute[(p_minute % nm)::integer + 1] = r.minute[(p_minute % nm)::integer + 1] + 1,
+           minute_count = r.minute_count + 1,
+           day[(p_day % nd)::integer + 1] = r.day[(p_day % nd)::integer + 1] + 1,
+           day_count = r.day_count + 1
+     WHERE r.account = p_account AND r.minute_last = p_minute AND r.day_last = p_day
+       AND r.minute_count < p_per_minute AND r.day_count < p_per_day
+    RETURNING r.minute, r.day INTO o_minute, o_day;
+    IF FOUND THEN
+        allowed := true; o_minute_last := p_minute; o_day_last := p_day;
+        RETURN;
+    END IF;
+    -- Otherwise: read the row under its lock and apply the whole rule.
     LOOP
         SELECT r.minute_last, r.minute, r.minute_count, r.day_last, r.day, r.day_count
           INTO o_minute_last, o_minute, mc, o_day_last, o_day, dc

@@ -754,8 +754,9 @@ class Client:
         metadata: Optional[Metadata] = None,
         idempotency_key: Optional[str] = None,
     ) -> Webhook:
-        """Register an endpoint for the event types given (``POST
-        /v1/webhooks``; permission ``write``). ``secret`` (16 to 256
+        """Register an endpoint for the event types given, or ``["*"]``
+        for every type, later ones included (``POST /v1/webhooks``;
+        permission ``write``). ``secret`` (16 to 256
         characters; a ``whsec_<base64>`` secret suits the Standard Webhooks
         libraries) signs every delivery: keep it to verify them with
         ``ams.verify_signature`` or ``ams.verify_standard_webhook``."""

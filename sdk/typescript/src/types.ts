@@ -186,8 +186,12 @@ export type EventType =
   | "task.deleted"
   | "event.deleted";
 
-/** The event types a webhook can subscribe to. */
-export type WebhookEventType = Exclude<EventType, "webhook.ping">;
+/**
+ * What a webhook may subscribe to: every event type but "webhook.ping", or
+ * "*" for all of them, including types added later (a list holding "*" is
+ * stored and shown as ["*"]).
+ */
+export type WebhookEventType = Exclude<EventType, "webhook.ping"> | "*";
 
 /** `data` of the message.* events. */
 export interface MessageEventData {
