@@ -150,6 +150,10 @@ func New(cfg Config) (*App, error) {
 		EngineTimeout: cfg.EngineTimeout}
 	a.Webhooks = &webhook.Service{Store: a.Store, Guard: guard, Clock: cfg.Clock, MaxPerAccount: cfg.MaxWebhooks}
 
+	doc, err := openapi.ForServer(base)
+	if err != nil {
+		return nil, err
+	}
 	a.API = &amshttp.Server{
 		Store:    a.Store,
 		Limiter:  limiter,
@@ -158,7 +162,7 @@ func New(cfg Config) (*App, error) {
 		Webhooks: a.Webhooks,
 		Clock:    cfg.Clock,
 		Logger:   logger,
-		OpenAPI:  openapi.Document,
+		OpenAPI:  doc,
 		Metrics:  metrics.New(),
 		Ready:    cfg.Store.Ping,
 		BaseURL:  base,

@@ -523,4 +523,9 @@ func TestOpenAPIServedWithoutAuth(t *testing.T) {
 	if r.status != 200 || r.json(t)["openapi"] != "3.1.0" || r.header.Get("X-Request-Id") == "" {
 		t.Fatalf("openapi: %d %.100s", r.status, r.body)
 	}
+	// It names this server (its base URL), not the default address.
+	servers, _ := r.json(t)["servers"].([]any)
+	if len(servers) != 1 || servers[0].(map[string]any)["url"] != f.Server.URL {
+		t.Fatalf("servers %v, want [%s]", servers, f.Server.URL)
+	}
 }

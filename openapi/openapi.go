@@ -59,3 +59,26 @@ func Operations() (map[string]string, error) {
 	}
 	return ops, nil
 }
+
+// defaultServer is the server entry of openapi.json, written for `ams
+// serve` with its default address; ForServer replaces it.
+const defaultServer = `"url": "http://127.0.0.1:8080",
+      "description": "` + "`ams serve` with its default `--addr`." + `"`
+
+// ForServer returns Document with its one server entry naming baseURL
+// (the service's public URL, `ams serve --base-url`), so that the document
+// a server serves names that server: clients generated from it, and tools
+// that try requests from it, call it rather than 127.0.0.1:8080. The rest
+// of the document is Document's bytes unchanged.
+func ForServer(baseURL string) ([]byte, error) {
+	if !strings.Contains(string(Document), defaultServer) {
+		return nil, fmt.Errorf("openapi.json: the default server entry is not where ForServer expects it")
+	}
+	url, err := json.Marshal(strings.TrimRight(baseURL, "/"))
+	if err != nil {
+		return nil, err
+	}
+	entry := `"url": ` + string(url) + `,
+      "description": "This server (its ` + "`--base-url`" + `)."`
+	return []byte(strings.Replace(string(Document), defaultServer, entry, 1)), nil
+}

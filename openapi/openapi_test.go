@@ -16,6 +16,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -1005,5 +1006,28 @@ func TestUnauthorizedDocumentsTokenCodes(t *testing.T) {
 		if e["type"] != "authentication_error" || e["code"] != code {
 			t.Errorf("401 example %s: %v", code, e)
 		}
+	}
+}
+
+// TestForServer: the served document names the server's own URL and is
+// otherwise the embedded one.
+func TestForServer(t *testing.T) {
+	b, err := openapi.ForServer("https://ams.example.com/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc, orig map[string]any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("not JSON: %v", err)
+	}
+	servers := doc["servers"].([]any)
+	if len(servers) != 1 || servers[0].(map[string]any)["url"] != "https://ams.example.com" {
+		t.Fatalf("servers %v, want the one base URL without its trailing slash", servers)
+	}
+	json.Unmarshal(openapi.Document, &orig)
+	delete(doc, "servers")
+	delete(orig, "servers")
+	if !reflect.DeepEqual(doc, orig) {
+		t.Fatal("ForServer changed more than the servers")
 	}
 }
