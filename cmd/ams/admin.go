@@ -40,6 +40,7 @@ the service (the waitlist page of the account pages).`,
 					return err
 				}
 			}
+			sf.create = true
 			return withStore(ctx, sf, func(store ams.Store) error {
 				u, err := (&account.Service{Store: store}).CreateUser(ctx, in)
 				if err != nil {

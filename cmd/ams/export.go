@@ -151,6 +151,7 @@ webhook and integration secrets are sealed with the target's key
 				return err
 			}
 			h := r.Header()
+			sf.create = true
 			return withEngine(ctx, sf, func(store engineStore) error {
 				if err := store.Import(ctx, r); err != nil {
 					return err

@@ -10,15 +10,47 @@ import (
 	"os"
 	"strings"
 
+	"github.com/amsdev/ams"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
 
 func main() {
-	if err := newRoot().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "ams:", err)
+	if cmd, err := newRoot().ExecuteC(); err != nil {
+		fmt.Fprintln(os.Stderr, "ams:", describe(cmd, err))
 		os.Exit(1)
 	}
+}
+
+// apiFlags names the flags of parameters whose flag is not the parameter's
+// name with "-" for "_".
+var apiFlags = map[string]string{"redirect_uris": "redirect-uri"}
+
+// describe returns the text of err for the command line: an *ams.Error
+// as its message alone (not "ams <code>: ..."), with the parameter it
+// names written as the flag of cmd that sets it ("--redirect-uri", not
+// "redirect_uris"), when cmd has one.
+func describe(cmd *cobra.Command, err error) string {
+	var e *ams.Error
+	if !errors.As(err, &e) {
+		return err.Error()
+	}
+	msg := e.Message
+	if e.Param == "" || cmd == nil {
+		return msg
+	}
+	name, ok := apiFlags[e.Param]
+	if !ok {
+		name = strings.ReplaceAll(e.Param, "_", "-")
+	}
+	if cmd.Flags().Lookup(name) == nil {
+		return msg
+	}
+	flag := "--" + name
+	if quoted := "'" + e.Param + "'"; strings.Contains(msg, quoted) {
+		return strings.ReplaceAll(msg, quoted, flag)
+	}
+	return msg + " (" + flag + ")"
 }
 
 // storeFlags are the flags every subcommand takes to find the store.
@@ -26,6 +58,11 @@ type storeFlags struct {
 	dataDir     string
 	databaseURL string
 	secretKey   string
+	// create is set by the commands that may make a new SQLite store
+	// (serve, migrate, users create, import); the others refuse a
+	// --data-dir without one, so that a mistyped directory is an error
+	// rather than a new, empty store.
+	create bool
 }
 
 func newRoot() *cobra.Command {
@@ -34,6 +71,7 @@ func newRoot() *cobra.Command {
 		Use:           "ams",
 		Short:         "ams, the Assistant Messaging Service",
 		Long:          "ams runs the Assistant Messaging Service API (ams serve) and manages its accounts, API keys and assistants.\nEvery flag can also be set with an AMS_* environment variable: --data-dir is AMS_DATA_DIR.",
+		Version:       ams.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

@@ -18,6 +18,7 @@ own transaction and is recorded, so running it again changes nothing.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmdContext(cmd)
+			sf.create = true
 			return withStore(ctx, sf, func(store ams.Store) error {
 				n, err := store.SchemaVersion(ctx)
 				if err != nil {

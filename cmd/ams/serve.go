@@ -157,6 +157,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	if err != nil {
 		return fmt.Errorf("--smtp-url: %w", err)
 	}
+	sf.create = true // a first ams serve makes the store
 	store, err := openStore(ctx, sf)
 	if err != nil {
 		return err

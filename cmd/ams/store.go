@@ -68,6 +68,13 @@ func openStore(ctx context.Context, sf *storeFlags) (engineStore, error) {
 		}
 		return postgres.Open(ctx, sf.databaseURL, postgres.WithSecretKey(key), postgres.WithDefaultMaxConns(defaultPGConns))
 	}
+	path := filepath.Join(sf.dataDir, "ams.db")
+	if !sf.create {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no store in --data-dir %s (no %s): is the directory right? "+
+				"ams serve, ams migrate or ams users create makes a new one", sf.dataDir, path)
+		}
+	}
 	if err := os.MkdirAll(sf.dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
@@ -75,7 +82,7 @@ func openStore(ctx context.Context, sf *storeFlags) (engineStore, error) {
 	if key != nil {
 		opts = append(opts, sqlite.WithSecretKey(key))
 	}
-	return sqlite.Open(ctx, filepath.Join(sf.dataDir, "ams.db"), opts...)
+	return sqlite.Open(ctx, path, opts...)
 }
 
 // oauthKey returns the HMAC key of OAuth tokens: derived from --secret-key

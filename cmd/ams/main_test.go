@@ -1,0 +1,78 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/amsdev/ams"
+	"github.com/spf13/cobra"
+)
+
+// TestDescribe: the CLI prints an API error as its message, naming the
+// flag that sets the parameter at fault rather than the API's field.
+func TestDescribe(t *testing.T) {
+	cmd := &cobra.Command{Use: "create"}
+	cmd.Flags().StringArray("redirect-uri", nil, "")
+	cmd.Flags().String("email", "", "")
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{ams.ParamError("parameter_invalid", "redirect_uris", "'redirect_uris' must be https URLs."), "--redirect-uri must be https URLs."},
+		{&ams.Error{Kind: ams.ECONFLICT, Code: "email_taken", Param: "email", Message: "A user with e-mail a@example.com already exists."},
+			"A user with e-mail a@example.com already exists. (--email)"},
+		{ams.ParamError("parameter_invalid", "timezone", "Unknown time zone."), "Unknown time zone."}, // no such flag
+		{ams.Errorf(ams.ECONFLICT, "email_taken", "A user with e-mail b@example.com already exists."), "A user with e-mail b@example.com already exists."},
+		{errors.New("open store: no such file"), "open store: no such file"},
+	} {
+		if got := describe(cmd, tt.err); got != tt.want {
+			t.Errorf("describe(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestVersionFlag: ams --version prints the version, as ams version does.
+func TestVersionFlag(t *testing.T) {
+	root := newRoot()
+	var out stringWriter
+	root.SetOut(&out)
+	root.SetArgs([]string{"--version"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "ams version " + ams.Version + "\n"; out.s != want {
+		t.Fatalf("--version printed %q, want %q", out.s, want)
+	}
+}
+
+type stringWriter struct{ s string }
+
+func (w *stringWriter) Write(p []byte) (int, error) { w.s += string(p); return len(p), nil }
+
+// TestMistypedDataDir: a command that reads the store refuses a data
+// directory without one, and creates nothing there; users create makes it.
+func TestMistypedDataDir(t *testing.T) {
+	dir := t.TempDir() + "/ams-dat"
+	run := func(args ...string) error {
+		root := newRoot()
+		root.SetArgs(append(args, "--data-dir", dir))
+		root.SetOut(&stringWriter{})
+		_, err := root.ExecuteC()
+		return err
+	}
+	err := run("keys", "list", "--email", "ann@example.com")
+	if err == nil || !strings.Contains(err.Error(), "no store in --data-dir") {
+		t.Fatalf("keys list on a missing store: %v", err)
+	}
+	if _, serr := os.Stat(dir); !errors.Is(serr, os.ErrNotExist) {
+		t.Fatalf("the refused command made %s: %v", dir, serr)
+	}
+	if err := run("users", "create", "--email", "ann@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("keys", "list", "--email", "ann@example.com"); err != nil {
+		t.Fatalf("keys list once the store exists: %v", err)
+	}
+}
