@@ -139,4 +139,8 @@ type UserStore interface {
 	// (the early-access waitlist), oldest first, and whether there are
 	// more.
 	ListWaitlist(ctx context.Context, limit int) ([]*User, bool, error)
+	// ListUsers returns up to limit accounts in order of creation, those
+	// created after the account with id after ("": from the first; an
+	// unknown id: none), and whether there are more.
+	ListUsers(ctx context.Context, after string, limit int) ([]*User, bool, error)
 }

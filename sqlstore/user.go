@@ -87,6 +87,25 @@ func nullCap(n int) *int64 {
 	return &v
 }
 
+// ListUsers returns up to limit accounts in order of creation after the
+// account with id after, and whether there are more.
+func (q *Queries) ListUsers(ctx context.Context, after string, limit int) ([]*ams.User, bool, error) {
+	query := `SELECT ` + userCols + ` FROM users ORDER BY seq LIMIT $1`
+	args := []any{limit + 1}
+	if after != "" {
+		query = `SELECT ` + userCols + ` FROM users WHERE seq > (SELECT seq FROM users WHERE id = $2) ORDER BY seq LIMIT $1`
+		args = append(args, after)
+	}
+	us, err := collect(ctx, q.r, "users", scanUser, query, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(us) > limit {
+		return us[:limit], true, nil
+	}
+	return us, false, nil
+}
+
 // ListWaitlist returns up to limit accounts that are not approved, oldest
 // first, and whether there are more.
 func (q *Queries) ListWaitlist(ctx context.Context, limit int) ([]*ams.User, bool, error) {

@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"OAuth", testOAuth},
 		{"OAuthLocks", testOAuthLocks},
 		{"Waitlist", testWaitlist},
+		{"ListUsers", testListUsers},
 		{"OAuthManagement", testOAuthManagement},
 		{"WorldTasks", testWorldTasks},
 		{"WorldCalendar", testWorldCalendar},

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,5 +67,50 @@ func testWaitlist(t *testing.T, s ams.Store) {
 	list, more, err = s.ListWaitlist(ctx, 10)
 	if err != nil || more || len(list) != 2 || list[0].ID != w2.ID || list[1].ID != w3.ID {
 		t.Fatalf("ListWaitlist(10) after approval: %v %v %v", list, more, err)
+	}
+}
+
+// testListUsers: ListUsers pages through every account in order of
+// creation, approved or not.
+func testListUsers(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	var ids []string
+	for _, e := range []string{"lu1@example.com", "lu2@example.com", "lu3@example.com"} {
+		ids = append(ids, mustUser(t, s, e).ID)
+	}
+	var got []string
+	after := ""
+	for pages := 0; ; pages++ {
+		us, more, err := s.ListUsers(ctx, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pages > 3 {
+			t.Fatal("ListUsers does not end")
+		}
+		for _, u := range us {
+			if u.Email == "" || u.CreatedAt.IsZero() {
+				t.Fatalf("listed user %+v", u)
+			}
+			got = append(got, u.ID)
+		}
+		if !more {
+			break
+		}
+		after = us[len(us)-1].ID
+	}
+	// Other tests of the suite may have made accounts in the same store:
+	// these three appear once each, in their order.
+	var mine []string
+	for _, id := range got {
+		if slices.Contains(ids, id) {
+			mine = append(mine, id)
+		}
+	}
+	if !slices.Equal(mine, ids) {
+		t.Fatalf("listed %v, want %v in this order", mine, ids)
+	}
+	if us, more, err := s.ListUsers(ctx, "usr_unknown", 10); err != nil || len(us) != 0 || more {
+		t.Fatalf("after an unknown id: %v %v %v, want nothing", us, more, err)
 	}
 }

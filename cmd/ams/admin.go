@@ -173,7 +173,42 @@ the service (the waitlist page of the account pages).`,
 	}
 	approve.Flags().StringVar(&aEmail, "email", "", "the account's e-mail address (required)")
 	approve.MarkFlagRequired("email")
-	cmd.AddCommand(create, update, approve)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List every account, oldest first",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmdContext(cmd)
+			return withStore(ctx, sf, func(store ams.Store) error {
+				tw := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tEMAIL\tPLAN\tSTATUS\tADMIN\tCREATED")
+				for after := ""; ; {
+					us, more, err := store.ListUsers(ctx, after, 500)
+					if err != nil {
+						return err
+					}
+					for _, u := range us {
+						status := "approved"
+						if u.ApprovedAt == nil {
+							status = "waitlist"
+						}
+						admin := ""
+						if u.Admin {
+							admin = "yes"
+						}
+						fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", u.ID, u.Email, u.Plan, status, admin, u.CreatedAt.Format(time.RFC3339))
+					}
+					if !more {
+						break
+					}
+					after = us[len(us)-1].ID
+				}
+				return tw.Flush()
+			})
+		},
+	}
+
+	cmd.AddCommand(create, update, approve, list)
 	return cmd
 }
 

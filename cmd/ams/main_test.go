@@ -76,3 +76,28 @@ func TestMistypedDataDir(t *testing.T) {
 		t.Fatalf("keys list once the store exists: %v", err)
 	}
 }
+
+// TestUsersList: ams users list prints every account, oldest first, with
+// its plan and whether it waits.
+func TestUsersList(t *testing.T) {
+	dir := t.TempDir()
+	run := func(args ...string) string {
+		t.Helper()
+		root := newRoot()
+		var out stringWriter
+		root.SetArgs(append(args, "--data-dir", dir))
+		root.SetOut(&out)
+		if _, err := root.ExecuteC(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out.s
+	}
+	run("users", "create", "--email", "ann@example.com", "--plan", "professional")
+	run("users", "create", "--email", "bob@example.com", "--waitlist")
+	lines := strings.Split(strings.TrimSpace(run("users", "list")), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "ID") ||
+		!strings.Contains(lines[1], "ann@example.com") || !strings.Contains(lines[1], "professional") || !strings.Contains(lines[1], "approved") ||
+		!strings.Contains(lines[2], "bob@example.com") || !strings.Contains(lines[2], "waitlist") {
+		t.Fatalf("users list:\n%s", strings.Join(lines, "\n"))
+	}
+}
