@@ -20,6 +20,7 @@ import (
 	"github.com/amsdev/ams/metrics"
 	"github.com/amsdev/ams/webhook"
 	"github.com/amsdev/ams/world"
+	"github.com/klauspost/compress/gzhttp"
 )
 
 // MaxBodyBytes is the largest request body accepted (1 MiB).
@@ -173,7 +174,34 @@ func perms(p ...ams.Permission) []ams.Permission { return p }
 // Handler returns the HTTP handler of the whole API.
 func (s *Server) Handler() http.Handler {
 	s.init()
-	return s.withRequestID(s.mux)
+	return s.withRequestID(s.compressAPI(s.mux))
+}
+
+// gzipAPI compresses the answers of the API (/v1) for clients that accept
+// gzip: JSON of at least 1 KiB (a list, the OpenAPI document), never a
+// stream (text/event-stream passes through, flushed as it is written),
+// with Vary: Accept-Encoding. The account pages are not compressed: they
+// hold a CSRF token and, once, new secrets beside text a visitor can
+// choose, the shape BREACH needs; the API's credentials are bearer
+// tokens, not cookies a third-party page could make a browser send.
+var gzipAPI = func() func(http.Handler) http.HandlerFunc {
+	wrap, err := gzhttp.NewWrapper(gzhttp.MinSize(1024), gzhttp.ExceptContentTypes([]string{"text/event-stream"}))
+	if err != nil {
+		panic(err) // the options are constant
+	}
+	return wrap
+}()
+
+// compressAPI routes the API's requests through gzipAPI.
+func (s *Server) compressAPI(next http.Handler) http.Handler {
+	gz := gzipAPI(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/") {
+			gz.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // Mux returns the server's mux, on which other parts (OAuth, account pages,
