@@ -267,7 +267,7 @@ func TestTaskBadInputStoresNothing(t *testing.T) {
 		code, param       string
 	}{
 		{"missing title", `{` + ast + `}`, "", 400, "parameter_missing", "title"},
-		{"blank title", `{` + ast + `,"title":"  "}`, "", 400, "parameter_missing", "title"},
+		{"blank title", `{` + ast + `,"title":"  "}`, "", 400, "parameter_invalid", "title"},
 		{"title too long", `{` + ast + `,"title":"` + strings.Repeat("t", 501) + `"}`, "", 400, "parameter_invalid", "title"},
 		{"title not a string", `{` + ast + `,"title":42}`, "", 400, "parameter_invalid", "title"},
 		{"unknown field", `{` + ast + `,"title":"t","colour":"red"}`, "", 400, "unknown_parameter", "colour"},

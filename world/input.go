@@ -95,7 +95,7 @@ func (o *object) str(name string, required bool, max int) (string, bool) {
 	case max > 0 && len(s) > max:
 		o.fail("parameter_invalid", name, "The field '%s' is longer than %d bytes.", name, max)
 	case required && strings.TrimSpace(s) == "":
-		o.fail("parameter_missing", name, "The field '%s' must not be empty.", name)
+		o.fail("parameter_invalid", name, "The field '%s' must not be empty.", name)
 	}
 	return s, true
 }
