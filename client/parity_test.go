@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"os/exec"
 	"reflect"
 	"slices"
 	"strings"
@@ -121,5 +122,20 @@ func TestEveryOperationHasAMethod(t *testing.T) {
 	slices.Sort(names)
 	if d := slices.Compact(slices.Clone(names)); len(d) != len(names) {
 		t.Errorf("two operations map to the same method: %v", names)
+	}
+}
+
+// TestSDKImportsOnlyStandardLibrary checks what the README promises: the
+// client and client/webhook packages build with the standard library
+// alone, without the server's packages.
+func TestSDKImportsOnlyStandardLibrary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".", "./webhook").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if p != "github.com/amsdev/ams/client" && p != "github.com/amsdev/ams/client/webhook" {
+			t.Errorf("the SDK imports %s", p)
+		}
 	}
 }
