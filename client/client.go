@@ -24,6 +24,9 @@
 //		fmt.Println(a.ID, a.Name)
 //	}
 //
+// Package github.com/amsdev/ams/client/webhook verifies the webhook
+// deliveries a receiver gets.
+//
 // The package uses only the standard library and does not import the
 // server's packages.
 package client
