@@ -69,6 +69,10 @@ type OAuthStore interface {
 	CreateOAuthClient(ctx context.Context, c *OAuthClient) error
 	FindOAuthClient(ctx context.Context, id string) (*OAuthClient, error)
 	ListOAuthClients(ctx context.Context, userID string) ([]*OAuthClient, error)
+	// PublicRedirectURIs returns the redirect URIs of every public client
+	// of every account (duplicates possible, in no order): the API's CORS
+	// policy allows their origins (http.Server.CORSOrigins).
+	PublicRedirectURIs(ctx context.Context) ([]string, error)
 
 	// Tokens. GetOAuthToken returns ENOTFOUND if no token of the kind has
 	// the signature (inactive ones are returned, with Active false).

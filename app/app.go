@@ -85,6 +85,10 @@ type Config struct {
 	// CalDAVInterval is how often each CalDAV integration is synced (0:
 	// caldav.DefaultInterval).
 	CalDAVInterval time.Duration
+	// CORSAllowedOrigins are the origins (amshttp.ParseOrigins) whose
+	// pages may call the API from a browser, beside those of the public
+	// OAuth clients' redirect URIs (nil: only those).
+	CORSAllowedOrigins []string
 }
 
 // App is the built server: its handler, its services and its workers.
@@ -168,6 +172,7 @@ func New(cfg Config) (*App, error) {
 		BaseURL:  base,
 
 		TrustedProxies: cfg.TrustedProxies,
+		CORSOrigins:    cfg.CORSAllowedOrigins,
 	}
 	// Usage metering: requests are counted in memory and added to the
 	// store every 10 s and at shutdown (Usage.Run, a background worker).

@@ -60,7 +60,12 @@ type Server struct {
 	// headers are believed when finding a request's client address (nil:
 	// none; the connecting address is the client).
 	TrustedProxies clientaddr.Proxies
+	// CORSOrigins are the origins (as ParseOrigins returns them) whose
+	// pages may call the API from a browser, beside those of the public
+	// OAuth clients' redirect URIs (see cors.go).
+	CORSOrigins []string
 
+	public   publicOrigins // the public clients' origins, cached
 	routes   []Route
 	mux      *http.ServeMux
 	known    *http.ServeMux // the API routes only: tells 405 from 404
@@ -174,7 +179,7 @@ func perms(p ...ams.Permission) []ams.Permission { return p }
 // Handler returns the HTTP handler of the whole API.
 func (s *Server) Handler() http.Handler {
 	s.init()
-	return s.withRequestID(s.compressAPI(s.mux))
+	return s.withRequestID(s.withCORS(s.compressAPI(s.mux)))
 }
 
 // gzipAPI compresses the answers of the API (/v1) for clients that accept

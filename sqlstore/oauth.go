@@ -50,6 +50,26 @@ func (q *Queries) ListOAuthClients(ctx context.Context, userID string) ([]*ams.O
 	return collect(ctx, q.r, "oauth clients", scanClient, `SELECT `+clientCols+` FROM oauth_clients WHERE user_id = $1 ORDER BY seq DESC`, userID)
 }
 
+// PublicRedirectURIs returns the redirect URIs of every public client.
+func (q *Queries) PublicRedirectURIs(ctx context.Context) ([]string, error) {
+	lists, err := collect(ctx, q.r, "public redirect uris", func(s scanner) ([]string, error) {
+		var raw []byte
+		if err := s.Scan(&raw); err != nil {
+			return nil, err
+		}
+		var uris []string
+		return uris, json.Unmarshal(raw, &uris)
+	}, `SELECT redirect_uris FROM oauth_clients WHERE public`)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out, nil
+}
+
 // SetOAuthClientSecret replaces the secret hash of the user's confidential
 // client; ENOTFOUND if it is not the user's, ECONFLICT if it is public.
 func (q *Queries) SetOAuthClientSecret(ctx context.Context, userID, id, hash string, now time.Time) (*ams.OAuthClient, error) {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -203,6 +204,19 @@ func testOAuthManagement(t *testing.T, s ams.Store) {
 	app := newClient(u, "App", false)
 	pub := newClient(u, "Public app", true)
 	theirs := newClient(other, "Their app", false)
+
+	// The redirect URIs of public clients, of every account, and only
+	// theirs (the CORS policy's).
+	spa := &ams.OAuthClient{ID: ams.NewID(ams.PrefixClient), Object: "oauth_client", UserID: other.ID, Name: "SPA",
+		RedirectURIs: []string{"http://localhost:5173/cb", "https://spa.example/callback"}, Public: true, CreatedAt: t0, UpdatedAt: t0}
+	if err := s.CreateOAuthClient(ctx, spa); err != nil {
+		t.Fatal(err)
+	}
+	uris, err := s.PublicRedirectURIs(ctx)
+	slices.Sort(uris)
+	if want := []string{"http://localhost:5173/cb", "https://app.example/cb", "https://spa.example/callback"}; err != nil || !slices.Equal(uris, want) {
+		t.Fatalf("public redirect uris: %v %v, want %v", uris, err, want)
+	}
 
 	// Rotation.
 	got, err := s.SetOAuthClientSecret(ctx, u.ID, app.ID, ams.HashSecret("new"), t0.Add(time.Hour))

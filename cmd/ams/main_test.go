@@ -101,3 +101,26 @@ func TestUsersList(t *testing.T) {
 		t.Fatalf("users list:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// TestServeCORSOrigins: ams serve refuses at start an entry of
+// --cors-allowed-origins (or AMS_CORS_ALLOWED_ORIGINS) that is not an
+// origin, "*" included, naming the flag and the entry.
+func TestServeCORSOrigins(t *testing.T) {
+	serve := func(args ...string) error {
+		root := newRoot()
+		root.SetArgs(append([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir()}, args...))
+		root.SetOut(&stringWriter{})
+		root.SetErr(&stringWriter{})
+		_, err := root.ExecuteC()
+		return err
+	}
+	err := serve("--cors-allowed-origins", "https://app.example.com,*")
+	if err == nil || !strings.Contains(err.Error(), "--cors-allowed-origins") || !strings.Contains(err.Error(), `"*"`) {
+		t.Fatalf("* accepted or unclear: %v", err)
+	}
+	t.Setenv("AMS_CORS_ALLOWED_ORIGINS", "https://app.example.com/callback")
+	err = serve()
+	if err == nil || !strings.Contains(err.Error(), "--cors-allowed-origins") || !strings.Contains(err.Error(), "https://app.example.com/callback") {
+		t.Fatalf("a URL with a path accepted from the environment, or unclear: %v", err)
+	}
+}

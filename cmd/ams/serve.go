@@ -23,6 +23,7 @@ import (
 	"github.com/amsdev/ams/clientaddr"
 	"github.com/amsdev/ams/engine/builtin"
 	"github.com/amsdev/ams/engine/openai"
+	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/internal/logbuf"
 	"github.com/amsdev/ams/mail"
 	"github.com/amsdev/ams/oauth"
@@ -57,6 +58,7 @@ type serveConfig struct {
 	llmModels       []string
 	caldavInterval  time.Duration
 	trustedProxies  string
+	corsOrigins     string
 }
 
 func newServeCmd(sf *storeFlags) *cobra.Command {
@@ -95,6 +97,7 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 		"webhooks one account may have; an enterprise account's own cap (ams users update --max-webhooks) overrides it (env AMS_MAX_WEBHOOKS_PER_ACCOUNT)")
 	f.DurationVar(&cfg.caldavInterval, "caldav-sync-interval", caldav.DefaultInterval, "how often each CalDAV integration is synced with its server (env AMS_CALDAV_SYNC_INTERVAL)")
 	f.StringVar(&cfg.trustedProxies, "trusted-proxies", "", "networks of the reverse proxies or load balancers in front of ams, comma-separated CIDRs: from them, Forwarded or X-Forwarded-For tells the client's address (env AMS_TRUSTED_PROXIES; empty: none, the connecting address is the client)")
+	f.StringVar(&cfg.corsOrigins, "cors-allowed-origins", "", "origins whose pages may call the API from a browser, comma-separated scheme://host[:port] such as https://app.example.com; the origins of public OAuth clients' redirect URIs are allowed too (env AMS_CORS_ALLOWED_ORIGINS; empty: only those; \"*\" is refused)")
 	f.StringVar(&cfg.redisURL, "redis-url", "", "Redis that counts rate limits for all processes, redis://host:port/db (env AMS_REDIS_URL; default: in PostgreSQL with --database-url, else in memory)")
 	f.StringVar(&cfg.llmBaseURL, "llm-base-url", "", "OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM, llama.cpp) that runs assistants whose model is not builtin, such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (env AMS_LLM_BASE_URL; empty: only the built-in engine)")
 	f.StringVar(&cfg.llmAPIKey, "llm-api-key", "", "API key sent to --llm-base-url as a bearer token (env AMS_LLM_API_KEY; empty: none)")
@@ -152,6 +155,10 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	proxies, err := clientaddr.ParseProxies(cfg.trustedProxies)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	corsOrigins, err := amshttp.ParseOrigins(cfg.corsOrigins)
+	if err != nil {
+		return fmt.Errorf("--cors-allowed-origins: %w", err)
 	}
 	sender, err := mail.FromConfig(cfg.smtpURL, sf.dataDir, cfg.mailFrom)
 	if err != nil {
@@ -221,6 +228,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		MaxWebhooks:        cfg.maxWebhooks,
 		CalDAVInterval:     cfg.caldavInterval,
 		TrustedProxies:     proxies,
+		CORSAllowedOrigins: corsOrigins,
 	})
 	if err != nil {
 		ln.Close()
@@ -250,7 +258,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	go func() { a.Run(bgCtx); close(bgDone) }()
 	defer func() { stopBackground(); <-bgDone }()
 
-	logger.Info("ams listening", "addr", ln.Addr().String(), "base_url", base, "data_dir", sf.dataDir, "dev", cfg.dev, "trusted_proxies", proxies.String(), "version", ams.Version)
+	logger.Info("ams listening", "addr", ln.Addr().String(), "base_url", base, "data_dir", sf.dataDir, "dev", cfg.dev, "trusted_proxies", proxies.String(), "cors_allowed_origins", strings.Join(corsOrigins, ","), "version", ams.Version)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -53,6 +54,9 @@ type env struct {
 	devKey  string // the dev user's API key
 	cmd     *exec.Cmd
 	logs    *syncBuffer
+	// appSite serves pages on another origin than the server's, given to
+	// ams serve in --cors-allowed-origins (the CORS test's allowed page).
+	appSite *httptest.Server
 
 	browser context.Context // a chromedp context whose browser runs
 	timing  string          // how long the start took
@@ -128,6 +132,8 @@ func start(chrome string) (*env, error) {
 		return nil, fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	built := time.Now()
+	e.appSite = site()
+	cleanups = append(cleanups, e.appSite.Close)
 	if err := e.serve(); err != nil {
 		return nil, err
 	}
@@ -179,7 +185,7 @@ var baseRE = regexp.MustCompile(`ams is running in dev mode at (http://\S+)`)
 func (e *env) serve() error {
 	cmd := exec.Command(e.bin, "serve", "--dev", "--addr", "127.0.0.1:0",
 		"--webhook-retry-schedule", "0s,1s", "--shutdown-timeout", "5s")
-	cmd.Env = append(os.Environ(), "AMS_DATA_DIR="+e.dir)
+	cmd.Env = append(os.Environ(), "AMS_DATA_DIR="+e.dir, "AMS_CORS_ALLOWED_ORIGINS="+e.appSite.URL)
 	e.logs = &syncBuffer{}
 	cmd.Stderr = e.logs
 	out, err := cmd.StdoutPipe()

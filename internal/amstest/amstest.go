@@ -98,6 +98,7 @@ type options struct {
 	throttle oauth.LoginThrottle
 	proxies  clientaddr.Proxies
 	logger   *slog.Logger
+	cors     []string
 }
 
 // WithThrottle makes the sign-in and sign-up throttles store their
@@ -111,6 +112,13 @@ func WithThrottle(th oauth.LoginThrottle) Option {
 // does (the test's requests come from 127.0.0.1).
 func WithTrustedProxies(p clientaddr.Proxies) Option {
 	return func(o *options) { o.proxies = p }
+}
+
+// WithCORSOrigins lets pages of these origins (amshttp.ParseOrigins'
+// form) call the API from a browser, as ams serve --cors-allowed-origins
+// does.
+func WithCORSOrigins(origins ...string) Option {
+	return func(o *options) { o.cors = origins }
 }
 
 // WithLogger makes the server log to l instead of discarding its log (to
@@ -179,16 +187,17 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	// built with its base URL, as ams serve builds it after listening.
 	srv := httptest.NewUnstartedServer(nil)
 	a, err := app.New(app.Config{
-		Store:          store,
-		Clock:          clock.Now,
-		Logger:         logger,
-		Limiter:        ratelimit.NewMemory(),
-		Guard:          &ssrf.Guard{AllowPrivate: true},
-		EngineFor:      func(*ams.Assistant) (ams.Engine, error) { return engine, nil },
-		BaseURL:        "http://" + srv.Listener.Addr().String(),
-		OAuthSecret:    secret,
-		Throttle:       o.throttle,
-		TrustedProxies: o.proxies,
+		Store:              store,
+		Clock:              clock.Now,
+		Logger:             logger,
+		Limiter:            ratelimit.NewMemory(),
+		Guard:              &ssrf.Guard{AllowPrivate: true},
+		EngineFor:          func(*ams.Assistant) (ams.Engine, error) { return engine, nil },
+		BaseURL:            "http://" + srv.Listener.Addr().String(),
+		OAuthSecret:        secret,
+		Throttle:           o.throttle,
+		TrustedProxies:     o.proxies,
+		CORSAllowedOrigins: o.cors,
 	})
 	if err != nil {
 		srv.Close()

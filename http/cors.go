@@ -1,0 +1,222 @@
+package http
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+// CORS (DESIGN.md, Browsers). A page of another origin may call the API
+// (/v1) and the OAuth token and revocation endpoints from a browser when
+// its origin is one of Server.CORSOrigins (--cors-allowed-origins) or the
+// origin of a redirect URI of a registered public OAuth client (a browser
+// app). The allowed origins are an explicit list, never "*": the API's
+// credentials are bearer tokens, never cookies, so a page can only use a
+// token it already holds, but a list keeps the browser's same-origin
+// policy for every other page. Access-Control-Allow-Credentials is never
+// sent.
+//
+// Answers, per the Fetch standard:
+//   - a preflight (OPTIONS with Origin and Access-Control-Request-Method)
+//     from an allowed origin: 204 with Access-Control-Allow-Origin (the
+//     origin), -Allow-Methods, -Allow-Headers and -Max-Age; from another
+//     origin 403 origin_not_allowed without Access-Control-* (the browser
+//     then refuses the request). A preflight never reaches the routes.
+//   - any other request from an allowed origin: the route's answer with
+//     Access-Control-Allow-Origin and Access-Control-Expose-Headers.
+//   - every answer of these paths carries Vary: Origin (preflights also
+//     Vary: Access-Control-Request-Method, Access-Control-Request-Headers).
+//
+// Other paths (the account pages, /healthz, ...) get nothing.
+
+// The CORS answer headers.
+const (
+	corsAllowMethods = "GET, POST, PATCH, DELETE"
+	// The request headers the SDKs send beyond the CORS-safelisted ones.
+	corsAllowHeaders = "Authorization, Content-Type, Idempotency-Key, Accept"
+	// The answer headers the SDKs and API clients read beyond the
+	// CORS-safelisted ones (Content-Type, ...).
+	corsExposeHeaders = "X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, " +
+		"Retry-After, Location, Idempotent-Replayed, WWW-Authenticate, Allow"
+	// How long a browser may keep a preflight's answer (browsers cap it:
+	// Chromium at 2 h).
+	corsMaxAge = "7200"
+)
+
+// How long the origins of public OAuth clients are kept (see
+// publicOrigins).
+const (
+	// PublicOriginsMaxAge: the set is reloaded by the first request with
+	// an Origin after it is this old, so a deleted client's origin is
+	// refused within it.
+	PublicOriginsMaxAge = 30 * time.Second
+	// PublicOriginsMinAge: an origin not in the set reloads it when the
+	// set is at least this old, so a client just registered (by the
+	// account pages or `ams oauth-clients create` in another process) is
+	// allowed within seconds, while unknown origins cost at most one query
+	// per PublicOriginsMinAge.
+	PublicOriginsMinAge = 2 * time.Second
+)
+
+// ParseOrigins parses the comma-separated origins of
+// --cors-allowed-origins: each scheme://host[:port] with scheme http or
+// https, no path, query, fragment or user information. They are returned
+// in the form browsers send in the Origin header (lower case, no default
+// port). "*" is refused: allowed origins are listed explicitly.
+func ParseOrigins(list string) ([]string, error) {
+	var out []string
+	for _, o := range strings.Split(list, ",") {
+		o = strings.TrimSpace(o)
+		if o == "" {
+			continue
+		}
+		if o == "*" || o == "null" {
+			return nil, fmt.Errorf("%q is not allowed: list each origin explicitly, like https://app.example.com", o)
+		}
+		norm, ok := OriginOf(o)
+		u, err := url.Parse(o)
+		if !ok || err != nil || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || (u.Path != "" && u.Path != "/") {
+			return nil, fmt.Errorf("%q is not an origin: want scheme://host[:port] with scheme http or https and nothing after the host or port, like https://app.example.com", o)
+		}
+		out = append(out, norm)
+	}
+	return out, nil
+}
+
+// OriginOf returns the origin of an http or https URL, as browsers send
+// it in the Origin header: scheme://host[:port] in lower case, without
+// the scheme's default port. Other URLs (a mobile app's custom scheme)
+// have no web origin: ok is false.
+func OriginOf(raw string) (origin string, ok bool) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return "", false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if host == "" || strings.ContainsAny(host, "*") {
+		return "", false
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		port = ""
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	return scheme + "://" + host, true
+}
+
+// corsPath reports whether the path's answers follow the CORS policy: the
+// API and the OAuth endpoints a public client calls from a browser.
+func corsPath(p string) bool {
+	return strings.HasPrefix(p, "/v1/") || p == "/oauth/token" || p == "/oauth/revoke" || p == "/.well-known/oauth-authorization-server"
+}
+
+// withCORS applies the CORS policy (see above) to next.
+func (s *Server) withCORS(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !corsPath(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		h := w.Header()
+		h.Add("Vary", "Origin")
+		origin := r.Header.Get("Origin")
+		preflight := r.Method == http.MethodOptions && origin != "" && r.Header.Get("Access-Control-Request-Method") != ""
+		if preflight {
+			h.Add("Vary", "Access-Control-Request-Method, Access-Control-Request-Headers")
+		}
+		if origin == "" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		allowed := s.originAllowed(r.Context(), origin)
+		if preflight {
+			if !allowed {
+				s.writeError(w, r, ams.Errorf(ams.EFORBIDDEN, "origin_not_allowed",
+					"The origin %s may not call this API from a browser. Allowed are the origins of --cors-allowed-origins and of the redirect URIs of public OAuth clients.", origin))
+				return
+			}
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Allow-Methods", corsAllowMethods)
+			h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+			h.Set("Access-Control-Max-Age", corsMaxAge)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		if allowed {
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// originAllowed reports whether origin (an Origin header) may call the
+// API from a browser: one of CORSOrigins, or the origin of a public
+// client's redirect URI.
+func (s *Server) originAllowed(ctx context.Context, origin string) bool {
+	for _, o := range s.CORSOrigins {
+		if o == origin {
+			return true
+		}
+	}
+	return s.public.allowed(ctx, s, origin)
+}
+
+// publicOrigins caches the origins of the public OAuth clients' redirect
+// URIs, so that a request with an Origin costs a map lookup: the set is
+// reloaded from the store when it is older than PublicOriginsMaxAge, or
+// when an origin is not in it and it is older than PublicOriginsMinAge.
+// One request reloads it at a time; a failed reload keeps the last set
+// (and is logged).
+type publicOrigins struct {
+	cur atomic.Pointer[originSet]
+	mu  sync.Mutex // held while reloading
+}
+
+type originSet struct {
+	loaded time.Time
+	set    map[string]bool
+}
+
+func (p *publicOrigins) allowed(ctx context.Context, s *Server, origin string) bool {
+	now := s.now()
+	cur := p.cur.Load()
+	if cur != nil {
+		age := now.Sub(cur.loaded)
+		if age < PublicOriginsMaxAge && (cur.set[origin] || age < PublicOriginsMinAge) {
+			return cur.set[origin]
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.cur.Load(); c != cur && c != nil { // reloaded while waiting
+		return c.set[origin]
+	}
+	next := &originSet{loaded: now, set: map[string]bool{}}
+	uris, err := s.Store.PublicRedirectURIs(context.WithoutCancel(ctx))
+	if err != nil {
+		s.Logger.Error("load the origins of public OAuth clients for CORS", "err", err)
+		if cur != nil {
+			next.set = cur.set
+		}
+	}
+	for _, u := range uris {
+		if o, ok := OriginOf(u); ok {
+			next.set[o] = true
+		}
+	}
+	p.cur.Store(next)
+	return next.set[origin]
+}
