@@ -478,9 +478,11 @@ describe("coverage of the OpenAPI document", () => {
 
   test("every operation has a method", () => {
     const ops = new Set<string>();
-    for (const item of Object.values(doc.paths)) {
+    for (const [path, item] of Object.entries(doc.paths)) {
       for (const [method, op] of Object.entries(item)) {
-        if (["get", "post", "patch", "put", "delete"].includes(method) && op.operationId) ops.add(op.operationId);
+        if (!["get", "post", "patch", "put", "delete"].includes(method)) continue;
+        assert.ok(op.operationId, `${method.toUpperCase()} ${path} has no operationId`);
+        ops.add(op.operationId);
       }
     }
     assert.deepEqual([...ops].sort(), Object.keys(OPERATIONS).sort(), "update OPERATIONS and the Client for the new or removed operations");
