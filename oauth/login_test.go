@@ -268,3 +268,14 @@ func TestReturnTo(t *testing.T) {
 		}
 	}
 }
+
+// TestLoginLinksToSignup: the sign-in page links to the sign-up page
+// (which links back), so a visitor without an account finds it.
+func TestLoginLinksToSignup(t *testing.T) {
+	t.Parallel()
+	h := setup(t)
+	p := h.get(t, h.newBrowser(), "/login")
+	if p.StatusCode != http.StatusOK || !strings.Contains(p.Body, `<a href="/signup">Create one</a>`) {
+		t.Fatalf("login page: %d, no link to /signup:\n%s", p.StatusCode, p.Body)
+	}
+}
