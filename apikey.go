@@ -140,3 +140,50 @@ type KeyStore interface {
 	AuthenticateKey(ctx context.Context, hash string) (*APIKey, *User, error)
 	TouchKey(ctx context.Context, id string, now time.Time) error
 }
+
+// The rotation reminders: the owner of an active API key gets one e-mail
+// KeyReminderLead before the key expires, and one KeyReminderLead before
+// it turns KeyRotationAge old (the interface recommends rotating keys every
+// 90 days), each at most once per key.
+const (
+	KeyRotationAge  = 90 * 24 * time.Hour
+	KeyReminderLead = 14 * 24 * time.Hour
+)
+
+// KeyReminderReason is why a key's owner is reminded.
+type KeyReminderReason string
+
+// The reasons of a key reminder.
+const (
+	// KeyReminderExpiry: the key expires within KeyReminderLead.
+	KeyReminderExpiry KeyReminderReason = "expiry"
+	// KeyReminderAge: the key turns KeyRotationAge old within
+	// KeyReminderLead (or already has), and does not expire before.
+	KeyReminderAge KeyReminderReason = "age"
+)
+
+// KeyReminder is a reminder due for a key: the key (without its hash),
+// its owner (id, e-mail and time zone), the reason, and the moment it is
+// about: the key's expiry, or when it turns KeyRotationAge old.
+type KeyReminder struct {
+	Key    *APIKey
+	User   *User
+	Reason KeyReminderReason
+	At     time.Time
+}
+
+// KeyReminderStore finds the keys whose owners are due a reminder and
+// records each reminder with its e-mail.
+type KeyReminderStore interface {
+	// DueKeyReminders returns at most limit reminders due at now, oldest
+	// key first: for each active key (not revoked, not expired at now) one
+	// per reason not yet reminded whose moment is within KeyReminderLead
+	// of now — its expiry, or its turning KeyRotationAge old (also when
+	// that has passed), unless the key expires by then.
+	DueKeyReminders(ctx context.Context, now time.Time, limit int) ([]*KeyReminder, error)
+	// RemindKey marks the key reminded for reason at now and queues e, in
+	// one transaction, only if the key is still active and not yet
+	// reminded for reason; it reports whether it did. Of several callers
+	// for the same key and reason, across processes, one does.
+	RemindKey(ctx context.Context, keyID string, reason KeyReminderReason, e *Email, now time.Time) (bool, error)
+}

@@ -110,8 +110,11 @@ type App struct {
 	Webhook   *webhook.Worker // nil with Config.NoWebhookWorker
 	Mailer    *mail.Worker    // nil without Config.Mail
 	Reminders *world.Scheduler
-	Calendars *caldav.Worker
-	Usage     *usage.Recorder
+	// KeyReminders queues the e-mails about API keys that expire or turn
+	// 90 days old within 14 days (the Mailer sends them).
+	KeyReminders *account.KeyReminders
+	Calendars    *caldav.Worker
+	Usage        *usage.Recorder
 
 	plain  ams.Store
 	logger *slog.Logger
@@ -201,6 +204,7 @@ func New(cfg Config) (*App, error) {
 			Schedule: cfg.WebhookSchedule, Lease: cfg.WebhookLease, Concurrency: cfg.WebhookConcurrency, PerWebhook: cfg.WebhookPerWebhook,
 			PerAccount: cfg.WebhookPerAccount, BaseURL: base, OnAttempt: a.API.Metrics.Delivery}
 	}
+	a.KeyReminders = &account.KeyReminders{Store: cfg.Store, Clock: cfg.Clock, Logger: logger, BaseURL: base}
 	if cfg.Mail != nil {
 		a.Mailer = &mail.Worker{Queue: cfg.Store, Sender: cfg.Mail, Clock: cfg.Clock, Logger: logger}
 	}
@@ -212,11 +216,12 @@ func New(cfg Config) (*App, error) {
 func (a *App) Handler() http.Handler { return a.API.Handler() }
 
 // Run runs the background work until ctx is done: webhook deliveries,
-// queued e-mails, reminders, CalDAV sync, usage metering, and the hourly
-// purge of what is past its retention. It then waits for the workers to
+// queued e-mails, reminders, CalDAV sync, usage metering, the hourly
+// reminders of API keys to rotate, and the hourly purge of what is past
+// its retention. It then waits for the workers to
 // finish (deliveries in flight are recorded, usage counts are written).
 func (a *App) Run(ctx context.Context) error {
-	runs := []func(context.Context) error{a.Reminders.Run, a.Calendars.Run, a.Usage.Run, a.janitor}
+	runs := []func(context.Context) error{a.Reminders.Run, a.Calendars.Run, a.Usage.Run, a.KeyReminders.Run, a.janitor}
 	if a.Webhook != nil {
 		runs = append(runs, a.Webhook.Run)
 	}

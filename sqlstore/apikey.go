@@ -97,3 +97,74 @@ func (q *Queries) TouchKey(ctx context.Context, id string, now time.Time) error 
 	_, err := q.exec(ctx, "touch api key", `UPDATE api_keys SET last_used_at = $1 WHERE id = $2`, MS(now), id)
 	return err
 }
+
+// keyReminderCols are the columns recording each reminder reason. The
+// reason picks one of them; no other text reaches the query.
+var keyReminderCols = map[ams.KeyReminderReason]string{
+	ams.KeyReminderExpiry: "expiry_reminded_at",
+	ams.KeyReminderAge:    "age_reminded_at",
+}
+
+// dueRemindersQuery: $1 now, $2 now + the lead, $3 the rotation age, $4
+// the limit. An age reminder is not due for a key that expires by the time
+// it turns the rotation age: the expiry reminder covers it.
+const dueRemindersQuery = `SELECT * FROM (
+	SELECT k.seq, 'expiry' AS reason, k.expires_at AS due_at, k.id, k.user_id, k.name, k.hint, k.permissions, k.created_at, k.expires_at, u.email, u.timezone
+		FROM api_keys k JOIN users u ON u.id = k.user_id
+		WHERE k.revoked_at IS NULL AND k.expiry_reminded_at IS NULL AND k.expires_at > $1 AND k.expires_at <= $2
+	UNION ALL
+	SELECT k.seq, 'age' AS reason, k.created_at + $3 AS due_at, k.id, k.user_id, k.name, k.hint, k.permissions, k.created_at, k.expires_at, u.email, u.timezone
+		FROM api_keys k JOIN users u ON u.id = k.user_id
+		WHERE k.revoked_at IS NULL AND k.age_reminded_at IS NULL AND k.created_at + $3 <= $2
+			AND (k.expires_at IS NULL OR (k.expires_at > $1 AND k.expires_at > k.created_at + $3))
+) due ORDER BY seq, reason LIMIT $4`
+
+// DueKeyReminders returns the reminders due at now, oldest key first.
+func (q *Queries) DueKeyReminders(ctx context.Context, now time.Time, limit int) ([]*ams.KeyReminder, error) {
+	age := ams.KeyRotationAge.Milliseconds()
+	return collect(ctx, q.r, "due key reminders", func(s scanner) (*ams.KeyReminder, error) {
+		r := &ams.KeyReminder{Key: &ams.APIKey{Object: "api_key"}, User: &ams.User{}}
+		var seq, at, created int64
+		var reason, perms string
+		var expires *int64
+		if err := s.Scan(&seq, &reason, &at, &r.Key.ID, &r.Key.UserID, &r.Key.Name, &r.Key.Hint, &perms, &created, &expires,
+			&r.User.Email, &r.User.Timezone); err != nil {
+			return nil, err
+		}
+		ps, err := ams.ParsePermissions(perms)
+		if err != nil {
+			return nil, fmt.Errorf("stored permissions of %s: %w", r.Key.ID, err)
+		}
+		r.Key.Permissions, r.Key.CreatedAt, r.Key.ExpiresAt = ps, FromMS(created), fromNullMS(expires)
+		r.User.ID, r.Reason, r.At = r.Key.UserID, ams.KeyReminderReason(reason), FromMS(at)
+		return r, nil
+	}, dueRemindersQuery, MS(now), MS(now.Add(ams.KeyReminderLead)), age, limit)
+}
+
+// RemindKey marks the key reminded for reason and queues e, in one
+// transaction; the conditional UPDATE lets one caller of several do it.
+func (q *Queries) RemindKey(ctx context.Context, keyID string, reason ams.KeyReminderReason, e *ams.Email, now time.Time) (bool, error) {
+	col, ok := keyReminderCols[reason]
+	if !ok {
+		return false, fmt.Errorf("remind key %s: unknown reason %q", keyID, reason)
+	}
+	done := false
+	err := q.inTx(ctx, func(q *Queries) error {
+		done = false // a retried transaction starts afresh
+		n, err := q.exec(ctx, "mark key reminded", `UPDATE api_keys SET `+col+` = $1
+			WHERE id = $2 AND `+col+` IS NULL AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1)`, MS(now), keyID)
+		if err != nil || n != 1 {
+			return err
+		}
+		if _, err := q.exec(ctx, "queue e-mail", `INSERT INTO emails (id, to_addr, subject, body, next_at, created_at) VALUES ($1, $2, $3, $4, $5, $5)`,
+			e.ID, e.To, e.Subject, e.Text, MS(now)); err != nil {
+			return err
+		}
+		done = true
+		return nil
+	})
+	if err != nil {
+		return false, err
+	}
+	return done, nil
+}

@@ -21,6 +21,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 	}{
 		{"Users", testUsers},
 		{"APIKeys", testAPIKeys},
+		{"KeyReminders", testKeyReminders}, {"KeyRemindersRace", testKeyRemindersRace},
 		{"AssistantsScopedToUser", testAssistants},
 		{"Pagination", testPagination},
 		{"ExchangeAtomic", testExchange},

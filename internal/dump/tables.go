@@ -174,6 +174,8 @@ var Tables = []*Table{
 		cols(Text, "id", "user_id", "name", "hint", "hash", "permissions"),
 		cols(Int, "created_at"),
 		colsOf(nullCol, Int, []string{"last_used_at", "expires_at", "revoked_at"}),
+		// The rotation reminders sent (migration 0015; NULL in older dumps).
+		colsOf(nullCol, Int, []string{"expiry_reminded_at", "age_reminded_at"}),
 	)},
 	{Name: "assistants", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
