@@ -233,10 +233,11 @@ func readPassword(r io.Reader) (string, error) {
 	return pw, nil
 }
 
-// cliFlags are the flags of account.Service's parameters.
+// cliFlags are the flags of the services' parameters whose flag is not
+// the parameter's name (flagError, and describe in main.go, use them).
 var cliFlags = map[string]string{
 	"email": "--email", "password": "--password-stdin", "timezone": "--timezone", "plan": "--plan",
-	"name": "--name", "permissions": "--permissions", "expires_at": "--expires-in",
+	"name": "--name", "permissions": "--permissions", "expires_at": "--expires-in", "redirect_uris": "--redirect-uri",
 }
 
 // flagError words the field errors of the account service after the

@@ -22,10 +22,6 @@ func main() {
 	}
 }
 
-// apiFlags names the flags of parameters whose flag is not the parameter's
-// name with "-" for "_".
-var apiFlags = map[string]string{"redirect_uris": "redirect-uri"}
-
 // describe returns the text of err for the command line: an *ams.Error
 // as its message alone (not "ams <code>: ..."), with the parameter it
 // names written as the flag of cmd that sets it ("--redirect-uri", not
@@ -39,8 +35,8 @@ func describe(cmd *cobra.Command, err error) string {
 	if e.Param == "" || cmd == nil {
 		return msg
 	}
-	name, ok := apiFlags[e.Param]
-	if !ok {
+	name := strings.TrimPrefix(cliFlags[e.Param], "--")
+	if name == "" {
 		name = strings.ReplaceAll(e.Param, "_", "-")
 	}
 	if cmd.Flags().Lookup(name) == nil {
