@@ -16,7 +16,7 @@ func TestAssistantLifecycle(t *testing.T) {
 	a := f.create("/v1/assistants", `{"name":"  Travel helper ","description":"Plans trips.","instructions":"Answer briefly."}`)
 	id := a["id"].(string)
 	if !strings.HasPrefix(id, "ast_") || a["object"] != "assistant" || a["name"] != "Travel helper" || a["description"] != "Plans trips." ||
-		a["instructions"] != "Answer briefly." || a["model"] != "builtin" || a["created_at"] != "2026-11-21T10:00:00Z" || a["updated_at"] != a["created_at"] {
+		a["instructions"] != "Answer briefly." || a["model"] != "builtin" || a["created_at"] != "2026-11-21T10:00:00.000Z" || a["updated_at"] != a["created_at"] {
 		t.Fatalf("created: %v", a)
 	}
 	sameRecord(t, f.ok(200, "GET", "/v1/assistants/"+id, ""), a)
@@ -31,7 +31,7 @@ func TestAssistantLifecycle(t *testing.T) {
 	f.Clock.Add(time.Minute)
 	u := f.ok(200, "PATCH", "/v1/assistants/"+id, `{"name":"Trips","description":null,"model":"gpt-4o-mini"}`)
 	if u["name"] != "Trips" || u["description"] != "" || u["instructions"] != "Answer briefly." || u["model"] != "gpt-4o-mini" ||
-		u["updated_at"] != "2026-11-21T10:01:00Z" || u["created_at"] != a["created_at"] {
+		u["updated_at"] != "2026-11-21T10:01:00.000Z" || u["created_at"] != a["created_at"] {
 		t.Fatalf("patched: %v", u)
 	}
 	// Nothing to change: updated_at stays.

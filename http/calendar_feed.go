@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/caldav"
@@ -41,10 +40,10 @@ const maxFeedEvents = 10_000
 
 // calendarFeed is the answer of POST /v1/calendar/feed.
 type calendarFeed struct {
-	ID        string    `json:"id"`     // the integration's id
-	Object    string    `json:"object"` // "calendar_feed"
-	URL       string    `json:"url"`
-	CreatedAt time.Time `json:"created_at"`
+	ID        string       `json:"id"`     // the integration's id
+	Object    string       `json:"object"` // "calendar_feed"
+	URL       string       `json:"url"`
+	CreatedAt ams.JSONTime `json:"created_at"`
 }
 
 // baseURL returns the service's public URL: BaseURL, or the request's
@@ -71,7 +70,7 @@ func (s *Server) createCalendarFeed(w http.ResponseWriter, r *http.Request) erro
 	w.Header().Set("Location", "/v1/integrations/"+in.ID)
 	w.Header().Set("Cache-Control", "no-store")
 	return writeJSON(w, http.StatusCreated, calendarFeed{ID: in.ID, Object: "calendar_feed",
-		URL: s.baseURL(r) + "/calendar/feed/" + token + ".ics", CreatedAt: in.CreatedAt})
+		URL: s.baseURL(r) + "/calendar/feed/" + token + ".ics", CreatedAt: ams.JSONTime(in.CreatedAt)})
 }
 
 // parseFeedToken splits a token into the account's and the feed's ids.

@@ -86,7 +86,7 @@ func TestConversationResources(t *testing.T) {
 		// PATCH: title and a metadata merge (null and "" remove).
 		f.Clock.Add(time.Minute)
 		c = f.ok(200, "PATCH", "/v1/conversations/"+id, `{"title":"Lisbon","metadata":{"crm":null,"stage":"2","gone":""}}`)
-		if c["title"] != "Lisbon" || fmt.Sprint(c["metadata"]) != "map[stage:2]" || c["updated_at"] != "2026-11-21T10:02:00Z" {
+		if c["title"] != "Lisbon" || fmt.Sprint(c["metadata"]) != "map[stage:2]" || c["updated_at"] != "2026-11-21T10:02:00.000Z" {
 			t.Fatalf("patched: %v", c)
 		}
 		f.Clock.Add(time.Minute)

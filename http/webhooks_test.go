@@ -149,7 +149,7 @@ func TestWebhookSecretRotation(t *testing.T) {
 	if v, ok := w["previous_secret_expires_at"]; !ok || v != nil {
 		t.Fatalf("a new webhook: %s", r.body)
 	}
-	ts := func(d time.Duration) string { return f.Clock.Now().Add(d).UTC().Format(time.RFC3339Nano) }
+	ts := func(d time.Duration) string { return ams.FormatTime(f.Clock.Now().Add(d)) }
 	stored := func() *ams.Webhook {
 		t.Helper()
 		wh, err := f.Store.FindWebhook(context.Background(), f.User.ID, id)

@@ -114,8 +114,8 @@ func TestTaskLifecycle(t *testing.T) {
 	task := f.create("/v1/tasks", `{"assistant_id":"`+f.Assistant.ID+`","title":"  Call Bob  ","notes":"about the offer","due_at":"2026-11-22T09:00:00+01:00","remind_at":"2026-11-22T07:30:00Z"}`)
 	id := task["id"].(string)
 	if !strings.HasPrefix(id, "task_") || task["object"] != "task" || task["assistant_id"] != f.Assistant.ID || task["title"] != "Call Bob" ||
-		task["notes"] != "about the offer" || task["status"] != "open" || task["due_at"] != "2026-11-22T08:00:00Z" ||
-		task["remind_at"] != "2026-11-22T07:30:00Z" || task["completed_at"] != nil || task["created_at"] != "2026-11-21T10:00:00Z" ||
+		task["notes"] != "about the offer" || task["status"] != "open" || task["due_at"] != "2026-11-22T08:00:00.000Z" ||
+		task["remind_at"] != "2026-11-22T07:30:00.000Z" || task["completed_at"] != nil || task["created_at"] != "2026-11-21T10:00:00.000Z" ||
 		task["updated_at"] != task["created_at"] {
 		t.Fatalf("created task: %v", task)
 	}
@@ -130,8 +130,8 @@ func TestTaskLifecycle(t *testing.T) {
 	// PATCH changes the given fields; null clears a time.
 	f.Clock.Add(time.Minute)
 	upd := f.ok(200, "PATCH", "/v1/tasks/"+id, `{"title":"Call Bob back","due_at":null}`)
-	if upd["title"] != "Call Bob back" || upd["due_at"] != nil || upd["notes"] != "about the offer" || upd["remind_at"] != "2026-11-22T07:30:00Z" ||
-		upd["updated_at"] != "2026-11-21T10:01:00Z" || upd["created_at"] != task["created_at"] {
+	if upd["title"] != "Call Bob back" || upd["due_at"] != nil || upd["notes"] != "about the offer" || upd["remind_at"] != "2026-11-22T07:30:00.000Z" ||
+		upd["updated_at"] != "2026-11-21T10:01:00.000Z" || upd["created_at"] != task["created_at"] {
 		t.Fatalf("patched task: %v", upd)
 	}
 	updated := f.events("task.updated")
@@ -149,7 +149,7 @@ func TestTaskLifecycle(t *testing.T) {
 	// Completing twice: the second is a no-op answering the same task.
 	f.Clock.Add(time.Minute)
 	done := f.ok(200, "POST", "/v1/tasks/"+id+"/complete", "")
-	if done["status"] != "completed" || done["completed_at"] != "2026-11-21T10:02:00Z" || done["updated_at"] != "2026-11-21T10:02:00Z" {
+	if done["status"] != "completed" || done["completed_at"] != "2026-11-21T10:02:00.000Z" || done["updated_at"] != "2026-11-21T10:02:00.000Z" {
 		t.Fatalf("completed task: %v", done)
 	}
 	f.Clock.Add(time.Minute)
@@ -324,8 +324,8 @@ func TestCalendarEventLifecycle(t *testing.T) {
 	ev := f.create("/v1/calendar/events", `{"assistant_id":"`+f.Assistant.ID+`","title":"Dentist","location":"Main St 1","starts_at":"2026-11-23T14:00:00Z","remind_at":"2026-11-23T13:00:00Z"}`)
 	id := ev["id"].(string)
 	if !strings.HasPrefix(id, "cev_") || ev["object"] != "calendar_event" || ev["assistant_id"] != f.Assistant.ID || ev["title"] != "Dentist" ||
-		ev["description"] != "" || ev["location"] != "Main St 1" || ev["starts_at"] != "2026-11-23T14:00:00Z" ||
-		ev["ends_at"] != "2026-11-23T15:00:00Z" || ev["remind_at"] != "2026-11-23T13:00:00Z" {
+		ev["description"] != "" || ev["location"] != "Main St 1" || ev["starts_at"] != "2026-11-23T14:00:00.000Z" ||
+		ev["ends_at"] != "2026-11-23T15:00:00.000Z" || ev["remind_at"] != "2026-11-23T13:00:00.000Z" {
 		t.Fatalf("created event: %v", ev)
 	}
 	created := f.events("event.created")
@@ -338,8 +338,8 @@ func TestCalendarEventLifecycle(t *testing.T) {
 	// Moving starts_at alone keeps the length; null clears remind_at.
 	f.Clock.Add(time.Minute)
 	upd := f.ok(200, "PATCH", "/v1/calendar/events/"+id, `{"starts_at":"2026-11-24T10:30:00Z","remind_at":null,"description":"bring the card"}`)
-	if upd["starts_at"] != "2026-11-24T10:30:00Z" || upd["ends_at"] != "2026-11-24T11:30:00Z" || upd["remind_at"] != nil ||
-		upd["description"] != "bring the card" || upd["updated_at"] != "2026-11-21T10:01:00Z" {
+	if upd["starts_at"] != "2026-11-24T10:30:00.000Z" || upd["ends_at"] != "2026-11-24T11:30:00.000Z" || upd["remind_at"] != nil ||
+		upd["description"] != "bring the card" || upd["updated_at"] != "2026-11-21T10:01:00.000Z" {
 		t.Fatalf("patched event: %v", upd)
 	}
 	updated := f.events("event.updated")
@@ -537,7 +537,7 @@ func TestActions(t *testing.T) {
 	act := f.create(base, `{"type":"create_task","input":{"title":"Buy milk","due_at":"2026-11-22T18:00:00Z"}}`)
 	if !strings.HasPrefix(act["id"].(string), "act_") || act["object"] != "action" || act["assistant_id"] != f.Assistant.ID ||
 		act["conversation_id"] != "" || act["type"] != "create_task" || act["status"] != "succeeded" || act["error"] != nil ||
-		act["created_at"] != "2026-11-21T10:00:00Z" {
+		act["created_at"] != "2026-11-21T10:00:00.000Z" {
 		t.Fatalf("action: %v", act)
 	}
 	if in := act["input"].(map[string]any); in["title"] != "Buy milk" || in["due_at"] != "2026-11-22T18:00:00Z" {
@@ -654,7 +654,7 @@ func TestMessageEditAndDelete(t *testing.T) {
 	f.Clock.Add(time.Minute)
 	m := f.ok(200, "PATCH", "/v1/messages/"+inbound.ID, `{"content":"Remind me to call Alice"}`)
 	if m["id"] != inbound.ID || m["content"] != "Remind me to call Alice" || m["direction"] != "inbound" ||
-		m["updated_at"] != "2026-11-21T10:01:00Z" || m["created_at"] != "2026-11-21T10:00:00Z" {
+		m["updated_at"] != "2026-11-21T10:01:00.000Z" || m["created_at"] != "2026-11-21T10:00:00.000Z" {
 		t.Fatalf("edited: %v", m)
 	}
 	sameRecord(t, f.ok(200, "GET", "/v1/messages/"+inbound.ID, ""), m)
@@ -895,7 +895,7 @@ func TestBuiltinEngineActsThroughTools(t *testing.T) {
 		t.Fatalf("action: %v", act)
 	}
 	task := act["result"].(map[string]any)
-	if task["due_at"] != "2026-11-22T09:00:00Z" || task["status"] != "open" {
+	if task["due_at"] != "2026-11-22T09:00:00.000Z" || task["status"] != "open" {
 		t.Fatalf("task of the action: %v", task)
 	}
 	sameRecord(t, f.ok(200, "GET", "/v1/tasks/"+task["id"].(string), ""), task)

@@ -452,7 +452,7 @@ func underscore(typ string) string { return strings.ReplaceAll(typ, ".", "_") }
 // but not to the document (or the reverse) fails here.
 func TestRecordsMatchSchemas(t *testing.T) {
 	doc := load(t)
-	at := time.Date(2026, 11, 21, 10, 0, 0, 123e6, time.UTC)
+	at := time.Date(2026, 11, 21, 10, 0, 0, 120e6, time.UTC) // 120 ms: a trailing zero must stay (".120Z")
 	astID, convID := ams.NewID(ams.PrefixAssistant), ams.NewID(ams.PrefixConversation)
 	asst := &ams.Assistant{ID: astID, Object: "assistant", UserID: "usr_x", Name: "Ada", Model: ams.ModelBuiltin, CreatedAt: at, UpdatedAt: at}
 	conv := &ams.Conversation{ID: convID, Object: "conversation", UserID: "usr_x", AssistantID: astID, Title: "Hi", MessageCount: 2, LastMessageAt: at, CreatedAt: at, UpdatedAt: at}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/amstest"
 )
 
@@ -135,8 +136,8 @@ func TestRecoveryAfterADayOfFailing(t *testing.T) {
 		t.Fatalf("recover: %d %s", r.Status, r.Body)
 	}
 	rec := r.JSON(t)
-	if rec["object"] != "webhook_recovery" || rec["webhook_id"] != wh || rec["queued"] != float64(len(missed)) || rec["since"] != since ||
-		rec["until"] != f.Clock.Now().UTC().Format(time.RFC3339) {
+	if rec["object"] != "webhook_recovery" || rec["webhook_id"] != wh || rec["queued"] != float64(len(missed)) || rec["since"] != ams.FormatTime(start.Add(-time.Minute)) ||
+		rec["until"] != ams.FormatTime(f.Clock.Now()) {
 		t.Fatalf("recovery: %v", rec)
 	}
 	for runOnce(t, f) > 0 {

@@ -67,7 +67,7 @@ func TestSecretRotationOverlap(t *testing.T) {
 	}
 	const newSecret = "the-new-signing-secret"
 	r := f.Do("PATCH", "/v1/webhooks/"+wh, f.Key, fmt.Sprintf(`{"secret":%q}`, newSecret))
-	want := f.Clock.Now().Add(24 * time.Hour).UTC().Format(time.RFC3339Nano)
+	want := ams.FormatTime(f.Clock.Now().Add(24 * time.Hour))
 	if r.Status != 200 || r.JSON(t)["previous_secret_expires_at"] != want {
 		t.Fatalf("rotate: %d %s (want expiry %s)", r.Status, r.Body, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -413,4 +414,15 @@ func CheckSecretOverlap(seconds int64) error {
 func PingEvent(userID, webhookID string, now time.Time) *ams.Event {
 	return &ams.Event{ID: ams.NewID(ams.PrefixEvent), Object: "event", UserID: userID, Type: ams.EventWebhookPing, CreatedAt: now,
 		Data: map[string]any{"webhook_id": webhookID}}
+}
+
+// MarshalJSON implements json.Marshaler: since and until as the API writes
+// timestamps (ams.TimeFormat).
+func (r Recovery) MarshalJSON() ([]byte, error) {
+	type plain Recovery
+	return json.Marshal(struct {
+		plain
+		Since ams.JSONTime `json:"since"`
+		Until ams.JSONTime `json:"until"`
+	}{plain(r), ams.JSONTime(r.Since), ams.JSONTime(r.Until)})
 }

@@ -235,13 +235,13 @@ type envelope struct {
 	ID        string         `json:"id"`
 	Object    string         `json:"object"`
 	Type      string         `json:"type"`
-	CreatedAt time.Time      `json:"created_at"`
+	CreatedAt ams.JSONTime   `json:"created_at"`
 	Data      map[string]any `json:"data"`
 }
 
 // Body returns the exact bytes delivered for e; the same on every attempt.
 func Body(e *ams.Event) ([]byte, error) {
-	return json.Marshal(envelope{ID: e.ID, Object: "event", Type: e.Type, CreatedAt: e.CreatedAt, Data: e.Data})
+	return json.Marshal(envelope{ID: e.ID, Object: "event", Type: e.Type, CreatedAt: ams.JSONTime(e.CreatedAt), Data: e.Data})
 }
 
 // deliver makes one attempt of job j and records it.

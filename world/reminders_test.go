@@ -138,7 +138,7 @@ func TestTaskReminderFiresOnceWhenDue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := page.Data[0].Data; d["object"] != "task" || d["title"] != "Call Bob" || d["remind_at"] != "2026-11-21T10:30:00Z" {
+	if d := page.Data[0].Data; d["object"] != "task" || d["title"] != "Call Bob" || d["remind_at"] != "2026-11-21T10:30:00.000Z" {
 		t.Fatalf("event data %v", d)
 	}
 
