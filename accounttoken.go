@@ -61,7 +61,9 @@ type AccountTokenStore interface {
 	// ResetPassword uses the password-reset token with the hash at now,
 	// if it is usable, and in the same transaction sets the account's
 	// password hash, marks every other reset token of the account used,
-	// and ends all the account's login sessions. It returns the account;
+	// and ends all the account's login sessions; the address is verified
+	// (the link reached it) if it is still the one the link was sent to.
+	// It returns the account;
 	// ENOTFOUND when the token is unknown, used or expired.
 	ResetPassword(ctx context.Context, hash, passwordHash string, now time.Time) (*User, error)
 	// VerifyEmail uses the verification token with the hash at now, if

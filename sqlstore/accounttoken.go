@@ -91,12 +91,17 @@ func (q *Queries) useToken(ctx context.Context, hash string, purpose ams.TokenPu
 }
 
 // ResetPassword uses a password-reset token, sets the password, uses the
-// account's other reset tokens and ends its login sessions, together.
+// account's other reset tokens and ends its login sessions, together; the
+// address the link was sent to is verified by it too.
 func (q *Queries) ResetPassword(ctx context.Context, hash, passwordHash string, now time.Time) (*ams.User, error) {
 	var u *ams.User
 	err := q.inTx(ctx, func(q *Queries) error {
 		t, err := q.useToken(ctx, hash, ams.TokenPasswordReset, now)
 		if err != nil {
+			return err
+		}
+		// The link reached the address: it is verified too.
+		if _, err := q.exec(ctx, "verify e-mail", `UPDATE users SET unverified_since = NULL WHERE id = $1 AND email = $2`, t.UserID, t.Email); err != nil {
 			return err
 		}
 		if u, err = q.UpdateUser(ctx, t.UserID, ams.UserUpdate{PasswordHash: &passwordHash}, now); err != nil {
