@@ -138,6 +138,10 @@ func TestCreateUser(t *testing.T) {
 	if w.Approved() || w.Plan != ams.PlanStandard || !password.Check(w.PasswordHash, "waiting password") {
 		t.Errorf("waitlisted %+v", w)
 	}
+	// An operator's accounts (`ams users create`, --dev) are verified.
+	if !u.Verified() || !w.Verified() {
+		t.Error("an account made by an operator is unverified")
+	}
 	if _, err := s.CreateUser(ctx, account.NewUser{Email: "ops@example.com"}); ams.ErrorKindOf(err) != ams.ECONFLICT {
 		t.Errorf("taken e-mail: %v", err)
 	}
