@@ -1,5 +1,6 @@
 // Package account is the service of accounts and their API keys: sign-up
-// and creating an account, password changes, letting an account off the
+// and creating an account, password changes, password reset and e-mail
+// verification by single-use links (tokens.go), letting an account off the
 // early-access waitlist, and creating and revoking API keys. The account
 // pages (package pages) and the CLI (`ams users`, `ams keys`) both call
 // it, so an account or a key is checked and written the same way wherever
