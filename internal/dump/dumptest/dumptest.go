@@ -39,15 +39,15 @@ type Fixture struct {
 	Webhooks      []*ams.Webhook // [0] stays active, [1] fails, [2] is another user's
 	// Pending are the events (by id) whose delivery to Webhooks[0] is
 	// pending, with the attempts made so far: all due at ClaimAt.
-	Pending    map[string]int
-	Email      *ams.Email
-	Client     *ams.OAuthClient
-	Tokens     []*ams.OAuthToken
-	Session    *ams.LoginSession
+	Pending map[string]int
+	Email   *ams.Email
+	Client  *ams.OAuthClient
+	Tokens  []*ams.OAuthToken
+	Session *ams.LoginSession
 	// AccountTokens are e-mailed links: bob's verification link (bob is
 	// unverified), and ann's reset link, used.
 	AccountTokens []*ams.AccountToken
-	Idempotent []*ams.IdempotencyRecord
+	Idempotent    []*ams.IdempotencyRecord
 	// The assistant's world.
 	Integration        *ams.Integration
 	IntegrationSecrets map[string]string
