@@ -409,7 +409,7 @@ func TestWaitlistAdminPage(t *testing.T) {
 	admin.signIn("admin@example.com", "admins password")
 	p = admin.get("/account/admin/waitlist")
 	p.mustStatus(http.StatusOK)
-	p.mustContain("waiting@example.com")
+	p.mustContain("waiting@example.com Unverified")
 	p.mustNotContain("plain@example.com")
 	p = admin.submit(p, "/account/admin/waitlist/"+waiting.ID+"/approve", nil)
 	p.mustStatus(http.StatusOK)
