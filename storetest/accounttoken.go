@@ -172,6 +172,21 @@ func testAccountTokenExpiry(t *testing.T, s ams.Store) {
 	if got, err := s.VerifyEmail(ctx, ams.HashSecret("v-old"), now); err != nil || got.Verified() {
 		t.Fatalf("a link sent to another address verified the account: %v", err)
 	}
+	// The purge deletes links expired for as long as events are kept.
+	if _, err := s.Purge(ctx, now.Add(24*time.Hour+ams.EventRetention-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FindAccountToken(ctx, ams.HashSecret("v-late"), ams.TokenEmailVerification); err != nil {
+		t.Fatalf("a link purged before its time: %v", err)
+	}
+	if _, err := s.Purge(ctx, now.Add(24*time.Hour+ams.EventRetention+time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []string{"v-late", "v-old"} {
+		if _, err := s.FindAccountToken(ctx, ams.HashSecret(h), ams.TokenEmailVerification); !ams.IsNotFound(err) {
+			t.Fatalf("link %s not purged: %v", h, err)
+		}
+	}
 }
 
 // testAccountTokenRace: one reset link used by several requests at once
