@@ -34,6 +34,7 @@ type Store interface {
 	UserStore
 	KeyStore
 	KeyReminderStore
+	AccountTokenStore
 	AccountData
 	DeliveryQueue
 	OAuthStore

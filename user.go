@@ -61,7 +61,17 @@ type User struct {
 	ApprovedAt *time.Time `json:"approved_at"`
 	// Admin accounts administer the service (the waitlist page).
 	Admin bool `json:"admin"`
+
+	// UnverifiedSince is when the account signed up on the sign-up page
+	// without its e-mail address being verified yet (nil: verified, or
+	// made by an operator: `ams users create`, --dev). It is cleared when
+	// the verification link is followed.
+	UnverifiedSince *time.Time `json:"-"`
 }
+
+// Verified reports whether the account's e-mail address is verified (or
+// needs no verification: accounts made by an operator).
+func (u *User) Verified() bool { return u.UnverifiedSince == nil }
 
 // Approved reports whether the account has API access: it is off the
 // early-access waitlist.

@@ -1,5 +1,6 @@
 // Package account is the service of accounts and their API keys: sign-up
-// and creating an account, password changes, letting an account off the
+// and creating an account, password changes, password reset and e-mail
+// verification by single-use links (tokens.go), letting an account off the
 // early-access waitlist, and creating and revoking API keys. The account
 // pages (package pages) and the CLI (`ams users`, `ams keys`) both call
 // it, so an account or a key is checked and written the same way wherever
@@ -35,6 +36,10 @@ type Service struct {
 	Store Store
 	// Clock is the service clock (nil: the wall clock).
 	Clock ams.Clock
+	// BaseURL is the service's public URL, without a trailing slash: the
+	// links of the e-mails it sends (password reset, verification) start
+	// with it.
+	BaseURL string
 	// Hash hashes a password that passed the service's rules (nil:
 	// password.Hash, bcrypt at password.Cost). Tests set a cheaper one.
 	Hash func(pw string) (string, error)
@@ -45,10 +50,12 @@ type Service struct {
 type Store interface {
 	CreateUser(ctx context.Context, u *ams.User) error
 	FindUser(ctx context.Context, id string) (*ams.User, error)
+	FindUserByEmail(ctx context.Context, email string) (*ams.User, error)
 	UpdateUser(ctx context.Context, id string, upd ams.UserUpdate, now time.Time) (*ams.User, error)
 	DeleteOtherLoginSessions(ctx context.Context, userID, keep string) error
 	CreateKey(ctx context.Context, k *ams.APIKey) error
 	RevokeKey(ctx context.Context, userID, id string, now time.Time) (*ams.APIKey, error)
+	ams.AccountTokenStore
 }
 
 // fields is a list of field errors being collected.

@@ -65,11 +65,24 @@ func TestSignUp(t *testing.T) {
 		t.Errorf("signed up %+v", got)
 	}
 
-	// The same address, typed otherwise: ECONFLICT naming the e-mail.
-	_, err = s.SignUp(ctx, account.SignUp{Email: "ANN@example.com", Password: "another password", PasswordConfirm: "another password", Timezone: "UTC"})
-	var e *ams.Error
-	if !errors.As(err, &e) || e.Kind != ams.ECONFLICT || e.Param != "email" {
-		t.Fatalf("taken e-mail: %v", err)
+	if got.Verified() || !got.UnverifiedSince.Equal(start) {
+		t.Errorf("a sign-up is verified: %v", got.UnverifiedSince)
+	}
+
+	// The same address, typed otherwise: no account, no error (the answer
+	// does not reveal that the address is registered), the password
+	// unchanged; its owner gets a notice, after the verification e-mail.
+	again, err := s.SignUp(ctx, account.SignUp{Email: "ANN@example.com", Password: "another password", PasswordConfirm: "another password", Timezone: "UTC"})
+	if again != nil || err != nil {
+		t.Fatalf("taken e-mail: %v, %v", again, err)
+	}
+	if got, _ := db.FindUser(ctx, u.ID); !password.Check(got.PasswordHash, "long enough pw") {
+		t.Error("a sign-up with a taken address changed the password")
+	}
+	emails, err := db.ClaimEmails(ctx, start, time.Minute, 10)
+	if err != nil || len(emails) != 2 || emails[0].To != "ann@example.com" || emails[1].To != "ann@example.com" ||
+		!strings.Contains(emails[0].Subject, "Verify") || !strings.Contains(emails[1].Subject, "Someone tried") {
+		t.Fatalf("e-mails: %+v, %v", emails, err)
 	}
 }
 
@@ -124,6 +137,10 @@ func TestCreateUser(t *testing.T) {
 	}
 	if w.Approved() || w.Plan != ams.PlanStandard || !password.Check(w.PasswordHash, "waiting password") {
 		t.Errorf("waitlisted %+v", w)
+	}
+	// An operator's accounts (`ams users create`, --dev) are verified.
+	if !u.Verified() || !w.Verified() {
+		t.Error("an account made by an operator is unverified")
 	}
 	if _, err := s.CreateUser(ctx, account.NewUser{Email: "ops@example.com"}); ams.ErrorKindOf(err) != ams.ECONFLICT {
 		t.Errorf("taken e-mail: %v", err)

@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/format"
 )
 
 // DefaultKeyReminderInterval is how often KeyReminders looks for keys due
@@ -108,7 +109,7 @@ func (r *KeyReminders) Email(d *ams.KeyReminder, now time.Time) *ams.Email {
 	}
 	k := d.Key
 	name := printable(k.Name)
-	created := k.CreatedAt.In(loc).Format("2 Jan 2006")
+	created := format.Date(k.CreatedAt, loc)
 	rotate := fmt.Sprintf(`To rotate it without interruption: on the API keys page of your account,
 
   %s/account/keys
@@ -118,20 +119,20 @@ this one is used, then revoke this one there.`, r.BaseURL, k.Permissions)
 	var subject, what string
 	switch d.Reason {
 	case ams.KeyReminderExpiry:
-		when := d.At.In(loc).Format("2 Jan 2006 15:04 MST")
-		subject = fmt.Sprintf("Your ams API key %q expires on %s", name, d.At.In(loc).Format("2 Jan 2006"))
+		when := format.Time(d.At, loc)
+		subject = fmt.Sprintf("Your ams API key %q expires on %s", name, format.Date(d.At, loc))
 		what = fmt.Sprintf(`your API key %q (%s, created %s) expires on
 %s. From then on every request made with it is refused
 (401 api_key_expired).`, name, k.Hint, created, when)
 	default: // ams.KeyReminderAge
-		when := d.At.In(loc).Format("2 Jan 2006")
+		when := format.Date(d.At, loc)
 		turns, subjectTurns := "turns", "turns 90 days old on "+when
 		if !d.At.After(now) {
 			turns, subjectTurns = "turned", "is over 90 days old"
 		}
 		until := "It keeps working until you revoke it"
 		if k.ExpiresAt != nil {
-			until = "It keeps working until it expires on " + k.ExpiresAt.In(loc).Format("2 Jan 2006 15:04 MST") + " or you revoke it"
+			until = "It keeps working until it expires on " + format.Time(*k.ExpiresAt, loc) + " or you revoke it"
 		}
 		subject = fmt.Sprintf("Your ams API key %q %s: time to rotate it", name, subjectTurns)
 		what = fmt.Sprintf(`your API key %q (%s, created %s) %s 90 days

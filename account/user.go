@@ -70,16 +70,6 @@ func (s *Service) CheckSignUp(in SignUp) error {
 	return checkUser(NormalizeEmail(in.Email), in.Password, &in.PasswordConfirm, in.Timezone, true)
 }
 
-// SignUp creates an account from the sign-up form: on the early-access
-// waitlist, on the standard plan. A taken e-mail address is ECONFLICT
-// (param email).
-func (s *Service) SignUp(ctx context.Context, in SignUp) (*ams.User, error) {
-	if err := s.CheckSignUp(in); err != nil {
-		return nil, err
-	}
-	return s.create(ctx, NewUser{Email: in.Email, Password: in.Password, Timezone: in.Timezone, Plan: ams.PlanStandard})
-}
-
 // CreateUser creates an account (`ams users create`). The e-mail address
 // is stored trimmed and in lower case; a taken one is ECONFLICT (param
 // email).
@@ -96,14 +86,18 @@ func (s *Service) CreateUser(ctx context.Context, in NewUser) (*ams.User, error)
 	if err := checkUser(NormalizeEmail(in.Email), in.Password, nil, in.Timezone, false); err != nil {
 		return nil, err
 	}
-	return s.create(ctx, in)
+	return s.create(ctx, in, false)
 }
 
-// create stores a checked account.
-func (s *Service) create(ctx context.Context, in NewUser) (*ams.User, error) {
+// create stores a checked account; unverified marks its e-mail address
+// unverified (a sign-up; an operator's accounts count as verified).
+func (s *Service) create(ctx context.Context, in NewUser, unverified bool) (*ams.User, error) {
 	now := s.Clock.Now()
 	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: NormalizeEmail(in.Email), Plan: in.Plan, Timezone: in.Timezone,
 		Admin: in.Admin, CreatedAt: now, UpdatedAt: now}
+	if unverified {
+		u.UnverifiedSince = &now
+	}
 	if in.Approved {
 		u.ApprovedAt = &now
 	}

@@ -151,7 +151,7 @@ func New(cfg Config) (*App, error) {
 	a.Store = world.Watch(cfg.Store, world.Changes{Reminder: a.Reminders.Wake, Calendar: a.Calendars.Notify})
 
 	// The services, all on the one watched store.
-	a.Accounts = &account.Service{Store: a.Store, Clock: cfg.Clock}
+	a.Accounts = &account.Service{Store: a.Store, Clock: cfg.Clock, BaseURL: base}
 	a.World = &world.Service{Store: a.Store, Clock: cfg.Clock, Integrations: map[string]world.Integrator{caldav.Provider: a.Calendars}}
 	a.Messages = &messaging.Service{Store: a.Store, Clock: cfg.Clock, Tools: a.World.Toolbox, EngineFor: cfg.EngineFor,
 		EngineTimeout: cfg.EngineTimeout}

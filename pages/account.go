@@ -1,7 +1,6 @@
 package pages
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -27,7 +26,8 @@ func (s *Server) signupForm(w http.ResponseWriter, r *http.Request, c *Ctx) (any
 	return signupData{Timezone: "UTC", Timezones: timezones}, nil
 }
 
-// signup creates an account on the waitlist and signs it in.
+// signup creates an account on the waitlist, with an unverified address,
+// and answers "check your e-mail" (the same page for a taken address).
 func (s *Server) signup(w http.ResponseWriter, r *http.Request, c *Ctx) (any, error) {
 	if c.User != nil {
 		return c.Redirect("/account")
@@ -61,25 +61,23 @@ func (s *Server) signup(w http.ResponseWriter, r *http.Request, c *Ctx) (any, er
 			int(until.Sub(c.Now).Minutes())+1))
 		return d, nil
 	}
+	// The answer is the same page whether the address was free (an
+	// account is made, on the waitlist, and a verification link is
+	// e-mailed) or taken (its owner is e-mailed a notice): it does not
+	// tell who has an account. So it signs nobody in, and both count
+	// against the network's sign-ups.
 	u, err := s.Accounts.SignUp(r.Context(), in)
-	var e *ams.Error
-	if errors.As(err, &e) && e.Kind == ams.ECONFLICT && e.Param == "email" {
-		c.Fail("email", e.Message)
-		return d, nil
-	} else if err != nil {
+	if err != nil {
 		return nil, err
 	}
 	if err := s.OAuth.SignupDone(r.Context(), r); err != nil {
 		return nil, err
 	}
-	sid, err := s.OAuth.StartSession(r.Context(), w, r, u)
-	if err != nil {
-		return nil, err
+	if u != nil {
+		s.Logger.Info("account signed up", "user", u.ID)
 	}
-	c.User, c.SessionID = u, sid
-	s.Logger.Info("account signed up", "user", u.ID)
-	c.Flash(FlashSuccess, "Welcome to ams! Your account is on the early-access waitlist: you can create API keys once it is approved.")
-	return c.Redirect("/account")
+	c.Render("check_email.html")
+	return checkEmailData{Email: account.NormalizeEmail(in.Email)}, nil
 }
 
 // passwordForm shows the password change form.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/format"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/ratelimit"
 )
@@ -281,8 +282,8 @@ func (s *Server) send(r *http.Request, c *Ctx, a *ams.Assistant, conv, text stri
 	// account's rate limits too.
 	if d, err := s.takeRequest(r, c); ams.ErrorKindOf(err) == ams.ERATELIMIT {
 		c.Status = http.StatusTooManyRequests
-		c.Fail("message", fmt.Sprintf("Your plan's limit of %d requests per %s is reached; try again in %d seconds. Your message was not sent.",
-			d.Tightest().Limit, d.Tightest().Name, ratelimit.RetryAfter(d, c.Now)))
+		c.Fail("message", fmt.Sprintf("Your plan's limit of %s requests per %s is reached; try again in %d seconds. Your message was not sent.",
+			format.Number(d.Tightest().Limit), d.Tightest().Name, ratelimit.RetryAfter(d, c.Now)))
 		return nil, nil
 	} else if err != nil {
 		return nil, err

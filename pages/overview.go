@@ -3,9 +3,9 @@ package pages
 import (
 	"context"
 	"net/http"
-	"strconv"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/format"
 )
 
 // overviewData is the data of the overview page.
@@ -32,7 +32,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, c *Ctx) (any, 
 			n++
 		}
 	}
-	d.Keys = strconv.Itoa(n)
+	d.Keys = format.Number(n)
 	if d.Assistants, err = count(ctx, func(ctx context.Context, p ams.ListParams) (int, bool, error) {
 		pg, err := s.Store.ListAssistants(ctx, c.User.ID, p)
 		if err != nil {
@@ -62,7 +62,7 @@ func count(ctx context.Context, list func(context.Context, ams.ListParams) (int,
 		return "", err
 	}
 	if more {
-		return strconv.Itoa(n) + "+", nil
+		return format.Number(n) + "+", nil
 	}
-	return strconv.Itoa(n), nil
+	return format.Number(n), nil
 }

@@ -1,5 +1,6 @@
 // Package pages serves the account pages of ams: sign-up, the account
-// overview, API keys, password change, the waitlist admin page, OAuth
+// overview, API keys, password change, password reset and e-mail
+// verification by e-mailed links, the waitlist admin page, OAuth
 // apps, webhooks, usage and assistants (the route list is in routes.go).
 // The pages are server-rendered with html/template; the templates, one
 // stylesheet and one small script (the copy button, which the pages do
@@ -47,12 +48,15 @@
 //
 // Inside it, . is the *View: .Data is the handler's data, .User the
 // signed-in user, .Now the request time, and .Time/.Date/.Ago format
-// times in the user's time zone. The templates of templates/_*.html are
+// times in the user's time zone ({{num .N}} writes a count; both go
+// through internal/format, the one number and date format). The
+// templates of templates/_*.html are
 // shared partials, included in every page. The header's navigation (nav
 // below) shows an entry once a GET page is registered at its path. Every
 // page is sent with Cache-Control: no-store.
 //
-// PublicPage registers a page that needs no session (sign-up); its POST
+// PublicPage registers a page that needs no session (sign-up, forgot
+// password, the links e-mailed: reset and verification); its POST
 // routes are protected by the CSRF token of the login form instead.
 package pages
 

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/format"
 )
 
 //go:embed templates/*.html
@@ -40,11 +41,14 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprint(v)
 	},
+	// num writes a count with thousands separators ("1,234"): every
+	// number a page shows goes through it (format.Number).
+	"num": num,
 	"plural": func(n int, one, many string) string {
 		if n == 1 {
-			return fmt.Sprintf("%d %s", n, one)
+			return "1 " + one
 		}
-		return fmt.Sprintf("%d %s", n, many)
+		return format.Number(n) + " " + many
 	},
 	"contains": func(list any, v string) bool {
 		switch l := list.(type) {
@@ -119,22 +123,24 @@ func (v *View) ErrorFor(field string) string {
 }
 
 // Time formats t (a time.Time or *time.Time; nil: "never") as date and
-// time in the user's time zone.
+// time in the user's time zone, "24 Nov 2026 18:30 UTC" (format.Time: the
+// one date format of the pages).
 func (v *View) Time(t any) string {
 	tt, ok := timeOf(t)
 	if !ok {
 		return "never"
 	}
-	return tt.In(v.loc).Format("2 Jan 2006 15:04 MST")
+	return format.Time(tt, v.loc)
 }
 
-// Date formats t as a date in the user's time zone.
+// Date formats t as a date in the user's time zone, "24 Nov 2026"
+// (format.Date).
 func (v *View) Date(t any) string {
 	tt, ok := timeOf(t)
 	if !ok {
 		return "never"
 	}
-	return tt.In(v.loc).Format("2 Jan 2006")
+	return format.Date(tt, v.loc)
 }
 
 // ISO formats t for a <time datetime> attribute.
@@ -286,6 +292,22 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, c *Ctx, err error)
 		title = "Something went wrong"
 	}
 	s.renderError(w, r, c, status, title, e.Message)
+}
+
+// num formats a count (any integer type, or a string already formatted)
+// with thousands separators.
+func num(v any) string {
+	switch n := v.(type) {
+	case int:
+		return format.Number(n)
+	case int32:
+		return format.Number(n)
+	case int64:
+		return format.Number(n)
+	case string:
+		return n
+	}
+	return fmt.Sprint(v)
 }
 
 // staticVersion is a hash of the static files, added to their URLs so that

@@ -14,6 +14,14 @@ func (s *Server) routes() {
 	// Sign-up and password (account.go).
 	s.PublicPage("GET /signup", "signup.html", s.signupForm)
 	s.PublicPage("POST /signup", "signup.html", s.signup)
+	// Password reset and e-mail verification by e-mailed links
+	// (recovery.go).
+	s.PublicPage("GET /forgot-password", "forgot_password.html", s.forgotForm)
+	s.PublicPage("POST /forgot-password", "forgot_password.html", s.forgot)
+	s.PublicPage("GET /reset-password/{token}", "reset_password.html", s.resetForm)
+	s.PublicPage("POST /reset-password/{token}", "reset_password.html", s.reset)
+	s.PublicPage("GET /verify-email/{token}", "link_done.html", s.verifyEmail)
+	s.Page("POST /account/verify-email", "overview.html", s.resendVerification)
 	s.Page("GET /account/password", "password.html", s.passwordForm)
 	s.Page("POST /account/password", "password.html", s.changePassword)
 
@@ -71,6 +79,9 @@ func (s *Server) routes() {
 var formPages = map[string]string{
 	"POST /signup":                                                "GET /signup",
 	"POST /account/password":                                      "GET /account/password",
+	"POST /forgot-password":                                       "GET /forgot-password",
+	"POST /reset-password/{token}":                                "GET /reset-password/{token}",
+	"POST /account/verify-email":                                  "GET /account",
 	"POST /account/keys":                                          "GET /account/keys",
 	"POST /account/keys/{id}/revoke":                              "GET /account/keys",
 	"POST /account/apps":                                          "GET /account/apps",

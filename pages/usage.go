@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/format"
 	"github.com/amsdev/ams/usage"
 )
 
@@ -71,24 +72,7 @@ func percent(n int64, limit int) int {
 }
 
 // thousands formats n with thousands separators: 10000 is "10,000".
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := n < 0
-	if neg {
-		s = s[1:]
-	}
-	out := make([]byte, 0, len(s)+len(s)/3+1)
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	if neg {
-		return "-" + string(out)
-	}
-	return string(out)
-}
+func thousands(n int64) string { return format.Number(n) }
 
 // seconds says a duration in words: "10 seconds", "1 minute".
 func seconds(d time.Duration) string {

@@ -138,7 +138,7 @@ func TestUsagePage(t *testing.T) {
 
 	// The minutes: summary (visible, and the SVG's description), and the
 	// table by the hour in Berlin time.
-	wantMin := "Peak 60 requests in one minute (Nov 21 10:55 Europe/Berlin); the limit is 60 per minute. 65 requests in all, 3 of them refused (429)."
+	wantMin := "Peak 60 requests in one minute (21 Nov 10:55 Europe/Berlin); the limit is 60 per minute. 65 requests in all, 3 of them refused (429)."
 	if got := elementText(t, p, "minutes-summary"); got != wantMin {
 		t.Errorf("minutes summary:\n got %q\nwant %q", got, wantMin)
 	}
@@ -149,13 +149,13 @@ func TestUsagePage(t *testing.T) {
 		t.Errorf("minutes chart's <title>: %q", got)
 	}
 	minutes := p.byID("minutes-title").Parent
-	if got := strings.Join(tableRow(minutes, "Nov 21 10:00"), "|"); got != "Nov 21 10:00|60|3|60" {
+	if got := strings.Join(tableRow(minutes, "21 Nov 10:00"), "|"); got != "21 Nov 10:00|60|3|60" {
 		t.Errorf("minutes table, 10:00 Berlin: %q", got)
 	}
-	if got := strings.Join(tableRow(minutes, "Nov 21 11:00"), "|"); got != "Nov 21 11:00|5|0|5" {
+	if got := strings.Join(tableRow(minutes, "21 Nov 11:00"), "|"); got != "21 Nov 11:00|5|0|5" {
 		t.Errorf("minutes table, 11:00 Berlin: %q", got)
 	}
-	if got := strings.Join(tableRow(minutes, "Nov 20 11:00"), "|"); got != "Nov 20 11:00|0|0|0" {
+	if got := strings.Join(tableRow(minutes, "20 Nov 11:00"), "|"); got != "20 Nov 11:00|0|0|0" {
 		t.Errorf("minutes table, the first hour: %q", got)
 	}
 	// The tables are collapsed: inside <details> without open.
@@ -173,7 +173,7 @@ func TestUsagePage(t *testing.T) {
 	})
 
 	// The days, in UTC.
-	wantDay := "Peak 1,234 requests in one day (Nov 19 UTC); the limit is 10,000 per day. 1,299 requests in all, 3 of them refused (429)."
+	wantDay := "Peak 1,234 requests in one day (19 Nov UTC); the limit is 10,000 per day. 1,299 requests in all, 3 of them refused (429)."
 	if got := elementText(t, p, "days-summary"); got != wantDay {
 		t.Errorf("days summary:\n got %q\nwant %q", got, wantDay)
 	}
@@ -182,17 +182,17 @@ func TestUsagePage(t *testing.T) {
 	}
 	days := p.byID("days-title").Parent
 	for first, want := range map[string]string{
-		"Nov 21": "Nov 21|65|3",
-		"Nov 20": "Nov 20|0|0",
-		"Nov 19": "Nov 19|1,234|0",
-		"Nov 18": "Nov 18|0|0", // bob's day
-		"Oct 23": "Oct 23|0|0", // the first of 30
+		"21 Nov": "21 Nov|65|3",
+		"20 Nov": "20 Nov|0|0",
+		"19 Nov": "19 Nov|1,234|0",
+		"18 Nov": "18 Nov|0|0", // bob's day
+		"23 Oct": "23 Oct|0|0", // the first of 30
 	} {
 		if got := strings.Join(tableRow(days, first), "|"); got != want {
 			t.Errorf("days table, %s: %q, want %q", first, got, want)
 		}
 	}
-	if row := tableRow(days, "Oct 22"); row != nil {
+	if row := tableRow(days, "22 Oct"); row != nil {
 		t.Errorf("31 days shown: %q", row)
 	}
 	// Two charts with their limit lines.
@@ -216,11 +216,11 @@ func TestUsagePage(t *testing.T) {
 	b2.signIn(bob.Email, "correct horse battery")
 	p = b2.get("/account/usage")
 	p.mustStatus(http.StatusOK)
-	if got := elementText(t, p, "minutes-summary"); got != "Peak 777 requests in one minute (Nov 21 09:58 UTC); the limit is 60 per minute. 777 requests in all, 0 of them refused (429)." {
+	if got := elementText(t, p, "minutes-summary"); got != "Peak 777 requests in one minute (21 Nov 09:58 UTC); the limit is 60 per minute. 777 requests in all, 0 of them refused (429)." {
 		t.Errorf("bob's minutes: %q", got)
 	}
-	if got := strings.Join(tableRow(p.byID("days-title").Parent, "Nov 19"), "|"); got != "Nov 19|0|0" {
-		t.Errorf("bob's Nov 19: %q", got)
+	if got := strings.Join(tableRow(p.byID("days-title").Parent, "19 Nov"), "|"); got != "19 Nov|0|0" {
+		t.Errorf("bob's 19 Nov: %q", got)
 	}
 	p.mustNotContain("1,234", "1,299")
 }

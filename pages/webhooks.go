@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/format"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/webhook"
 )
@@ -466,11 +467,11 @@ func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) 
 	case err != nil:
 		return nil, err
 	case rec.Queued == 0:
-		c.Flash(FlashInfo, "Nothing to recover: this webhook has received every event since "+since.In(c.Location()).Format("2 Jan 2006 15:04 MST")+" (or there were none).")
+		c.Flash(FlashInfo, "Nothing to recover: this webhook has received every event since "+format.Time(since, c.Location())+" (or there were none).")
 	case rec.Queued == 1:
-		c.Flash(FlashSuccess, "1 event since "+since.In(c.Location()).Format("2 Jan 2006 15:04 MST")+" is queued for delivery again.")
+		c.Flash(FlashSuccess, "1 event since "+format.Time(since, c.Location())+" is queued for delivery again.")
 	default:
-		c.Flash(FlashSuccess, strconv.FormatInt(rec.Queued, 10)+" events since "+since.In(c.Location()).Format("2 Jan 2006 15:04 MST")+" are queued for delivery again, oldest first.")
+		c.Flash(FlashSuccess, format.Number(rec.Queued)+" events since "+format.Time(since, c.Location())+" are queued for delivery again, oldest first.")
 	}
 	return c.Redirect("/account/webhooks/" + wh.ID)
 }

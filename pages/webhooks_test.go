@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/format"
 	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/webhook"
 )
@@ -167,7 +168,7 @@ func TestWebhookCreatePingRedeliver(t *testing.T) {
 	p = h.get(t, b, "/account/webhooks/"+wh.ID)
 	redeliver := "/account/webhooks/" + wh.ID + "/deliveries/" + ds[0].ID + "/redeliver"
 	wantPage(t, p, http.StatusOK, "Delivery log", "webhook.ping", ds[0].EventID, `<span class="badge badge-ok">200</span>`,
-		"receiver says 200", strconv.FormatInt(ds[0].DurationMS, 10)+" ms", `action="`+redeliver+`"`)
+		"receiver says 200", format.Number(ds[0].DurationMS)+" ms", `action="`+redeliver+`"`)
 	p = h.get(t, b, "/account/webhooks")
 	wantPage(t, p, http.StatusOK, rc.URL+"/hook", "message.created, task.created", `<span class="badge badge-ok">Active</span>`, `<span class="badge badge-ok">OK</span>`)
 

@@ -10,29 +10,30 @@ import (
 	"github.com/amsdev/ams"
 )
 
-const userCols = `id, email, password_hash, plan, rpm, rpd, timezone, created_at, updated_at, approved_at, admin, max_webhooks`
+const userCols = `id, email, password_hash, plan, rpm, rpd, timezone, created_at, updated_at, approved_at, admin, max_webhooks, unverified_since`
 
 func scanUser(s scanner) (*ams.User, error) {
 	var u ams.User
 	var created, updated int64
-	var approved, maxWebhooks *int64
+	var approved, maxWebhooks, unverified *int64
 	if err := s.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.Plan, &u.RPM, &u.RPD, &u.Timezone, &created, &updated, &approved, &u.Admin,
-		&maxWebhooks); err != nil {
+		&maxWebhooks, &unverified); err != nil {
 		return nil, err
 	}
 	if maxWebhooks != nil {
 		u.MaxWebhooks = int(*maxWebhooks)
 	}
 	u.CreatedAt, u.UpdatedAt, u.ApprovedAt = FromMS(created), FromMS(updated), fromNullMS(approved)
+	u.UnverifiedSince = fromNullMS(unverified)
 	return &u, nil
 }
 
 // CreateUser stores u. The e-mail is stored lower-cased, so it is compared
 // case-insensitively; ECONFLICT if it is taken.
 func (q *Queries) CreateUser(ctx context.Context, u *ams.User) error {
-	_, err := q.w.Exec(ctx, `INSERT INTO users (`+userCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+	_, err := q.w.Exec(ctx, `INSERT INTO users (`+userCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		u.ID, strings.ToLower(u.Email), u.PasswordHash, string(u.Plan), u.RPM, u.RPD, u.Timezone, MS(u.CreatedAt), MS(u.UpdatedAt),
-		nullMS(u.ApprovedAt), u.Admin, nullCap(u.MaxWebhooks))
+		nullMS(u.ApprovedAt), u.Admin, nullCap(u.MaxWebhooks), nullMS(u.UnverifiedSince))
 	if q.isUnique(err) {
 		return ams.Errorf(ams.ECONFLICT, "email_taken", "A user with e-mail %s already exists.", u.Email)
 	}

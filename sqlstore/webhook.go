@@ -531,6 +531,9 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 		{`DELETE FROM login_sessions WHERE expires_at < $1`, MS(now)},
 		{`DELETE FROM oauth_locks WHERE expires_at < $1`, MS(now)},
 		{`DELETE FROM usage_minutes WHERE minute_start < $1`, MS(now.Add(-ams.UsageRetention))},
+		// E-mailed links, used or not, once expired for as long as events
+		// are kept (the caps on links look back a day at most).
+		{`DELETE FROM account_tokens WHERE expires_at < $1`, MS(events)},
 		// A replaced webhook secret is kept only for its overlap.
 		{`UPDATE webhooks SET previous_secret_sealed = NULL, previous_secret_expires_at = NULL WHERE previous_secret_expires_at <= $1`, MS(now)},
 	}, extra...)

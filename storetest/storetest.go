@@ -22,6 +22,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Users", testUsers},
 		{"APIKeys", testAPIKeys},
 		{"KeyReminders", testKeyReminders}, {"KeyRemindersRace", testKeyRemindersRace},
+		{"AccountTokens", testAccountTokens}, {"AccountTokenExpiry", testAccountTokenExpiry}, {"AccountTokenRace", testAccountTokenRace},
 		{"AssistantsScopedToUser", testAssistants},
 		{"Pagination", testPagination},
 		{"ExchangeAtomic", testExchange},

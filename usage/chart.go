@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/format"
 )
 
 // Chart is a series of request counts against its limit, drawn as an
@@ -90,13 +91,13 @@ func (c *Chart) unit() string {
 	return fmt.Sprintf("%d minutes", c.Step/time.Minute)
 }
 
-// when names a bucket by its start: "Nov 21" for days, "Nov 21 14:03"
+// when names a bucket by its start: "21 Nov" for days, "21 Nov 14:03"
 // otherwise.
 func (c *Chart) when(t time.Time) string {
 	if c.Step >= 24*time.Hour {
-		return t.UTC().Format("Jan 2")
+		return t.UTC().Format(format.DayLayout)
 	}
-	return t.In(c.loc()).Format("Jan 2 15:04")
+	return t.In(c.loc()).Format(format.DayTimeLayout)
 }
 
 // Peak returns the bucket with the most requests (allowed and refused),
@@ -120,7 +121,7 @@ func (c *Chart) Totals() (allowed, refused int64) {
 }
 
 // Summary is the chart's description in words (the SVG's <desc>), e.g.
-// "Peak 57 requests in one minute (Nov 21 14:03 UTC); the limit is 60 per
+// "Peak 57 requests in one minute (21 Nov 14:03 UTC); the limit is 60 per
 // minute. 1,234 requests in all, 12 of them refused (429)."
 func (c *Chart) Summary() string {
 	var b strings.Builder
@@ -177,19 +178,9 @@ func f(v float64) string {
 	return strconv.FormatFloat(math.Round(v*100)/100, 'f', -1, 64)
 }
 
-// num formats a count with thousands separators: 10000 is "10,000".
-func num(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s
-}
+// num formats a count with thousands separators: 10000 is "10,000"
+// (format.Number, as the pages do).
+func num(n int64) string { return format.Number(n) }
 
 var esc = template.HTMLEscapeString
 
@@ -292,7 +283,7 @@ func (c *Chart) lines(b *strings.Builder, center func(int) float64, top int64) {
 	}
 }
 
-// pointText describes one bucket: "Nov 21: 9,812 requests, 3 refused".
+// pointText describes one bucket: "21 Nov: 9,812 requests, 3 refused".
 func (c *Chart) pointText(p ams.UsagePoint) string {
 	s := fmt.Sprintf("%s: %s requests", c.when(p.Start), num(p.Total()))
 	if p.Refused > 0 {
@@ -339,7 +330,7 @@ func (c *Chart) labelled() []int {
 func (c *Chart) label(i int) string {
 	t := c.Points[i].Start
 	if c.Step >= 24*time.Hour {
-		return t.UTC().Format("Jan 2")
+		return t.UTC().Format(format.DayLayout)
 	}
 	return t.In(c.loc()).Format("15:04")
 }
@@ -380,7 +371,7 @@ func (c *Chart) Table() template.HTML {
 		for _, p := range c.Points {
 			name := c.when(p.Start)
 			if c.Step < 24*time.Hour {
-				name = p.Start.In(c.loc()).Format("Jan 2 15:04")
+				name = p.Start.In(c.loc()).Format(format.DayTimeLayout)
 			}
 			row(name, p, 0)
 		}
@@ -396,7 +387,7 @@ func (c *Chart) Table() template.HTML {
 			lt := p.Start.In(loc)
 			h := lt.Add(-time.Duration(lt.Minute())*time.Minute - time.Duration(lt.Second())*time.Second)
 			if open && !h.Equal(hour) {
-				row(hour.Format("Jan 2 15:04"), sum, busiest)
+				row(hour.Format(format.DayTimeLayout), sum, busiest)
 				sum, busiest = ams.UsagePoint{}, 0
 			}
 			hour, open = h, true
@@ -405,7 +396,7 @@ func (c *Chart) Table() template.HTML {
 			busiest = max(busiest, p.Total())
 		}
 		if open {
-			row(hour.Format("Jan 2 15:04"), sum, busiest)
+			row(hour.Format(format.DayTimeLayout), sum, busiest)
 		}
 	}
 	b.WriteString(`</tbody></table>`)

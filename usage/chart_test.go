@@ -122,7 +122,7 @@ func TestDayChartBars(t *testing.T) {
 	if title[0].attr("id") != "days-title" || title[0].Text != c.Title || desc[0].attr("id") != "days-desc" {
 		t.Fatalf("title %+v desc %+v", title[0], desc[0])
 	}
-	want := "Peak 10,003 requests in one day (Nov 20 UTC); the limit is 10,000 per day. "
+	want := "Peak 10,003 requests in one day (20 Nov UTC); the limit is 10,000 per day. "
 	if !strings.HasPrefix(desc[0].Text, want) {
 		t.Fatalf("desc %q, want it to start with %q", desc[0].Text, want)
 	}
@@ -151,7 +151,7 @@ func TestDayChartBars(t *testing.T) {
 		}
 	}
 	yesterday := allowed[len(allowed)-2] // today's is the last
-	if tip := yesterday.all("title", "")[0].Text; tip != "Nov 20: 10,003 requests, 3 refused" {
+	if tip := yesterday.all("title", "")[0].Text; tip != "20 Nov: 10,003 requests, 3 refused" {
 		t.Fatalf("yesterday's tooltip %q", tip)
 	}
 	// The limit line is dashed, level, and at the height of yesterday's
@@ -172,7 +172,7 @@ func TestDayChartBars(t *testing.T) {
 	}
 	// Dates under the bars, today's last.
 	labels := svg.all("g", "labels")[0].all("text", "")
-	if len(labels) < 5 || len(labels) > 8 || labels[len(labels)-1].Text != "Nov 21" {
+	if len(labels) < 5 || len(labels) > 8 || labels[len(labels)-1].Text != "21 Nov" {
 		t.Fatalf("%d day labels, last %q", len(labels), labels[len(labels)-1].Text)
 	}
 	// Under the bar it names.
@@ -232,7 +232,7 @@ func TestMinuteChartLine(t *testing.T) {
 		t.Fatalf("refused line: %d", len(r))
 	}
 	desc := svg.all("desc", "")[0].Text
-	if !strings.HasPrefix(desc, "Peak 69 requests in one minute (Nov 21 08:04 UTC); the limit is 60 per minute.") {
+	if !strings.HasPrefix(desc, "Peak 69 requests in one minute (21 Nov 08:04 UTC); the limit is 60 per minute.") {
 		t.Fatalf("desc %q", desc)
 	}
 	// Hours every three hours, in UTC.
@@ -253,7 +253,7 @@ func TestMinuteChartLine(t *testing.T) {
 	if got := strings.Join(labels, " "); got != "18:00 21:00 00:00 03:00 06:00 09:00 12:00 15:00" {
 		t.Fatalf("hour labels in Kolkata %q", got)
 	}
-	if desc := svg.all("desc", "")[0].Text; !strings.Contains(desc, "(Nov 21 13:34 Asia/Kolkata)") {
+	if desc := svg.all("desc", "")[0].Text; !strings.Contains(desc, "(21 Nov 13:34 Asia/Kolkata)") {
 		t.Fatalf("desc %q", desc)
 	}
 
@@ -334,7 +334,7 @@ func TestChartTable(t *testing.T) {
 		t.Fatalf("first header %+v", th[0])
 	}
 	rs := rows(t, table)
-	if len(rs) != 30 || strings.Join(rs[28], "|") != "Nov 20|10,003|3" || strings.Join(rs[29], "|") != "Nov 21|2,900|0" {
+	if len(rs) != 30 || strings.Join(rs[28], "|") != "20 Nov|10,003|3" || strings.Join(rs[29], "|") != "21 Nov|2,900|0" {
 		t.Fatalf("%d rows: %v .. %v", len(rs), rs[28], rs[29])
 	}
 	if table.all("tbody", "")[0].all("th", "")[0].attr("scope") != "row" {
@@ -352,13 +352,13 @@ func TestChartTable(t *testing.T) {
 	for _, p := range minutes()[22*60 : 23*60] {
 		sum += p.Total()
 	}
-	if got := strings.Join(rs[22], "|"); got != "Nov 21 08:00|"+num(sum)+"|9|69" {
+	if got := strings.Join(rs[22], "|"); got != "21 Nov 08:00|"+num(sum)+"|9|69" {
 		t.Fatalf("08:00 row %q, want sum %d", got, sum)
 	}
 	// An hour of a zone half an hour off UTC is still an hour.
 	c.Location, _ = time.LoadLocation("Asia/Kolkata")
 	rs = rows(t, parse(t, string(c.Table())))
-	if len(rs) != 25 || rs[0][0] != "Nov 20 15:00" || rs[1][0] != "Nov 20 16:00" || rs[24][0] != "Nov 21 15:00" {
+	if len(rs) != 25 || rs[0][0] != "20 Nov 15:00" || rs[1][0] != "20 Nov 16:00" || rs[24][0] != "21 Nov 15:00" {
 		t.Fatalf("%d rows in Kolkata: %v %v .. %v", len(rs), rs[0], rs[1], rs[24])
 	}
 }

@@ -85,7 +85,7 @@ func TestAPIRequestsAreMetered(t *testing.T) {
 	if last := rep.Minutes[len(rep.Minutes)-1]; !last.Start.Equal(minute.Add(time.Minute)) || last.Allowed != 5 {
 		t.Fatalf("the last minute of the report: %+v", last)
 	}
-	if d := rep.MinuteChart(nil).Summary(); !strings.HasPrefix(d, "Peak 63 requests in one minute (Nov 21 10:00 UTC); the limit is 60 per minute.") {
+	if d := rep.MinuteChart(nil).Summary(); !strings.HasPrefix(d, "Peak 63 requests in one minute (21 Nov 10:00 UTC); the limit is 60 per minute.") {
 		t.Fatalf("summary %q", d)
 	}
 }

@@ -22,7 +22,8 @@ func TestWaitlistPageSignOutAndPassword(t *testing.T) {
 	user.fill("Password", pw1)
 	user.fill("Password again", pw1)
 	user.submit("Create account")
-	user.waitPath("/account")
+	user.waitText("Check your e-mail")
+	user.signIn(email, pw1, "/account")
 	user.waitText("On the waitlist")
 
 	// Signing out leads to the sign-in page; the account pages ask to sign in.

@@ -27,10 +27,15 @@ func TestSignUpApprovalAndKeys(t *testing.T) {
 	p.choose("Time zone", "Europe/London")
 	p.shot("signup")
 	p.submit("Create account")
+	p.waitText("Check your e-mail")
+	// The address is verified by the e-mail's link (recovery_test.go
+	// shows the pages of an unverified account).
+	p.open(e.mailLink(t, email, "/verify-email/"))
+	p.waitText("Your e-mail address is verified")
 
 	// Signed in, on the waitlist.
-	p.waitPath("/account")
-	p.waitText("Your account is on the early-access waitlist")
+	p.signIn(email, "correct horse battery", "/account")
+	p.waitText("You are on the early-access waitlist.")
 	p.waitText("On the waitlist")
 	p.shot("account-waitlist")
 	p.open("/account/keys")

@@ -168,6 +168,9 @@ var Tables = []*Table{
 		cols(Text, "timezone"),
 		cols(Int, "created_at", "updated_at"),
 		[]Column{nullCol("approved_at", Int), col("admin", Bool), nullCol("max_webhooks", Int)},
+		// Signed up without a verified address yet (migration 0018; NULL,
+		// verified, in older dumps).
+		[]Column{nullCol("unverified_since", Int)},
 	)},
 	{Name: "api_keys", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
@@ -280,6 +283,12 @@ var Tables = []*Table{
 	{Name: "login_sessions", OrderBy: []string{"id_hash"}, Columns: join(
 		cols(Text, "id_hash", "user_id"),
 		cols(Int, "created_at", "expires_at"),
+	)},
+	// The links e-mailed to accounts, by their hash (migration 0018).
+	{Name: "account_tokens", OrderBy: []string{"hash"}, Columns: join(
+		cols(Text, "hash", "user_id", "purpose", "email"),
+		cols(Int, "created_at", "expires_at"),
+		[]Column{nullCol("used_at", Int)},
 	)},
 	{Name: "usage_minutes", OrderBy: []string{"user_id", "minute_start"}, Columns: join(
 		cols(Text, "user_id"),

@@ -39,12 +39,15 @@ type Fixture struct {
 	Webhooks      []*ams.Webhook // [0] stays active, [1] fails, [2] is another user's
 	// Pending are the events (by id) whose delivery to Webhooks[0] is
 	// pending, with the attempts made so far: all due at ClaimAt.
-	Pending    map[string]int
-	Email      *ams.Email
-	Client     *ams.OAuthClient
-	Tokens     []*ams.OAuthToken
-	Session    *ams.LoginSession
-	Idempotent []*ams.IdempotencyRecord
+	Pending map[string]int
+	Email   *ams.Email
+	Client  *ams.OAuthClient
+	Tokens  []*ams.OAuthToken
+	Session *ams.LoginSession
+	// AccountTokens are e-mailed links: bob's verification link (bob is
+	// unverified), and ann's reset link, used.
+	AccountTokens []*ams.AccountToken
+	Idempotent    []*ams.IdempotencyRecord
 	// The assistant's world.
 	Integration        *ams.Integration
 	IntegrationSecrets map[string]string
@@ -69,12 +72,35 @@ func Fill(t *testing.T, s ams.Store) *Fixture {
 
 	ann := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "ann@example.com", PasswordHash: "$2a$10$abcdefghijklmnopqrstuv0123456789ABCDEFGHIJKLMNOPQRSTU",
 		Plan: ams.PlanEnterprise, Timezone: "Europe/Paris", CreatedAt: T0, UpdatedAt: T0}
-	bob := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "bob@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: T0.Add(time.Second), UpdatedAt: T0.Add(time.Second)}
+	bobSince := T0.Add(time.Second)
+	bob := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "bob@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: T0.Add(time.Second), UpdatedAt: T0.Add(time.Second),
+		UnverifiedSince: &bobSince}
 	for _, u := range []*ams.User{ann, bob} {
 		must(t, s.CreateUser(ctx, u))
 	}
+	// The links e-mailed (their e-mails are sent at once, so that the
+	// queue holds only the webhook's notice below).
+	f.AccountTokens = []*ams.AccountToken{
+		{Hash: ams.HashSecret("verify-bob"), UserID: bob.ID, Purpose: ams.TokenEmailVerification, Email: bob.Email, CreatedAt: T0, ExpiresAt: T0.Add(ams.EmailVerificationLifetime)},
+		{Hash: ams.HashSecret("reset-ann"), UserID: ann.ID, Purpose: ams.TokenPasswordReset, Email: ann.Email, CreatedAt: T0, ExpiresAt: T0.Add(ams.PasswordResetLifetime)},
+	}
+	for _, tok := range f.AccountTokens {
+		ok, err := s.IssueAccountToken(ctx, tok, &ams.Email{ID: ams.NewID("eml_"), To: "x@example.com", Subject: "link", Text: "link"}, T0.Add(-time.Hour), 3)
+		if err != nil || !ok {
+			t.Fatalf("fixture: issue account token: %v %v", ok, err)
+		}
+	}
+	used := T0.Add(time.Minute)
+	_, err := s.ResetPassword(ctx, ams.HashSecret("reset-ann"), ann.PasswordHash, used)
+	must(t, err)
+	f.AccountTokens[1].UsedAt = &used
+	sent, err := s.ClaimEmails(ctx, T0, time.Minute, 10)
+	must(t, err)
+	for _, e := range sent {
+		must(t, s.FinishEmail(ctx, e.ID, true, "", time.Time{}, T0))
+	}
 	rpm, rpd := 5000, 2_000_000
-	ann, err := s.UpdateUser(ctx, ann.ID, ams.UserUpdate{RPM: &rpm, RPD: &rpd}, T0.Add(time.Hour+123*time.Millisecond))
+	ann, err = s.UpdateUser(ctx, ann.ID, ams.UserUpdate{RPM: &rpm, RPD: &rpd}, T0.Add(time.Hour+123*time.Millisecond))
 	must(t, err)
 	f.Users = []*ams.User{ann, bob}
 
@@ -398,6 +424,15 @@ func Compare(t *testing.T, want, got ams.Store, f *Fixture) {
 		}
 	}
 	same("login session", func(s ams.Store) (any, error) { return s.FindLoginSession(ctx, f.Session.IDHash, T0.Add(time.Hour)) })
+	for _, tok := range f.AccountTokens {
+		same("account token "+string(tok.Purpose), func(s ams.Store) (any, error) {
+			got, err := s.FindAccountToken(ctx, tok.Hash, tok.Purpose)
+			if err == nil && !reflect.DeepEqual(got, tok) {
+				t.Errorf("account token %s: %s, want %s", tok.Purpose, show(got), show(tok))
+			}
+			return got, err
+		})
+	}
 	// BeginIdempotent returns the stored record (and writes nothing) while
 	// it is younger than its TTL, or, running, than IdempotencyAbandoned.
 	for _, rec := range f.Idempotent {
