@@ -161,16 +161,16 @@ func TestManageClients(t *testing.T) {
 	}
 
 	// Deletion.
-	if err := oauth.DeleteClient(ctx, db, bob.ID, c.ID); !ams.IsNotFound(err) {
+	if err := oauth.DeleteClient(ctx, db, bob.ID, c.ID, now); !ams.IsNotFound(err) {
 		t.Errorf("bob deleting ann's client: %v", err)
 	}
-	if err := oauth.DeleteClient(ctx, db, ann.ID, c.ID); err != nil {
+	if err := oauth.DeleteClient(ctx, db, ann.ID, c.ID, now); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.FindOAuthClient(ctx, c.ID); !ams.IsNotFound(err) {
 		t.Errorf("deleted client found: %v", err)
 	}
-	if err := oauth.DeleteClient(ctx, db, ann.ID, c.ID); !ams.IsNotFound(err) {
+	if err := oauth.DeleteClient(ctx, db, ann.ID, c.ID, now); !ams.IsNotFound(err) {
 		t.Errorf("deleting again: %v", err)
 	}
 }

@@ -203,7 +203,12 @@ func (s *Server) AuthenticateToken(ctx context.Context, token string) (*ams.Auth
 	if err != nil {
 		return nil, invalidToken("The access token is not valid.")
 	}
-	return &ams.Auth{User: user, ClientID: ar.GetClient().GetID(), Permissions: perms}, nil
+	a := &ams.Auth{User: user, ClientID: ar.GetClient().GetID(), Permissions: perms}
+	if exp := ar.GetSession().GetExpiresAt(fosite.AccessToken); !exp.IsZero() {
+		exp = exp.UTC()
+		a.ExpiresAt = &exp
+	}
+	return a, nil
 }
 
 func invalidToken(msg string) error {

@@ -168,6 +168,10 @@ var Tables = []*Table{
 		cols(Text, "timezone"),
 		cols(Int, "created_at", "updated_at"),
 		[]Column{nullCol("approved_at", Int), col("admin", Bool), nullCol("max_webhooks", Int)},
+		// The e-mail notification settings (migration 0017; on, that is
+		// false, in older dumps).
+		[]Column{{Name: "key_reminder_emails_off", SQL: "key_reminder_emails_off", Kind: Bool, Default: false},
+			{Name: "webhook_failing_emails_off", SQL: "webhook_failing_emails_off", Kind: Bool, Default: false}},
 	)},
 	{Name: "api_keys", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
