@@ -30,6 +30,11 @@ type createdKey struct {
 	Secret string `json:"secret"`
 }
 
+// noStore marks an answer that shows a secret once: no cache keeps it,
+// and an Idempotency-Key does not replay it (the secret would sit in the
+// idempotency table; a retry runs the request again).
+func noStore(w http.ResponseWriter) { w.Header().Set("Cache-Control", "no-store") }
+
 // credential returns what the caller's credential holds, for the rule
 // that a credential never creates a key holding more (account.CheckHeld):
 // its permissions, and its expiry (an API key's, read from the store; an
@@ -77,6 +82,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("Location", "/v1/keys/"+k.ID)
+	noStore(w)
 	return writeJSON(w, http.StatusCreated, createdKey{APIKeyRecord: k.Record(s.now()), Secret: secret})
 }
 
@@ -183,6 +189,7 @@ func (s *Server) createOAuthClient(w http.ResponseWriter, r *http.Request) error
 	out := clientWithSecret{OAuthClient: c}
 	if secret != "" {
 		out.ClientSecret = &secret
+		noStore(w)
 	}
 	w.Header().Set("Location", "/v1/oauth/clients/"+c.ID)
 	return writeJSON(w, http.StatusCreated, out)
@@ -235,6 +242,7 @@ func (s *Server) rotateOAuthClientSecret(w http.ResponseWriter, r *http.Request)
 	if err != nil {
 		return err
 	}
+	noStore(w)
 	return writeJSON(w, http.StatusOK, clientWithSecret{OAuthClient: c, ClientSecret: &secret})
 }
 
