@@ -216,7 +216,6 @@ func TestManagementKeysBadInput(t *testing.T) {
 	}
 }
 
-
 // TestManagementNoEscalation: a credential never creates a key holding
 // more than itself. Only admin reaches the API, and admin holds every
 // permission, so through the API the rule bites on lifetime: a key that
