@@ -385,6 +385,8 @@ func TestRecordSchemasAreClosed(t *testing.T) {
 		"AssistantList", "ConversationList", "MessageList", "IntegrationList", "EventList",
 		"Webhook", "Delivery", "WebhookRedelivery", "WebhookList", "DeliveryList",
 		"EventData_message_created", "EventData_integration_error", "EventData_webhook_ping",
+		"APIKey", "CreatedAPIKey", "APIKeyList", "OAuthClient", "OAuthClientWithSecret", "OAuthClientList",
+		"Account", "EmailNotifications", "EventData_account_updated",
 	}
 	for _, typ := range eventTypes {
 		names = append(names, "Event_"+underscore(typ))
