@@ -126,6 +126,64 @@ func NewAPIKey(userID, name string, perms Permissions, now time.Time, expiresAt 
 	}
 }
 
+// APIKeyRecord is an API key as the management API shows it (GET
+// /v1/keys), and the data of the api_key.* events: never the secret nor
+// its hash; the secret's prefix and last four characters, as the account
+// pages show them, are enough to recognise it.
+type APIKeyRecord struct {
+	ID          string      `json:"id"`
+	Object      string      `json:"object"` // "api_key"
+	Name        string      `json:"name"`
+	Prefix      string      `json:"prefix"` // "ams_sk_"
+	Last4       string      `json:"last4"`
+	Permissions Permissions `json:"permissions"`
+	// Status is "active", "expired" or "revoked".
+	Status     string     `json:"status"`
+	CreatedAt  time.Time  `json:"created_at"`
+	LastUsedAt *time.Time `json:"last_used_at"`
+	ExpiresAt  *time.Time `json:"expires_at"`
+	RevokedAt  *time.Time `json:"revoked_at"`
+}
+
+// Status returns "revoked", "expired" (at now) or "active".
+func (k *APIKey) Status(now time.Time) string {
+	switch {
+	case k.RevokedAt != nil:
+		return "revoked"
+	case k.ExpiresAt != nil && !now.Before(*k.ExpiresAt):
+		return "expired"
+	}
+	return "active"
+}
+
+// Record returns the key as the API shows it, its status at now.
+func (k *APIKey) Record(now time.Time) *APIKeyRecord {
+	last4 := ""
+	if i := strings.LastIndex(k.Hint, "…"); i >= 0 {
+		last4 = k.Hint[i+len("…"):]
+	}
+	perms := k.Permissions
+	if perms == nil {
+		perms = Permissions{}
+	}
+	return &APIKeyRecord{ID: k.ID, Object: "api_key", Name: k.Name, Prefix: PrefixSecretKey, Last4: last4, Permissions: perms,
+		Status: k.Status(now), CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt}
+}
+
+// Holds reports whether the set holds every permission of want: admin
+// holds all five.
+func (ps Permissions) Holds(want Permissions) bool {
+	if slices.Contains(ps, PermAdmin) {
+		return true
+	}
+	for _, p := range want {
+		if !slices.Contains(ps, p) {
+			return false
+		}
+	}
+	return true
+}
+
 // KeyStore keeps API keys. AuthenticateKey finds a key by the hash of its
 // secret, with its user, whether revoked or expired or not (the caller
 // decides); ENOTFOUND if no key has that hash. It runs on every request,
@@ -135,6 +193,10 @@ func NewAPIKey(userID, name string, perms Permissions, now time.Time, expiresAt 
 type KeyStore interface {
 	CreateKey(ctx context.Context, k *APIKey) error
 	ListKeys(ctx context.Context, userID string) ([]*APIKey, error)
+	// ListKeyPage returns a page of the user's keys (revoked and expired
+	// ones included), newest first unless p.Order is asc; the cursor
+	// must be one of the user's keys, else EINVALID.
+	ListKeyPage(ctx context.Context, userID string, p ListParams) (*Page[*APIKey], error)
 	FindKey(ctx context.Context, id string) (*APIKey, error)
 	RevokeKey(ctx context.Context, userID, id string, now time.Time) (*APIKey, error)
 	AuthenticateKey(ctx context.Context, hash string) (*APIKey, *User, error)

@@ -81,6 +81,42 @@ const (
 	EventEventDeleted = "event.deleted"
 )
 
+// Audit event types of the management API, additions beyond the
+// interface's 13: every change of an API key, an OAuth client or the
+// account's settings, through the API, the account pages or the CLI, is
+// emitted in the change's transaction. Their data is the record as the
+// API shows it, never a secret. Only webhooks that subscribe to them (or
+// to "*") receive them.
+const (
+	EventAPIKeyCreated            = "api_key.created"
+	EventAPIKeyRevoked            = "api_key.revoked"
+	EventOAuthClientCreated       = "oauth_client.created"
+	EventOAuthClientSecretRotated = "oauth_client.secret_rotated"
+	EventOAuthClientDeleted       = "oauth_client.deleted"
+	EventAccountUpdated           = "account.updated"
+)
+
+// APIKeyEvent returns api_key.created or api_key.revoked for k (its
+// record: never the secret nor its hash).
+func APIKeyEvent(typ string, k *APIKey, at time.Time) *Event {
+	return recordEvent(typ, k.UserID, "api_key", k.Record(at), at)
+}
+
+// OAuthClientEvent returns an oauth_client.* event for c (its record:
+// never the secret nor its hash).
+func OAuthClientEvent(typ string, c *OAuthClient, at time.Time) *Event {
+	return recordEvent(typ, c.UserID, "oauth_client", c, at)
+}
+
+// AccountUpdatedEvent returns account.updated for u: its record, and
+// previous_attributes, the values the change replaced (as Stripe's events
+// have them).
+func AccountUpdatedEvent(u *User, previous map[string]any, at time.Time) *Event {
+	e := recordEvent(EventAccountUpdated, u.ID, "account", u.Account(), at)
+	e.Data["previous_attributes"] = previous
+	return e
+}
+
 // EventAll is the subscription to every event type, present and future
 // (DESIGN.md, "Additions"): a webhook whose events are ["*"] receives every
 // event of its account, the types added in later versions included, but
@@ -96,6 +132,9 @@ var EventTypes = []string{
 	EventIntegrationConnected, EventIntegrationDisconnected, EventIntegrationError,
 	EventWebhookFailing, EventWebhookEnabled,
 	EventTaskDeleted, EventEventDeleted,
+	EventAPIKeyCreated, EventAPIKeyRevoked,
+	EventOAuthClientCreated, EventOAuthClientSecretRotated, EventOAuthClientDeleted,
+	EventAccountUpdated,
 }
 
 // WebhookFailingEvent returns the webhook.failing event of webhook

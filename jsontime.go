@@ -183,3 +183,25 @@ func (in Integration) MarshalJSON() ([]byte, error) {
 		UpdatedAt   JSONTime `json:"updated_at"`
 	}{plain(in), JSONTime(in.ConnectedAt), JSONTime(in.CreatedAt), JSONTime(in.UpdatedAt)})
 }
+
+// MarshalJSON implements json.Marshaler (timestamps as TimeFormat).
+func (k APIKeyRecord) MarshalJSON() ([]byte, error) {
+	type plain APIKeyRecord
+	return json.Marshal(struct {
+		plain
+		CreatedAt  JSONTime  `json:"created_at"`
+		LastUsedAt *JSONTime `json:"last_used_at"`
+		ExpiresAt  *JSONTime `json:"expires_at"`
+		RevokedAt  *JSONTime `json:"revoked_at"`
+	}{plain(k), JSONTime(k.CreatedAt), jsonTimePtr(k.LastUsedAt), jsonTimePtr(k.ExpiresAt), jsonTimePtr(k.RevokedAt)})
+}
+
+// MarshalJSON implements json.Marshaler (timestamps as TimeFormat).
+func (a Account) MarshalJSON() ([]byte, error) {
+	type plain Account
+	return json.Marshal(struct {
+		plain
+		CreatedAt JSONTime `json:"created_at"`
+		UpdatedAt JSONTime `json:"updated_at"`
+	}{plain(a), JSONTime(a.CreatedAt), JSONTime(a.UpdatedAt)})
+}

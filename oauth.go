@@ -69,6 +69,10 @@ type OAuthStore interface {
 	CreateOAuthClient(ctx context.Context, c *OAuthClient) error
 	FindOAuthClient(ctx context.Context, id string) (*OAuthClient, error)
 	ListOAuthClients(ctx context.Context, userID string) ([]*OAuthClient, error)
+	// ListOAuthClientPage returns a page of the user's clients, newest
+	// first unless p.Order is asc; the cursor must be one of the user's
+	// clients, else EINVALID.
+	ListOAuthClientPage(ctx context.Context, userID string, p ListParams) (*Page[*OAuthClient], error)
 	// PublicRedirectURIs returns the redirect URIs of every public client
 	// of every account (duplicates possible, in no order): the API's CORS
 	// policy allows their origins (http.Server.CORSOrigins).

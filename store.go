@@ -79,6 +79,24 @@ type AccountData interface {
 // error fn must return it.
 type Tx interface {
 	AccountData
+	ManagementTx
+}
+
+// ManagementTx is what the management of an account, its API keys and
+// its OAuth clients writes in a transaction, with the audit event of the
+// change (api_key.created, oauth_client.deleted, account.updated, ...).
+// FindUser, FindKey and FindOAuthClient lock the row they read, as the
+// other Find methods of a Tx do.
+type ManagementTx interface {
+	FindUser(ctx context.Context, id string) (*User, error)
+	UpdateUser(ctx context.Context, id string, upd UserUpdate, now time.Time) (*User, error)
+	CreateKey(ctx context.Context, k *APIKey) error
+	FindKey(ctx context.Context, id string) (*APIKey, error)
+	RevokeKey(ctx context.Context, userID, id string, now time.Time) (*APIKey, error)
+	CreateOAuthClient(ctx context.Context, c *OAuthClient) error
+	FindOAuthClient(ctx context.Context, id string) (*OAuthClient, error)
+	SetOAuthClientSecret(ctx context.Context, userID, id, hash string, now time.Time) (*OAuthClient, error)
+	DeleteOAuthClient(ctx context.Context, userID, id string) error
 }
 
 // RateLimiter counts an account's requests in a per-minute and a per-day

@@ -67,6 +67,52 @@ type User struct {
 	// made by an operator: `ams users create`, --dev). It is cleared when
 	// the verification link is followed.
 	UnverifiedSince *time.Time `json:"-"`
+
+	// KeyReminderEmailsOff stops the e-mails reminding the owner that an
+	// API key expires soon or turns 90 days old (account.KeyReminders).
+	KeyReminderEmailsOff bool `json:"key_reminder_emails_off,omitempty"`
+	// WebhookFailingEmailsOff stops the e-mail sent when a webhook is
+	// marked failing (the webhook.failing event is emitted all the same).
+	WebhookFailingEmailsOff bool `json:"webhook_failing_emails_off,omitempty"`
+}
+
+// EmailNotifications are the e-mails an account receives about its
+// resources, each on unless turned off (GET and PATCH /v1/account).
+type EmailNotifications struct {
+	// KeyReminders: an API key expires within 14 days, or turns 90 days
+	// old within 14 days.
+	KeyReminders bool `json:"key_reminders"`
+	// WebhookFailing: a webhook was marked failing and disabled.
+	WebhookFailing bool `json:"webhook_failing"`
+}
+
+// EmailNotifications returns the account's e-mail notification settings.
+func (u *User) EmailNotifications() EmailNotifications {
+	return EmailNotifications{KeyReminders: !u.KeyReminderEmailsOff, WebhookFailing: !u.WebhookFailingEmailsOff}
+}
+
+// Account is an account as the management API shows it (GET
+// /v1/account), and the data of the account.updated event: never the
+// password hash.
+type Account struct {
+	ID                 string             `json:"id"`
+	Object             string             `json:"object"` // "account"
+	Email              string             `json:"email"`
+	Plan               Plan               `json:"plan"`
+	Limits             Limits             `json:"limits"`
+	Timezone           string             `json:"timezone"`
+	EmailNotifications EmailNotifications `json:"email_notifications"`
+	// Approved is false while the account is on the early-access
+	// waitlist.
+	Approved  bool      `json:"approved"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Account returns the account record of u.
+func (u *User) Account() *Account {
+	return &Account{ID: u.ID, Object: "account", Email: u.Email, Plan: u.Plan, Limits: u.Limits(), Timezone: u.Timezone,
+		EmailNotifications: u.EmailNotifications(), Approved: u.Approved(), CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
 }
 
 // Verified reports whether the account's e-mail address is verified (or
@@ -136,6 +182,10 @@ type UserUpdate struct {
 	// MaxWebhooks sets the account's own webhook cap (0: back to the
 	// server's default).
 	MaxWebhooks *int
+	// KeyReminderEmailsOff and WebhookFailingEmailsOff turn those e-mails
+	// off (true) or back on (false).
+	KeyReminderEmailsOff    *bool
+	WebhookFailingEmailsOff *bool
 }
 
 // UserStore keeps accounts. FindUserByEmail and FindUser return ENOTFOUND

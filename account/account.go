@@ -4,7 +4,10 @@
 // early-access waitlist, and creating and revoking API keys. The account
 // pages (package pages) and the CLI (`ams users`, `ams keys`) both call
 // it, so an account or a key is checked and written the same way wherever
-// the change comes from.
+// the change comes from; so does the management API (/v1/keys,
+// /v1/account). Every change of a key or of the account's settings is
+// written with its audit event (api_key.created, api_key.revoked,
+// account.updated) in one transaction.
 //
 // The rules of the fields live here once. Each error is an EINVALID
 // *ams.Error naming its field (email, password, password_confirm,
@@ -53,8 +56,9 @@ type Store interface {
 	FindUserByEmail(ctx context.Context, email string) (*ams.User, error)
 	UpdateUser(ctx context.Context, id string, upd ams.UserUpdate, now time.Time) (*ams.User, error)
 	DeleteOtherLoginSessions(ctx context.Context, userID, keep string) error
-	CreateKey(ctx context.Context, k *ams.APIKey) error
-	RevokeKey(ctx context.Context, userID, id string, now time.Time) (*ams.APIKey, error)
+	// Update runs a change and its audit event (api_key.created, ...)
+	// in one transaction.
+	Update(ctx context.Context, fn func(tx ams.Tx) error) error
 	ams.AccountTokenStore
 }
 

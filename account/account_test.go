@@ -301,3 +301,147 @@ func TestKeys(t *testing.T) {
 		t.Errorf("missing key: %v", err)
 	}
 }
+
+// eventTypes returns the types of the account's events, oldest first.
+func eventTypes(t *testing.T, db *sqlite.DB, userID string) []string {
+	t.Helper()
+	p, err := db.ListEvents(context.Background(), userID, ams.EventFilter{}, ams.ListParams{Limit: 100, Order: ams.OrderAsc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range p.Data {
+		if _, ok := e.Data["secret"]; ok {
+			t.Fatalf("event %s has a secret: %v", e.Type, e.Data)
+		}
+		out = append(out, e.Type)
+	}
+	return out
+}
+
+// TestKeyEvents: a key created or revoked through the service (the
+// account pages, the CLI, the API) is audited once, in the change's
+// transaction; a second revocation emits nothing, as does the operator's
+// revocation of an already revoked key.
+func TestKeyEvents(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, db := newService(t)
+	ann, err := s.CreateUser(ctx, account.NewUser{Email: "ann@example.com", Approved: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, k, err := s.CreateKey(ctx, ann.ID, account.NewKey{Name: "k", Permissions: []string{"read"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := s.RevokeKey(ctx, ann.ID, k.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.RevokeKey(ctx, "", k.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, k2, _ := s.CreateKey(ctx, ann.ID, account.NewKey{Name: "cli", Permissions: []string{"read"}})
+	if _, err := s.RevokeKey(ctx, "", k2.ID); err != nil { // the operator's `ams keys revoke`
+		t.Fatal(err)
+	}
+	want := []string{ams.EventAPIKeyCreated, ams.EventAPIKeyRevoked, ams.EventAPIKeyCreated, ams.EventAPIKeyRevoked}
+	if got := eventTypes(t, db, ann.ID); !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+}
+
+// TestNoEscalation: a credential never creates a key that holds more than
+// itself: a permission it lacks (admin holds all five), or a longer life.
+// Refusals are EFORBIDDEN naming the parameter, and store nothing.
+func TestNoEscalation(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, db := newService(t)
+	ann, err := s.CreateUser(ctx, account.NewUser{Email: "ann@example.com", Approved: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := &account.Credential{Permissions: ams.Permissions{ams.PermRead, ams.PermWrite}}
+	exp := start.Add(time.Hour)
+	expiring := &account.Credential{Permissions: ams.Permissions{ams.PermAdmin}, ExpiresAt: &exp}
+	later, sooner := exp.Add(time.Millisecond), exp.Add(-time.Minute)
+	for _, tc := range []struct {
+		by          *account.Credential
+		perms       []string
+		expires     *time.Time
+		code, param string
+	}{
+		{rw, []string{"admin"}, nil, "permission_not_held", "permissions"},
+		{rw, []string{"read", "messages"}, nil, "permission_not_held", "permissions"},
+		{rw, []string{"integrations"}, nil, "permission_not_held", "permissions"},
+		{expiring, []string{"read"}, nil, "lifetime_not_held", "expires_at"},
+		{expiring, []string{"read"}, &later, "lifetime_not_held", "expires_at"},
+	} {
+		_, _, err := s.CreateKey(ctx, ann.ID, account.NewKey{Name: "x", Permissions: tc.perms, ExpiresAt: tc.expires, HeldBy: tc.by})
+		var e *ams.Error
+		if !errors.As(err, &e) || e.Kind != ams.EFORBIDDEN || e.Code != tc.code || e.Param != tc.param || e.Message == "" {
+			t.Errorf("%v by %+v: %v, want %s (%s)", tc.perms, tc.by, err, tc.code, tc.param)
+		}
+	}
+	if keys, _ := db.ListKeys(ctx, ann.ID); len(keys) != 0 || len(eventTypes(t, db, ann.ID)) != 0 {
+		t.Fatalf("refused keys stored: %d", len(keys))
+	}
+	// What the credential holds, it may give: fewer permissions, a
+	// shorter life; admin gives any permission; the account holder (nil)
+	// anything.
+	for _, tc := range []struct {
+		by      *account.Credential
+		perms   []string
+		expires *time.Time
+	}{
+		{rw, []string{"read"}, nil},
+		{rw, []string{"write", "read"}, nil},
+		{expiring, []string{"admin", "messages", "integrations"}, &exp},
+		{expiring, []string{"read"}, &sooner},
+		{nil, []string{"admin"}, nil},
+	} {
+		if _, _, err := s.CreateKey(ctx, ann.ID, account.NewKey{Name: "ok", Permissions: tc.perms, ExpiresAt: tc.expires, HeldBy: tc.by}); err != nil {
+			t.Errorf("%v by %+v: %v", tc.perms, tc.by, err)
+		}
+	}
+	// Field errors come first: a wrong name is 400, not 403.
+	if _, _, err := s.CreateKey(ctx, ann.ID, account.NewKey{Name: "", Permissions: []string{"admin"}, HeldBy: rw}); ams.ErrorKindOf(err) != ams.EINVALID {
+		t.Errorf("wrong name by a narrower credential: %v", err)
+	}
+}
+
+// TestUpdateAccount: the time zone is checked (nothing stored when wrong),
+// a change emits account.updated with the replaced values, and a change
+// that changes nothing emits nothing.
+func TestUpdateAccount(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, db := newService(t)
+	ann, err := s.CreateUser(ctx, account.NewUser{Email: "ann@example.com", Approved: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := "Nowhere/Town"
+	if _, err := s.UpdateAccount(ctx, ann.ID, account.AccountUpdate{Timezone: &bad}); !slices.Equal(params(err), []string{"timezone"}) {
+		t.Fatalf("bad time zone: %v", err)
+	}
+	tz, no := "America/New_York", false
+	u, err := s.UpdateAccount(ctx, ann.ID, account.AccountUpdate{Timezone: &tz, WebhookFailing: &no})
+	if err != nil || u.Timezone != tz || !u.WebhookFailingEmailsOff || u.KeyReminderEmailsOff {
+		t.Fatalf("update: %+v %v", u, err)
+	}
+	if _, err := s.UpdateAccount(ctx, ann.ID, account.AccountUpdate{Timezone: &tz, WebhookFailing: &no}); err != nil {
+		t.Fatal(err)
+	}
+	if got := eventTypes(t, db, ann.ID); !slices.Equal(got, []string{ams.EventAccountUpdated}) {
+		t.Fatalf("events %v", got)
+	}
+	p, _ := db.ListEvents(ctx, ann.ID, ams.EventFilter{}, ams.ListParams{Limit: 1})
+	prev, _ := p.Data[0].Data["previous_attributes"].(map[string]any)
+	if prev["timezone"] != "UTC" || prev["email_notifications"].(map[string]any)["webhook_failing"] != true {
+		t.Fatalf("previous_attributes %v", prev)
+	}
+}

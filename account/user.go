@@ -180,3 +180,70 @@ func (s *Service) Approve(ctx context.Context, userID string) (*ams.User, bool, 
 	}
 	return u, true, nil
 }
+
+// AccountUpdate is a change of the account's settings (PATCH
+// /v1/account); nil fields are kept.
+type AccountUpdate struct {
+	// Timezone is an IANA time zone name.
+	Timezone *string
+	// KeyReminders and WebhookFailing turn those e-mails on or off
+	// (ams.EmailNotifications).
+	KeyReminders   *bool
+	WebhookFailing *bool
+}
+
+// UpdateAccount changes the account's settings and returns the account.
+// A wrong time zone is EINVALID (param timezone), nothing stored. When a
+// setting changes, account.updated is emitted in the same transaction,
+// with the values replaced as previous_attributes; a change that changes
+// nothing writes nothing and emits nothing.
+func (s *Service) UpdateAccount(ctx context.Context, userID string, in AccountUpdate) (*ams.User, error) {
+	if in.Timezone != nil {
+		var f fields
+		if msg := checkTimezone(*in.Timezone); msg != "" {
+			f.fail("timezone", msg)
+		}
+		if err := f.err(); err != nil {
+			return nil, err
+		}
+	}
+	now := s.Clock.Now()
+	var u *ams.User
+	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+		var err error
+		if u, err = tx.FindUser(ctx, userID); err != nil { // locks the account until the end
+			return err
+		}
+		var upd ams.UserUpdate
+		prev := map[string]any{}
+		if in.Timezone != nil && *in.Timezone != u.Timezone {
+			prev["timezone"] = u.Timezone
+			upd.Timezone = in.Timezone
+		}
+		notify := map[string]any{}
+		if in.KeyReminders != nil && *in.KeyReminders == u.KeyReminderEmailsOff {
+			notify["key_reminders"] = !u.KeyReminderEmailsOff
+			off := !*in.KeyReminders
+			upd.KeyReminderEmailsOff = &off
+		}
+		if in.WebhookFailing != nil && *in.WebhookFailing == u.WebhookFailingEmailsOff {
+			notify["webhook_failing"] = !u.WebhookFailingEmailsOff
+			off := !*in.WebhookFailing
+			upd.WebhookFailingEmailsOff = &off
+		}
+		if len(notify) > 0 {
+			prev["email_notifications"] = notify
+		}
+		if len(prev) == 0 {
+			return nil
+		}
+		if u, err = tx.UpdateUser(ctx, userID, upd, now); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.AccountUpdatedEvent(u, prev, now))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}

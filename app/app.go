@@ -167,6 +167,7 @@ func New(cfg Config) (*App, error) {
 		Messages: a.Messages,
 		World:    a.World,
 		Webhooks: a.Webhooks,
+		Accounts: a.Accounts,
 		Clock:    cfg.Clock,
 		Logger:   logger,
 		OpenAPI:  doc,

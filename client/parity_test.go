@@ -64,6 +64,17 @@ var operations = map[string]string{
 	"listWebhookDeliveries":    "ListWebhookDeliveries",
 	"redeliverWebhookDelivery": "RedeliverWebhookDelivery",
 	"getOpenAPIDocument":       "GetOpenAPIDocument",
+	"listAPIKeys":              "ListAPIKeys",
+	"createAPIKey":             "CreateAPIKey",
+	"getAPIKey":                "GetAPIKey",
+	"revokeAPIKey":             "RevokeAPIKey",
+	"listOAuthClients":         "ListOAuthClients",
+	"createOAuthClient":        "CreateOAuthClient",
+	"getOAuthClient":           "GetOAuthClient",
+	"rotateOAuthClientSecret":  "RotateOAuthClientSecret",
+	"deleteOAuthClient":        "DeleteOAuthClient",
+	"getAccount":               "GetAccount",
+	"updateAccount":            "UpdateAccount",
 }
 
 // helpers are the Client's methods that are not the one method of an

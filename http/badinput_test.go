@@ -176,6 +176,8 @@ func newBadFixture(t *testing.T, store ams.Store) *badFixture {
 	}
 	wh := create("/v1/webhooks", `{"url":"https://127.0.0.1:9/hook","events":["task.created"],"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}`)
 	f.ids["/v1/webhooks/{id}"] = wh["id"].(string)
+	f.ids["/v1/keys/{id}"] = create("/v1/keys", `{"name":"Seed key","permissions":["read"]}`)["id"].(string)
+	f.ids["/v1/oauth/clients/{id}"] = create("/v1/oauth/clients", `{"name":"Seed app","redirect_uris":["https://example.com/cb"]}`)["id"].(string)
 	create("/v1/webhooks/"+wh["id"].(string)+"/ping", "")
 	var dl struct {
 		Data []struct {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/account"
 	"github.com/amsdev/ams/clientaddr"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/metrics"
@@ -38,6 +39,9 @@ type Server struct {
 	World *world.Service
 	// Webhooks owns the webhooks' lifecycle and field rules.
 	Webhooks *webhook.Service
+	// Accounts changes the account and its API keys (the management
+	// API), as the account pages and the CLI do.
+	Accounts *account.Service
 	Clock    ams.Clock
 	Logger   *slog.Logger
 	// OpenAPI is the document served at GET /v1/openapi.json.
@@ -108,7 +112,7 @@ func (s *Server) init() {
 		if s.Logger == nil {
 			s.Logger = slog.Default()
 		}
-		read, write, msgs := ams.PermRead, ams.PermWrite, ams.PermMessages
+		read, write, msgs, admin := ams.PermRead, ams.PermWrite, ams.PermMessages, ams.PermAdmin
 		s.routes = []Route{
 			{"GET", "/v1/openapi.json", nil, s.getOpenAPI},
 			{"GET", "/v1/assistants", perms(read), s.listAssistants},
@@ -157,6 +161,18 @@ func (s *Server) init() {
 			{"POST", "/v1/webhooks/{id}/recover", perms(write), s.recoverWebhook},
 			{"GET", "/v1/webhooks/{id}/deliveries", perms(read), s.listDeliveries},
 			{"POST", "/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", perms(write), s.redeliver},
+			// The management API: admin only.
+			{"GET", "/v1/keys", perms(admin), s.listKeys},
+			{"POST", "/v1/keys", perms(admin), s.createKey},
+			{"GET", "/v1/keys/{id}", perms(admin), s.getKey},
+			{"POST", "/v1/keys/{id}/revoke", perms(admin), s.revokeKey},
+			{"GET", "/v1/oauth/clients", perms(admin), s.listOAuthClients},
+			{"POST", "/v1/oauth/clients", perms(admin), s.createOAuthClient},
+			{"GET", "/v1/oauth/clients/{id}", perms(admin), s.getOAuthClient},
+			{"DELETE", "/v1/oauth/clients/{id}", perms(admin), s.deleteOAuthClient},
+			{"POST", "/v1/oauth/clients/{id}/rotate_secret", perms(admin), s.rotateOAuthClientSecret},
+			{"GET", "/v1/account", perms(admin), s.getAccount},
+			{"PATCH", "/v1/account", perms(admin), s.updateAccount},
 		}
 		s.mux = http.NewServeMux()
 		s.known = http.NewServeMux()

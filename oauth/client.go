@@ -60,22 +60,40 @@ func NewClient(p ClientParams, now time.Time) (*ams.OAuthClient, string, error) 
 	return c, secret, nil
 }
 
+// ClientStore is what registering and managing clients needs: the OAuth
+// store, and transactions, in which each change is written with its audit
+// event (oauth_client.created, oauth_client.secret_rotated,
+// oauth_client.deleted). ams.Store satisfies it.
+type ClientStore interface {
+	ams.OAuthStore
+	Update(ctx context.Context, fn func(tx ams.Tx) error) error
+}
+
 // CreateClient registers a client made by NewClient in store and returns it
-// with its secret ("" for a public client).
-func CreateClient(ctx context.Context, store ams.OAuthStore, p ClientParams, now time.Time) (*ams.OAuthClient, string, error) {
+// with its secret ("" for a public client); oauth_client.created is
+// emitted in the same transaction. The account pages, `ams oauth-clients
+// create` and POST /v1/oauth/clients all call it.
+func CreateClient(ctx context.Context, store ClientStore, p ClientParams, now time.Time) (*ams.OAuthClient, string, error) {
 	c, secret, err := NewClient(p, now)
 	if err != nil {
 		return nil, "", err
 	}
-	if err := store.CreateOAuthClient(ctx, c); err != nil {
+	err = store.Update(ctx, func(tx ams.Tx) error {
+		if err := tx.CreateOAuthClient(ctx, c); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.OAuthClientEvent(ams.EventOAuthClientCreated, c, now))
+	})
+	if err != nil {
 		return nil, "", err
 	}
 	return c, secret, nil
 }
 
 // The management of a registered client by its owner (the account
-// pages' OAuth apps): each function takes the owner's id, and a client of
-// another account is ENOTFOUND ("OAuth app"), as a missing one.
+// pages' OAuth apps, the management API): each function takes the
+// owner's id, and a client of another account is ENOTFOUND ("OAuth
+// app"), as a missing one.
 
 // CheckRotate returns the ECONFLICT error of rotating the secret of c when
 // c is a public client, which has no secret; nil otherwise.
@@ -86,8 +104,16 @@ func CheckRotate(c *ams.OAuthClient) error {
 	return nil
 }
 
-// findOwn returns the user's client id.
-func findOwn(ctx context.Context, store ams.OAuthStore, userID, id string) (*ams.OAuthClient, error) {
+// FindClient returns the user's client id; a client of another account
+// is ENOTFOUND, as a missing one.
+func FindClient(ctx context.Context, store ams.OAuthStore, userID, id string) (*ams.OAuthClient, error) {
+	return findOwn(ctx, store, userID, id)
+}
+
+// findOwn returns the user's client id (in a transaction: locked).
+func findOwn(ctx context.Context, store interface {
+	FindOAuthClient(ctx context.Context, id string) (*ams.OAuthClient, error)
+}, userID, id string) (*ams.OAuthClient, error) {
 	c, err := store.FindOAuthClient(ctx, id)
 	if ams.IsNotFound(err) || err == nil && c.UserID != userID {
 		return nil, ams.NotFound("OAuth app", id)
@@ -97,17 +123,24 @@ func findOwn(ctx context.Context, store ams.OAuthStore, userID, id string) (*ams
 
 // RotateClientSecret gives the user's confidential client id a new secret
 // and returns it, to be shown once (only its hash is stored); the old
-// secret stops working at once. A public client is ECONFLICT (CheckRotate).
-func RotateClientSecret(ctx context.Context, store ams.OAuthStore, userID, id string, now time.Time) (*ams.OAuthClient, string, error) {
-	c, err := findOwn(ctx, store, userID, id)
-	if err != nil {
-		return nil, "", err
-	}
-	if err := CheckRotate(c); err != nil {
-		return nil, "", err
-	}
+// secret stops working at once. oauth_client.secret_rotated is emitted in
+// the same transaction. A public client is ECONFLICT (CheckRotate).
+func RotateClientSecret(ctx context.Context, store ClientStore, userID, id string, now time.Time) (*ams.OAuthClient, string, error) {
 	secret := ams.NewSecret(PrefixClientSecret)
-	c, err = store.SetOAuthClientSecret(ctx, userID, id, ams.HashSecret(secret), now)
+	var c *ams.OAuthClient
+	err := store.Update(ctx, func(tx ams.Tx) error {
+		var err error
+		if c, err = findOwn(ctx, tx, userID, id); err != nil {
+			return err
+		}
+		if err := CheckRotate(c); err != nil {
+			return err
+		}
+		if c, err = tx.SetOAuthClientSecret(ctx, userID, id, ams.HashSecret(secret), now); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.OAuthClientEvent(ams.EventOAuthClientSecretRotated, c, now))
+	})
 	if err != nil {
 		return nil, "", err
 	}
@@ -115,14 +148,21 @@ func RotateClientSecret(ctx context.Context, store ams.OAuthStore, userID, id st
 }
 
 // DeleteClient deletes the user's client id; every token it held goes
-// with it.
-func DeleteClient(ctx context.Context, store ams.OAuthStore, userID, id string) error {
-	if err := store.DeleteOAuthClient(ctx, userID, id); ams.IsNotFound(err) {
-		return ams.NotFound("OAuth app", id)
-	} else if err != nil {
-		return err
-	}
-	return nil
+// with it. oauth_client.deleted (the client as it was) is emitted in the
+// same transaction.
+func DeleteClient(ctx context.Context, store ClientStore, userID, id string, now time.Time) error {
+	return store.Update(ctx, func(tx ams.Tx) error {
+		c, err := findOwn(ctx, tx, userID, id)
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteOAuthClient(ctx, userID, id); ams.IsNotFound(err) {
+			return ams.NotFound("OAuth app", id)
+		} else if err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.OAuthClientEvent(ams.EventOAuthClientDeleted, c, now))
+	})
 }
 
 // RevokeGrants takes back what the user authorized the client clientID

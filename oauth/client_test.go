@@ -2,7 +2,9 @@ package oauth_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,16 +163,37 @@ func TestManageClients(t *testing.T) {
 	}
 
 	// Deletion.
-	if err := oauth.DeleteClient(ctx, db, bob.ID, c.ID); !ams.IsNotFound(err) {
+	if err := oauth.DeleteClient(ctx, db, bob.ID, c.ID, now); !ams.IsNotFound(err) {
 		t.Errorf("bob deleting ann's client: %v", err)
 	}
-	if err := oauth.DeleteClient(ctx, db, ann.ID, c.ID); err != nil {
+	if err := oauth.DeleteClient(ctx, db, ann.ID, c.ID, now); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.FindOAuthClient(ctx, c.ID); !ams.IsNotFound(err) {
 		t.Errorf("deleted client found: %v", err)
 	}
-	if err := oauth.DeleteClient(ctx, db, ann.ID, c.ID); !ams.IsNotFound(err) {
+	if err := oauth.DeleteClient(ctx, db, ann.ID, c.ID, now); !ams.IsNotFound(err) {
 		t.Errorf("deleting again: %v", err)
+	}
+	// Each change is audited once (the account pages and the CLI call
+	// these functions, as the management API does); refused ones are not,
+	// and no event shows a secret.
+	evs, err := db.ListEvents(ctx, ann.ID, ams.EventFilter{}, ams.ListParams{Limit: 100, Order: ams.OrderAsc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range evs.Data {
+		types = append(types, e.Type)
+		if b, _ := json.Marshal(e.Data); strings.Contains(string(b), "ams_cs_") || strings.Contains(string(b), "secret") {
+			t.Errorf("%s shows a secret: %s", e.Type, b)
+		}
+	}
+	want := []string{ams.EventOAuthClientCreated, ams.EventOAuthClientCreated, ams.EventOAuthClientSecretRotated, ams.EventOAuthClientDeleted}
+	if !slices.Equal(types, want) {
+		t.Errorf("events %v, want %v", types, want)
+	}
+	if bobs, _ := db.ListEvents(ctx, bob.ID, ams.EventFilter{}, ams.ListParams{Limit: 100}); len(bobs.Data) != 0 {
+		t.Errorf("bob's events: %d", len(bobs.Data))
 	}
 }

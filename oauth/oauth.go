@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/ory/fosite"
@@ -203,7 +204,17 @@ func (s *Server) AuthenticateToken(ctx context.Context, token string) (*ams.Auth
 	if err != nil {
 		return nil, invalidToken("The access token is not valid.")
 	}
-	return &ams.Auth{User: user, ClientID: ar.GetClient().GetID(), Permissions: perms}, nil
+	a := &ams.Auth{User: user, ClientID: ar.GetClient().GetID(), Permissions: perms}
+	if exp := ar.GetSession().GetExpiresAt(fosite.AccessToken); !exp.IsZero() {
+		// fosite's frame is the wall clock's (storage.go): shift the
+		// expiry back into the service clock's.
+		if s.clock != nil {
+			exp = exp.Add(s.clock().Sub(time.Now()))
+		}
+		exp = exp.UTC().Truncate(time.Millisecond)
+		a.ExpiresAt = &exp
+	}
+	return a, nil
 }
 
 func invalidToken(msg string) error {

@@ -88,6 +88,9 @@ var eventTypes = []string{
 	ams.EventIntegrationConnected, ams.EventIntegrationDisconnected, ams.EventIntegrationError,
 	"webhook.ping", ams.EventWebhookFailing, ams.EventWebhookEnabled,
 	ams.EventTaskDeleted, ams.EventEventDeleted,
+	ams.EventAPIKeyCreated, ams.EventAPIKeyRevoked,
+	ams.EventOAuthClientCreated, ams.EventOAuthClientSecretRotated, ams.EventOAuthClientDeleted,
+	ams.EventAccountUpdated,
 }
 
 var rateLimitHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"}
@@ -382,6 +385,8 @@ func TestRecordSchemasAreClosed(t *testing.T) {
 		"AssistantList", "ConversationList", "MessageList", "IntegrationList", "EventList",
 		"Webhook", "Delivery", "WebhookRedelivery", "WebhookList", "DeliveryList",
 		"EventData_message_created", "EventData_integration_error", "EventData_webhook_ping",
+		"APIKey", "CreatedAPIKey", "APIKeyList", "OAuthClient", "OAuthClientWithSecret", "OAuthClientList",
+		"Account", "EmailNotifications", "EventData_account_updated",
 	}
 	for _, typ := range eventTypes {
 		names = append(names, "Event_"+underscore(typ))
@@ -551,6 +556,38 @@ func TestRecordsMatchSchemas(t *testing.T) {
 		"webhook.failing": map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook), "url": "https://example.com/hook", "reason": "timeout: no answer within 5s"},
 		"webhook.enabled": map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook), "url": "https://example.com/hook"},
 	}
+	// The audit events of the management API, built as the services build
+	// them (account.Service, package oauth).
+	mgmtKey := &ams.APIKey{ID: ams.NewID(ams.PrefixAPIKey), UserID: "usr_x", Name: "export", Hint: ams.KeyHint("ams_sk_abcdefXy3Z"),
+		Permissions: ams.Permissions{ams.PermRead, ams.PermMessages}, CreatedAt: at, ExpiresAt: &at}
+	mgmtClient := &ams.OAuthClient{ID: ams.NewID(ams.PrefixClient), Object: "oauth_client", UserID: "usr_x", Name: "Planner",
+		RedirectURIs: []string{"https://planner.example/cb"}, SecretHash: "h", CreatedAt: at, UpdatedAt: at}
+	mgmtUser := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "ann@example.com", Plan: ams.PlanStandard, Timezone: "Europe/Paris",
+		KeyReminderEmailsOff: true, CreatedAt: at, UpdatedAt: at, ApprovedAt: &at}
+	for _, e := range []*ams.Event{
+		ams.APIKeyEvent(ams.EventAPIKeyCreated, mgmtKey, at), ams.APIKeyEvent(ams.EventAPIKeyRevoked, mgmtKey, at),
+		ams.OAuthClientEvent(ams.EventOAuthClientCreated, mgmtClient, at), ams.OAuthClientEvent(ams.EventOAuthClientSecretRotated, mgmtClient, at),
+		ams.OAuthClientEvent(ams.EventOAuthClientDeleted, mgmtClient, at),
+		ams.AccountUpdatedEvent(mgmtUser, map[string]any{"timezone": "UTC", "email_notifications": map[string]any{"key_reminders": true}}, at),
+	} {
+		data[e.Type] = jsonValue(t, e.Data)
+		valid = append(valid, struct {
+			schema string
+			value  any
+		}{"Event_" + underscore(e.Type), e})
+	}
+	valid = append(valid, []struct {
+		schema string
+		value  any
+	}{
+		{"APIKey", mgmtKey.Record(at)},
+		{"APIKeyList", map[string]any{"object": "list", "data": []*ams.APIKeyRecord{mgmtKey.Record(at)}, "first_id": mgmtKey.ID, "last_id": mgmtKey.ID, "has_more": false}},
+		{"OAuthClient", mgmtClient},
+		{"Account", mgmtUser.Account()},
+		{"CreateAPIKeyRequest", map[string]any{"name": "export", "permissions": []string{"read"}}},
+		{"CreateOAuthClientRequest", map[string]any{"name": "Planner", "redirect_uris": []string{"https://planner.example/cb"}, "public": true}},
+		{"UpdateAccountRequest", map[string]any{"email_notifications": map[string]any{"webhook_failing": false}}},
+	}...)
 	valid = append(valid, struct {
 		schema string
 		value  any
@@ -648,7 +685,9 @@ func TestWebhookSchemaHasNoSecret(t *testing.T) {
 			withSecret = append(withSecret, name)
 		}
 	}
-	if want := []string{"CreateWebhookRequest", "UpdateWebhookRequest"}; !slices.Equal(slices.Sorted(slices.Values(withSecret)), want) {
+	// CreatedAPIKey is the answer of POST /v1/keys, which shows the new
+	// key's secret once.
+	if want := []string{"CreateWebhookRequest", "CreatedAPIKey", "UpdateWebhookRequest"}; !slices.Equal(slices.Sorted(slices.Values(withSecret)), want) {
 		t.Errorf("schemas with a secret property: %v, want only %v", withSecret, want)
 	}
 	// Nor its previous secret (rotation): only when that stops signing.

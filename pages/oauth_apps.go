@@ -182,7 +182,7 @@ func (s *Server) deleteOAuthApp(w http.ResponseWriter, r *http.Request, c *Ctx) 
 	if r.PostForm.Get("confirm") != "yes" {
 		return oauthConfirm{Action: "delete", Client: cl}, nil
 	}
-	if err := oauth.DeleteClient(r.Context(), s.Store, c.User.ID, cl.ID); err != nil {
+	if err := oauth.DeleteClient(r.Context(), s.Store, c.User.ID, cl.ID, c.Now); err != nil {
 		return nil, err
 	}
 	c.Flash(FlashSuccess, cl.Name+" deleted. Every token it held stopped working.")

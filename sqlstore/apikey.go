@@ -43,9 +43,15 @@ func (q *Queries) ListKeys(ctx context.Context, userID string) ([]*ams.APIKey, e
 	return collect(ctx, q.r, "api keys", scanKey, `SELECT `+keyCols+` FROM api_keys WHERE user_id = $1 ORDER BY seq DESC`, userID)
 }
 
-// FindKey returns the key with id; ENOTFOUND if none.
+// ListKeyPage returns a page of the user's keys, revoked ones included.
+func (q *Queries) ListKeyPage(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.APIKey], error) {
+	return list(ctx, q, keyCols, "api_keys", where("user_id = $1", userID), p, scanKey)
+}
+
+// FindKey returns the key with id; ENOTFOUND if none. In a transaction it
+// locks the row.
 func (q *Queries) FindKey(ctx context.Context, id string) (*ams.APIKey, error) {
-	return findOne(ctx, q, scanKey, "api_key", id, `SELECT `+keyCols+` FROM api_keys WHERE id = $1`, id)
+	return findOne(ctx, q, scanKey, "api_key", id, `SELECT `+keyCols+` FROM api_keys WHERE id = $1`+q.lock("FOR UPDATE"), id)
 }
 
 // RevokeKey marks the key revoked (keeping the first revocation time) and
@@ -106,16 +112,18 @@ var keyReminderCols = map[ams.KeyReminderReason]string{
 }
 
 // dueRemindersQuery: $1 now, $2 now + the lead, $3 the rotation age, $4
-// the limit. An age reminder is not due for a key that expires by the time
+// the limit. An account that turned the reminders off
+// (key_reminder_emails_off) has none due. An age reminder is not due for a key that expires by the time
 // it turns the rotation age: the expiry reminder covers it.
 const dueRemindersQuery = `SELECT * FROM (
 	SELECT k.seq, 'expiry' AS reason, k.expires_at AS due_at, k.id, k.user_id, k.name, k.hint, k.permissions, k.created_at, k.expires_at, u.email, u.timezone
 		FROM api_keys k JOIN users u ON u.id = k.user_id
 		WHERE k.revoked_at IS NULL AND k.expiry_reminded_at IS NULL AND k.expires_at > $1 AND k.expires_at <= $2
+			AND NOT u.key_reminder_emails_off
 	UNION ALL
 	SELECT k.seq, 'age' AS reason, k.created_at + $3 AS due_at, k.id, k.user_id, k.name, k.hint, k.permissions, k.created_at, k.expires_at, u.email, u.timezone
 		FROM api_keys k JOIN users u ON u.id = k.user_id
-		WHERE k.revoked_at IS NULL AND k.age_reminded_at IS NULL AND k.created_at + $3 <= $2
+		WHERE k.revoked_at IS NULL AND k.age_reminded_at IS NULL AND k.created_at + $3 <= $2 AND NOT u.key_reminder_emails_off
 			AND (k.expires_at IS NULL OR (k.expires_at > $1 AND k.expires_at > k.created_at + $3))
 ) due ORDER BY seq, reason LIMIT $4`
 

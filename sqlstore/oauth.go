@@ -40,9 +40,15 @@ func (q *Queries) CreateOAuthClient(ctx context.Context, c *ams.OAuthClient) err
 	return err
 }
 
-// FindOAuthClient returns the client; ENOTFOUND if there is none.
+// FindOAuthClient returns the client; ENOTFOUND if there is none. In a
+// transaction it locks the row.
 func (q *Queries) FindOAuthClient(ctx context.Context, id string) (*ams.OAuthClient, error) {
-	return findOne(ctx, q, scanClient, "oauth_client", id, `SELECT `+clientCols+` FROM oauth_clients WHERE id = $1`, id)
+	return findOne(ctx, q, scanClient, "oauth_client", id, `SELECT `+clientCols+` FROM oauth_clients WHERE id = $1`+q.lock("FOR UPDATE"), id)
+}
+
+// ListOAuthClientPage returns a page of the clients a user registered.
+func (q *Queries) ListOAuthClientPage(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.OAuthClient], error) {
+	return list(ctx, q, clientCols, "oauth_clients", where("user_id = $1", userID), p, scanClient)
 }
 
 // ListOAuthClients returns the clients a user registered, newest first.

@@ -10,14 +10,15 @@ import (
 	"github.com/amsdev/ams"
 )
 
-const userCols = `id, email, password_hash, plan, rpm, rpd, timezone, created_at, updated_at, approved_at, admin, max_webhooks, unverified_since`
+const userCols = `id, email, password_hash, plan, rpm, rpd, timezone, created_at, updated_at, approved_at, admin, max_webhooks,
+	key_reminder_emails_off, webhook_failing_emails_off, unverified_since`
 
 func scanUser(s scanner) (*ams.User, error) {
 	var u ams.User
 	var created, updated int64
 	var approved, maxWebhooks, unverified *int64
 	if err := s.Scan(&u.ID, &u.Email, &u.PasswordHash, &u.Plan, &u.RPM, &u.RPD, &u.Timezone, &created, &updated, &approved, &u.Admin,
-		&maxWebhooks, &unverified); err != nil {
+		&maxWebhooks, &u.KeyReminderEmailsOff, &u.WebhookFailingEmailsOff, &unverified); err != nil {
 		return nil, err
 	}
 	if maxWebhooks != nil {
@@ -31,9 +32,9 @@ func scanUser(s scanner) (*ams.User, error) {
 // CreateUser stores u. The e-mail is stored lower-cased, so it is compared
 // case-insensitively; ECONFLICT if it is taken.
 func (q *Queries) CreateUser(ctx context.Context, u *ams.User) error {
-	_, err := q.w.Exec(ctx, `INSERT INTO users (`+userCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+	_, err := q.w.Exec(ctx, `INSERT INTO users (`+userCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
 		u.ID, strings.ToLower(u.Email), u.PasswordHash, string(u.Plan), u.RPM, u.RPD, u.Timezone, MS(u.CreatedAt), MS(u.UpdatedAt),
-		nullMS(u.ApprovedAt), u.Admin, nullCap(u.MaxWebhooks), nullMS(u.UnverifiedSince))
+		nullMS(u.ApprovedAt), u.Admin, nullCap(u.MaxWebhooks), u.KeyReminderEmailsOff, u.WebhookFailingEmailsOff, nullMS(u.UnverifiedSince))
 	if q.isUnique(err) {
 		return ams.Errorf(ams.ECONFLICT, "email_taken", "A user with e-mail %s already exists.", u.Email)
 	}
@@ -43,9 +44,10 @@ func (q *Queries) CreateUser(ctx context.Context, u *ams.User) error {
 	return nil
 }
 
-// FindUser returns the user with id; ENOTFOUND if there is none.
+// FindUser returns the user with id; ENOTFOUND if there is none. In a
+// transaction it locks the row.
 func (q *Queries) FindUser(ctx context.Context, id string) (*ams.User, error) {
-	return findOne(ctx, q, scanUser, "user", id, `SELECT `+userCols+` FROM users WHERE id = $1`, id)
+	return findOne(ctx, q, scanUser, "user", id, `SELECT `+userCols+` FROM users WHERE id = $1`+q.lock("FOR UPDATE"), id)
 }
 
 // FindUserByEmail returns the user with the e-mail; ENOTFOUND if none.
@@ -67,9 +69,10 @@ func (q *Queries) UpdateUser(ctx context.Context, id string, upd ams.UserUpdate,
 	u, err := scanUser(q.w.QueryRow(ctx, `UPDATE users SET plan = coalesce($2, plan), rpm = coalesce($3, rpm),
 		rpd = coalesce($4, rpd), timezone = coalesce($5, timezone), password_hash = coalesce($6, password_hash), updated_at = $7,
 		approved_at = coalesce(approved_at, $8), admin = coalesce($9, admin),
-		max_webhooks = CASE WHEN CAST($10 AS BIGINT) IS NULL THEN max_webhooks WHEN CAST($10 AS BIGINT) = 0 THEN NULL ELSE CAST($10 AS BIGINT) END
+		max_webhooks = CASE WHEN CAST($10 AS BIGINT) IS NULL THEN max_webhooks WHEN CAST($10 AS BIGINT) = 0 THEN NULL ELSE CAST($10 AS BIGINT) END,
+		key_reminder_emails_off = coalesce($11, key_reminder_emails_off), webhook_failing_emails_off = coalesce($12, webhook_failing_emails_off)
 		WHERE id = $1 RETURNING `+userCols, id, plan, upd.RPM, upd.RPD, upd.Timezone, upd.PasswordHash, MS(now), nullMS(upd.ApprovedAt), upd.Admin,
-		upd.MaxWebhooks))
+		upd.MaxWebhooks, upd.KeyReminderEmailsOff, upd.WebhookFailingEmailsOff))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ams.NotFound("user", id)
 	}

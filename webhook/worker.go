@@ -451,11 +451,15 @@ func failingReason(j *ams.Job, d *ams.Delivery, status int) string {
 }
 
 // failingEmail is the e-mail the owner gets when the webhook is marked
-// failing, for the reason why.
+// failing, for the reason why; nil when the owner turned these e-mails
+// off (email_notifications.webhook_failing of /v1/account).
 func (w *Worker) failingEmail(ctx context.Context, j *ams.Job, why string) *ams.Email {
 	u, err := w.Users.FindUser(ctx, j.UserID)
 	if err != nil {
 		w.Logger.Error("find webhook owner", "user", j.UserID, "err", err)
+		return nil
+	}
+	if u.WebhookFailingEmailsOff {
 		return nil
 	}
 	text := fmt.Sprintf(`Hello,

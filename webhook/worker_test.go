@@ -533,3 +533,44 @@ func TestLateAttemptNotRecorded(t *testing.T) {
 		t.Fatalf("the delivered job was attempted again: %d", n)
 	}
 }
+
+// TestFailingEmailTurnedOff: an account that turned the failing e-mail off
+// (PATCH /v1/account, email_notifications.webhook_failing) gets none when
+// a webhook is marked failing; the webhook.failing event is still emitted.
+func TestFailingEmailTurnedOff(t *testing.T) {
+	f := amstest.New(t)
+	admin := f.NewKey(f.User, "admin")
+	if r := f.Do("PATCH", "/v1/account", admin, `{"email_notifications":{"webhook_failing":false}}`); r.Status != 200 {
+		t.Fatalf("PATCH /v1/account: %d %s", r.Status, r.Body)
+	}
+	rc := newReceiver(t, f.Clock.Now)
+	rc.setStatus(410) // marks the webhook failing at once
+	smtpd := smtptest.Start(t)
+	sender, err := mail.NewSMTP(smtpd.URL(), mail.DefaultFrom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mails := &mail.Worker{Queue: f.Store, Sender: sender, Clock: f.Clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	wh := createWebhook(t, f, rc.URL, "message.created")
+	if ping := f.Do("POST", "/v1/webhooks/"+wh+"/ping", f.Key, ""); ping.Status != 202 {
+		t.Fatalf("ping: %d %s", ping.Status, ping.Body)
+	}
+	if n := runOnce(t, f); n != 1 {
+		t.Fatalf("deliveries: %d", n)
+	}
+	if st := f.Do("GET", "/v1/webhooks/"+wh, f.Key, "").JSON(t); st["status"] != "failing" {
+		t.Fatalf("webhook: %v", st)
+	}
+	for range 2 {
+		if _, err := mails.RunOnce(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if msgs := smtpd.Messages(); len(msgs) != 0 {
+		t.Fatalf("e-mails sent although turned off: %d", len(msgs))
+	}
+	evs := f.Do("GET", "/v1/events?type=webhook.failing", f.Key, "").JSON(t)["data"].([]any)
+	if len(evs) != 1 {
+		t.Fatalf("webhook.failing events: %d", len(evs))
+	}
+}

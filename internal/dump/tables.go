@@ -171,6 +171,10 @@ var Tables = []*Table{
 		// Signed up without a verified address yet (migration 0018; NULL,
 		// verified, in older dumps).
 		[]Column{nullCol("unverified_since", Int)},
+		// The e-mail notification settings (migration 0017; on, that is
+		// false, in older dumps).
+		[]Column{{Name: "key_reminder_emails_off", SQL: "key_reminder_emails_off", Kind: Bool, Default: false},
+			{Name: "webhook_failing_emails_off", SQL: "webhook_failing_emails_off", Kind: Bool, Default: false}},
 	)},
 	{Name: "api_keys", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},

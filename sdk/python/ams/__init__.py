@@ -27,7 +27,9 @@ from .errors import (  # noqa: E402
 )
 from .oauth import SCOPES, OAuth, generate_pkce  # noqa: E402
 from .types import (  # noqa: E402
+    Account,
     Action,
+    APIKey,
     ActionError,
     Assistant,
     AuthorizationRequest,
@@ -37,6 +39,7 @@ from .types import (  # noqa: E402
     Event,
     Integration,
     Message,
+    OAuthClient,
     OAuthToken,
     Page,
     StreamEvent,
@@ -81,8 +84,10 @@ __all__ = [
     "OAuth",
     "SCOPES",
     "generate_pkce",
+    "Account",
     "Action",
     "ActionError",
+    "APIKey",
     "Assistant",
     "AuthorizationRequest",
     "CalendarEvent",
@@ -91,6 +96,7 @@ __all__ = [
     "Event",
     "Integration",
     "Message",
+    "OAuthClient",
     "OAuthToken",
     "Page",
     "StreamEvent",

@@ -12,7 +12,9 @@ from . import __version__
 from ._http import Transport, new_idempotency_key, seg
 from .errors import AmsError, APIConnectionError, error_from_response
 from .types import (
+    Account,
     Action,
+    APIKey,
     Assistant,
     CalendarEvent,
     CalendarFeed,
@@ -20,6 +22,7 @@ from .types import (
     Event,
     Integration,
     Message,
+    OAuthClient,
     Page,
     Record,
     StreamEvent,
@@ -860,6 +863,106 @@ class Client:
         /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver``)."""
         path = "/webhooks/%s/deliveries/%s/redeliver" % (seg(webhook_id), seg(delivery_id))
         return self._one(WebhookRedelivery, "POST", path, idempotency_key=idempotency_key)
+
+    # -- management (permission admin) --------------------------------------
+
+    def create_api_key(
+        self,
+        name: str,
+        permissions: Sequence[str],
+        *,
+        expires_at: Optional[Time] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> APIKey:
+        """Create an API key of the account (``POST /v1/keys``; permission
+        ``admin``). Its ``secret`` is in this answer only: only a hash is
+        stored. The calling credential must hold each permission (``admin``
+        holds all: else ``PermissionDeniedError`` ``permission_not_held``),
+        and a caller that expires cannot create a key that outlives it
+        (``lifetime_not_held``). Emits ``api_key.created``."""
+        body = _opt(name=name, permissions=list(permissions), expires_at=expires_at)
+        return self._one(APIKey, "POST", "/keys", body=body, idempotency_key=idempotency_key)
+
+    def list_api_keys(
+        self, *, limit: Optional[int] = None, after: Optional[str] = None, before: Optional[str] = None, order: Optional[str] = None
+    ) -> Page[APIKey]:
+        """One page of the account's API keys, revoked ones included
+        (``GET /v1/keys``)."""
+        return self._page(APIKey, "/keys", self._list_query(limit, after, before, order))
+
+    def iter_api_keys(self, *, limit: Optional[int] = None, order: Optional[str] = None) -> Iterator[APIKey]:
+        """Every API key, page after page."""
+        return self._iter(APIKey, "/keys", self._list_query(limit, None, None, order))
+
+    def get_api_key(self, key_id: str) -> APIKey:
+        """``GET /v1/keys/{id}``: one key, without its secret."""
+        return self._one(APIKey, "GET", "/keys/" + seg(key_id))
+
+    def revoke_api_key(self, key_id: str, *, idempotency_key: Optional[str] = None) -> APIKey:
+        """Revoke a key (``POST /v1/keys/{id}/revoke``): requests made with
+        it are refused from now on; it stays listed as ``revoked``.
+        Revoking it again changes nothing. Emits ``api_key.revoked``."""
+        return self._one(APIKey, "POST", "/keys/%s/revoke" % seg(key_id), idempotency_key=idempotency_key)
+
+    def create_oauth_client(
+        self,
+        name: str,
+        redirect_uris: Sequence[str],
+        *,
+        public: bool = False,
+        idempotency_key: Optional[str] = None,
+    ) -> OAuthClient:
+        """Register an OAuth 2.0 client (``POST /v1/oauth/clients``;
+        permission ``admin``). A confidential client's ``client_secret`` is
+        in this answer only; a public one has none and must use PKCE.
+        Emits ``oauth_client.created``."""
+        body = _opt(name=name, redirect_uris=list(redirect_uris), public=public)
+        return self._one(OAuthClient, "POST", "/oauth/clients", body=body, idempotency_key=idempotency_key)
+
+    def list_oauth_clients(
+        self, *, limit: Optional[int] = None, after: Optional[str] = None, before: Optional[str] = None, order: Optional[str] = None
+    ) -> Page[OAuthClient]:
+        """One page of the account's OAuth clients (``GET /v1/oauth/clients``)."""
+        return self._page(OAuthClient, "/oauth/clients", self._list_query(limit, after, before, order))
+
+    def iter_oauth_clients(self, *, limit: Optional[int] = None, order: Optional[str] = None) -> Iterator[OAuthClient]:
+        """Every OAuth client, page after page."""
+        return self._iter(OAuthClient, "/oauth/clients", self._list_query(limit, None, None, order))
+
+    def get_oauth_client(self, client_id: str) -> OAuthClient:
+        """``GET /v1/oauth/clients/{id}``: one client, without its secret."""
+        return self._one(OAuthClient, "GET", "/oauth/clients/" + seg(client_id))
+
+    def rotate_oauth_client_secret(self, client_id: str, *, idempotency_key: Optional[str] = None) -> OAuthClient:
+        """Give a confidential client a new ``client_secret``, in this
+        answer only; the old one stops working (``POST
+        /v1/oauth/clients/{id}/rotate_secret``). A public client is
+        ``ConflictError`` ``public_client``. Emits
+        ``oauth_client.secret_rotated``."""
+        return self._one(OAuthClient, "POST", "/oauth/clients/%s/rotate_secret" % seg(client_id), idempotency_key=idempotency_key)
+
+    def delete_oauth_client(self, client_id: str) -> None:
+        """Delete a client and every token it holds (``DELETE
+        /v1/oauth/clients/{id}``). Emits ``oauth_client.deleted``."""
+        self.request("DELETE", "/oauth/clients/" + seg(client_id))
+
+    def get_account(self) -> Account:
+        """``GET /v1/account``: the account of the credential."""
+        return self._one(Account, "GET", "/account")
+
+    def update_account(
+        self, *, timezone: Any = UNSET, key_reminders: Any = UNSET, webhook_failing: Any = UNSET
+    ) -> Account:
+        """Change the settings given (``PATCH /v1/account``): ``timezone``
+        (an IANA name; another value is ``InvalidRequestError``
+        ``parameter_invalid``), and the e-mail notifications
+        ``key_reminders`` and ``webhook_failing`` (``True``/``False``).
+        Emits ``account.updated`` when something changed."""
+        body = _body(timezone=timezone)
+        notify = _body(key_reminders=key_reminders, webhook_failing=webhook_failing)
+        if notify:
+            body["email_notifications"] = notify
+        return self._one(Account, "PATCH", "/account", body=body)
 
 
 def _read_sse(resp: Any) -> Iterator["tuple[str, str]"]:

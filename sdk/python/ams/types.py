@@ -372,6 +372,66 @@ class WebhookRecovery(Record):
 
 
 @dataclass
+class APIKey(Record):
+    """An API key of the account (``key_...``), as the management API shows
+    it: never the secret, which ``create_api_key`` returns once in
+    ``secret``; ``prefix`` and ``last4`` are enough to recognise it."""
+
+    id: str = ""
+    object: str = "api_key"
+    name: str = ""
+    prefix: str = "ams_sk_"
+    last4: str = ""
+    permissions: List[str] = field(default_factory=list)
+    #: ``active``, ``expired`` or ``revoked``.
+    status: str = ""
+    created_at: str = ""
+    last_used_at: Optional[str] = None
+    expires_at: Optional[str] = None
+    revoked_at: Optional[str] = None
+    #: The key itself, only in the answer of ``create_api_key``.
+    secret: Optional[str] = None
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class OAuthClient(Record):
+    """An OAuth 2.0 client the account registered (``cli_...``, its
+    ``client_id``). ``client_secret`` is set only in the answers of
+    ``create_oauth_client`` (confidential clients) and
+    ``rotate_oauth_client_secret``: it is shown once."""
+
+    id: str = ""
+    object: str = "oauth_client"
+    name: str = ""
+    redirect_uris: List[str] = field(default_factory=list)
+    public: bool = False
+    created_at: str = ""
+    updated_at: str = ""
+    client_secret: Optional[str] = None
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class Account(Record):
+    """The account of the credential (``usr_...``): plan and limits, time
+    zone, and ``email_notifications`` (``key_reminders``,
+    ``webhook_failing``: each ``True`` unless turned off)."""
+
+    id: str = ""
+    object: str = "account"
+    email: str = ""
+    plan: str = ""
+    limits: Dict[str, int] = field(default_factory=dict)
+    timezone: str = ""
+    email_notifications: Dict[str, bool] = field(default_factory=dict)
+    approved: bool = False
+    created_at: str = ""
+    updated_at: str = ""
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
 class Page(Generic[T]):
     """One page of a list. Pass ``last_id`` as ``after`` for the next page
     while ``has_more``; the ``iter_...`` methods do it for you."""

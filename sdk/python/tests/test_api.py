@@ -62,6 +62,17 @@ OPERATIONS = {
     "redeliverWebhookDelivery": "redeliver_webhook_delivery",
     "recoverWebhook": "recover_webhook",
     "getOpenAPIDocument": "get_openapi",
+    "listAPIKeys": "list_api_keys",
+    "createAPIKey": "create_api_key",
+    "getAPIKey": "get_api_key",
+    "revokeAPIKey": "revoke_api_key",
+    "listOAuthClients": "list_oauth_clients",
+    "createOAuthClient": "create_oauth_client",
+    "getOAuthClient": "get_oauth_client",
+    "rotateOAuthClientSecret": "rotate_oauth_client_secret",
+    "deleteOAuthClient": "delete_oauth_client",
+    "getAccount": "get_account",
+    "updateAccount": "update_account",
 }
 
 
@@ -486,3 +497,80 @@ def radicale_calendar(t: unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ManagementTest(unittest.TestCase):
+    """The management API (permission admin): keys, OAuth clients, account."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.s = helpers.server()
+        cls.admin = cls.s.client(cls.s.cli("keys", "create", "--email", helpers.EMAIL, "--name", "py admin", "--permissions", "admin"))
+
+    def test_needs_admin(self):
+        with self.assertRaises(ams.PermissionDeniedError) as cm:
+            self.s.client().list_api_keys()
+        self.assertEqual(cm.exception.code, "insufficient_scope")
+
+    def test_api_keys(self):
+        c = self.admin
+        k = c.create_api_key("py export", ["read", "messages"], expires_at=dt.datetime(2030, 1, 31, tzinfo=dt.timezone.utc))
+        self.assertIsInstance(k, ams.APIKey)
+        self.assertTrue(k.id.startswith("key_") and k.secret and k.secret.startswith("ams_sk_"))
+        self.assertEqual((k.name, k.permissions, k.status, k.last4), ("py export", ["read", "messages"], "active", k.secret[-4:]))
+        self.assertEqual(k.expires_at, "2030-01-31T00:00:00Z")
+        self.assertIsNone(c.get_api_key(k.id).secret)
+        self.assertTrue(self.s.client(k.secret).list_assistants().data is not None)
+        self.assertIn(k.id, [x.id for x in c.list_api_keys(limit=100)])
+        self.assertIn(k.id, [x.id for x in c.iter_api_keys(limit=1)])
+        with self.assertRaises(ams.InvalidRequestError) as cm:
+            c.create_api_key("bad", ["root"])
+        self.assertEqual(cm.exception.param, "permissions")
+        r = c.revoke_api_key(k.id)
+        self.assertEqual(r.status, "revoked")
+        self.assertEqual(c.revoke_api_key(k.id).revoked_at, r.revoked_at)
+        with self.assertRaises(ams.AuthenticationError):
+            self.s.client(k.secret).list_assistants()
+        # An expiring key cannot create a key that outlives it.
+        short = c.create_api_key("short", ["admin"], expires_at=dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc))
+        with self.assertRaises(ams.PermissionDeniedError) as cm:
+            self.s.client(short.secret).create_api_key("forever", ["read"])
+        self.assertEqual((cm.exception.code, cm.exception.param), ("lifetime_not_held", "expires_at"))
+        types = [e.type for e in c.list_events(type="api_key.revoked", limit=100)]
+        self.assertEqual(types.count("api_key.revoked"), 1)
+
+    def test_oauth_clients(self):
+        c = self.admin
+        cl = c.create_oauth_client("Py App", ["https://py.example/cb"])
+        self.assertIsInstance(cl, ams.OAuthClient)
+        self.assertTrue(cl.id.startswith("cli_") and cl.client_secret and cl.client_secret.startswith("ams_cs_"))
+        self.assertFalse(cl.public)
+        pub = c.create_oauth_client("Py Phone", ["http://localhost:9/cb"], public=True)
+        self.assertIsNone(pub.client_secret)
+        self.assertIsNone(c.get_oauth_client(cl.id).client_secret)
+        self.assertIn(cl.id, [x.id for x in c.list_oauth_clients(limit=100)])
+        self.assertIn(pub.id, [x.id for x in c.iter_oauth_clients(limit=1)])
+        rot = c.rotate_oauth_client_secret(cl.id)
+        self.assertTrue(rot.client_secret and rot.client_secret != cl.client_secret)
+        with self.assertRaises(ams.ConflictError):
+            c.rotate_oauth_client_secret(pub.id)
+        c.delete_oauth_client(pub.id)
+        with self.assertRaises(ams.NotFoundError):
+            c.get_oauth_client(pub.id)
+        deleted = [e.data["id"] for e in c.list_events(type="oauth_client.deleted", limit=100)]
+        self.assertIn(pub.id, deleted)
+
+    def test_account(self):
+        c = self.admin
+        a = c.get_account()
+        self.assertIsInstance(a, ams.Account)
+        self.assertEqual((a.email, a.object), (helpers.EMAIL, "account"))
+        self.assertIn("key_reminders", a.email_notifications)
+        with self.assertRaises(ams.InvalidRequestError) as cm:
+            c.update_account(timezone="Mars/Base")
+        self.assertEqual(cm.exception.param, "timezone")
+        u = c.update_account(timezone="Asia/Tokyo", webhook_failing=False)
+        self.assertEqual((u.timezone, u.email_notifications["webhook_failing"]), ("Asia/Tokyo", False))
+        u = c.update_account(timezone=a.timezone, webhook_failing=True)
+        self.assertEqual((u.timezone, u.email_notifications["webhook_failing"]), (a.timezone, True))
+        self.assertGreaterEqual(len(c.list_events(type="account.updated", limit=100).data), 2)

@@ -5,7 +5,15 @@ import { Transport, timeString, type ClientOptions, type RequestOptions } from "
 import { PagePromise, type PageFetcher } from "./pagination.js";
 import { MessageStream } from "./streaming.js";
 import type {
+  Account,
   Action,
+  APIKey,
+  CreateAPIKeyParams,
+  CreatedAPIKey,
+  CreateOAuthClientParams,
+  OAuthClient,
+  OAuthClientWithSecret,
+  UpdateAccountParams,
   Assistant,
   CalendarEvent,
   CalendarFeed,
@@ -366,6 +374,63 @@ export class Webhooks extends Resource {
   }
 }
 
+/** /v1/keys: the account's API keys (permission admin). */
+export class Keys extends Resource {
+  /**
+   * Creates an API key; its `secret` is in this answer only (only a hash is
+   * stored). The caller must hold each permission, and a caller that
+   * expires cannot create a key that outlives it (PermissionDeniedError
+   * permission_not_held or lifetime_not_held). Emits api_key.created.
+   */
+  async create(params: CreateAPIKeyParams, options?: RequestOptions): Promise<CreatedAPIKey> {
+    return this.doPost("/keys", params, options);
+  }
+  /** The account's keys, revoked and expired ones included. */
+  list(params?: ListParams, options?: RequestOptions): PagePromise<APIKey> {
+    return this.doList(() => "/keys", params, options);
+  }
+  async get(id: string, options?: RequestOptions): Promise<APIKey> {
+    return this.doGet(`/keys/${seg(id)}`, undefined, options);
+  }
+  /** Revokes the key: requests made with it are refused from now on; it stays listed as revoked. Emits api_key.revoked. */
+  async revoke(id: string, options?: RequestOptions): Promise<APIKey> {
+    return this.doPost(`/keys/${seg(id)}/revoke`, undefined, options);
+  }
+}
+
+/** /v1/oauth/clients: the OAuth 2.0 clients the account registered (permission admin). */
+export class OAuthClients extends Resource {
+  /** Registers a client; a confidential one's `client_secret` is in this answer only. Emits oauth_client.created. */
+  async create(params: CreateOAuthClientParams, options?: RequestOptions): Promise<OAuthClientWithSecret> {
+    return this.doPost("/oauth/clients", params, options);
+  }
+  list(params?: ListParams, options?: RequestOptions): PagePromise<OAuthClient> {
+    return this.doList(() => "/oauth/clients", params, options);
+  }
+  async get(id: string, options?: RequestOptions): Promise<OAuthClient> {
+    return this.doGet(`/oauth/clients/${seg(id)}`, undefined, options);
+  }
+  /** A new secret for a confidential client, shown once; the old one stops working (a public client: ConflictError). */
+  async rotateSecret(id: string, options?: RequestOptions): Promise<OAuthClientWithSecret> {
+    return this.doPost(`/oauth/clients/${seg(id)}/rotate_secret`, undefined, options);
+  }
+  /** Deletes the client and every token it holds. Emits oauth_client.deleted. */
+  async delete(id: string, options?: RequestOptions): Promise<void> {
+    return this.doDelete(`/oauth/clients/${seg(id)}`, options);
+  }
+}
+
+/** /v1/account: the account of the credential (permission admin). */
+export class AccountResource extends Resource {
+  async get(options?: RequestOptions): Promise<Account> {
+    return this.doGet("/account", undefined, options);
+  }
+  /** Changes the settings given (a wrong time zone: InvalidRequestError). Emits account.updated when something changed. */
+  async update(params: UpdateAccountParams, options?: RequestOptions): Promise<Account> {
+    return this.doPatch("/account", params, options);
+  }
+}
+
 /**
  * A client of the ams v1 API.
  *
@@ -389,6 +454,10 @@ export class Client {
   readonly integrations: Integrations;
   readonly events: Events;
   readonly webhooks: Webhooks;
+  /** The management API (permission admin). */
+  readonly keys: Keys;
+  readonly oauthClients: OAuthClients;
+  readonly account: AccountResource;
   readonly #t: Transport;
 
   constructor(options: ClientOptions = {}) {
@@ -403,6 +472,9 @@ export class Client {
     this.integrations = new Integrations(t);
     this.events = new Events(t);
     this.webhooks = new Webhooks(t);
+    this.keys = new Keys(t);
+    this.oauthClients = new OAuthClients(t);
+    this.account = new AccountResource(t);
   }
 
   /** The server root the client talks to. */

@@ -11,7 +11,7 @@
  * @module
  */
 
-export { Client, Assistants, Messages, Conversations, Tasks, Calendar, CalendarEvents, Actions, Integrations, Events, Webhooks } from "./client.js";
+export { Client, Assistants, Messages, Conversations, Tasks, Calendar, CalendarEvents, Actions, Integrations, Events, Webhooks, Keys, OAuthClients, AccountResource } from "./client.js";
 export { backoff, newIdempotencyKey, parseRetryAfter, type APIResponse, type ClientOptions, type RequestOptions } from "./core.js";
 export {
   AmsError,

@@ -184,7 +184,13 @@ export type EventType =
   | "webhook.failing"
   | "webhook.enabled"
   | "task.deleted"
-  | "event.deleted";
+  | "event.deleted"
+  | "api_key.created"
+  | "api_key.revoked"
+  | "oauth_client.created"
+  | "oauth_client.secret_rotated"
+  | "oauth_client.deleted"
+  | "account.updated";
 
 /**
  * What a webhook may subscribe to: every event type but "webhook.ping", or
@@ -225,6 +231,14 @@ export interface EventDataMap {
   "task.deleted": Task;
   /** The calendar event as it was before its deletion. */
   "event.deleted": CalendarEvent;
+  /** Audit events of the management API: the record, never a secret. */
+  "api_key.created": APIKey;
+  "api_key.revoked": APIKey;
+  "oauth_client.created": OAuthClient;
+  "oauth_client.secret_rotated": OAuthClient;
+  "oauth_client.deleted": OAuthClient;
+  /** The account after the change, and the values it replaced. */
+  "account.updated": Account & { previous_attributes: { timezone?: string; email_notifications?: Partial<EmailNotifications> } };
 }
 
 /**
@@ -519,3 +533,92 @@ export interface MessageCompletedEvent {
 
 /** An event of a streamed reply. */
 export type MessageStreamEvent = MessageDeltaEvent | MessageCompletedEvent;
+
+/** A permission of an API key: admin grants every other. */
+export type Permission = "read" | "write" | "admin" | "messages" | "integrations";
+
+/**
+ * An API key of the account (never its secret, which create returns
+ * once); prefix and last4 are enough to recognise it.
+ */
+export interface APIKey {
+  id: string; // "key_…"
+  object: "api_key";
+  name: string;
+  prefix: "ams_sk_";
+  last4: string;
+  permissions: Permission[];
+  status: "active" | "expired" | "revoked";
+  created_at: string;
+  last_used_at: string | null;
+  expires_at: string | null;
+  revoked_at: string | null;
+}
+
+/** A new API key with its secret, shown this once. */
+export interface CreatedAPIKey extends APIKey {
+  secret: string;
+}
+
+/** POST /v1/keys. */
+export interface CreateAPIKeyParams {
+  name: string;
+  /** The caller must hold each (admin holds all): else 403 permission_not_held. */
+  permissions: Permission[];
+  /** Absent: never. A caller that expires must give one no later than its own expiry (403 lifetime_not_held). */
+  expires_at?: TimeInput;
+}
+
+/** An OAuth 2.0 client the account registered (never its secret). */
+export interface OAuthClient {
+  id: string; // "cli_…", the client_id
+  object: "oauth_client";
+  name: string;
+  redirect_uris: string[];
+  /** A public client has no secret and must use PKCE. */
+  public: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+/** A client with its secret, shown this once (null for a public client). */
+export interface OAuthClientWithSecret extends OAuthClient {
+  client_secret: string | null;
+}
+
+/** POST /v1/oauth/clients. */
+export interface CreateOAuthClientParams {
+  name: string;
+  redirect_uris: string[];
+  public?: boolean;
+}
+
+/** The e-mails the account receives, each on unless turned off. */
+export interface EmailNotifications {
+  /** 14 days before an API key expires or turns 90 days old. */
+  key_reminders: boolean;
+  /** When a webhook is marked failing. */
+  webhook_failing: boolean;
+}
+
+/** The account of the credential. */
+export interface Account {
+  id: string; // "usr_…"
+  object: "account";
+  email: string;
+  plan: "standard" | "professional" | "enterprise";
+  limits: { requests_per_minute: number; requests_per_day: number };
+  timezone: string;
+  email_notifications: EmailNotifications;
+  /** false while the account is on the early-access waitlist. */
+  approved: boolean;
+  created_at: string;
+  updated_at: string;
+}
+
+/** PATCH /v1/account: the settings to change. */
+export interface UpdateAccountParams {
+  /** An IANA time zone name such as "Europe/Paris". */
+  timezone?: string;
+  email_notifications?: Partial<EmailNotifications>;
+}

@@ -6,8 +6,10 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
   Client,
+  ConflictError,
   InvalidRequestError,
   NotFoundError,
+  PermissionDeniedError,
   Page,
   type Assistant,
   type CalendarEvent,
@@ -446,6 +448,17 @@ const OPERATIONS: Record<string, (c: Client) => unknown> = {
   redeliverWebhookDelivery: (c) => c.webhooks.redeliver,
   recoverWebhook: (c) => c.webhooks.recover,
   getOpenAPIDocument: (c) => c.openapi,
+  listAPIKeys: (c) => c.keys.list,
+  createAPIKey: (c) => c.keys.create,
+  getAPIKey: (c) => c.keys.get,
+  revokeAPIKey: (c) => c.keys.revoke,
+  listOAuthClients: (c) => c.oauthClients.list,
+  createOAuthClient: (c) => c.oauthClients.create,
+  getOAuthClient: (c) => c.oauthClients.get,
+  rotateOAuthClientSecret: (c) => c.oauthClients.rotateSecret,
+  deleteOAuthClient: (c) => c.oauthClients.delete,
+  getAccount: (c) => c.account.get,
+  updateAccount: (c) => c.account.update,
 };
 
 // Every EventType once: the compiler refuses a missing or unknown one.
@@ -468,6 +481,12 @@ const EVENT_TYPES: Record<EventType, true> = {
   "webhook.ping": true,
   "webhook.failing": true,
   "webhook.enabled": true,
+  "api_key.created": true,
+  "api_key.revoked": true,
+  "oauth_client.created": true,
+  "oauth_client.secret_rotated": true,
+  "oauth_client.deleted": true,
+  "account.updated": true,
 };
 
 describe("coverage of the OpenAPI document", () => {
@@ -646,5 +665,69 @@ describe("metadata and deletion events", () => {
     assert.deepEqual((await client.assistants.get(a.id)).metadata, { team: "ops", tier: "gold" });
     const titles = (await client.conversations.list({ assistant_id: srv.assistantId, limit: 100 }).toArray()).map((c: Conversation) => c.title);
     assert.ok(!titles.includes("never stored"));
+  });
+});
+
+describe("management (permission admin)", () => {
+  let admin: Client;
+  before(async () => {
+    admin = new Client({ apiKey: await srv.cli("keys", "create", "--email", srv.email, "--name", "ts admin", "--permissions", "admin"), baseURL: srv.baseURL });
+  });
+
+  test("a key without admin is refused", async () => {
+    await assert.rejects(client.keys.list(), (e: unknown) => e instanceof PermissionDeniedError && e.code === "insufficient_scope");
+  });
+
+  test("API keys: create (secret once), get, list, revoke; no escalation", async () => {
+    const k = await admin.keys.create({ name: "ts export", permissions: ["read", "messages"], expires_at: new Date("2030-01-31T00:00:00Z") });
+    assert.match(k.id, /^key_/);
+    assert.match(k.secret, /^ams_sk_/);
+    assert.equal(k.last4, k.secret.slice(-4));
+    assert.deepEqual(k.permissions, ["read", "messages"]);
+    assert.equal(k.expires_at, "2030-01-31T00:00:00Z");
+    assert.equal("secret" in (await admin.keys.get(k.id)), false);
+    const page = await admin.keys.list({ limit: 100 });
+    assert.ok(page.data.some((x) => x.id === k.id));
+    await new Client({ apiKey: k.secret, baseURL: srv.baseURL }).assistants.list();
+    await assert.rejects(admin.keys.create({ name: "bad", permissions: ["root" as "read"] }), (e: unknown) => e instanceof InvalidRequestError && e.param === "permissions");
+    const r = await admin.keys.revoke(k.id);
+    assert.equal(r.status, "revoked");
+    assert.equal((await admin.keys.revoke(k.id)).revoked_at, r.revoked_at);
+    const short = await admin.keys.create({ name: "short", permissions: ["admin"], expires_at: "2030-01-01T00:00:00Z" });
+    await assert.rejects(
+      new Client({ apiKey: short.secret, baseURL: srv.baseURL }).keys.create({ name: "forever", permissions: ["read"] }),
+      (e: unknown) => e instanceof PermissionDeniedError && e.code === "lifetime_not_held" && e.param === "expires_at",
+    );
+  });
+
+  test("OAuth clients: create, list, get, rotate, delete", async () => {
+    const c = await admin.oauthClients.create({ name: "TS App", redirect_uris: ["https://ts.example/cb"] });
+    assert.match(c.id, /^cli_/);
+    assert.match(c.client_secret ?? "", /^ams_cs_/);
+    const pub = await admin.oauthClients.create({ name: "TS Phone", redirect_uris: ["http://localhost:9/cb"], public: true });
+    assert.equal(pub.client_secret, null);
+    assert.ok((await admin.oauthClients.list({ limit: 100 })).data.some((x) => x.id === c.id));
+    assert.equal((await admin.oauthClients.get(c.id)).name, "TS App");
+    const rot = await admin.oauthClients.rotateSecret(c.id);
+    assert.notEqual(rot.client_secret, c.client_secret);
+    await assert.rejects(admin.oauthClients.rotateSecret(pub.id), ConflictError);
+    await admin.oauthClients.delete(pub.id);
+    await assert.rejects(admin.oauthClients.get(pub.id), NotFoundError);
+    const evs = await admin.events.list({ type: "oauth_client.deleted", limit: 100 });
+    assert.ok(evs.data.some((e) => e.type === "oauth_client.deleted" && e.data.id === pub.id));
+  });
+
+  test("account: get and update", async () => {
+    const a = await admin.account.get();
+    assert.equal(a.object, "account");
+    assert.equal(a.email, srv.email);
+    await assert.rejects(admin.account.update({ timezone: "Mars/Base" }), (e: unknown) => e instanceof InvalidRequestError && e.param === "timezone");
+    const u = await admin.account.update({ timezone: "Asia/Tokyo", email_notifications: { key_reminders: false } });
+    assert.equal(u.timezone, "Asia/Tokyo");
+    assert.equal(u.email_notifications.key_reminders, false);
+    assert.equal(u.email_notifications.webhook_failing, true);
+    await admin.account.update({ timezone: a.timezone, email_notifications: { key_reminders: true } });
+    const evs = await admin.events.list({ type: "account.updated", limit: 100 });
+    assert.ok(evs.data.length >= 2);
   });
 });
