@@ -90,7 +90,7 @@ func TestManagementKeys(t *testing.T) {
 	k := r.json(t)
 	id, secret := k["id"].(string), k["secret"].(string)
 	if !strings.HasPrefix(id, "key_") || !strings.HasPrefix(secret, ams.PrefixSecretKey) || k["object"] != "api_key" || k["name"] != "nightly export" ||
-		k["prefix"] != "ams_sk_" || k["last4"] != secret[len(secret)-4:] || k["status"] != "active" || k["expires_at"] != "2027-01-31T00:00:00Z" ||
+		k["prefix"] != "ams_sk_" || k["last4"] != secret[len(secret)-4:] || k["status"] != "active" || k["expires_at"] != "2027-01-31T00:00:00.000Z" ||
 		k["revoked_at"] != nil || k["last_used_at"] != nil || r.header.Get("Location") != "/v1/keys/"+id {
 		t.Fatalf("created key: %s (Location %q)", r.body, r.header.Get("Location"))
 	}
@@ -140,7 +140,7 @@ func TestManagementKeys(t *testing.T) {
 	// Revocation: the key stops working; a second revocation changes
 	// nothing and emits nothing.
 	rev := a.call(200, "POST", "/v1/keys/"+id+"/revoke", "").json(t)
-	if rev["status"] != "revoked" || rev["revoked_at"] != a.Clock.Now().Format(time.RFC3339Nano) {
+	if rev["status"] != "revoked" || rev["revoked_at"] != ams.FormatTime(a.Clock.Now()) {
 		t.Fatalf("revoked: %v", rev)
 	}
 	if r := a.Do("GET", "/v1/assistants", secret, ""); r.Status != 401 {
