@@ -108,7 +108,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	db.read.SetConnMaxLifetime(0)
 	db.rq = &reader{db: db.read}
 	db.ws = &writeStmts{db: db.write, m: map[string]*sql.Stmt{}}
-	db.group = &committer{write: db.write, stmts: db.ws}
+	db.group = newCommitter(db.write, db.ws)
 	db.Store = sqlstore.New(&engine{read: db.rq, write: db.write, stmts: db.ws, group: db.group}, dialect, sealer)
 	return db, nil
 }

@@ -5,9 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
+		"sync/atomic"
 
+	"github.com/amsdev/ams/internal/batch"
 	"github.com/amsdev/ams/sqlstore"
 )
 
@@ -31,9 +31,8 @@ const maxGroup = 128
 
 // txReq is one caller's transaction waiting for the committer.
 type txReq struct {
-	ctx  context.Context
-	fn   func(sqlstore.Conn) error
-	done chan txDone
+	ctx context.Context
+	fn  func(sqlstore.Conn) error
 }
 
 // txDone is what the committer answers a caller.
@@ -46,13 +45,16 @@ type txDone struct {
 type committer struct {
 	write *sql.DB
 	stmts *writeStmts
-
-	mu      sync.Mutex
-	queue   []*txReq
-	running bool // a goroutine is draining queue
+	group batch.Batcher[txReq, txDone]
 
 	// Counters: transactions committed, and the COMMITs that did it.
 	txs, commits atomic.Int64
+}
+
+func newCommitter(write *sql.DB, stmts *writeStmts) *committer {
+	c := &committer{write: write, stmts: stmts}
+	c.group = batch.Batcher[txReq, txDone]{Max: maxGroup, Run: c.commit}
+	return c
 }
 
 // GroupCommits returns how many write transactions have committed and in
@@ -67,69 +69,33 @@ func (c *committer) run(ctx context.Context, fn func(sqlstore.Conn) error) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &txReq{ctx: ctx, fn: fn, done: make(chan txDone, 1)}
-	c.mu.Lock()
-	c.queue = append(c.queue, r)
-	start := !c.running
-	c.running = true
-	c.mu.Unlock()
-	if start {
-		go c.drain()
-	}
-	d := <-r.done
+	d := c.group.Do(txReq{ctx: ctx, fn: fn})
 	if d.panic != nil {
 		panic(d.panic)
 	}
 	return d.err
 }
 
-// drain commits groups until the queue is empty.
-func (c *committer) drain() {
-	for {
-		c.mu.Lock()
-		n := min(len(c.queue), maxGroup)
-		if n == 0 {
-			c.running = false
-			c.mu.Unlock()
-			return
-		}
-		group := c.queue[:n:n]
-		c.queue = c.queue[n:]
-		if len(c.queue) == 0 {
-			c.queue = nil
-		}
-		c.mu.Unlock()
-		c.commit(group)
-	}
-}
-
 // commit runs a group in one transaction and answers its callers.
-func (c *committer) commit(group []*txReq) {
+func (c *committer) commit(group []txReq) []txDone {
 	ctx := context.Background()
 	results := make([]txDone, len(group))
-	answer := func() {
-		for i, r := range group {
-			r.done <- results[i]
-		}
-	}
 	fail := func(err error) {
 		for i := range results {
 			if results[i].err == nil && results[i].panic == nil {
 				results[i].err = err
 			}
 		}
-		answer()
 	}
 	if len(group) == 1 { // alone: no savepoint needed
 		r := group[0]
 		results[0] = c.single(r)
-		answer()
-		return
+		return results
 	}
 	tx, err := c.write.BeginTx(ctx, nil)
 	if err != nil {
 		fail(fmt.Errorf("begin: %w", err))
-		return
+		return results
 	}
 	defer c.stmts.prepareNoted(ctx)
 	committed := false
@@ -146,7 +112,7 @@ func (c *committer) commit(group []*txReq) {
 		}
 		if _, err := tx.ExecContext(ctx, "SAVEPOINT grp"); err != nil {
 			fail(fmt.Errorf("savepoint: %w", err))
-			return
+			return results
 		}
 		results[i] = call(r.fn, conn{db: tx, stmts: c.stmts, tx: tx})
 		if results[i].err != nil || results[i].panic != nil {
@@ -154,32 +120,31 @@ func (c *committer) commit(group []*txReq) {
 			// ended the whole transaction), the group fails.
 			if _, err := tx.ExecContext(ctx, "ROLLBACK TO grp"); err != nil {
 				fail(fmt.Errorf("roll back a failed transaction of a group: %w", err))
-				return
+				return results
 			}
 		} else {
 			ran++
 		}
 		if _, err := tx.ExecContext(ctx, "RELEASE grp"); err != nil {
 			fail(fmt.Errorf("release savepoint: %w", err))
-			return
+			return results
 		}
 	}
 	if ran == 0 {
-		answer()
-		return
+		return results
 	}
 	if err := tx.Commit(); err != nil {
 		fail(fmt.Errorf("commit: %w", err))
-		return
+		return results
 	}
 	committed = true
 	c.txs.Add(int64(ran))
 	c.commits.Add(1)
-	answer()
+	return results
 }
 
 // single runs one caller's function in a transaction of its own.
-func (c *committer) single(r *txReq) txDone {
+func (c *committer) single(r txReq) txDone {
 	tx, err := c.write.BeginTx(r.ctx, nil)
 	if err != nil {
 		return txDone{err: fmt.Errorf("begin: %w", err)}

@@ -81,9 +81,7 @@ func TestGroupCommit(t *testing.T) {
 	}
 	// Wait until the 200 are queued behind the first, then let it go.
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		db.group.mu.Lock()
-		queued := len(db.group.queue)
-		db.group.mu.Unlock()
+		queued := db.group.group.Queued()
 		if queued == n {
 			break
 		}
@@ -162,9 +160,7 @@ func TestGroupCommitCancelled(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- db.Update(cctx, func(tx ams.Tx) error { ran = true; return nil }) }()
 	for {
-		db.group.mu.Lock()
-		q := len(db.group.queue)
-		db.group.mu.Unlock()
+		q := db.group.group.Queued()
 		if q == 1 {
 			break
 		}
