@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-		"sync/atomic"
+	"sync/atomic"
 
 	"github.com/amsdev/ams/internal/batch"
 	"github.com/amsdev/ams/sqlstore"
