@@ -242,6 +242,11 @@ type DeliveryQueue interface {
 	// webhook was still active, so the owner gets one e-mail. It reports whether
 	// the webhook was marked failing by this call.
 	RecordAttempt(ctx context.Context, r *AttemptResult, now time.Time) (bool, error)
+	// RecordAttempts records attempts whose outcome is JobSucceeded or
+	// JobRetry, as RecordAttempt would one by one, in one transaction:
+	// errs[i] is rs[i]'s answer (nil or ErrLeaseLost); err is an error of
+	// the whole batch, after which nothing was stored.
+	RecordAttempts(ctx context.Context, rs []*AttemptResult, now time.Time) (errs []error, err error)
 	// JobsReady is signalled (without blocking) when a transaction has
 	// queued new jobs, in this process or (on engines that can tell, such
 	// as PostgreSQL) in another process sharing the database.

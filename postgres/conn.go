@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/amsdev/ams/sqlstore"
 	"github.com/jackc/pgx/v5"
@@ -100,17 +99,9 @@ func (e *engine) Writer() sqlstore.Conn { return conn{e.pool} }
 // in PostgreSQL ends the transaction: the store checks what it can
 // (ownership, a taken unique value) before writing, so that its ENOTFOUND
 // and ECONFLICT answers leave the transaction usable, as in SQLite.
+//
+// Its BEGIN is sent with its first statement (lazyTx): one round trip
+// fewer per transaction.
 func (e *engine) InTx(ctx context.Context, fn func(sqlstore.Conn) error) error {
-	tx, err := e.pool.Begin(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback(ctx)
-	if err := fn(conn{tx}); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return e.inLazyTx(ctx, fn)
 }

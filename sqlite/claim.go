@@ -39,12 +39,21 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 	if c.Limit <= 0 || c.PerWebhook <= 0 {
 		return nil, nil
 	}
-	tx, err := db.write.BeginTx(ctx, nil)
+	var jobs []*ams.Job
+	err := db.group.run(ctx, func(cn sqlstore.Conn) error {
+		var err error
+		jobs, err = db.claimJobs(ctx, cn, now, c)
+		return err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("begin: %w", err)
+		return nil, err
 	}
-	defer tx.Rollback()
-	busy, err := sqlstore.ReadInFlight(ctx, conn{db: tx, stmts: db.ws, tx: tx}, now)
+	return jobs, nil
+}
+
+// claimJobs is ClaimJobs in the write transaction cn.
+func (db *DB) claimJobs(ctx context.Context, cn sqlstore.Conn, now time.Time, c ams.Claim) ([]*ams.Job, error) {
+	busy, err := sqlstore.ReadInFlight(ctx, cn, now)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +63,7 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 		prevExpires           *int64
 	}
 	var hooks []hook
-	rows, err := tx.QueryContext(ctx, dueWebhooksQuery, sqlstore.MS(now))
+	rows, err := cn.Query(ctx, dueWebhooksQuery, sqlstore.MS(now))
 	if err != nil {
 		return nil, fmt.Errorf("find due webhooks: %w", err)
 	}
@@ -74,7 +83,7 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 	}
 	var cands []sqlstore.Candidate
 	for _, h := range hooks {
-		rows, err := tx.QueryContext(ctx, webhookJobsQuery, h.id, sqlstore.MS(now), min(busy.Free(c, h.id, h.user), c.Limit))
+		rows, err := cn.Query(ctx, webhookJobsQuery, h.id, sqlstore.MS(now), min(busy.Free(c, h.id, h.user), c.Limit))
 		if err != nil {
 			return nil, fmt.Errorf("claim jobs: %w", err)
 		}
@@ -112,12 +121,9 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 		seqs[i], j.LeaseUntil = j.Seq, until
 	}
 	ids, _ := json.Marshal(seqs)
-	if _, err := tx.ExecContext(ctx, `UPDATE webhook_jobs SET lease_until = ? WHERE seq IN (SELECT value FROM json_each(?))`,
+	if _, err := cn.Exec(ctx, `UPDATE webhook_jobs SET lease_until = ? WHERE seq IN (SELECT value FROM json_each(?))`,
 		sqlstore.MS(until), string(ids)); err != nil {
 		return nil, fmt.Errorf("lease jobs: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit claim: %w", err)
 	}
 	return jobs, nil
 }

@@ -247,23 +247,14 @@ type engine struct {
 	read  *reader
 	write *sql.DB
 	stmts *writeStmts
+	group *committer
 }
 
 func (e *engine) Reader() sqlstore.Conn { return e.read }
 func (e *engine) Writer() sqlstore.Conn { return conn{db: e.write, stmts: e.stmts} }
 
+// InTx runs fn in a write transaction, committed together with the
+// transactions that wait meanwhile (see committer).
 func (e *engine) InTx(ctx context.Context, fn func(sqlstore.Conn) error) error {
-	tx, err := e.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer e.stmts.prepareNoted(context.WithoutCancel(ctx))
-	defer tx.Rollback()
-	if err := fn(conn{db: tx, stmts: e.stmts, tx: tx}); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+	return e.group.run(ctx, fn)
 }

@@ -42,6 +42,7 @@ type DB struct {
 	read  *sql.DB // read-only pool
 	rq    *reader // the read pool with prepared statements cached
 	ws    *writeStmts
+	group *committer // the write transactions, committed in groups
 }
 
 // Option configures Open.
@@ -107,7 +108,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	db.read.SetConnMaxLifetime(0)
 	db.rq = &reader{db: db.read}
 	db.ws = &writeStmts{db: db.write, m: map[string]*sql.Stmt{}}
-	db.Store = sqlstore.New(&engine{read: db.rq, write: db.write, stmts: db.ws}, dialect, sealer)
+	db.group = newCommitter(db.write, db.ws)
+	db.Store = sqlstore.New(&engine{read: db.rq, write: db.write, stmts: db.ws, group: db.group}, dialect, sealer)
 	return db, nil
 }
 

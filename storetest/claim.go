@@ -165,3 +165,93 @@ func testAttemptFenced(t *testing.T, s ams.Store) {
 		t.Fatal("the retry is not due with 1 attempt made")
 	}
 }
+
+// testRecordAttempts records a batch of attempts in one call: successes
+// and retries are stored as RecordAttempt stores them; an attempt whose
+// lease is not the job's is refused with ErrLeaseLost and logs nothing;
+// the attempts of a webhook deleted meanwhile store nothing and are no
+// error.
+func testRecordAttempts(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	u := mustUser(t, s, "batch@example.com")
+	a := mustAssistant(t, s, u, "batch")
+	w := mustWebhook(t, s, u, ams.EventMessageCreated)
+	gone := mustWebhook(t, s, u, ams.EventMessageCreated)
+	for i := range 3 {
+		sendTurn(t, s, u, a, t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	jobs := claim(t, s, t0.Add(time.Second), ams.Claim{Limit: 100, PerWebhook: 100})
+	if per := perWebhook(jobs); per[w.ID] != 6 || per[gone.ID] != 6 {
+		t.Fatalf("claimed %v", per)
+	}
+	if err := s.DeleteWebhook(ctx, u.ID, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	at := t0.Add(2 * time.Second)
+	var rs []*ams.AttemptResult
+	var retried, stale, succeeded []*ams.Job
+	for _, j := range jobs {
+		code := 200
+		d := &ams.Delivery{ID: ams.NewID(ams.PrefixDelivery), UserID: u.ID, WebhookID: j.WebhookID, EventID: j.Event.ID, EventType: j.Event.Type,
+			Attempt: 1, URL: j.URL, Success: true, StatusCode: &code, DurationMS: 3, ResponseBody: "ok", CreatedAt: at}
+		r := &ams.AttemptResult{Job: j, Delivery: d, Outcome: ams.JobSucceeded}
+		switch {
+		case j.WebhookID == gone.ID:
+		case len(retried) < 2:
+			code = 500
+			d.Success, d.ResponseBody = false, "no"
+			r.Outcome, r.NextAt = ams.JobRetry, t0.Add(5*time.Minute)
+			retried = append(retried, j)
+		case len(stale) < 1:
+			old := *j
+			old.LeaseUntil = j.LeaseUntil.Add(-time.Second) // not the lease the job holds
+			r.Job = &old
+			stale = append(stale, j)
+		default:
+			succeeded = append(succeeded, j)
+		}
+		rs = append(rs, r)
+	}
+	errs, err := s.RecordAttempts(ctx, rs, at)
+	if err != nil || len(errs) != len(rs) {
+		t.Fatalf("RecordAttempts: %v, %d answers", err, len(errs))
+	}
+	for i, r := range rs {
+		want := error(nil)
+		if r.Job.Seq == stale[0].Seq {
+			want = ams.ErrLeaseLost
+		}
+		if !errors.Is(errs[i], want) || (want == nil && errs[i] != nil) {
+			t.Errorf("attempt %d (job %d of %s): %v, want %v", i, r.Job.Seq, r.Job.WebhookID, errs[i], want)
+		}
+	}
+	// One attempt logged per recorded job, with what the worker saw.
+	for _, j := range append(append([]*ams.Job{}, retried...), succeeded...) {
+		p, err := s.ListDeliveries(ctx, u.ID, w.ID, j.Event.ID, ams.ListParams{Limit: 10})
+		if err != nil || len(p.Data) != 1 {
+			t.Fatalf("deliveries of job %d: %v %v", j.Seq, p, err)
+		}
+		d := p.Data[0]
+		if d.Attempt != 1 || !d.CreatedAt.Equal(at) || d.DurationMS != 3 || (d.Success != (*d.StatusCode == 200)) {
+			t.Errorf("logged %+v", d)
+		}
+	}
+	if p, err := s.ListDeliveries(ctx, u.ID, w.ID, stale[0].Event.ID, ams.ListParams{Limit: 10}); err != nil || len(p.Data) != 0 {
+		t.Fatalf("the refused attempt was logged: %v %v", p, err)
+	}
+	// After the leases run out: the refused job is due again, untouched;
+	// the retries come at their time, counted; the successes never.
+	again := claim(t, s, t0.Add(2*time.Minute), ams.Claim{Limit: 100, PerWebhook: 100, Lease: time.Hour})
+	if len(again) != 1 || again[0].Seq != stale[0].Seq || again[0].Attempts != 0 {
+		t.Fatalf("claimed after the leases: %+v", again)
+	}
+	later := claim(t, s, t0.Add(5*time.Minute), ams.Claim{Limit: 100, PerWebhook: 100})
+	if len(later) != len(retried) {
+		t.Fatalf("claimed at the retry time: %d jobs, want %d", len(later), len(retried))
+	}
+	for _, j := range later {
+		if j.Attempts != 1 || (j.Seq != retried[0].Seq && j.Seq != retried[1].Seq) {
+			t.Errorf("retried job %+v", j)
+		}
+	}
+}

@@ -36,6 +36,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"DeliveryQueue", testDeliveryQueue},
 		{"SubscribeToAll", testSubscribeToAll},
 		{"ClaimWebhookCap", testClaimWebhookCap}, {"ClaimAccounts", testClaimAccounts}, {"AttemptFenced", testAttemptFenced},
+		{"RecordAttempts", testRecordAttempts},
 		{"WebhookSecretRotation", testWebhookSecretRotation},
 		{"Purge", testPurge},
 		{"Recovery", testRecovery},

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/batch"
 	"github.com/amsdev/ams/ssrf"
 )
 
@@ -97,7 +98,9 @@ type Worker struct {
 	mu    sync.Mutex
 	total int
 	freed chan struct{}
-	wg    sync.WaitGroup
+	// recorder gathers the attempts that finish together (see record).
+	recorder *batch.Batcher[attemptRecord, error]
+	wg       sync.WaitGroup
 }
 
 // DefaultPerAccount is the default cap on one account's deliveries in
@@ -294,7 +297,7 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 		r.Email = w.failingEmail(ctx, j, why)
 		r.Event = ams.WebhookFailingEvent(j.UserID, j.WebhookID, j.URL, why, now)
 	}
-	failed, err := w.Queue.RecordAttempt(ctx, r, now)
+	failed, err := w.record(ctx, r, now)
 	if errors.Is(err, ams.ErrLeaseLost) {
 		// Too late: the job is another worker's now, or will be. Whatever
 		// the receiver answered, the attempt is not counted.
@@ -315,6 +318,56 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 	if failed {
 		w.Logger.Warn("webhook marked failing", "webhook", j.WebhookID, "url", j.URL)
 	}
+}
+
+// maxRecordBatch bounds the attempts recorded in one transaction.
+const maxRecordBatch = 64
+
+// attemptRecord is one attempt waiting to be recorded in a batch.
+type attemptRecord struct {
+	ctx context.Context
+	r   *ams.AttemptResult
+	now time.Time
+}
+
+// record stores an attempt's outcome. An attempt that fails its webhook
+// is recorded alone (it also marks the webhook failing, e-mails its owner
+// and emits webhook.failing); the others are recorded with the attempts
+// that finish meanwhile, in one transaction (see ams.DeliveryQueue's
+// RecordAttempts), so that a busy worker pays one commit for many
+// attempts. A lone attempt is recorded at once.
+func (w *Worker) record(ctx context.Context, r *ams.AttemptResult, now time.Time) (bool, error) {
+	if r.Outcome == ams.JobFailed {
+		return w.Queue.RecordAttempt(ctx, r, now)
+	}
+	w.mu.Lock()
+	if w.recorder == nil {
+		w.recorder = &batch.Batcher[attemptRecord, error]{Max: maxRecordBatch, Run: w.recordBatch}
+	}
+	b := w.recorder
+	w.mu.Unlock()
+	return false, b.Do(attemptRecord{ctx: ctx, r: r, now: now})
+}
+
+// recordBatch records a batch of attempts, at the latest of their times
+// (a later time only makes the lease fence stricter).
+func (w *Worker) recordBatch(items []attemptRecord) []error {
+	rs := make([]*ams.AttemptResult, len(items))
+	now := items[0].now
+	for i, it := range items {
+		rs[i] = it.r
+		if it.now.After(now) {
+			now = it.now
+		}
+	}
+	errs, err := w.Queue.RecordAttempts(items[0].ctx, rs, now)
+	if err != nil {
+		errs = make([]error, len(items))
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
 }
 
 // post sends the delivery and fills d with the answer; it returns the

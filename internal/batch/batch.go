@@ -1,0 +1,89 @@
+// Package batch gathers concurrent calls into batches: a call that
+// arrives while a batch runs waits, and runs with the others that waited,
+// in the next one. A lone call runs at once, without waiting for company,
+// so batching costs no latency when there is no load. SQLite's group
+// commit and the webhook worker's attempt records use it.
+package batch
+
+import "sync"
+
+// Batcher runs calls of T, answered with R, in batches of at most Max
+// through Run. The zero value is not usable: set Run.
+type Batcher[T, R any] struct {
+	// Max bounds a batch; 0 means 64.
+	Max int
+	// Run runs one batch and returns one answer per item, in order. It
+	// runs on the goroutine of one of the callers, one batch at a time.
+	Run func(items []T) []R
+
+	mu      sync.Mutex
+	queue   []*call[T, R]
+	running bool // a caller is running batches
+}
+
+type call[T, R any] struct {
+	item T
+	done chan R
+}
+
+// Do runs item in a batch and returns its answer. The first caller to
+// find no batch running runs the batches (its own first) until none is
+// waiting; the others wait for their answers.
+func (b *Batcher[T, R]) Do(item T) R {
+	c := &call[T, R]{item: item, done: make(chan R, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	lead := !b.running
+	b.running = true
+	b.mu.Unlock()
+	if lead {
+		b.drain(c)
+	}
+	return <-c.done
+}
+
+// Queued returns how many calls wait for a batch.
+func (b *Batcher[T, R]) Queued() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
+}
+
+// drain runs batches until the queue is empty. The leader's own call is
+// in the first batch; once it is answered the leader hands the rest to a
+// new goroutine, so that it returns to its caller at once.
+func (b *Batcher[T, R]) drain(own *call[T, R]) {
+	max := b.Max
+	if max <= 0 {
+		max = 64
+	}
+	for {
+		b.mu.Lock()
+		n := min(len(b.queue), max)
+		if n == 0 {
+			b.running = false
+			b.mu.Unlock()
+			return
+		}
+		calls := b.queue[:n:n]
+		b.queue = b.queue[n:]
+		if len(b.queue) == 0 {
+			b.queue = nil
+		}
+		b.mu.Unlock()
+		items := make([]T, n)
+		for i, c := range calls {
+			items[i] = c.item
+		}
+		answers := b.Run(items)
+		mine := false
+		for i, c := range calls {
+			c.done <- answers[i]
+			mine = mine || c == own
+		}
+		if mine && own != nil {
+			go b.drain(nil) // the others' batches, off the leader's goroutine
+			return
+		}
+	}
+}

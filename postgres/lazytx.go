@@ -1,0 +1,169 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/amsdev/ams/sqlstore"
+	"github.com/jackc/pgx/v5"
+)
+
+// lazyTx is a transaction whose BEGIN travels with its first statement,
+// in one pipelined round trip, instead of costing a round trip of its own
+// as pgx's Begin does: a turn (BEGIN, its batch of inserts, COMMIT) takes
+// two round trips instead of three, and so does every short transaction.
+// A transaction that runs no statement sends nothing, not even COMMIT.
+type lazyTx struct {
+	c     *pgx.Conn
+	begun bool
+}
+
+var _ sqlstore.Conn = (*lazyTx)(nil)
+
+// first sends BEGIN and query in one batch and returns the batch, whose
+// BEGIN result has been read, positioned at query's result.
+func (t *lazyTx) first(ctx context.Context, query string, args ...any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(query, args...)
+	br := t.c.SendBatch(ctx, b)
+	t.begun = true
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return nil, err
+	}
+	return br, nil
+}
+
+func (t *lazyTx) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if t.begun {
+		tag, err := t.c.Exec(ctx, query, args...)
+		return tag.RowsAffected(), err
+	}
+	br, err := t.first(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag.RowsAffected(), err
+}
+
+func (t *lazyTx) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	if t.begun {
+		return t.c.Query(ctx, query, args...)
+	}
+	br, err := t.first(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+func (t *lazyTx) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	if t.begun {
+		return t.c.QueryRow(ctx, query, args...)
+	}
+	br, err := t.first(ctx, query, args...)
+	if err != nil {
+		return errRow{err}
+	}
+	return batchRow{row: br.QueryRow(), br: br}
+}
+
+// Batch sends the statements in one round trip, with BEGIN first if the
+// transaction has not begun.
+func (t *lazyTx) Batch(ctx context.Context, stmts []sqlstore.Stmt) ([]int64, int, error) {
+	skip := 0
+	if !t.begun {
+		skip = 1
+		stmts = append([]sqlstore.Stmt{{Op: "begin", SQL: "BEGIN"}}, stmts...)
+		t.begun = true
+	}
+	n, failed, err := conn{t.c}.Batch(ctx, stmts)
+	if err != nil {
+		return nil, max(failed-skip, 0), err
+	}
+	return n[skip:], 0, nil
+}
+
+// commit ends the transaction: COMMIT if it began. PostgreSQL answers
+// COMMIT of a transaction that failed with ROLLBACK, which is an error.
+func (t *lazyTx) commit(ctx context.Context) error {
+	if !t.begun {
+		return nil
+	}
+	tag, err := t.c.Exec(ctx, "COMMIT")
+	if err != nil {
+		return err
+	}
+	if tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	return nil
+}
+
+// rollback ends a transaction that began and did not commit.
+func (t *lazyTx) rollback(ctx context.Context) {
+	if t.begun && t.c.PgConn().TxStatus() != 'I' {
+		t.c.Exec(ctx, "ROLLBACK")
+	}
+}
+
+// batchRows closes its batch with the rows.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	r.br.Close()
+}
+
+// batchRow closes its batch once scanned.
+type batchRow struct {
+	row pgx.Row
+	br  pgx.BatchResults
+}
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); err == nil && cerr != nil && !errors.Is(cerr, pgx.ErrNoRows) {
+		err = cerr
+	}
+	return err
+}
+
+// errRow is a Row whose query could not be sent.
+type errRow struct{ err error }
+
+func (e errRow) Scan(...any) error { return e.err }
+
+// inLazyTx runs fn in a lazyTx on a connection of the pool.
+func (e *engine) inLazyTx(ctx context.Context, fn func(sqlstore.Conn) error) error {
+	pc, err := e.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	// A connection left inside a transaction (an error, a cancelled
+	// context) is not reused: the pool destroys it on Release.
+	defer pc.Release()
+	t := &lazyTx{c: pc.Conn()}
+	defer t.rollback(context.WithoutCancel(ctx))
+	if err := fn(t); err != nil {
+		return err
+	}
+	if err := t.commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+// TestGroupCommit holds the write connection with one transaction while
+// 200 more queue up, then lets them run: they commit in two groups (of at
+// most maxGroup), each caller gets its own function's outcome, the writes
+// of a failed or panicking function are undone and the others' kept, and
+// a panic reaches its caller.
+func TestGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Date(2026, 11, 24, 18, 0, 0, 0, time.UTC)
+	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "group@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	a := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), Object: "assistant", UserID: u.ID, Name: "A", Model: ams.ModelBuiltin, CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateAssistant(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	txs0, commits0 := db.GroupCommits()
+
+	task := func(title string) *ams.Task {
+		return &ams.Task{ID: ams.NewID(ams.PrefixTask), Object: "task", UserID: u.ID, AssistantID: a.ID, Title: title,
+			Status: ams.TaskOpen, CreatedAt: now, UpdatedAt: now}
+	}
+	release := make(chan struct{})
+	holding := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		err := db.Update(ctx, func(tx ams.Tx) error {
+			close(holding)
+			<-release
+			return tx.CreateTask(ctx, task("first"))
+		})
+		if err != nil {
+			t.Errorf("first: %v", err)
+		}
+	}()
+	<-holding
+
+	const n = 200
+	errBad := errors.New("bad input")
+	results := make([]error, n)
+	panics := make([]any, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { panics[i] = recover() }()
+			results[i] = db.Update(ctx, func(tx ams.Tx) error {
+				if err := tx.CreateTask(ctx, task(fmt.Sprintf("t%03d", i))); err != nil {
+					return err
+				}
+				switch {
+				case i%7 == 3: // wrote, then failed: its task must go
+					return errBad
+				case i == 100:
+					panic("boom")
+				}
+				return nil
+			})
+		}()
+	}
+	// Wait until the 200 are queued behind the first, then let it go.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		queued := db.group.group.Queued()
+		if queued == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d transactions queued, want %d", queued, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+
+	want := map[string]bool{"first": true}
+	for i := range n {
+		title := fmt.Sprintf("t%03d", i)
+		switch {
+		case i%7 == 3:
+			if !errors.Is(results[i], errBad) {
+				t.Errorf("%s: %v, want its own error", title, results[i])
+			}
+		case i == 100:
+			if panics[i] != "boom" {
+				t.Errorf("%s: panic %v, want boom", title, panics[i])
+			}
+		default:
+			if results[i] != nil || panics[i] != nil {
+				t.Errorf("%s: %v %v", title, results[i], panics[i])
+			}
+			want[title] = true
+		}
+	}
+	got := map[string]bool{}
+	for p := (ams.ListParams{Limit: 100}); ; {
+		page, err := db.ListTasks(ctx, u.ID, ams.TaskFilter{}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tk := range page.Data {
+			got[tk.Title] = true
+		}
+		if !page.HasMore {
+			break
+		}
+		p.After = page.Data[len(page.Data)-1].ID
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d tasks stored, want %d", len(got), len(want))
+	}
+	for title := range want {
+		if !got[title] {
+			t.Errorf("task %s missing", title)
+		}
+	}
+	txs, commits := db.GroupCommits()
+	if txs-txs0 != int64(len(want)) || commits-commits0 != 3 { // the first alone, then 128 and 72
+		t.Errorf("%d transactions in %d commits, want %d in 3", txs-txs0, commits-commits0, len(want))
+	}
+}
+
+// TestGroupCommitCancelled: a caller whose context ends while it waits
+// gets its context's error, and its function never runs.
+func TestGroupCommitCancelled(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	release, holding := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- db.Update(ctx, func(tx ams.Tx) error { close(holding); <-release; return nil })
+	}()
+	<-holding
+	cctx, cancel := context.WithCancel(ctx)
+	ran := false
+	errc := make(chan error, 1)
+	go func() { errc <- db.Update(cctx, func(tx ams.Tx) error { ran = true; return nil }) }()
+	for {
+		q := db.group.group.Queued()
+		if q == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	close(release)
+	if err := <-errc; !errors.Is(err, context.Canceled) || ran {
+		t.Fatalf("cancelled caller: %v, ran %v", err, ran)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
