@@ -64,13 +64,20 @@ type Server struct {
 	// pages may call the API from a browser, beside those of the public
 	// OAuth clients' redirect URIs (see cors.go).
 	CORSOrigins []string
+	// AuthCacheSize is how many authenticated credentials the server
+	// keeps so that a request authenticates without a query (authcache.go):
+	// 0 is DefaultAuthCacheSize, a negative number turns the cache off.
+	// Set it before the first request.
+	AuthCacheSize int
 
-	public   publicOrigins // the public clients' origins, cached
-	routes   []Route
-	mux      *http.ServeMux
-	known    *http.ServeMux // the API routes only: tells 405 from 404
-	touched  sync.Map       // key id -> unix minute of the last recorded use
-	initOnce sync.Once
+	public    publicOrigins // the public clients' origins, cached
+	routes    []Route
+	mux       *http.ServeMux
+	known     *http.ServeMux // the API routes only: tells 405 from 404
+	touched   sync.Map       // key id -> unix minute of the last recorded use
+	authOnce  sync.Once
+	authCache *authCache // nil: off (AuthCacheSize < 0)
+	initOnce  sync.Once
 }
 
 // UsageRecorder counts an account's requests: allowed by the rate limiter,

@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/ory/fosite"
@@ -175,7 +176,8 @@ func (s *Server) Register(mux *http.ServeMux) {
 // It introspects the token through fosite (signature, storage, expiry on
 // the service clock). An unknown, malformed or revoked token is
 // EUNAUTHENTICATED with code invalid_token; an expired one has code
-// token_expired.
+// token_expired. The caller's ExpiresAt is the token's expiry on the
+// service clock.
 func (s *Server) AuthenticateToken(ctx context.Context, token string) (*ams.Auth, error) {
 	use, ar, err := s.provider.IntrospectToken(ctx, token, fosite.AccessToken, new(fosite.DefaultSession))
 	switch {
@@ -203,7 +205,17 @@ func (s *Server) AuthenticateToken(ctx context.Context, token string) (*ams.Auth
 	if err != nil {
 		return nil, invalidToken("The access token is not valid.")
 	}
-	return &ams.Auth{User: user, ClientID: ar.GetClient().GetID(), Permissions: perms}, nil
+	auth := &ams.Auth{User: user, ClientID: ar.GetClient().GetID(), Permissions: perms}
+	// The expiry is in fosite's wall-clock frame (storage.go): back into
+	// the service clock's, where the API's cache compares it.
+	if exp := ar.GetSession().GetExpiresAt(fosite.AccessToken); !exp.IsZero() {
+		if s.clock != nil {
+			exp = exp.Add(s.clock().Sub(time.Now()))
+		}
+		exp = exp.UTC()
+		auth.ExpiresAt = &exp
+	}
+	return auth, nil
 }
 
 func invalidToken(msg string) error {

@@ -36,6 +36,12 @@ type authWatch struct {
 	live  atomic.Bool  // a connection listens and has read the counter since
 	gen   atomic.Int64 // the highest generation known
 	start sync.Once
+	// This process's own changes (sqlstore.Store.OnAuthChanged) are not
+	// left to the notification, which arrives a moment after the commit:
+	// changed counts them, and a call that finds one not yet caught up
+	// with (caught < changed) reads the table.
+	changed, caught atomic.Uint64
+	pid             atomic.Uint32 // the listening connection's backend (tests)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -62,7 +68,8 @@ func (w *authWatch) generation(ctx context.Context) (int64, error) {
 		w.wg.Add(1)
 		go w.listener()
 	})
-	if w.live.Load() {
+	mine := w.changed.Load()
+	if w.live.Load() && w.caught.Load() >= mine {
 		return w.gen.Load(), nil
 	}
 	g, err := w.store.AuthGeneration(ctx)
@@ -70,8 +77,13 @@ func (w *authWatch) generation(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	w.raise(g)
-	return g, nil
+	for c := w.caught.Load(); mine > c && !w.caught.CompareAndSwap(c, mine); c = w.caught.Load() {
+	}
+	return w.gen.Load(), nil
 }
+
+// ownChange is told of a change of authentication this process committed.
+func (w *authWatch) ownChange() { w.changed.Add(1) }
 
 // raise records g if it is higher than the generation known.
 func (w *authWatch) raise(g int64) {
@@ -103,6 +115,7 @@ func (w *authWatch) listenOnce() error {
 		return err
 	}
 	defer conn.Close(context.Background())
+	w.pid.Store(conn.PgConn().PID())
 	if _, err := conn.Exec(w.ctx, "LISTEN "+pgx.Identifier{w.channel}.Sanitize()); err != nil {
 		return err
 	}

@@ -134,6 +134,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	}
 	db.wake = startWakeup(pool, db.schema, db.Store, o.logger)
 	db.auth = newAuthWatch(pool, db.schema, db.Store, o.logger)
+	db.Store.OnAuthChanged(db.auth.ownChange)
 	return db, nil
 }
 

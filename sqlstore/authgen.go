@@ -1,6 +1,10 @@
 package sqlstore
 
-import "context"
+import (
+	"context"
+
+	"github.com/amsdev/ams"
+)
 
 // AuthGenerationQuery reads the authentication generation, which the
 // triggers of migration 0019 bump in every transaction that changes a
@@ -17,4 +21,37 @@ func (q *Queries) AuthGeneration(ctx context.Context) (int64, error) {
 		return 0, q.fail("read auth generation", err)
 	}
 	return g, nil
+}
+
+// OnAuthChanged sets f, called after this process commits a change that
+// moves the authentication generation (a key revoked, an account updated,
+// a token or grant revoked, a client deleted), before the call that made
+// it returns. The triggers move the stored generation whoever writes; f
+// lets an engine that learns of the moves asynchronously (PostgreSQL's
+// notifications) see its own process's at once. f must not block. Set it
+// before the store is used.
+func (s *Store) OnAuthChanged(f func()) { s.auth = f }
+
+// authChanged reports a change of authentication: after the commit of the
+// transaction q is in, or at once outside one.
+func (q *Queries) authChanged() {
+	if q.tx != nil {
+		q.tx.auth = true
+	} else {
+		q.s.signalAuth()
+	}
+}
+
+func (s *Store) signalAuth() {
+	if s.auth != nil {
+		s.auth()
+	}
+}
+
+// accessChanged reports a change of authentication when a write of
+// access tokens (kind) succeeded.
+func (q *Queries) accessChanged(kind string, err error) {
+	if err == nil && kind == ams.TokenAccess {
+		q.authChanged()
+	}
 }
