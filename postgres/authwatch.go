@@ -42,6 +42,7 @@ type authWatch struct {
 	// with (caught < changed) reads the table.
 	changed, caught atomic.Uint64
 	pid             atomic.Uint32 // the listening connection's backend (tests)
+	heard           atomic.Int64  // the highest generation the listener has heard of
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -82,8 +83,40 @@ func (w *authWatch) generation(ctx context.Context) (int64, error) {
 	return w.gen.Load(), nil
 }
 
-// ownChange is told of a change of authentication this process committed.
-func (w *authWatch) ownChange() { w.changed.Add(1) }
+// echoWait bounds how long a change of this process waits for its own
+// listener to hear of it.
+const echoWait = 50 * time.Millisecond
+
+// ownChange is told of a change of authentication this process committed,
+// after the commit and before the call that made it returns. The next
+// call of generation reads the table. And while listening, it waits (at
+// most echoWait) until this process's listener has heard the change's
+// notification: PostgreSQL signals every listening backend at the same
+// commit, so by then the other processes' listeners have been sent it
+// too, before the client that asked for the change has its answer and can
+// send another request elsewhere.
+func (w *authWatch) ownChange() {
+	w.changed.Add(1)
+	if !w.live.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, echoWait)
+	defer cancel()
+	g, err := w.store.AuthGeneration(ctx)
+	if err != nil {
+		return
+	}
+	for w.heard.Load() < g && w.live.Load() && ctx.Err() == nil {
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// hear records g as heard by the listener, and known.
+func (w *authWatch) hear(g int64) {
+	for cur := w.heard.Load(); g > cur && !w.heard.CompareAndSwap(cur, g); cur = w.heard.Load() {
+	}
+	w.raise(g)
+}
 
 // raise records g if it is higher than the generation known.
 func (w *authWatch) raise(g int64) {
@@ -137,7 +170,7 @@ func (w *authWatch) listenOnce() error {
 				}
 				continue
 			}
-			w.raise(g)
+			w.hear(g)
 		case w.ctx.Err() != nil:
 			return nil
 		case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():
@@ -158,7 +191,7 @@ func (w *authWatch) read(conn *pgx.Conn) error {
 	if err := conn.QueryRow(ctx, sqlstore.AuthGenerationQuery).Scan(&g); err != nil {
 		return err
 	}
-	w.raise(g)
+	w.hear(g)
 	return nil
 }
 
