@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/sqlstore"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,6 +31,7 @@ import (
 type authWatch struct {
 	pool    *pgxpool.Pool
 	channel string
+	process string // this process's row in auth_listeners
 	store   *sqlstore.Store
 	logger  *slog.Logger
 
@@ -43,6 +45,7 @@ type authWatch struct {
 	changed, caught atomic.Uint64
 	pid             atomic.Uint32 // the listening connection's backend (tests)
 	heard           atomic.Int64  // the highest generation the listener has heard of
+	registered      atomic.Bool   // this process has a row in auth_listeners
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -59,7 +62,7 @@ func newAuthWatch(pool *pgxpool.Pool, schema string, store *sqlstore.Store, logg
 	if len(channel) > 63 { // as the triggers cut it (left(…, 63))
 		channel = channel[:63]
 	}
-	return &authWatch{pool: pool, channel: channel, store: store, logger: logger, ctx: ctx, cancel: cancel}
+	return &authWatch{pool: pool, channel: channel, process: ams.NewID("prc_"), store: store, logger: logger, ctx: ctx, cancel: cancel}
 }
 
 // generation returns the authentication generation: from memory while
@@ -83,39 +86,72 @@ func (w *authWatch) generation(ctx context.Context) (int64, error) {
 	return w.gen.Load(), nil
 }
 
-// echoWait bounds how long a change of this process waits for its own
-// listener to hear of it.
-const echoWait = 50 * time.Millisecond
+// Acknowledgements. A notification reaches the other processes a moment
+// after the commit — usually well under a millisecond, but tens of
+// milliseconds on a loaded machine — and the client that asked for the
+// change may send its next request to another process sooner. So every
+// listener records in auth_listeners the generation it has heard of
+// (after raising its own), and renews the row every authPing; and the
+// process that made a change waits, before it answers, until every
+// listener seen alive within listenerAlive has heard of it, for at most
+// ackWait. A process that died keeps its row until listenerAlive has
+// passed: changes made meanwhile wait ackWait for it, then go on.
+const (
+	ackWait       = 2 * time.Second
+	listenerAlive = 3 * authPing
+)
+
+// nowMS is the database's clock in Unix milliseconds.
+const nowMS = `CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)`
 
 // ownChange is told of a change of authentication this process committed,
 // after the commit and before the call that made it returns. The next
-// call of generation reads the table. And while listening, it waits (at
-// most echoWait) until this process's listener has heard the change's
-// notification: PostgreSQL signals every listening backend at the same
-// commit, so by then the other processes' listeners have been sent it
-// too, before the client that asked for the change has its answer and can
-// send another request elsewhere.
+// call of generation reads the table; and it waits for the listeners'
+// acknowledgements (in a process that runs no listener too, such as the
+// CLI).
 func (w *authWatch) ownChange() {
 	w.changed.Add(1)
-	if !w.live.Load() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(w.ctx, echoWait)
+	ctx, cancel := context.WithTimeout(w.ctx, ackWait)
 	defer cancel()
 	g, err := w.store.AuthGeneration(ctx)
 	if err != nil {
 		return
 	}
-	for w.heard.Load() < g && w.live.Load() && ctx.Err() == nil {
-		time.Sleep(100 * time.Microsecond)
+	for wait := 200 * time.Microsecond; ; wait = min(2*wait, 20*time.Millisecond) {
+		var behind int
+		err := w.pool.QueryRow(ctx, `SELECT count(*) FROM auth_listeners WHERE heard < $1 AND seen_at > `+nowMS+` - $2`,
+			g, listenerAlive.Milliseconds()).Scan(&behind)
+		if err != nil || behind == 0 {
+			if err != nil && w.ctx.Err() == nil {
+				w.logger.Warn("wait for the other processes to hear of a change of authentication", "err", err)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			w.logger.Warn("other processes did not acknowledge a change of authentication in time; going on",
+				"processes", behind, "generation", g, "waited", ackWait)
+			return
+		case <-time.After(wait):
+		}
 	}
 }
 
-// hear records g as heard by the listener, and known.
-func (w *authWatch) hear(g int64) {
+// hear records g as heard by the listener, and known, then acknowledges
+// it on conn (auth_listeners).
+func (w *authWatch) hear(conn *pgx.Conn, g int64) error {
 	for cur := w.heard.Load(); g > cur && !w.heard.CompareAndSwap(cur, g); cur = w.heard.Load() {
 	}
 	w.raise(g)
+	ctx, cancel := context.WithTimeout(w.ctx, authPing)
+	defer cancel()
+	_, err := conn.Exec(ctx, `INSERT INTO auth_listeners (process, heard, seen_at) VALUES ($1, $2, `+nowMS+`)
+		ON CONFLICT (process) DO UPDATE SET heard = greatest(auth_listeners.heard, excluded.heard), seen_at = excluded.seen_at`,
+		w.process, w.heard.Load())
+	if err == nil {
+		w.registered.Store(true)
+	}
+	return err
 }
 
 // raise records g if it is higher than the generation known.
@@ -170,7 +206,9 @@ func (w *authWatch) listenOnce() error {
 				}
 				continue
 			}
-			w.hear(g)
+			if err := w.hear(conn, g); err != nil {
+				return err
+			}
 		case w.ctx.Err() != nil:
 			return nil
 		case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():
@@ -191,13 +229,19 @@ func (w *authWatch) read(conn *pgx.Conn) error {
 	if err := conn.QueryRow(ctx, sqlstore.AuthGenerationQuery).Scan(&g); err != nil {
 		return err
 	}
-	w.hear(g)
-	return nil
+	return w.hear(conn, g)
 }
 
+// stop stops listening and removes this process's row, so that no
+// change waits for it.
 func (w *authWatch) stop() {
 	w.cancel()
 	w.wg.Wait()
+	if w.registered.Load() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w.pool.Exec(ctx, `DELETE FROM auth_listeners WHERE process = $1`, w.process) //nolint:errcheck // the row ages out
+	}
 }
 
 // AuthGeneration returns the authentication generation (ams.AuthWatch):

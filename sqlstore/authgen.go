@@ -28,9 +28,9 @@ func (q *Queries) AuthGeneration(ctx context.Context) (int64, error) {
 // a token or grant revoked, a client deleted), before the call that made
 // it returns. The triggers move the stored generation whoever writes; f
 // lets an engine that learns of the moves asynchronously (PostgreSQL's
-// notifications) see its own process's at once, and wait a moment for
-// the other processes to be told. f may block briefly (milliseconds), as
-// such changes are rare. Set it before the store is used.
+// notifications) see its own process's at once, and wait until the other
+// processes have heard of it. f may block briefly (milliseconds; a bounded
+// wait for a process that does not answer), as such changes are rare. Set it before the store is used.
 func (s *Store) OnAuthChanged(f func()) { s.auth = f }
 
 // authChanged reports a change of authentication: after the commit of the

@@ -297,7 +297,7 @@ const Bookkeeping = "schema_migrations"
 // generation): they are not exported. Every other table of a store must be in
 // Tables, or export and import fail, so that a table added later is never
 // left behind silently.
-var Ephemeral = []string{"rate_windows", "login_failures", "oauth_locks", "auth_state"}
+var Ephemeral = []string{"rate_windows", "login_failures", "oauth_locks", "auth_state", "auth_listeners"}
 
 // Lookup returns the table with the name, or nil.
 func Lookup(name string) *Table {

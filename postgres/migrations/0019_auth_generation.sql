@@ -51,3 +51,15 @@ CREATE TRIGGER oauth_tokens_auth_delete AFTER DELETE ON oauth_tokens FOR EACH RO
 WHEN (OLD.kind = 'access') EXECUTE FUNCTION auth_changed();
 
 CREATE TRIGGER oauth_clients_auth_delete AFTER DELETE ON oauth_clients FOR EACH ROW EXECUTE FUNCTION auth_changed();
+
+-- The processes that listen, and the generation each has heard of. A
+-- process that changes authentication waits, after its commit and before
+-- it answers, until every listener seen alive (seen_at, renewed every 10
+-- s) has heard of the new generation: so the change is in force in every
+-- process by the time anyone can send the next request (package postgres,
+-- authwatch.go). seen_at is the database's clock, in Unix milliseconds.
+CREATE TABLE auth_listeners (
+    process TEXT   PRIMARY KEY,
+    heard   BIGINT NOT NULL,
+    seen_at BIGINT NOT NULL
+);
