@@ -43,12 +43,8 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
-	// The statements run prepared, from the write connection's cache (one
-	// first seen here is prepared once the transaction has ended).
-	defer db.ws.prepareNoted(context.WithoutCancel(ctx))
 	defer tx.Rollback()
-	c0 := conn{db: tx, stmts: db.ws, tx: tx}
-	busy, err := sqlstore.ReadInFlight(ctx, c0, now)
+	busy, err := sqlstore.ReadInFlight(ctx, conn{db: tx, stmts: db.ws, tx: tx}, now)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +54,7 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 		prevExpires           *int64
 	}
 	var hooks []hook
-	rows, err := c0.on(ctx, dueWebhooksQuery).QueryContext(ctx, dueWebhooksQuery, sqlstore.MS(now))
+	rows, err := tx.QueryContext(ctx, dueWebhooksQuery, sqlstore.MS(now))
 	if err != nil {
 		return nil, fmt.Errorf("find due webhooks: %w", err)
 	}
@@ -78,7 +74,7 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 	}
 	var cands []sqlstore.Candidate
 	for _, h := range hooks {
-		rows, err := c0.on(ctx, webhookJobsQuery).QueryContext(ctx, webhookJobsQuery, h.id, sqlstore.MS(now), min(busy.Free(c, h.id, h.user), c.Limit))
+		rows, err := tx.QueryContext(ctx, webhookJobsQuery, h.id, sqlstore.MS(now), min(busy.Free(c, h.id, h.user), c.Limit))
 		if err != nil {
 			return nil, fmt.Errorf("claim jobs: %w", err)
 		}
@@ -116,7 +112,8 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 		seqs[i], j.LeaseUntil = j.Seq, until
 	}
 	ids, _ := json.Marshal(seqs)
-	if _, err := c0.on(ctx, leaseJobsQuery).ExecContext(ctx, leaseJobsQuery, sqlstore.MS(until), string(ids)); err != nil {
+	if _, err := tx.ExecContext(ctx, `UPDATE webhook_jobs SET lease_until = ? WHERE seq IN (SELECT value FROM json_each(?))`,
+		sqlstore.MS(until), string(ids)); err != nil {
 		return nil, fmt.Errorf("lease jobs: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -125,26 +122,18 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 	return jobs, nil
 }
 
-// leaseJobsQuery leases the claimed jobs, whose seqs are a JSON array:
-// one statement (and one prepared statement) for any number of them.
-const leaseJobsQuery = `UPDATE webhook_jobs SET lease_until = ? WHERE seq IN (SELECT value FROM json_each(?))`
-
-const (
-	dueEmailsQuery = `SELECT id, to_addr, subject, body, attempts FROM emails
-		WHERE state = 'pending' AND next_at <= ? AND lease_until <= ? ORDER BY next_at LIMIT ?`
-	leaseEmailQuery = `UPDATE emails SET lease_until = ? WHERE id = ?`
-)
-
 // ClaimEmails leases due e-mails.
 func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]*ams.Email, error) {
 	tx, err := db.write.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
+	// The statements run prepared, from the write connection's cache (one
+	// first seen here is prepared once the transaction has ended).
 	defer db.ws.prepareNoted(context.WithoutCancel(ctx))
 	defer tx.Rollback()
-	c0 := conn{db: tx, stmts: db.ws, tx: tx}
-	rows, err := c0.on(ctx, dueEmailsQuery).QueryContext(ctx, dueEmailsQuery, sqlstore.MS(now), sqlstore.MS(now), limit)
+	c := conn{db: tx, stmts: db.ws, tx: tx}
+	rows, err := c.on(ctx, dueEmailsQuery).QueryContext(ctx, dueEmailsQuery, sqlstore.MS(now), sqlstore.MS(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim e-mails: %w", err)
 	}
@@ -159,9 +148,16 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 	}
 	rows.Close()
 	for _, e := range out {
-		if _, err := c0.on(ctx, leaseEmailQuery).ExecContext(ctx, leaseEmailQuery, sqlstore.MS(now.Add(lease)), e.ID); err != nil {
+		if _, err := c.on(ctx, leaseEmailQuery).ExecContext(ctx, leaseEmailQuery, sqlstore.MS(now.Add(lease)), e.ID); err != nil {
 			return nil, fmt.Errorf("lease e-mail: %w", err)
 		}
 	}
 	return out, tx.Commit()
 }
+
+// The statements of ClaimEmails.
+const (
+	dueEmailsQuery = `SELECT id, to_addr, subject, body, attempts FROM emails
+		WHERE state = 'pending' AND next_at <= ? AND lease_until <= ? ORDER BY next_at LIMIT ?`
+	leaseEmailQuery = `UPDATE emails SET lease_until = ? WHERE id = ?`
+)
