@@ -38,11 +38,11 @@ var migrationFS embed.FS
 type DB struct {
 	*sqlstore.Store
 	path  string
-	write *sql.DB // one connection: all writes
-	read  *sql.DB // read-only pool
-	rq    *reader // the read pool with prepared statements cached
+	auth  *authWatch // answers AuthGeneration (authgen.go)
+	write *sql.DB    // one connection: all writes
+	read  *sql.DB    // read-only pool
+	rq    *reader    // the read pool with prepared statements cached
 	ws    *writeStmts
-	auth  *authWatch // answers AuthGeneration
 }
 
 // Option configures Open.
@@ -106,7 +106,6 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	db.read.SetMaxOpenConns(n)
 	db.read.SetMaxIdleConns(n)
 	db.read.SetConnMaxLifetime(0)
-	db.rq = &reader{db: db.read}
 	authDB, err := sql.Open("sqlite", dsn("query_only(1)"))
 	if err != nil {
 		db.read.Close()
@@ -116,6 +115,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	authDB.SetMaxOpenConns(1)
 	authDB.SetConnMaxLifetime(0)
 	db.auth = &authWatch{db: authDB}
+	db.rq = &reader{db: db.read}
 	db.ws = &writeStmts{db: db.write, m: map[string]*sql.Stmt{}}
 	db.Store = sqlstore.New(&engine{read: db.rq, write: db.write, stmts: db.ws}, dialect, sealer)
 	return db, nil
