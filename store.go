@@ -33,6 +33,7 @@ type Page[T any] struct {
 type Store interface {
 	UserStore
 	KeyStore
+	AuthWatch
 	KeyReminderStore
 	AccountData
 	DeliveryQueue
@@ -40,7 +41,6 @@ type Store interface {
 	UsageStore
 	IdempotencyStore
 	ReminderStore
-	AuthWatch
 
 	// Update runs fn in one transaction; see Tx. It commits when fn
 	// returns nil and returns fn's error unchanged otherwise. fn must not
