@@ -176,8 +176,9 @@ func (w *authWatch) listener() {
 }
 
 // listenOnce listens on one connection until it fails or the store
-// closes. It turns live on once it listens and has read the counter
-// (a change committed before LISTEN took effect is in what it read).
+// closes. It turns live on once it listens, is entered in auth_listeners
+// and has read the counter: a change committed before the entry is in
+// what it read, and one committed after waits for its acknowledgement.
 func (w *authWatch) listenOnce() error {
 	conn, err := pgx.ConnectConfig(w.ctx, w.pool.Config().ConnConfig.Copy())
 	if err != nil {
@@ -188,6 +189,14 @@ func (w *authWatch) listenOnce() error {
 	if _, err := conn.Exec(w.ctx, "LISTEN "+pgx.Identifier{w.channel}.Sanitize()); err != nil {
 		return err
 	}
+	// Enter the listeners before reading the counter: a change committed
+	// after this waits for the acknowledgement, and one committed before
+	// is in what the read finds.
+	if _, err := conn.Exec(w.ctx, `INSERT INTO auth_listeners (process, heard, seen_at) VALUES ($1, -1, `+nowMS+`)
+		ON CONFLICT (process) DO UPDATE SET seen_at = excluded.seen_at`, w.process); err != nil {
+		return err
+	}
+	w.registered.Store(true)
 	if err := w.read(conn); err != nil {
 		return err
 	}
