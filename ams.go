@@ -33,7 +33,8 @@ type Auth struct {
 	KeyID       string // key_ id of the API key, when authenticated by one
 	ClientID    string // cli_ id of the OAuth client, when authenticated by an access token
 	Permissions Permissions
-	// ExpiresAt is when the credential expires (nil: never): a caller
-	// cached by the API is refused from then on without asking the store.
+	// ExpiresAt is when the credential stops working (nil: never, or not
+	// known to the authenticator). OAuth access tokens set it; the
+	// management API reads an API key's own expiry from the store.
 	ExpiresAt *time.Time
 }

@@ -176,8 +176,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 // It introspects the token through fosite (signature, storage, expiry on
 // the service clock). An unknown, malformed or revoked token is
 // EUNAUTHENTICATED with code invalid_token; an expired one has code
-// token_expired. The caller's ExpiresAt is the token's expiry on the
-// service clock.
+// token_expired.
 func (s *Server) AuthenticateToken(ctx context.Context, token string) (*ams.Auth, error) {
 	use, ar, err := s.provider.IntrospectToken(ctx, token, fosite.AccessToken, new(fosite.DefaultSession))
 	switch {
@@ -205,17 +204,17 @@ func (s *Server) AuthenticateToken(ctx context.Context, token string) (*ams.Auth
 	if err != nil {
 		return nil, invalidToken("The access token is not valid.")
 	}
-	auth := &ams.Auth{User: user, ClientID: ar.GetClient().GetID(), Permissions: perms}
-	// The expiry is in fosite's wall-clock frame (storage.go): back into
-	// the service clock's, where the API's cache compares it.
+	a := &ams.Auth{User: user, ClientID: ar.GetClient().GetID(), Permissions: perms}
 	if exp := ar.GetSession().GetExpiresAt(fosite.AccessToken); !exp.IsZero() {
+		// fosite's frame is the wall clock's (storage.go): shift the
+		// expiry back into the service clock's.
 		if s.clock != nil {
 			exp = exp.Add(s.clock().Sub(time.Now()))
 		}
-		exp = exp.UTC()
-		auth.ExpiresAt = &exp
+		exp = exp.UTC().Truncate(time.Millisecond)
+		a.ExpiresAt = &exp
 	}
-	return auth, nil
+	return a, nil
 }
 
 func invalidToken(msg string) error {
