@@ -203,6 +203,21 @@ type KeyStore interface {
 	TouchKey(ctx context.Context, id string, now time.Time) error
 }
 
+// AuthWatch tells a process when what it has cached of authentication
+// may be stale. AuthGeneration returns the authentication generation: a
+// number that changes with every committed change, by any process, that
+// can alter what an API key or access token authenticates as — a key
+// revoked, its permissions or expiry changed, a token revoked (by itself,
+// with its grant or client), an account changed or deleted. It is read
+// on every authenticated request, so the engines answer it without a
+// query when they can (SQLite: PRAGMA data_version; PostgreSQL:
+// LISTEN/NOTIFY) and read the stored counter otherwise. A caller caches
+// a credential with the generation read before it looked the credential
+// up, and uses it only while AuthGeneration still returns that value.
+type AuthWatch interface {
+	AuthGeneration(ctx context.Context) (int64, error)
+}
+
 // The rotation reminders: the owner of an active API key gets one e-mail
 // KeyReminderLead before the key expires, and one KeyReminderLead before
 // it turns KeyRotationAge old (the interface recommends rotating keys every

@@ -33,6 +33,7 @@ type Page[T any] struct {
 type Store interface {
 	UserStore
 	KeyStore
+	AuthWatch
 	KeyReminderStore
 	AccountTokenStore
 	AccountData

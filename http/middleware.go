@@ -186,7 +186,8 @@ func checkBody(r *http.Request) error {
 	return nil
 }
 
-// authenticate resolves the bearer credential of r.
+// authenticate resolves the bearer credential of r, through the cache of
+// authenticated credentials (authcache.go).
 func (s *Server) authenticate(r *http.Request) (*ams.Auth, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
@@ -200,26 +201,12 @@ func (s *Server) authenticate(r *http.Request) (*ams.Auth, error) {
 			"The Authorization header must have the form 'Bearer <token>'.")
 	}
 	if strings.HasPrefix(token, ams.PrefixAccessToken) && s.Tokens != nil {
-		return s.Tokens.AuthenticateToken(r.Context(), token)
+		return s.authenticateSecret(r.Context(), token, true)
 	}
 	if !strings.HasPrefix(token, ams.PrefixSecretKey) {
 		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "invalid_api_key", "The API key or token is not valid.")
 	}
-	key, user, err := s.Store.AuthenticateKey(r.Context(), ams.HashSecret(token))
-	if ams.IsNotFound(err) {
-		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "invalid_api_key", "The API key or token is not valid.")
-	} else if err != nil {
-		return nil, err
-	}
-	now := s.now()
-	if key.RevokedAt != nil {
-		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "api_key_revoked", "This API key has been revoked. Create a new one.")
-	}
-	if key.ExpiresAt != nil && !now.Before(*key.ExpiresAt) {
-		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "api_key_expired", "This API key has expired. Create a new one.")
-	}
-	s.touch(r.Context(), key.ID, now)
-	return &ams.Auth{User: user, KeyID: key.ID, Permissions: key.Permissions}, nil
+	return s.authenticateSecret(r.Context(), token, false)
 }
 
 // touch records a key's use at most once a minute per key and process, so

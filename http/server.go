@@ -49,6 +49,11 @@ type Server struct {
 	// Tokens authenticates OAuth 2.0 access tokens (ams_at_...); nil
 	// refuses them.
 	Tokens TokenAuthenticator
+	// AuthCacheSize is how many authenticated credentials the server
+	// keeps so that a request authenticates without a query (authcache.go):
+	// 0 is DefaultAuthCacheSize, a negative number turns the cache off.
+	// Set it before the first request.
+	AuthCacheSize int
 	// Metrics, when set, counts requests by route and serves GET /metrics.
 	Metrics *metrics.Metrics
 	// Ready reports whether the process can serve (the database answers,
@@ -75,6 +80,10 @@ type Server struct {
 	known    *http.ServeMux // the API routes only: tells 405 from 404
 	touched  sync.Map       // key id -> unix minute of the last recorded use
 	initOnce sync.Once
+
+	// The authenticated credentials (authcache.go).
+	authOnce  sync.Once
+	authCache *authCache // nil: off (AuthCacheSize < 0)
 }
 
 // UsageRecorder counts an account's requests: allowed by the rate limiter,

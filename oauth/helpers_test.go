@@ -50,16 +50,16 @@ func setup(t *testing.T, opts ...amstest.Option) *harness {
 		t.Fatal(err)
 	}
 	hs := string(hash)
-	if _, err := f.Store.UpdateUser(ctx, f.User.ID, ams.UserUpdate{PasswordHash: &hs}, f.Clock.Now()); err != nil {
+	if _, err := f.Data.UpdateUser(ctx, f.User.ID, ams.UserUpdate{PasswordHash: &hs}, f.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{Fixture: f, OAuth: f.OAuth, secret: f.OAuthSecret}
-	h.Client, h.Secret, err = oauth.CreateClient(ctx, f.Store, oauth.ClientParams{
+	h.Client, h.Secret, err = oauth.CreateClient(ctx, f.Data, oauth.ClientParams{
 		UserID: f.User.ID, Name: "Test App", RedirectURIs: []string{redirectURI, otherURI}}, f.Clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Public, _, err = oauth.CreateClient(ctx, f.Store, oauth.ClientParams{
+	h.Public, _, err = oauth.CreateClient(ctx, f.Data, oauth.ClientParams{
 		UserID: f.User.ID, Name: "Phone App", RedirectURIs: []string{redirectURI}, Public: true}, f.Clock.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func setup(t *testing.T, opts ...amstest.Option) *harness {
 // newClient registers another confidential client of the fixture's user.
 func (h *harness) newClient(t *testing.T) (*ams.OAuthClient, string) {
 	t.Helper()
-	c, secret, err := oauth.CreateClient(context.Background(), h.Store, oauth.ClientParams{
+	c, secret, err := oauth.CreateClient(context.Background(), h.Data, oauth.ClientParams{
 		UserID: h.User.ID, Name: "Other App", RedirectURIs: []string{redirectURI}}, h.Clock.Now())
 	if err != nil {
 		t.Fatal(err)

@@ -50,6 +50,7 @@ type DB struct {
 	pool   *pgxpool.Pool
 	schema string // the schema of the store's tables
 	wake   *wakeup
+	auth   *authWatch // answers AuthGeneration
 }
 
 var _ ams.Store = (*DB)(nil)
@@ -132,13 +133,16 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 		o.logger = slog.Default()
 	}
 	db.wake = startWakeup(pool, db.schema, db.Store, o.logger)
+	db.auth = newAuthWatch(pool, db.schema, db.Store, o.logger)
+	db.Store.OnAuthChanged(db.auth.ownChange)
 	return db, nil
 }
 
 // Close stops telling and hearing other processes about queued jobs and
-// closes the connection pool.
+// changes of authentication, and closes the connection pool.
 func (db *DB) Close() error {
 	db.wake.stop()
+	db.auth.stop()
 	db.pool.Close()
 	return nil
 }

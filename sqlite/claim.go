@@ -134,9 +134,12 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 	if err != nil {
 		return nil, fmt.Errorf("begin: %w", err)
 	}
+	// The statements run prepared, from the write connection's cache (one
+	// first seen here is prepared once the transaction has ended).
+	defer db.ws.prepareNoted(context.WithoutCancel(ctx))
 	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT id, to_addr, subject, body, attempts FROM emails
-		WHERE state = 'pending' AND next_at <= ? AND lease_until <= ? ORDER BY next_at LIMIT ?`, sqlstore.MS(now), sqlstore.MS(now), limit)
+	c := conn{db: tx, stmts: db.ws, tx: tx}
+	rows, err := c.on(ctx, dueEmailsQuery).QueryContext(ctx, dueEmailsQuery, sqlstore.MS(now), sqlstore.MS(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim e-mails: %w", err)
 	}
@@ -151,9 +154,16 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 	}
 	rows.Close()
 	for _, e := range out {
-		if _, err := tx.ExecContext(ctx, `UPDATE emails SET lease_until = ? WHERE id = ?`, sqlstore.MS(now.Add(lease)), e.ID); err != nil {
+		if _, err := c.on(ctx, leaseEmailQuery).ExecContext(ctx, leaseEmailQuery, sqlstore.MS(now.Add(lease)), e.ID); err != nil {
 			return nil, fmt.Errorf("lease e-mail: %w", err)
 		}
 	}
 	return out, tx.Commit()
 }
+
+// The statements of ClaimEmails.
+const (
+	dueEmailsQuery = `SELECT id, to_addr, subject, body, attempts FROM emails
+		WHERE state = 'pending' AND next_at <= ? AND lease_until <= ? ORDER BY next_at LIMIT ?`
+	leaseEmailQuery = `UPDATE emails SET lease_until = ? WHERE id = ?`
+)

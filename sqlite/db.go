@@ -38,9 +38,10 @@ var migrationFS embed.FS
 type DB struct {
 	*sqlstore.Store
 	path  string
-	write *sql.DB // one connection: all writes
-	read  *sql.DB // read-only pool
-	rq    *reader // the read pool with prepared statements cached
+	auth  *authWatch // answers AuthGeneration (authgen.go)
+	write *sql.DB    // one connection: all writes
+	read  *sql.DB    // read-only pool
+	rq    *reader    // the read pool with prepared statements cached
 	ws    *writeStmts
 	group *committer // the write transactions, committed in groups
 }
@@ -106,6 +107,15 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	db.read.SetMaxOpenConns(n)
 	db.read.SetMaxIdleConns(n)
 	db.read.SetConnMaxLifetime(0)
+	authDB, err := sql.Open("sqlite", dsn("query_only(1)"))
+	if err != nil {
+		db.read.Close()
+		db.write.Close()
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	authDB.SetMaxOpenConns(1)
+	authDB.SetConnMaxLifetime(0)
+	db.auth = &authWatch{db: authDB}
 	db.rq = &reader{db: db.read}
 	db.ws = &writeStmts{db: db.write, m: map[string]*sql.Stmt{}}
 	db.group = newCommitter(db.write, db.ws)
@@ -116,10 +126,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 // Path returns the database file's absolute path.
 func (db *DB) Path() string { return db.path }
 
-// Close closes both pools.
+// Close closes the pools and the connection that watches the
+// authentication generation.
 func (db *DB) Close() error {
 	db.ws.close()
-	return errors.Join(db.rq.close(), db.write.Close())
+	return errors.Join(db.auth.close(), db.rq.close(), db.write.Close())
 }
 
 // Ping checks that the database answers.

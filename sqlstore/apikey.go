@@ -66,6 +66,7 @@ func (q *Queries) RevokeKey(ctx context.Context, userID, id string, now time.Tim
 	if err != nil {
 		return nil, q.fail("revoke api key", err)
 	}
+	q.authChanged()
 	return k, nil
 }
 

@@ -104,6 +104,9 @@ func (q *Queries) DeleteOAuthClient(ctx context.Context, userID, id string) erro
 	if err != nil {
 		return err
 	}
+	if n > 0 {
+		q.authChanged()
+	}
 	return affected(n, "oauth_client", id)
 }
 
@@ -139,18 +142,21 @@ func (q *Queries) GetOAuthToken(ctx context.Context, kind, signature string) (*a
 // DeactivateOAuthToken marks one token inactive.
 func (q *Queries) DeactivateOAuthToken(ctx context.Context, kind, signature string) error {
 	_, err := q.exec(ctx, "deactivate oauth token", `UPDATE oauth_tokens SET active = FALSE WHERE kind = $1 AND signature = $2`, kind, signature)
+	q.accessChanged(kind, err)
 	return err
 }
 
 // DeleteOAuthToken removes one token.
 func (q *Queries) DeleteOAuthToken(ctx context.Context, kind, signature string) error {
 	_, err := q.exec(ctx, "delete oauth token", `DELETE FROM oauth_tokens WHERE kind = $1 AND signature = $2`, kind, signature)
+	q.accessChanged(kind, err)
 	return err
 }
 
 // DeactivateGrant marks every token of the kind in the grant inactive.
 func (q *Queries) DeactivateGrant(ctx context.Context, kind, requestID string) error {
 	_, err := q.exec(ctx, "deactivate grant", `UPDATE oauth_tokens SET active = FALSE WHERE kind = $1 AND request_id = $2`, kind, requestID)
+	q.accessChanged(kind, err)
 	return err
 }
 
@@ -247,6 +253,9 @@ func (q *Queries) RevokeGrants(ctx context.Context, userID, clientID string) err
 		WHERE user_id = $1 AND client_id = $2 AND kind IN ('code', 'access', 'refresh') AND active`, userID, clientID)
 	if err != nil {
 		return err
+	}
+	if n > 0 {
+		q.authChanged()
 	}
 	return affected(n, "oauth_grant", clientID)
 }

@@ -100,6 +100,7 @@ type Store struct {
 	sealer *seal.Sealer
 	jobs   chan struct{} // signalled when a commit queued webhook jobs
 	queued func()        // called too, to tell other processes (OnJobsQueued)
+	auth   func()        // called after a commit that changed authentication (OnAuthChanged)
 }
 
 // New returns a store over eng; sealer seals webhook and integration
@@ -127,7 +128,10 @@ type Queries struct {
 	tx   *txState // nil outside a transaction
 }
 
-type txState struct{ queued int64 }
+type txState struct {
+	queued int64
+	auth   bool // authentication changed (authgen.go)
+}
 
 // Update runs fn in one transaction; see ams.Tx.
 func (s *Store) Update(ctx context.Context, fn func(tx ams.Tx) error) error {
@@ -148,6 +152,9 @@ func (q *Queries) inTx(ctx context.Context, fn func(q *Queries) error) error {
 		return err
 	}
 	q.s.signalJobs(st.queued)
+	if st.auth {
+		q.s.signalAuth()
+	}
 	return nil
 }
 

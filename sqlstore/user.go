@@ -79,6 +79,7 @@ func (q *Queries) UpdateUser(ctx context.Context, id string, upd ams.UserUpdate,
 	if err != nil {
 		return nil, q.fail("update user", err)
 	}
+	q.authChanged()
 	return u, nil
 }
 

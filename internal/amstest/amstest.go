@@ -321,3 +321,38 @@ func (f *Fixture) Do(method, path, key, body string, header ...string) *Response
 	}
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
+
+// Peer starts another server on store, as a second process on the
+// fixture's database would run (store is then a second handle on it: a
+// sqlite.Open of Store.Path(), a pgtest.Open of the same schema). It
+// shares the fixture's clock and OAuth signing key, so each server
+// accepts the other's tokens; it has no webhook worker. The returned
+// fixture has the peer's server and app, and the original's account, key,
+// assistant and clock; its Store is nil and its Data is store.
+func (f *Fixture) Peer(store ams.Store) *Fixture {
+	f.T.Helper()
+	srv := httptest.NewUnstartedServer(nil)
+	a, err := app.New(app.Config{
+		Store:           store,
+		Clock:           f.Clock.Now,
+		Logger:          slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Limiter:         ratelimit.NewMemory(),
+		Guard:           &ssrf.Guard{AllowPrivate: true},
+		EngineFor:       func(*ams.Assistant) (ams.Engine, error) { return builtin.New(), nil },
+		BaseURL:         "http://" + srv.Listener.Addr().String(),
+		OAuthSecret:     f.OAuthSecret,
+		NoWebhookWorker: true,
+	})
+	if err != nil {
+		srv.Close()
+		f.T.Fatal(err)
+	}
+	a.Accounts.Hash = HashPassword
+	srv.Config.Handler = a.Handler()
+	srv.Start()
+	f.T.Cleanup(srv.Close)
+	p := *f
+	p.Server, p.App, p.API, p.OAuth, p.Pages, p.Webhooks = srv, a, a.API, a.OAuth, a.Pages, a.Webhooks
+	p.Store, p.Data, p.Worker, p.Usage = nil, store, nil, a.Usage
+	return &p
+}

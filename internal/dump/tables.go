@@ -306,10 +306,11 @@ const Bookkeeping = "schema_migrations"
 
 // Ephemeral are tables whose rows only coordinate processes for a few
 // seconds or minutes (rate-limit windows, login throttling, credential
-// locks): they are not exported. Every other table of a store must be in
+// locks), or count changes for the processes' caches (the authentication
+// generation): they are not exported. Every other table of a store must be in
 // Tables, or export and import fail, so that a table added later is never
 // left behind silently.
-var Ephemeral = []string{"rate_windows", "login_failures", "oauth_locks"}
+var Ephemeral = []string{"rate_windows", "login_failures", "oauth_locks", "auth_state", "auth_listeners"}
 
 // Lookup returns the table with the name, or nil.
 func Lookup(name string) *Table {
