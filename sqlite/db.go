@@ -80,7 +80,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	pragmas := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)"}
+	// temp_store(MEMORY): the sub-journals of group commit's savepoints (and
+	// statement journals) stay in memory instead of temporary files.
+	pragmas := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)", "temp_store(MEMORY)"}
 	dsn := func(extra ...string) string {
 		q := url.Values{}
 		for _, p := range append(pragmas, extra...) {
