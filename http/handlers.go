@@ -314,6 +314,9 @@ func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) error {
 	if err := checkQuery(r.URL.Query(), false); err != nil {
 		return err
 	}
+	if err := noBody(r); err != nil {
+		return err
+	}
 	t, err := s.Messages.Cancel(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -328,6 +331,9 @@ func (s *Server) cancelMessage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	if err := noBody(r); err != nil {
 		return err
 	}
 	t, err := s.Messages.TurnOfMessage(r.Context(), auth(r).User.ID, id)
