@@ -1,9 +1,11 @@
 package http_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,17 +20,25 @@ import (
 )
 
 // turnWorld counts what a turn left: tasks, task.created events, and the
-// messages of its conversation.
-func (f *fixture) turnWorld(conv string) (tasks, created, msgs int) {
+// messages of its conversation. It waits (up to 5 s) for the counts to be
+// want: on PostgreSQL the events list holds back events while any older
+// transaction of the database is open, other tests' included.
+func (f *fixture) turnWorld(conv string, want [3]int) [3]int {
 	f.T.Helper()
 	ctx := context.Background()
-	ts, err1 := f.Data.ListTasks(ctx, f.User.ID, ams.TaskFilter{}, ams.ListParams{Limit: 100})
-	evs, err2 := f.Data.ListEvents(ctx, f.User.ID, ams.EventFilter{Type: "task.created"}, ams.ListParams{Limit: 100})
-	ms, err3 := f.Data.ListMessages(ctx, f.User.ID, conv, ams.ListParams{Limit: 100})
-	if err := errors.Join(err1, err2, err3); err != nil {
-		f.T.Fatal(err)
+	var got [3]int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ts, err1 := f.Data.ListTasks(ctx, f.User.ID, ams.TaskFilter{}, ams.ListParams{Limit: 100})
+		evs, err2 := f.Data.ListEvents(ctx, f.User.ID, ams.EventFilter{Type: "task.created"}, ams.ListParams{Limit: 100})
+		ms, err3 := f.Data.ListMessages(ctx, f.User.ID, conv, ams.ListParams{Limit: 100})
+		if err := errors.Join(err1, err2, err3); err != nil {
+			f.T.Fatal(err)
+		}
+		got = [3]int{len(ts.Data), len(evs.Data), len(ms.Data)}
+		if got == want || time.Now().After(deadline) {
+			return got
+		}
 	}
-	return len(ts.Data), len(evs.Data), len(ms.Data)
 }
 
 // TestFailureAfterToolRound is the issue's scenario: the engine commits a
@@ -102,8 +112,8 @@ func testFailureAfterToolRound(t *testing.T, store ams.Store, eng ams.Engine, ms
 	if turn["status"] != "failed" || turn["reply_message_id"] != "" || turn["error"].(map[string]any)["code"] != "engine_error" || turn["completed_at"] == nil {
 		t.Fatalf("turn after the failure: %v", turn)
 	}
-	if tasks, created, msgs := f.turnWorld(conv); tasks != 1 || created != 1 || msgs != 1 {
-		t.Fatalf("after the failure: %d tasks, %d task.created, %d messages; want 1, 1, 1 (the inbound message)", tasks, created, msgs)
+	if got := f.turnWorld(conv, [3]int{1, 1, 1}); got != [3]int{1, 1, 1} {
+		t.Fatalf("after the failure: %v tasks, task.created, messages; want 1, 1, 1 (the inbound message)", got)
 	}
 	acts := f.do("GET", "/v1/assistants/"+f.Assistant.ID+"/actions?conversation_id="+conv, "").json(t)["data"].([]any)
 	if len(acts) != 1 || acts[0].(map[string]any)["turn_id"] != turnID || acts[0].(map[string]any)["call_seq"] != 1.0 {
@@ -122,8 +132,8 @@ func testFailureAfterToolRound(t *testing.T, store ams.Store, eng ams.Engine, ms
 	if wantReply != "" && reply["content"] != wantReply {
 		t.Fatalf("reply %v", reply)
 	}
-	if tasks, created, msgs := f.turnWorld(conv); tasks != 1 || created != 1 || msgs != 2 {
-		t.Fatalf("after the retry: %d tasks, %d task.created, %d messages; want 1, 1, 2", tasks, created, msgs)
+	if got := f.turnWorld(conv, [3]int{1, 1, 2}); got != [3]int{1, 1, 2} {
+		t.Fatalf("after the retry: %v tasks, task.created, messages; want 1, 1, 2", got)
 	}
 	turn = f.do("GET", "/v1/turns/"+turnID, "").json(t)
 	if turn["status"] != "completed" || turn["reply_message_id"] != reply["id"] || turn["error"] != nil {
@@ -153,7 +163,93 @@ func testFailureAfterToolRound(t *testing.T, store ams.Store, eng ams.Engine, ms
 	if r.status != 201 || r.json(t)["id"] != reply["id"] {
 		t.Fatalf("replay: %d %s", r.status, r.body)
 	}
-	if tasks, created, msgs := f.turnWorld(conv); tasks != 1 || created != 1 || msgs != 2 {
-		t.Fatalf("after the replay: %d tasks, %d task.created, %d messages", tasks, created, msgs)
+	if got := f.turnWorld(conv, [3]int{1, 1, 2}); got != [3]int{1, 1, 2} {
+		t.Fatalf("after the replay: %v tasks, task.created, messages", got)
 	}
+}
+
+// waitTurn waits until the turn has ended and returns it.
+func (f *fixture) waitTurn(id string) map[string]any {
+	f.T.Helper()
+	var turn map[string]any
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		turn = f.do("GET", "/v1/turns/"+id, "").json(f.T)
+		if turn["status"] != "running" {
+			break
+		}
+	}
+	return turn
+}
+
+// TestCancelEndpoints: POST /v1/messages/{id}/cancel (the inbound
+// message's id) stops a running turn: the stream ends with an error event
+// of code turn_cancelled, the turn is cancelled; cancelling again, or
+// through POST /v1/turns/{id}/cancel, answers it unchanged. A retry with
+// the key of a turn still running (its client left) is 409
+// turn_in_progress.
+func TestCancelEndpoints(t *testing.T) {
+	f := setup(t)
+	started := make(chan struct{}, 1)
+	f.useEngine(engineFunc(func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	ctx, leave := context.WithCancel(context.Background())
+	resp := f.openStream(ctx, t, http.DefaultClient, f.streamBody("hi"), "Idempotency-Key", "k-c")
+	br := bufio.NewReader(resp.Body)
+	ev, err := readEvent(br)
+	if err != nil || ev.name != "turn.started" {
+		t.Fatalf("first event %+v %v", ev, err)
+	}
+	<-started
+	var start struct {
+		TurnID           string `json:"turn_id"`
+		InboundMessageID string `json:"inbound_message_id"`
+	}
+	if err := json.Unmarshal([]byte(ev.data), &start); err != nil {
+		t.Fatal(err)
+	}
+	// The client leaves; its key is freed, and a retry finds the turn
+	// running.
+	leave()
+	resp.Body.Close()
+	var r *response
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		r = f.do("POST", "/v1/messages", f.streamBody("hi"), "Idempotency-Key", "k-c")
+		if r.status != 409 || !strings.Contains(string(r.body), "idempotency_key_in_use") {
+			break
+		}
+	}
+	wantError(t, r, 409, "invalid_request_error", "turn_in_progress", "")
+	// Follow it from another connection while cancelling.
+	follow := make(chan []sseEvent, 1)
+	go func() {
+		follow <- readEvents(t, f.do("GET", "/v1/turns/"+start.TurnID+"/events", "", "Last-Event-ID", "1").body)
+	}()
+	r = f.do("POST", "/v1/messages/"+start.InboundMessageID+"/cancel", "")
+	turn := r.json(t)
+	if r.status != 200 || turn["status"] != "cancelled" || turn["error"].(map[string]any)["code"] != "turn_cancelled" {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
+	select {
+	case evs := <-follow:
+		if len(evs) != 1 || evs[0].name != "error" || !strings.Contains(evs[0].data, "turn_cancelled") {
+			t.Fatalf("followed events %+v", evs)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the followed stream did not end")
+	}
+	again := f.do("POST", "/v1/turns/"+start.TurnID+"/cancel", "{}")
+	if again.status != 200 || again.json(t)["updated_at"] != turn["updated_at"] {
+		t.Fatalf("second cancel: %d %s", again.status, again.body)
+	}
+	wantError(t, f.do("POST", "/v1/messages", f.streamBody("hi"), "Idempotency-Key", "k-c"), 409, "invalid_request_error", "turn_cancelled", "")
+	wantError(t, f.do("POST", "/v1/turns/trn_nothere/cancel", ""), 404, "invalid_request_error", "resource_missing", "")
+	// The list, by conversation.
+	list := f.do("GET", "/v1/turns?conversation_id="+turn["conversation_id"].(string), "").json(t)
+	if data := list["data"].([]any); len(data) != 1 || data[0].(map[string]any)["id"] != start.TurnID {
+		t.Fatalf("list: %v", list)
+	}
+	wantError(t, f.do("GET", "/v1/turns?conversation_id=x", ""), 400, "invalid_request_error", "parameter_invalid", "conversation_id")
 }

@@ -169,7 +169,7 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 		return nil, withParam(err, "assistant_id")
 	}
 	now := s.Clock.Now()
-	hash := requestHash(in)
+	hash := RequestHash(in)
 	if in.IdempotencyKey != "" {
 		t, err := s.Store.FindTurnByKey(ctx, userID, in.IdempotencyKey, now.Add(-ams.IdempotencyTTL))
 		if err == nil {
@@ -304,8 +304,9 @@ func (s *Service) lastEventSeq(ctx context.Context, turnID string) (int64, error
 	}
 }
 
-// requestHash identifies what a send asks, for its idempotency key.
-func requestHash(in SendInput) string {
+// RequestHash identifies what a send asks (assistant, conversation and
+// message), for its idempotency key: a retry must ask the same.
+func RequestHash(in SendInput) string {
 	sum := sha256.Sum256([]byte(in.AssistantID + "\x00" + in.ConversationID + "\x00" + in.Message))
 	return hex.EncodeToString(sum[:])
 }
