@@ -167,4 +167,6 @@ func TestCancelTurnLive(t *testing.T) {
 
 type engineFunc func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error)
 
-func (f engineFunc) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) { return f(ctx, req) }
+func (f engineFunc) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
+	return f(ctx, req)
+}
