@@ -183,6 +183,16 @@ func testTurns(t *testing.T, s ams.Store) {
 	if got, err := s.FindTurnByKey(ctx, u.ID, "key-1", t0); err != nil || got.ID != tr3.ID {
 		t.Fatalf("reused key: %v %v", got, err)
 	}
+	// Stream events are purged with the events; the turn stays.
+	if _, err := s.Purge(ctx, t0.Add(ams.EventRetention+time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if evs, _ := s.TurnEvents(ctx, tr.ID, 0, 10); len(evs) != 0 {
+		t.Fatalf("%d turn events after the purge", len(evs))
+	}
+	if _, err := s.FindTurn(ctx, u.ID, tr.ID); err != nil {
+		t.Fatalf("turn after the purge: %v", err)
+	}
 	// Deleting the conversation deletes its turns.
 	if _, err := s.DeleteConversation(ctx, u.ID, x.ConversationID); err != nil {
 		t.Fatal(err)
