@@ -6,9 +6,6 @@ import (
 	"time"
 )
 
-// PrefixTurn is the prefix of turn ids.
-const PrefixTurn = "trn_"
-
 // Turn statuses. A turn is running from the moment its inbound message is
 // stored until its reply is stored (completed), the engine fails
 // (failed), or someone cancels it (cancelled). A failed or interrupted
@@ -45,7 +42,12 @@ type Turn struct {
 	RequestHash    string `json:"-"`
 	// LeaseUntil is when the process running the turn must have renewed
 	// its lease; a running turn whose lease has passed was abandoned.
-	LeaseUntil  time.Time  `json:"-"`
+	LeaseUntil time.Time `json:"-"`
+	// Attempt counts the runs of the turn (1, then one more per resume):
+	// a process may renew or finish the turn only while the attempt it
+	// runs is the turn's, so a process that lost its lease cannot
+	// overwrite the attempt that took over.
+	Attempt     int        `json:"-"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
 	CompletedAt *time.Time `json:"completed_at"` // when it ended (completed, failed or cancelled)
@@ -80,21 +82,22 @@ type TurnStore interface {
 	// when conversationID is set.
 	ListTurns(ctx context.Context, userID, conversationID string, p ListParams) (*Page[*Turn], error)
 	// ClaimTurn makes a failed turn, or a running one whose lease ended
-	// before now, running again with a lease until leaseUntil, and
-	// returns it. ECONFLICT (code turn_in_progress) when the turn runs
+	// before now, running again (its next attempt) with a lease until
+	// leaseUntil, and returns it. ECONFLICT (code turn_in_progress) when the turn runs
 	// under a live lease; ECONFLICT (code turn_finished) when it completed
 	// or was cancelled.
 	ClaimTurn(ctx context.Context, userID, id string, now, leaseUntil time.Time) (*Turn, error)
-	// RenewTurn extends a running turn's lease and reports whether a
-	// cancel was requested; ECONFLICT when the turn is no longer running.
-	RenewTurn(ctx context.Context, userID, id string, now, leaseUntil time.Time) (cancelRequested bool, err error)
+	// RenewTurn extends the lease of a running turn's attempt and reports
+	// whether a cancel was requested; ECONFLICT when the turn is no longer
+	// running that attempt.
+	RenewTurn(ctx context.Context, userID, id string, attempt int, leaseUntil time.Time) (cancelRequested bool, err error)
 	// RequestTurnCancel marks a running turn cancel_requested and returns
 	// it (unchanged when it has ended).
 	RequestTurnCancel(ctx context.Context, userID, id string, now time.Time) (*Turn, error)
-	// FinishTurn ends a running turn: t's status, error, reply id and
-	// times are written, and, when reply is set, the reply message (counted
-	// into its conversation) with events, all in one transaction.
-	// ECONFLICT when the turn is no longer running.
+	// FinishTurn ends a running turn's attempt t.Attempt: t's status,
+	// error, reply id and times are written, and, when reply is set, the
+	// reply message (counted into its conversation) with events, all in one
+	// transaction. ECONFLICT when the turn no longer runs that attempt.
 	FinishTurn(ctx context.Context, t *Turn, reply *Message, events []*Event) error
 	// AppendTurnEvents stores events of a turn (their Seq set by the
 	// caller, increasing).

@@ -210,7 +210,7 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 	}
 	x.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: userID, AssistantID: a.ID, ConversationID: x.ConversationID,
 		InboundMessageID: x.Inbound.ID, Status: ams.TurnRunning, IdempotencyKey: in.IdempotencyKey, RequestHash: hash,
-		LeaseUntil: now.Add(s.lease()), CreatedAt: now, UpdatedAt: now}
+		LeaseUntil: now.Add(s.lease()), Attempt: 1, CreatedAt: now, UpdatedAt: now}
 	x.Events = []*ams.Event{ams.MessageCreatedEvent(x.Inbound)}
 	if err := s.Store.SaveExchange(ctx, x); err != nil {
 		if in.IdempotencyKey != "" && ams.ErrorKindOf(err) != ams.ENOTFOUND {
@@ -467,7 +467,7 @@ func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.E
 func (r *Run) renew(ctx context.Context) {
 	s := r.s
 	now := s.Clock.Now()
-	cancel, err := s.Store.RenewTurn(ctx, r.Turn.UserID, r.Turn.ID, now, now.Add(s.lease()))
+	cancel, err := s.Store.RenewTurn(ctx, r.Turn.UserID, r.Turn.ID, r.Turn.Attempt, now.Add(s.lease()))
 	if err != nil {
 		s.logger().Warn("renew turn lease", "turn", r.Turn.ID, "err", err)
 		return

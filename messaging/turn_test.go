@@ -143,7 +143,7 @@ func TestResumeAbandonedTurn(t *testing.T) {
 			NewConversation: &ams.Conversation{ID: conv, UserID: u.ID, AssistantID: a.ID, Title: text, CreatedAt: at, UpdatedAt: at, LastMessageAt: at},
 			Turn: &ams.Turn{ID: ams.NewID(ams.PrefixTurn), UserID: u.ID, AssistantID: a.ID, ConversationID: conv, InboundMessageID: in.ID,
 				Status: ams.TurnRunning, IdempotencyKey: key, RequestHash: messaging.RequestHash(messaging.SendInput{AssistantID: a.ID, Message: text}),
-				LeaseUntil: now.Add(-time.Second), CreatedAt: at, UpdatedAt: at}}
+				LeaseUntil: now.Add(-time.Second), Attempt: 1, CreatedAt: at, UpdatedAt: at}}
 		if err := db.SaveExchange(ctx, x); err != nil {
 			t.Fatal(err)
 		}

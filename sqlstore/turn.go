@@ -12,7 +12,7 @@ import (
 )
 
 const turnCols = `id, user_id, assistant_id, conversation_id, inbound_message_id, reply_message_id, status, error, cancel_requested,
-	idempotency_key, request_hash, lease_until, created_at, updated_at, completed_at`
+	idempotency_key, request_hash, lease_until, created_at, updated_at, completed_at, attempt`
 
 func scanTurn(s scanner) (*ams.Turn, error) {
 	t := &ams.Turn{Object: "turn"}
@@ -21,7 +21,7 @@ func scanTurn(s scanner) (*ams.Turn, error) {
 	var lease, c, u int64
 	var done *int64
 	if err := s.Scan(&t.ID, &t.UserID, &t.AssistantID, &t.ConversationID, &t.InboundMessageID, &t.ReplyMessageID, &t.Status, &errText,
-		&t.CancelRequested, &key, &t.RequestHash, &lease, &c, &u, &done); err != nil {
+		&t.CancelRequested, &key, &t.RequestHash, &lease, &c, &u, &done, &t.Attempt); err != nil {
 		return nil, err
 	}
 	t.IdempotencyKey = deref(key)
@@ -55,7 +55,7 @@ func insertTurn(t *ams.Turn) []Stmt {
 		out = append(out, Stmt{"free idempotency key", `UPDATE turns SET idempotency_key = NULL WHERE user_id = $1 AND idempotency_key = $2 AND created_at < $3`,
 			[]any{t.UserID, t.IdempotencyKey, MS(t.CreatedAt.Add(-ams.IdempotencyTTL))}})
 	}
-	return append(out, Stmt{"insert turn", `INSERT INTO turns (` + turnCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, FALSE, $8, $9, $10, $11, $12, NULL)`,
+	return append(out, Stmt{"insert turn", `INSERT INTO turns (` + turnCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, FALSE, $8, $9, $10, $11, $12, NULL, 1)`,
 		[]any{t.ID, t.UserID, t.AssistantID, t.ConversationID, t.InboundMessageID, t.ReplyMessageID, t.Status,
 			nullText(t.IdempotencyKey), t.RequestHash, MS(t.LeaseUntil), MS(t.CreatedAt), MS(t.UpdatedAt)}})
 }
@@ -96,7 +96,7 @@ func (q *Queries) ListTurns(ctx context.Context, userID, conversationID string, 
 // claimants exactly one wins).
 func (q *Queries) ClaimTurn(ctx context.Context, userID, id string, now, leaseUntil time.Time) (*ams.Turn, error) {
 	t, err := scanTurn(q.w.QueryRow(ctx, `UPDATE turns SET status = 'running', error = NULL, cancel_requested = FALSE, completed_at = NULL,
-		lease_until = $1, updated_at = $2
+		lease_until = $1, updated_at = $2, attempt = attempt + 1
 		WHERE id = $3 AND user_id = $4 AND (status = 'failed' OR (status = 'running' AND lease_until < $2)) RETURNING `+turnCols,
 		MS(leaseUntil), MS(now), id, userID))
 	if err == nil {
@@ -115,13 +115,13 @@ func (q *Queries) ClaimTurn(ctx context.Context, userID, id string, now, leaseUn
 	return nil, ams.Errorf(ams.ECONFLICT, "turn_finished", "Turn '%s' has ended (%s).", id, cur.Status)
 }
 
-// RenewTurn extends a running turn's lease.
-func (q *Queries) RenewTurn(ctx context.Context, userID, id string, now, leaseUntil time.Time) (bool, error) {
+// RenewTurn extends the lease of a running turn's attempt.
+func (q *Queries) RenewTurn(ctx context.Context, userID, id string, attempt int, leaseUntil time.Time) (bool, error) {
 	var cancel bool
-	err := q.w.QueryRow(ctx, `UPDATE turns SET lease_until = $1 WHERE id = $2 AND user_id = $3 AND status = 'running' RETURNING cancel_requested`,
-		MS(leaseUntil), id, userID).Scan(&cancel)
+	err := q.w.QueryRow(ctx, `UPDATE turns SET lease_until = $1 WHERE id = $2 AND user_id = $3 AND status = 'running' AND attempt = $4
+		RETURNING cancel_requested`, MS(leaseUntil), id, userID, attempt).Scan(&cancel)
 	if errors.Is(err, sql.ErrNoRows) {
-		return false, ams.Errorf(ams.ECONFLICT, "turn_finished", "Turn '%s' is not running.", id)
+		return false, ams.Errorf(ams.ECONFLICT, "turn_finished", "Turn '%s' is not running attempt %d.", id, attempt)
 	}
 	if err != nil {
 		return false, q.fail("renew turn", err)
@@ -146,13 +146,13 @@ func (q *Queries) FinishTurn(ctx context.Context, t *ams.Turn, reply *ams.Messag
 	}
 	return q.inTx(ctx, func(q *Queries) error {
 		n, err := q.exec(ctx, "finish turn", `UPDATE turns SET status = $1, error = $2, reply_message_id = $3, completed_at = $4, updated_at = $5,
-			lease_until = 0, cancel_requested = FALSE WHERE id = $6 AND user_id = $7 AND status = 'running'`,
-			t.Status, errText, t.ReplyMessageID, nullMS(t.CompletedAt), MS(t.UpdatedAt), t.ID, t.UserID)
+			lease_until = 0, cancel_requested = FALSE WHERE id = $6 AND user_id = $7 AND status = 'running' AND attempt = $8`,
+			t.Status, errText, t.ReplyMessageID, nullMS(t.CompletedAt), MS(t.UpdatedAt), t.ID, t.UserID, t.Attempt)
 		if err != nil {
 			return err
 		}
 		if n == 0 {
-			return ams.Errorf(ams.ECONFLICT, "turn_finished", "Turn '%s' is not running.", t.ID)
+			return ams.Errorf(ams.ECONFLICT, "turn_finished", "Turn '%s' is not running attempt %d.", t.ID, t.Attempt)
 		}
 		if reply == nil {
 			return q.emit(ctx, nil, events)

@@ -19,7 +19,7 @@ func startTurn(t *testing.T, s ams.Store, u *ams.User, a *ams.Assistant, key str
 	x.Events = x.Events[:1]
 	x.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: u.ID, AssistantID: a.ID, ConversationID: conv,
 		InboundMessageID: x.Inbound.ID, Status: ams.TurnRunning, IdempotencyKey: key, RequestHash: "h1",
-		LeaseUntil: at.Add(30 * time.Second), CreatedAt: at, UpdatedAt: at}
+		LeaseUntil: at.Add(30 * time.Second), Attempt: 1, CreatedAt: at, UpdatedAt: at}
 	if err := s.SaveExchange(context.Background(), x); err != nil {
 		t.Fatalf("start turn: %v", err)
 	}
@@ -82,9 +82,18 @@ func testTurns(t *testing.T, s ams.Store) {
 	if err != nil || claimed.Status != ams.TurnRunning || !claimed.LeaseUntil.Equal(t0.Add(61*time.Second)) {
 		t.Fatalf("claim lapsed turn: %+v %v", claimed, err)
 	}
-	if cancel, err := s.RenewTurn(ctx, u.ID, tr.ID, t0.Add(40*time.Second), t0.Add(70*time.Second)); err != nil || cancel {
+	if claimed.Attempt != 2 {
+		t.Fatalf("attempt of the claimed turn: %d, want 2", claimed.Attempt)
+	}
+	if cancel, err := s.RenewTurn(ctx, u.ID, tr.ID, 2, t0.Add(70*time.Second)); err != nil || cancel {
 		t.Fatalf("renew: %v %v", cancel, err)
 	}
+	// The attempt that lost its lease can neither renew nor finish.
+	_, err = s.RenewTurn(ctx, u.ID, tr.ID, 1, t0.Add(70*time.Second))
+	wantCode(t, err, "turn_finished")
+	stale := *claimed
+	stale.Attempt, stale.Status = 1, ams.TurnCompleted
+	wantCode(t, s.FinishTurn(ctx, &stale, nil, nil), "turn_finished")
 
 	// The tool calls of the turn: one action per call number.
 	act := &ams.Action{ID: ams.NewID(ams.PrefixAction), UserID: u.ID, AssistantID: a.ID, ConversationID: x.ConversationID, Type: "create_task",
@@ -123,7 +132,7 @@ func testTurns(t *testing.T, s ams.Store) {
 	if ct, err := s.RequestTurnCancel(ctx, u.ID, tr.ID, t0.Add(41*time.Second)); err != nil || !ct.CancelRequested {
 		t.Fatalf("request cancel: %+v %v", ct, err)
 	}
-	if cancel, err := s.RenewTurn(ctx, u.ID, tr.ID, t0.Add(42*time.Second), t0.Add(72*time.Second)); err != nil || !cancel {
+	if cancel, err := s.RenewTurn(ctx, u.ID, tr.ID, 2, t0.Add(72*time.Second)); err != nil || !cancel {
 		t.Fatalf("renew after cancel request: %v %v", cancel, err)
 	}
 
@@ -135,14 +144,14 @@ func testTurns(t *testing.T, s ams.Store) {
 		t.Fatal(err)
 	}
 	wantCode(t, s.FinishTurn(ctx, &failed, nil, nil), "turn_finished")
-	_, err = s.RenewTurn(ctx, u.ID, tr.ID, done, done.Add(time.Minute))
+	_, err = s.RenewTurn(ctx, u.ID, tr.ID, 2, done.Add(time.Minute))
 	wantCode(t, err, "turn_finished")
 	got, _ = s.FindTurn(ctx, u.ID, tr.ID)
 	if got.Status != ams.TurnFailed || got.Error == nil || got.Error.Code != "engine_error" || got.CompletedAt == nil || got.CancelRequested {
 		t.Fatalf("failed turn: %+v", got)
 	}
 	again, err := s.ClaimTurn(ctx, u.ID, tr.ID, done, done.Add(time.Minute))
-	if err != nil || again.Error != nil || again.CompletedAt != nil {
+	if err != nil || again.Error != nil || again.CompletedAt != nil || again.Attempt != 3 {
 		t.Fatalf("claim failed turn: %+v %v", again, err)
 	}
 	reply := &ams.Message{ID: ams.NewID(ams.PrefixMessage), Object: "message", UserID: u.ID, AssistantID: a.ID, ConversationID: x.ConversationID,

@@ -234,7 +234,7 @@ var Tables = []*Table{
 		[]Column{seqCol()},
 		cols(Text, "id", "user_id", "assistant_id", "conversation_id", "inbound_message_id", "reply_message_id", "status"),
 		[]Column{nullCol("error", JSON), col("cancel_requested", Bool), nullCol("idempotency_key", Text), col("request_hash", Text)},
-		cols(Int, "lease_until", "created_at", "updated_at"),
+		cols(Int, "lease_until", "created_at", "updated_at", "attempt"),
 		[]Column{nullCol("completed_at", Int)},
 	)},
 	{Name: "turn_events", OrderBy: []string{"turn_id", "seq"}, Columns: join(

@@ -3,7 +3,10 @@
 -- reply. lease_until is renewed by the process running the turn, so that
 -- another can tell an abandoned one; cancel_requested asks it to stop.
 -- idempotency_key is the request's Idempotency-Key (NULL without one): a
--- retry with it finds the turn. Times are Unix milliseconds.
+-- retry with it finds the turn. attempt counts its runs (a resume adds one):
+-- renewing and finishing are conditioned on it, so a process that lost its
+-- lease cannot overwrite the attempt that took over. Times are Unix
+-- milliseconds.
 CREATE TABLE turns (
     seq                INTEGER PRIMARY KEY,
     id                 TEXT    NOT NULL UNIQUE,
@@ -20,6 +23,7 @@ CREATE TABLE turns (
     lease_until        INTEGER NOT NULL DEFAULT 0,
     created_at         INTEGER NOT NULL,
     updated_at         INTEGER NOT NULL,
+    attempt            INTEGER NOT NULL DEFAULT 1,
     completed_at       INTEGER
 );
 CREATE INDEX turns_user ON turns (user_id, seq);
