@@ -180,3 +180,64 @@ func hasCode(err error, code string) bool {
 	e, ok := err.(*ams.Error)
 	return ok && e.Code == code
 }
+
+// TestFollowFromAnotherProcess: a second service on the same store (as
+// another process) follows a running turn from the stored events,
+// polling, live, to its end: the same events, in order.
+func TestFollowFromAnotherProcess(t *testing.T) {
+	release := make(chan struct{})
+	s, db, u, a := setup(t, engineFunc(func(ctx context.Context, _ *ams.Assistant, _ []*ams.Message) (*ams.Reply, error) {
+		return nil, nil
+	}))
+	s.EngineTimeout, s.FlushInterval = 5*time.Second, 5*time.Millisecond
+	s.EngineFor = func(*ams.Assistant) (ams.Engine, error) {
+		return streamEngine(func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
+			req.Stream("Hel")
+			req.Stream("lo")
+			<-release
+			req.Stream(" there")
+			return &ams.Reply{Content: "Hello there"}, nil
+		}), nil
+	}
+	other := &messaging.Service{Store: db, Clock: s.Clock}
+	ctx := context.Background()
+	r, err := s.Start(ctx, u.ID, messaging.SendInput{AssistantID: a.ID, Message: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := make(chan string, 100)
+	done := make(chan error, 1)
+	go func() {
+		done <- other.FollowStored(ctx, u.ID, r.Turn.ID, 0, 5*time.Millisecond, func(e *ams.TurnEvent) error {
+			seen <- e.Type
+			return nil
+		})
+	}()
+	// The first events arrive while the turn still runs.
+	for _, want := range []string{messaging.EventTurnStarted, messaging.EventMessageDelta, messaging.EventMessageDelta} {
+		select {
+		case got := <-seen:
+			if got != want {
+				t.Fatalf("event %s, want %s", got, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no %s while the turn runs", want)
+		}
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	close(seen)
+	var rest []string
+	for e := range seen {
+		rest = append(rest, e)
+	}
+	if len(rest) != 2 || rest[0] != messaging.EventMessageDelta || rest[1] != messaging.EventMessageCompleted {
+		t.Fatalf("events after the release: %v", rest)
+	}
+}
+
+type streamEngine func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error)
+
+func (f streamEngine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) { return f(ctx, req) }
