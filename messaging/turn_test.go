@@ -240,4 +240,6 @@ func TestFollowFromAnotherProcess(t *testing.T) {
 
 type streamEngine func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error)
 
-func (f streamEngine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) { return f(ctx, req) }
+func (f streamEngine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
+	return f(ctx, req)
+}
