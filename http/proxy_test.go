@@ -2,16 +2,19 @@ package http_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/engine/openai"
 	"github.com/amsdev/ams/engine/openai/openaitest"
 	"github.com/amsdev/ams/internal/amstest"
@@ -167,5 +170,35 @@ func TestStreamSurvivesIdleProxy(t *testing.T) {
 				t.Fatalf("turn of the cut stream: %v", turn)
 			}
 		})
+	}
+}
+
+// TestStreamOutlivesWriteTimeout: a stream lasts as long as its turn, past
+// the server's WriteTimeout (ams serve sets 120 s; here 200 ms, with a
+// turn of 500 ms): each write of a stream has its own deadline.
+func TestStreamOutlivesWriteTimeout(t *testing.T) {
+	f := &fixture{amstest.New(t, amstest.WithEngine(engineFunc(func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
+		req.Stream("Slow ")
+		time.Sleep(500 * time.Millisecond)
+		req.Stream("answer.")
+		return &ams.Reply{Content: "Slow answer."}, nil
+	})))}
+	f.API.KeepAlive = 50 * time.Millisecond
+	srv := httptest.NewUnstartedServer(f.App.Handler())
+	srv.Config.WriteTimeout = 200 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	req, _ := http.NewRequest("POST", srv.URL+"/v1/messages", strings.NewReader(f.streamBody("hi")))
+	req.Header.Set("Authorization", "Bearer "+f.Key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	evs := readEvents(t, body)
+	if err != nil || len(evs) == 0 || evs[len(evs)-1].name != "message.completed" || !strings.Contains(string(body), ": keep-alive") {
+		t.Fatalf("stream past the write timeout: %v\n%s", err, body)
 	}
 }

@@ -73,6 +73,10 @@ const (
 // DefaultKeepAlive is the interval of keep-alive comments in a stream.
 const DefaultKeepAlive = 15 * time.Second
 
+// streamWriteTimeout bounds one write of a stream (an event or a
+// keep-alive) to a client that does not read.
+const streamWriteTimeout = 60 * time.Second
+
 // sseWriter writes the events of one streamed answer, flushing each. The
 // headers (status 200) are sent with the first event. It is safe for
 // concurrent use.
@@ -120,6 +124,10 @@ func (s *sseWriter) writeLocked(b []byte) error {
 		h.Del("Content-Length")
 		s.w.WriteHeader(http.StatusOK)
 	}
+	// A stream lasts as long as its turn, longer than the server's
+	// WriteTimeout may allow: each write gets its own deadline instead, so
+	// a client that stops reading is still let go.
+	s.rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
 	if len(b) > 0 {
 		if _, err := s.w.Write(b); err != nil {
 			s.err = err
