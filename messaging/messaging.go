@@ -257,6 +257,25 @@ func (s *Service) retry(ctx context.Context, a *ams.Assistant, t *ams.Turn, hash
 		}
 		return nil, err
 	}
+	r, err := s.resume(ctx, a, engine, claimed, in.Timezone)
+	if err != nil {
+		// Not started after all: the attempt fails at once rather than
+		// hold its lease with no process running it.
+		end := *claimed
+		now := s.Clock.Now()
+		end.Status, end.Error, end.UpdatedAt, end.CompletedAt = ams.TurnFailed, apiError(err), now, &now
+		if ferr := s.Store.FinishTurn(context.WithoutCancel(ctx), &end, nil, nil); ferr != nil {
+			s.logger().Warn("fail a turn that could not resume", "turn", t.ID, "err", ferr)
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+// resume starts the claimed attempt of turn t: the engine gets the
+// conversation up to the turn's inbound message, and the stream goes on
+// numbering after the turn's stored events.
+func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engine, t *ams.Turn, tz string) (*Run, error) {
 	history, err := s.Store.RecentMessages(ctx, t.UserID, t.ConversationID, HistoryLength+1)
 	if err != nil {
 		return nil, err
@@ -281,7 +300,7 @@ func (s *Service) retry(ctx context.Context, a *ams.Assistant, t *ams.Turn, hash
 	if err != nil {
 		return nil, err
 	}
-	return s.launch(a, engine, claimed, history, in.Timezone, true, last), nil
+	return s.launch(a, engine, t, history, tz, true, last), nil
 }
 
 func inProgress(id string) error {
