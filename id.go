@@ -22,6 +22,7 @@ const (
 	PrefixCalendar     = "cev_"
 	PrefixIntegration  = "int_"
 	PrefixAction       = "act_"
+	PrefixTurn         = "trn_" // one POST /v1/messages (ams.Turn)
 	PrefixAPIKey       = "key_"
 	PrefixClient       = "cli_"
 	PrefixRequest      = "req_"

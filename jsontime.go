@@ -205,3 +205,14 @@ func (a Account) MarshalJSON() ([]byte, error) {
 		UpdatedAt JSONTime `json:"updated_at"`
 	}{plain(a), JSONTime(a.CreatedAt), JSONTime(a.UpdatedAt)})
 }
+
+// MarshalJSON implements json.Marshaler (timestamps as TimeFormat).
+func (t Turn) MarshalJSON() ([]byte, error) {
+	type plain Turn
+	return json.Marshal(struct {
+		plain
+		CreatedAt   JSONTime  `json:"created_at"`
+		UpdatedAt   JSONTime  `json:"updated_at"`
+		CompletedAt *JSONTime `json:"completed_at"`
+	}{plain(t), JSONTime(t.CreatedAt), JSONTime(t.UpdatedAt), jsonTimePtr(t.CompletedAt)})
+}

@@ -137,6 +137,8 @@ type Exchange struct {
 	Inbound         *Message
 	Reply           *Message
 	Events          []*Event
+	// Turn, when set, is stored (running) with the inbound message.
+	Turn *Turn
 }
 
 // AssistantStore keeps assistants. Deleted assistants leave lists and

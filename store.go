@@ -42,6 +42,7 @@ type Store interface {
 	UsageStore
 	IdempotencyStore
 	ReminderStore
+	TurnStore
 
 	// Update runs fn in one transaction; see Tx. It commits when fn
 	// returns nil and returns fn's error unchanged otherwise. fn must not

@@ -82,7 +82,12 @@ type Action struct {
 	Status         string          `json:"status"` // ActionSucceeded or ActionFailed
 	Result         json.RawMessage `json:"result"` // null unless succeeded
 	Error          *ActionError    `json:"error"`  // null unless failed
-	CreatedAt      time.Time       `json:"created_at"`
+	// TurnID is the turn (POST /v1/messages) whose engine ran the tool,
+	// "" when run directly; CallSeq is its number among the turn's tool
+	// calls, from 1 (0 when run directly).
+	TurnID    string    `json:"turn_id"`
+	CallSeq   int       `json:"call_seq"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // ActionError is why an action failed, in the API's error vocabulary.

@@ -154,7 +154,7 @@ func New(cfg Config) (*App, error) {
 	a.Accounts = &account.Service{Store: a.Store, Clock: cfg.Clock, BaseURL: base}
 	a.World = &world.Service{Store: a.Store, Clock: cfg.Clock, Integrations: map[string]world.Integrator{caldav.Provider: a.Calendars}}
 	a.Messages = &messaging.Service{Store: a.Store, Clock: cfg.Clock, Tools: a.World.Toolbox, EngineFor: cfg.EngineFor,
-		EngineTimeout: cfg.EngineTimeout}
+		EngineTimeout: cfg.EngineTimeout, Logger: logger}
 	a.Webhooks = &webhook.Service{Store: a.Store, Guard: guard, Clock: cfg.Clock, MaxPerAccount: cfg.MaxWebhooks}
 
 	doc, err := openapi.ForServer(base)

@@ -17,14 +17,28 @@ import (
 
 // Event types of a streamed reply.
 const (
-	StreamEventDelta     = "message.delta"
-	StreamEventCompleted = "message.completed"
+	StreamEventTurnStarted = "turn.started"
+	StreamEventToolCall    = "tool_call"
+	StreamEventToolResult  = "tool_result"
+	StreamEventDelta       = "message.delta"
+	StreamEventCompleted   = "message.completed"
 )
 
 // MessageStreamEvent is one event of a streamed reply.
 type MessageStreamEvent struct {
-	// Type is StreamEventDelta or StreamEventCompleted.
+	// Type is one of the StreamEvent constants.
 	Type string
+	// ID is the event's number in its turn's stream (a resume starts
+	// after it); TurnID is the turn.
+	ID     string
+	TurnID string
+	// Turn names the turn (StreamEventTurnStarted, the first event; a
+	// retry that resumes a failed turn begins with another one).
+	Turn *TurnStarted
+	// ToolCall is a tool call of the engine (StreamEventToolCall), and
+	// ToolResult its action (StreamEventToolResult).
+	ToolCall   *ToolCall
+	ToolResult *ToolResult
 	// Delta is the next piece of the reply's text (StreamEventDelta). The
 	// deltas put together are the reply's content.
 	Delta string
@@ -32,15 +46,48 @@ type MessageStreamEvent struct {
 	Message *Message
 }
 
+// TurnStarted is the data of a turn.started event.
+type TurnStarted struct {
+	TurnID           string `json:"turn_id"`
+	InboundMessageID string `json:"inbound_message_id"`
+	ConversationID   string `json:"conversation_id"`
+	AssistantID      string `json:"assistant_id"`
+	// Resumed: a retry resumed the failed or interrupted turn.
+	Resumed bool `json:"resumed"`
+}
+
+// ToolCall is the data of a tool_call event.
+type ToolCall struct {
+	TurnID    string          `json:"turn_id"`
+	CallSeq   int             `json:"call_seq"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolResult is the data of a tool_result event: the call's action.
+// Replayed is true when a resumed turn found the call committed by an
+// earlier attempt and did not run it again.
+type ToolResult struct {
+	TurnID   string  `json:"turn_id"`
+	CallSeq  int     `json:"call_seq"`
+	Name     string  `json:"name"`
+	Action   *Action `json:"action"`
+	Replayed bool    `json:"replayed"`
+}
+
 // SendMessageStream sends a message like SendMessage, with "stream": true,
-// and yields the reply as the server produces it: StreamEventDelta events
-// with pieces of text, then one StreamEventCompleted event with the stored
+// and yields the turn's events as the server produces them: one
+// StreamEventTurnStarted naming the turn, StreamEventToolCall and
+// StreamEventToolResult for each tool call, StreamEventDelta events with
+// pieces of text, then one StreamEventCompleted event with the stored
 // reply. An error ends the sequence: an *Error for an error answer before
 // the stream began (retried like any request: 429 and 5xx, honouring
-// Retry-After) or for an "error" event after it began (StatusCode 200,
-// nothing stored), or an error wrapping io.ErrUnexpectedEOF when the
-// stream was cut off (retry with the same p.IdempotencyKey: if the reply
-// was stored, the server replays it).
+// Retry-After) or for an "error" event after it began (StatusCode 200:
+// the turn failed, keeping what its tool calls did; retry with the same
+// p.IdempotencyKey to resume it). A dropped connection is resumed from
+// the last event received (GET /v1/turns/{id}/events with
+// Last-Event-ID), up to the client's retry count, so that no event is
+// lost or repeated; after that, an error wrapping io.ErrUnexpectedEOF.
 //
 //	for ev, err := range c.SendMessageStream(ctx, p) {
 //		if err != nil {
@@ -49,8 +96,8 @@ type MessageStreamEvent struct {
 //		fmt.Print(ev.Delta)
 //	}
 //
-// Stopping the loop early closes the connection; the server then stores
-// nothing, unless the reply was already complete.
+// Stopping the loop early closes the connection; the turn runs on to its
+// end on the server (CancelTurn stops it).
 func (c *Client) SendMessageStream(ctx context.Context, p SendMessageParams) iter.Seq2[MessageStreamEvent, error] {
 	return func(yield func(MessageStreamEvent, error) bool) {
 		resp, err := c.openStream(ctx, p)
@@ -58,43 +105,11 @@ func (c *Client) SendMessageStream(ctx context.Context, p SendMessageParams) ite
 			yield(MessageStreamEvent{}, err)
 			return
 		}
-		defer resp.Body.Close()
-		br := bufio.NewReader(resp.Body)
-		for {
-			name, data, err := readSSE(br)
-			if err != nil {
-				if errors.Is(err, io.EOF) {
-					err = io.ErrUnexpectedEOF
-				}
-				yield(MessageStreamEvent{}, fmt.Errorf("ams: POST /v1/messages: the stream ended before the reply was complete (request %s): %w",
-					resp.Header.Get("X-Request-Id"), err))
+		st := &turnStream{c: c, turnID: resp.Header.Get("X-Turn-Id")}
+		for ev, err := range st.events(ctx, resp) {
+			if !yield(ev, err) || err != nil {
 				return
 			}
-			switch name {
-			case StreamEventDelta:
-				var d struct {
-					Delta string `json:"delta"`
-				}
-				if err := json.Unmarshal(data, &d); err != nil {
-					yield(MessageStreamEvent{}, fmt.Errorf("ams: POST /v1/messages: decode %s event: %w", name, err))
-					return
-				}
-				if !yield(MessageStreamEvent{Type: name, Delta: d.Delta}, nil) {
-					return
-				}
-			case StreamEventCompleted:
-				m := new(Message)
-				if err := json.Unmarshal(data, m); err != nil {
-					yield(MessageStreamEvent{}, fmt.Errorf("ams: POST /v1/messages: decode %s event: %w", name, err))
-					return
-				}
-				yield(MessageStreamEvent{Type: name, Message: m}, nil)
-				return
-			case "error":
-				yield(MessageStreamEvent{}, parseError(resp, data, c.now()))
-				return
-			}
-			// Other events are for later versions: skipped.
 		}
 	}
 }
@@ -205,6 +220,12 @@ func (b *cancelBody) Close() error {
 // ("message" when it has none) and its data lines joined by newlines.
 // Comments and fields other than event and data are skipped.
 func readSSE(br *bufio.Reader) (string, []byte, error) {
+	return readSSEFields(br, nil)
+}
+
+// readSSEFields is readSSE that also sets *id to the event's id field
+// (when id is not nil).
+func readSSEFields(br *bufio.Reader, id *string) (string, []byte, error) {
 	var name string
 	var data []byte
 	seen := false
@@ -243,6 +264,10 @@ func readSSE(br *bufio.Reader) (string, []byte, error) {
 			}
 			data = append(data, value...)
 			seen = true
+		case "id":
+			if id != nil {
+				*id = value
+			}
 		}
 	}
 }

@@ -82,9 +82,13 @@ type Action struct {
 	// Result is the task or calendar event the tool left, or for the list
 	// tools {"object": "list", "data": [...], "has_more": bool}; null
 	// unless succeeded. DecodeResult reads it.
-	Result    json.RawMessage `json:"result"`
-	Error     *ActionError    `json:"error"` // nil unless failed
-	CreatedAt time.Time       `json:"created_at"`
+	Result json.RawMessage `json:"result"`
+	Error  *ActionError    `json:"error"` // nil unless failed
+	// TurnID is the turn (SendMessage) whose engine ran the tool, "" when
+	// run with RunAction; CallSeq numbers the call in its turn, from 1.
+	TurnID    string    `json:"turn_id"`
+	CallSeq   int       `json:"call_seq"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // ActionError is why an action failed, as the API would have answered.

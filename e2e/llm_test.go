@@ -71,8 +71,18 @@ func TestModelBackedAssistant(t *testing.T) {
 		openaitest.Text("Added ", "your task."))
 	conv := reply["conversation_id"].(string)
 	events := streamMessage(t, s.base, key, `{"assistant_id":"`+asst+`","conversation_id":"`+conv+`","message":"Remind me to call Ann tomorrow at 9","stream":true}`)
+	// The turn's events: turn.started, the tool call and its result, the
+	// deltas, the stored reply.
+	var names []string
+	for _, ev := range events {
+		names = append(names, ev[0])
+	}
+	if len(events) < 4 || strings.Join(names[:3], " ") != "turn.started tool_call tool_result" ||
+		!strings.Contains(events[1][1], `"name":"create_task"`) || !strings.Contains(events[2][1], `"status":"succeeded"`) {
+		t.Fatalf("events %q", names)
+	}
 	var deltas []string
-	for _, ev := range events[:len(events)-1] {
+	for _, ev := range events[3 : len(events)-1] {
 		var d struct{ Delta string }
 		if ev[0] != "message.delta" || json.Unmarshal([]byte(ev[1]), &d) != nil {
 			t.Fatalf("event %q", ev)
@@ -117,16 +127,21 @@ func TestModelBackedAssistant(t *testing.T) {
 		t.Fatalf("SDK stream: %q %+v", got.String(), final)
 	}
 
-	// The provider refusing the key is a documented 502, and nothing is
-	// stored.
+	// The provider refusing the key is a documented 502; the failed turn
+	// keeps its inbound message (in a new conversation), without a reply.
 	llm.Push(openaitest.Error(401, "", "Incorrect API key provided: sk-e2e"))
 	st, e := request(t, "POST", s.base+"/v1/messages", key, `{"assistant_id":"`+asst+`","message":"Hi again"}`)
 	errBody, _ := e["error"].(map[string]any)
 	if st != 502 || errBody["code"] != "engine_unauthorized" || strings.Contains(errBody["message"].(string), "sk-e2e") {
 		t.Fatalf("provider 401: %d %v", st, e)
 	}
-	if st, convs := request(t, "GET", s.base+"/v1/conversations?assistant_id="+asst, key, ""); st != 200 || len(convs["data"].([]any)) != 1 {
-		t.Fatalf("a failed turn stored a conversation: %v", convs)
+	st, convs := request(t, "GET", s.base+"/v1/conversations?assistant_id="+asst, key, "")
+	if data, _ := convs["data"].([]any); st != 200 || len(data) != 2 || data[0].(map[string]any)["message_count"] != 1.0 {
+		t.Fatalf("conversations after a failed turn: %v", convs)
+	}
+	st, turns := request(t, "GET", s.base+"/v1/turns?conversation_id="+convs["data"].([]any)[0].(map[string]any)["id"].(string), key, "")
+	if data, _ := turns["data"].([]any); st != 200 || len(data) != 1 || data[0].(map[string]any)["status"] != "failed" {
+		t.Fatalf("the failed turn: %d %v", st, turns)
 	}
 }
 

@@ -167,6 +167,11 @@ func newBadFixture(t *testing.T, store ams.Store) *badFixture {
 	msg := create("/v1/messages", fmt.Sprintf(`{"assistant_id":%q,"message":"Hello"}`, ast.ID))
 	f.ids["/v1/messages/{id}"] = msg["id"].(string)
 	f.ids["/v1/conversations/{id}"] = msg["conversation_id"].(string)
+	turns, err := f.Data.ListTurns(context.Background(), f.user.ID, msg["conversation_id"].(string), ams.ListParams{Limit: 1})
+	if err != nil || len(turns.Data) != 1 {
+		t.Fatalf("seed turn: %v %v", turns, err)
+	}
+	f.ids["/v1/turns/{id}"] = turns.Data[0].ID
 	f.ids["{action_id}"] = create("/v1/assistants/"+ast.ID+"/actions", `{"type":"list_tasks","input":{}}`)["id"].(string)
 	feed := create("/v1/calendar/feed", `{}`)
 	if id, ok := feed["id"].(string); ok {

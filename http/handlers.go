@@ -69,7 +69,8 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 	if !ams.HasPrefixID(*req.AssistantID, ams.PrefixAssistant) {
 		return ams.ParamError("parameter_invalid", "assistant_id", "'assistant_id' must be an assistant id (ast_...).")
 	}
-	in := messaging.SendInput{AssistantID: *req.AssistantID, Message: *req.Message, Timezone: auth(r).User.Timezone, Metadata: req.Metadata}
+	in := messaging.SendInput{AssistantID: *req.AssistantID, Message: *req.Message, Timezone: auth(r).User.Timezone, Metadata: req.Metadata,
+		IdempotencyKey: r.Header.Get("Idempotency-Key")}
 	if req.ConversationID != nil {
 		if !ams.HasPrefixID(*req.ConversationID, ams.PrefixConversation) {
 			return ams.ParamError("parameter_invalid", "conversation_id", "'conversation_id' must be a conversation id (conv_...).")
@@ -79,7 +80,12 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 	if req.Stream != nil && *req.Stream {
 		return s.streamMessage(w, r, auth(r).User.ID, in)
 	}
-	reply, err := s.Messages.Send(r.Context(), auth(r).User.ID, in)
+	run, err := s.Messages.Start(r.Context(), auth(r).User.ID, in)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("X-Turn-Id", run.Turn.ID)
+	reply, err := run.Wait(r.Context())
 	if err != nil {
 		return err
 	}
@@ -264,4 +270,78 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, e)
+}
+
+func (s *Server) getTurn(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "turn", ams.PrefixTurn)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	t, err := s.Messages.Turn(r.Context(), auth(r).User.ID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, t)
+}
+
+func (s *Server) listTurns(w http.ResponseWriter, r *http.Request) error {
+	p, err := listParams(r, "conversation_id")
+	if err != nil {
+		return err
+	}
+	conv := r.URL.Query().Get("conversation_id")
+	if conv != "" && !ams.HasPrefixID(conv, ams.PrefixConversation) {
+		return ams.ParamError("parameter_invalid", "conversation_id", "'conversation_id' must be a conversation id (conv_...).")
+	}
+	page, err := s.Messages.ListTurns(r.Context(), auth(r).User.ID, conv, p)
+	if err != nil {
+		return err
+	}
+	return writeList(w, page, func(t *ams.Turn) string { return t.ID })
+}
+
+// cancelTurn stops a running turn (messaging.Service.Cancel) and answers
+// it: cancelled, or still running with cancel_requested when another
+// process runs it. A turn that has ended is answered unchanged.
+func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "turn", ams.PrefixTurn)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	if err := noBody(r); err != nil {
+		return err
+	}
+	t, err := s.Messages.Cancel(r.Context(), auth(r).User.ID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, t)
+}
+
+// cancelMessage is cancelTurn for the turn of an inbound message.
+func (s *Server) cancelMessage(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "message", ams.PrefixMessage)
+	if err != nil {
+		return err
+	}
+	if err := checkQuery(r.URL.Query(), false); err != nil {
+		return err
+	}
+	if err := noBody(r); err != nil {
+		return err
+	}
+	t, err := s.Messages.TurnOfMessage(r.Context(), auth(r).User.ID, id)
+	if err != nil {
+		return err
+	}
+	if t, err = s.Messages.Cancel(r.Context(), auth(r).User.ID, t.ID); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, t)
 }

@@ -74,6 +74,13 @@ type Server struct {
 	// OAuth clients' redirect URIs (see cors.go).
 	CORSOrigins []string
 
+	// KeepAlive is the interval of keep-alive comments in event streams;
+	// 0 means DefaultKeepAlive (15 s).
+	KeepAlive time.Duration
+	// StreamPoll is how often GET /v1/turns/{id}/events reads the store
+	// for a turn running in another process; 0 means 250 ms.
+	StreamPoll time.Duration
+
 	public   publicOrigins // the public clients' origins, cached
 	routes   []Route
 	mux      *http.ServeMux
@@ -136,6 +143,11 @@ func (s *Server) init() {
 			{"GET", "/v1/messages/{id}", perms(read, msgs), s.getMessage},
 			{"PATCH", "/v1/messages/{id}", perms(msgs), s.updateMessage},
 			{"DELETE", "/v1/messages/{id}", perms(msgs), s.deleteMessage},
+			{"POST", "/v1/messages/{id}/cancel", perms(msgs), s.cancelMessage},
+			{"GET", "/v1/turns", perms(read, msgs), s.listTurns},
+			{"GET", "/v1/turns/{id}", perms(read, msgs), s.getTurn},
+			{"GET", "/v1/turns/{id}/events", perms(read, msgs), s.streamTurn},
+			{"POST", "/v1/turns/{id}/cancel", perms(msgs), s.cancelTurn},
 			{"POST", "/v1/tasks", perms(write), s.createTask},
 			{"GET", "/v1/tasks", perms(read), s.listTasks},
 			{"GET", "/v1/tasks/{id}", perms(read), s.getTask},

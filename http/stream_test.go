@@ -8,7 +8,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +30,7 @@ func (f *fixture) useEngine(e ams.Engine) {
 
 // sseEvent is one Server-Sent Event.
 type sseEvent struct {
+	id   string
 	name string
 	data string
 }
@@ -51,6 +52,8 @@ func readEvent(br *bufio.Reader) (sseEvent, error) {
 			if ev.name != "" || ev.data != "" {
 				return ev, nil
 			}
+		case strings.HasPrefix(line, "id: "):
+			ev.id = strings.TrimPrefix(line, "id: ")
 		case strings.HasPrefix(line, "event: "):
 			ev.name = strings.TrimPrefix(line, "event: ")
 		case strings.HasPrefix(line, "data: "):
@@ -116,8 +119,19 @@ func TestStreamBuiltinEngine(t *testing.T) {
 	if len(evs) < 2 || evs[len(evs)-1].name != "message.completed" {
 		t.Fatalf("events %+v", evs)
 	}
+	if evs[0].name != "turn.started" || evs[0].id != "1" {
+		t.Fatalf("first event %+v", evs[0])
+	}
+	for i, ev := range evs {
+		if ev.id != strconv.Itoa(i+1) {
+			t.Fatalf("event %d has id %q", i, ev.id)
+		}
+	}
+	if len(evs) < 4 {
+		t.Fatalf("the built-in engine's reply came in %d deltas, want it word by word: %+v", len(evs)-2, evs)
+	}
 	var text strings.Builder
-	for _, ev := range evs[:len(evs)-1] {
+	for _, ev := range evs[1 : len(evs)-1] {
 		if ev.name != "message.delta" {
 			t.Fatalf("event %q before the completed event", ev.name)
 		}
@@ -213,6 +227,10 @@ func testDeltasArriveBeforeCompletion(t *testing.T, key string) {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	br := bufio.NewReader(resp.Body)
+	if ev, err := readEvent(br); err != nil || ev.name != "turn.started" || ev.id != "1" || resp.Header.Get("X-Turn-Id") == "" ||
+		!strings.Contains(ev.data, resp.Header.Get("X-Turn-Id")) {
+		t.Fatalf("first event %+v %v", ev, err)
+	}
 	first := make(chan sseEvent, 1)
 	go func() {
 		ev, _ := readEvent(br)
@@ -226,8 +244,8 @@ func testDeltasArriveBeforeCompletion(t *testing.T, key string) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the first delta did not arrive while the engine was still answering")
 	}
-	if c := f.counts(); c != [3]int{} {
-		t.Fatalf("stored before the reply was complete: %v", c)
+	if c := f.counts(); c != [3]int{1, 1, 1} {
+		t.Fatalf("before the reply: %v, want the conversation and the inbound message with its event", c)
 	}
 	close(release)
 	ev, err := readEvent(br)
@@ -259,9 +277,10 @@ func TestStreamEngineFailsMidStream(t *testing.T) {
 		t.Fatalf("status %d", r.status)
 	}
 	evs := readEvents(t, r.body)
-	if len(evs) != 2 || evs[0].name != "message.delta" || evs[1].name != "error" {
+	if len(evs) != 3 || evs[0].name != "turn.started" || evs[1].name != "message.delta" || evs[2].name != "error" {
 		t.Fatalf("events %+v", evs)
 	}
+	evs = evs[1:]
 	var body struct {
 		Error struct {
 			Type, Code, Message string
@@ -275,16 +294,22 @@ func TestStreamEngineFailsMidStream(t *testing.T) {
 		strings.Contains(body.Error.Message, "secret") {
 		t.Fatalf("error event %s", evs[1].data)
 	}
-	if c := f.counts(); c != [3]int{} {
-		t.Fatalf("a failed stream stored %v", c)
+	if c := f.counts(); c != [3]int{1, 1, 1} {
+		t.Fatalf("a failed stream stored %v, want its conversation and inbound message", c)
 	}
-	// The failure released the key: the same request may be retried.
+	// The failure released the key: the same request may be retried, and
+	// resumes the turn.
 	f.useEngine(engineFunc(func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
 		return &ams.Reply{Content: "Fine now."}, nil
 	}))
 	r = f.do("POST", "/v1/messages", f.streamBody("hi"), "Idempotency-Key", "k-fail")
-	if evs := readEvents(t, r.body); r.header.Get("Idempotent-Replayed") != "" || len(evs) != 2 || evs[1].name != "message.completed" {
+	evs = readEvents(t, r.body)
+	if r.header.Get("Idempotent-Replayed") != "" || len(evs) != 3 || evs[0].name != "turn.started" || evs[0].id != "4" ||
+		!strings.Contains(evs[0].data, `"resumed":true`) || evs[2].name != "message.completed" || evs[2].id != "6" {
 		t.Fatalf("retry: %v %s", r.header, r.body)
+	}
+	if c := f.counts(); c != [3]int{1, 2, 2} {
+		t.Fatalf("after the retry: %v", c)
 	}
 }
 
@@ -294,7 +319,11 @@ func TestStreamEngineFailsBeforeAnyText(t *testing.T) {
 		return nil, &ams.Error{Kind: ams.EUPSTREAM, Code: "engine_rate_limited", Message: "The assistant's engine could not reply: rate-limited."}
 	}))
 	r := f.do("POST", "/v1/messages", f.streamBody("hi"))
-	wantError(t, r, 502, "api_error", "engine_rate_limited", "")
+	evs := readEvents(t, r.body)
+	if r.status != 200 || len(evs) != 2 || evs[0].name != "turn.started" || evs[1].name != "error" ||
+		!strings.Contains(evs[1].data, `"code":"engine_rate_limited"`) || !strings.Contains(evs[1].data, `"type":"api_error"`) {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
 }
 
 func TestStreamIdempotentReplay(t *testing.T) {
@@ -317,64 +346,80 @@ func TestStreamIdempotentReplay(t *testing.T) {
 	wantError(t, r, 409, "invalid_request_error", "idempotency_key_reused", "")
 }
 
+// TestStreamClientDisconnects: a client that leaves mid-stream does not
+// end the turn: it completes, its reply is stored, and a resume from the
+// last event id the client saw gives exactly the events it missed.
 func TestStreamClientDisconnects(t *testing.T) {
 	f := setup(t)
-	returned := make(chan error, 1)
+	release := make(chan struct{})
+	finished := make(chan error, 1)
 	f.useEngine(engineFunc(func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
-		if err := req.Stream("Hel"); err != nil {
-			returned <- err
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(10 * time.Second):
-		}
-		// The client is gone: the next piece cannot be delivered.
-		err := req.Stream("lo")
-		if err == nil {
-			err = ctx.Err()
-		}
-		returned <- err
-		if err != nil {
-			return nil, err
-		}
-		return &ams.Reply{Content: "Hello"}, nil
+		req.Stream("Hel")
+		<-release
+		err := errors.Join(req.Stream("lo"), req.Stream(" there"), ctx.Err())
+		finished <- err
+		return &ams.Reply{Content: "Hello there"}, err
 	}))
-	tr := &http.Transport{}
-	client := &http.Client{Transport: tr}
-	// Warm up, so that the connection's goroutines are counted alike.
-	warm := f.openStream(context.Background(), t, client, `{}`)
-	io.Copy(io.Discard, warm.Body)
-	warm.Body.Close()
-	tr.CloseIdleConnections()
-	before := runtime.NumGoroutine()
-
 	ctx, cancel := context.WithCancel(context.Background())
-	resp := f.openStream(ctx, t, client, f.streamBody("hi"))
+	resp := f.openStream(ctx, t, http.DefaultClient, f.streamBody("hi"))
+	turnID := resp.Header.Get("X-Turn-Id")
 	br := bufio.NewReader(resp.Body)
-	if ev, err := readEvent(br); err != nil || ev.name != "message.delta" {
-		t.Fatalf("first event %+v %v", ev, err)
+	var seen []sseEvent
+	for range 2 {
+		ev, err := readEvent(br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen = append(seen, ev)
+	}
+	if seen[0].name != "turn.started" || seen[1].name != "message.delta" || seen[1].id != "2" {
+		t.Fatalf("first events %+v", seen)
 	}
 	cancel()
 	resp.Body.Close()
+	time.Sleep(50 * time.Millisecond) // the server notices the client left
+	close(release)
 	select {
-	case err := <-returned:
-		if err == nil {
-			t.Fatal("the engine could go on streaming to a client that left")
+	case err := <-finished:
+		if err != nil {
+			t.Fatalf("the turn was disturbed by the client leaving: %v", err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatal("the engine did not learn that the client left")
+		t.Fatal("the engine did not finish")
 	}
-	tr.CloseIdleConnections()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	var turn map[string]any
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		turn = f.do("GET", "/v1/turns/"+turnID, "").json(t)
+		if turn["status"] != "running" {
+			break
+		}
 	}
-	if n := runtime.NumGoroutine(); n > before {
-		buf := make([]byte, 1<<20)
-		t.Fatalf("%d goroutines, %d before the stream:\n%s", n, before, buf[:runtime.Stack(buf, true)])
+	if turn["status"] != "completed" || turn["reply_message_id"] == "" {
+		t.Fatalf("turn after the client left: %v", turn)
 	}
-	if c := f.counts(); c != [3]int{} {
-		t.Fatalf("stored after the client left: %v", c)
+	reply := f.do("GET", "/v1/messages/"+turn["reply_message_id"].(string), "").json(t)
+	if reply["content"] != "Hello there" {
+		t.Fatalf("reply %v", reply)
 	}
+	// Resume after the last event seen.
+	r := f.do("GET", "/v1/turns/"+turnID+"/events", "", "Last-Event-ID", seen[1].id)
+	if r.status != 200 || r.header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("resume: %d %s", r.status, r.body)
+	}
+	evs := readEvents(t, r.body)
+	want := []string{"3 message.delta", "4 message.delta", "5 message.completed"}
+	if len(evs) != len(want) {
+		t.Fatalf("resumed events %+v, want %v", evs, want)
+	}
+	for i, ev := range evs {
+		if ev.id+" "+ev.name != want[i] {
+			t.Fatalf("resumed events %+v, want %v", evs, want)
+		}
+	}
+	// From the start, and a bad Last-Event-ID.
+	if evs := readEvents(t, f.do("GET", "/v1/turns/"+turnID+"/events", "").body); len(evs) != 5 {
+		t.Fatalf("whole stream: %+v", evs)
+	}
+	wantError(t, f.do("GET", "/v1/turns/"+turnID+"/events", "", "Last-Event-ID", "x"), 400, "invalid_request_error", "parameter_invalid", "Last-Event-ID")
+	wantError(t, f.do("GET", "/v1/turns/trn_nothere/events", ""), 404, "invalid_request_error", "resource_missing", "")
 }

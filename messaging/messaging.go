@@ -1,14 +1,22 @@
 // Package messaging runs a conversation turn: it stores the inbound
-// message, asks the assistant's engine for a reply, and stores the reply,
-// with their message.created events, in one transaction. The HTTP API and
-// the account pages both send messages through it.
+// message with a running turn (and the conversation when it is new), asks
+// the assistant's engine for a reply, and stores the reply with the turn's
+// completion. The turn runs detached from the request that started it,
+// under a lease renewed while it runs; its tool calls commit one by one,
+// each with the turn's id and its call number, so that a retry resumes it
+// without running a committed call again. The HTTP API and the account
+// pages both send messages through it.
 package messaging
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -29,8 +37,18 @@ type Service struct {
 	// conversation; nil means engines may not act.
 	Tools func(userID string, a *ams.Assistant, conversationID string) ams.Toolbox
 	Clock ams.Clock
-	// EngineTimeout bounds one reply; 0 means 60 s.
+	// EngineTimeout bounds one attempt of a turn; 0 means 60 s.
 	EngineTimeout time.Duration
+	// Lease is how long a turn's lease lasts; it is renewed every third
+	// of it while the turn runs. 0 means 30 s.
+	Lease time.Duration
+	// FlushInterval is how often the turn's new stream events are
+	// stored, in one transaction; 0 means 50 ms.
+	FlushInterval time.Duration
+	Logger        *slog.Logger
+
+	mu   sync.Mutex
+	runs map[string]*Run // turns running in this process
 }
 
 // SendInput is a message to send.
@@ -41,19 +59,95 @@ type SendInput struct {
 	// Timezone is the account's IANA time zone ("" is UTC), in which the
 	// engine reads dates such as "tomorrow at 9".
 	Timezone string
-	// Stream, when set, receives the reply's text as the engine produces
-	// it (see ams.EngineRequest.Stream).
-	Stream func(delta string) error
 	// Metadata is the inbound message's metadata (ams.MetadataPatch;
 	// null or "" values are left out).
 	Metadata ams.MetadataPatch
+	// IdempotencyKey is the request's Idempotency-Key: a send with the key
+	// of an earlier turn (within ams.IdempotencyTTL) replays its reply
+	// when it completed, and resumes it when it failed or its process
+	// died.
+	IdempotencyKey string
+}
+
+// Run is a turn running (or just run) in this process.
+type Run struct {
+	// Turn is the turn as it was when the run started.
+	Turn *ams.Turn
+	// Replayed is set when the turn had completed before: Reply is its
+	// stored reply and nothing runs.
+	Replayed bool
+
+	s         *Service
+	log       *eventLog
+	cancel    context.CancelFunc
+	done      chan struct{}
+	mu        sync.Mutex
+	cancelled bool
+	reply     *ams.Message
+	err       error
+}
+
+// Done is closed when the run has ended.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// FirstSeq is the number of this attempt's first stream event.
+func (r *Run) FirstSeq() int64 {
+	if r.log == nil {
+		return 0
+	}
+	return r.log.first
+}
+
+// Result returns the reply, or why there is none; valid once Done is
+// closed.
+func (r *Run) Result() (*ams.Message, error) {
+	<-r.done
+	return r.reply, r.err
+}
+
+// Wait waits for the reply, or until ctx is done (the turn goes on).
+func (r *Run) Wait(ctx context.Context) (*ams.Message, error) {
+	select {
+	case <-r.done:
+		return r.reply, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (r *Run) requestCancel() {
+	r.mu.Lock()
+	r.cancelled = true
+	r.mu.Unlock()
+	r.cancel()
+}
+
+func (r *Run) isCancelled() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cancelled
 }
 
 // Send delivers in.Message to the user's assistant and returns the stored
-// reply. Errors: EINVALID for bad input, ENOTFOUND (param assistant_id or
-// conversation_id) for an assistant or conversation the user does not
-// have, EUPSTREAM when the engine fails. On any error nothing is stored.
+// reply: Start, then Wait. When ctx ends first, the turn goes on and its
+// reply is stored; Send returns ctx's error.
 func (s *Service) Send(ctx context.Context, userID string, in SendInput) (*ams.Message, error) {
+	r, err := s.Start(ctx, userID, in)
+	if err != nil {
+		return nil, err
+	}
+	return r.Wait(ctx)
+}
+
+// Start stores the inbound message with a running turn and starts the
+// turn, detached from ctx. Errors (nothing stored): EINVALID for bad
+// input, ENOTFOUND (param assistant_id or conversation_id) for an
+// assistant or conversation the user does not have; with an idempotency
+// key of an earlier turn, ECONFLICT idempotency_key_reused when it asked
+// something else, turn_in_progress while it runs elsewhere, turn_cancelled
+// when it was cancelled. Once started, the turn's failures (EUPSTREAM
+// when the engine fails) come from the Run.
+func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run, error) {
 	if strings.TrimSpace(in.Message) == "" {
 		return nil, ams.ParamError("parameter_invalid", "message", "The message must not be empty.")
 	}
@@ -75,6 +169,15 @@ func (s *Service) Send(ctx context.Context, userID string, in SendInput) (*ams.M
 		return nil, withParam(err, "assistant_id")
 	}
 	now := s.Clock.Now()
+	hash := RequestHash(in)
+	if in.IdempotencyKey != "" {
+		t, err := s.Store.FindTurnByKey(ctx, userID, in.IdempotencyKey, now.Add(-ams.IdempotencyTTL))
+		if err == nil {
+			return s.retry(ctx, a, t, hash, in)
+		} else if !ams.IsNotFound(err) {
+			return nil, err
+		}
+	}
 	x := &ams.Exchange{ConversationID: in.ConversationID}
 	var history []*ams.Message
 	if in.ConversationID == "" {
@@ -105,27 +208,298 @@ func (s *Service) Send(ctx context.Context, userID string, in SendInput) (*ams.M
 	if err != nil {
 		return nil, err
 	}
+	x.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: userID, AssistantID: a.ID, ConversationID: x.ConversationID,
+		InboundMessageID: x.Inbound.ID, Status: ams.TurnRunning, IdempotencyKey: in.IdempotencyKey, RequestHash: hash,
+		LeaseUntil: now.Add(s.lease()), Attempt: 1, CreatedAt: now, UpdatedAt: now}
+	x.Events = []*ams.Event{ams.MessageCreatedEvent(x.Inbound)}
+	if err := s.Store.SaveExchange(ctx, x); err != nil {
+		if in.IdempotencyKey != "" && ams.ErrorKindOf(err) != ams.ENOTFOUND {
+			// Another request with the key stored its turn first.
+			if t, ferr := s.Store.FindTurnByKey(ctx, userID, in.IdempotencyKey, now.Add(-ams.IdempotencyTTL)); ferr == nil {
+				return s.retry(ctx, a, t, hash, in)
+			}
+		}
+		return nil, err
+	}
+	return s.launch(a, engine, x.Turn, append(history, x.Inbound), in.Timezone, false, 0), nil
+}
+
+// retry answers a send whose idempotency key started turn t.
+func (s *Service) retry(ctx context.Context, a *ams.Assistant, t *ams.Turn, hash string, in SendInput) (*Run, error) {
+	if !ams.SecretsEqual(t.RequestHash, hash) {
+		return nil, ams.Errorf(ams.ECONFLICT, "idempotency_key_reused",
+			"Idempotency-Key '%s' was used with another message; use a new key for a new message.", in.IdempotencyKey)
+	}
+	switch t.Status {
+	case ams.TurnCompleted:
+		reply, err := s.Store.FindMessage(ctx, t.UserID, t.ReplyMessageID)
+		if err != nil {
+			return nil, err
+		}
+		r := &Run{Turn: t, Replayed: true, s: s, done: make(chan struct{}), reply: reply}
+		close(r.done)
+		return r, nil
+	case ams.TurnCancelled:
+		return nil, ams.Errorf(ams.ECONFLICT, "turn_cancelled", "Turn '%s' of this Idempotency-Key was cancelled; send the message again with a new key.", t.ID)
+	}
+	if r := s.running(t.ID); r != nil {
+		return nil, inProgress(t.ID)
+	}
+	engine, err := s.EngineFor(a)
+	if err != nil {
+		return nil, err
+	}
+	now := s.Clock.Now()
+	claimed, err := s.Store.ClaimTurn(ctx, t.UserID, t.ID, now, now.Add(s.lease()))
+	if err != nil {
+		if e, ok := err.(*ams.Error); ok && e.Code == "turn_in_progress" {
+			return nil, inProgress(t.ID)
+		}
+		return nil, err
+	}
+	r, err := s.resume(ctx, a, engine, claimed, in.Timezone)
+	if err != nil {
+		// Not started after all: the attempt fails at once rather than
+		// hold its lease with no process running it.
+		end := *claimed
+		now := s.Clock.Now()
+		end.Status, end.Error, end.UpdatedAt, end.CompletedAt = ams.TurnFailed, apiError(err), now, &now
+		if ferr := s.Store.FinishTurn(context.WithoutCancel(ctx), &end, nil, nil); ferr != nil {
+			s.logger().Warn("fail a turn that could not resume", "turn", t.ID, "err", ferr)
+		}
+		return nil, err
+	}
+	return r, nil
+}
+
+// resume starts the claimed attempt of turn t: the engine gets the
+// conversation up to the turn's inbound message, and the stream goes on
+// numbering after the turn's stored events.
+func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engine, t *ams.Turn, tz string) (*Run, error) {
+	history, err := s.Store.RecentMessages(ctx, t.UserID, t.ConversationID, HistoryLength+1)
+	if err != nil {
+		return nil, err
+	}
+	// The history ends with the turn's inbound message.
+	cut := -1
+	for i, m := range history {
+		if m.ID == t.InboundMessageID {
+			cut = i
+		}
+	}
+	if cut < 0 {
+		m, err := s.Store.FindMessage(ctx, t.UserID, t.InboundMessageID)
+		if err != nil {
+			return nil, err
+		}
+		history = []*ams.Message{m}
+	} else {
+		history = history[max(0, cut+1-HistoryLength-1) : cut+1]
+	}
+	last, err := s.lastEventSeq(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	return s.launch(a, engine, t, history, tz, true, last), nil
+}
+
+func inProgress(id string) error {
+	return ams.Errorf(ams.ECONFLICT, "turn_in_progress",
+		"Turn '%s' of this Idempotency-Key is still running; follow it with GET /v1/turns/%s/events or retry later.", id, id)
+}
+
+// lastEventSeq returns the number of a turn's last stored stream event.
+func (s *Service) lastEventSeq(ctx context.Context, turnID string) (int64, error) {
+	var last int64
+	for {
+		evs, err := s.Store.TurnEvents(ctx, turnID, last, 1000)
+		if err != nil {
+			return 0, err
+		}
+		if len(evs) == 0 {
+			return last, nil
+		}
+		last = evs[len(evs)-1].Seq
+	}
+}
+
+// RequestHash identifies what a send asks (assistant, conversation and
+// message), for its idempotency key: a retry must ask the same.
+func RequestHash(in SendInput) string {
+	sum := sha256.Sum256([]byte(in.AssistantID + "\x00" + in.ConversationID + "\x00" + in.Message))
+	return hex.EncodeToString(sum[:])
+}
+
+func (s *Service) lease() time.Duration {
+	if s.Lease > 0 {
+		return s.Lease
+	}
+	return 30 * time.Second
+}
+
+func (s *Service) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// running returns the run of a turn in this process, if any.
+func (s *Service) running(turnID string) *Run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.runs[turnID]
+}
+
+// launch starts turn t in the background, detached from any request.
+func (s *Service) launch(a *ams.Assistant, engine ams.Engine, t *ams.Turn, history []*ams.Message, tz string, resumed bool, lastSeq int64) *Run {
 	timeout := s.EngineTimeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	ectx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	r := &Run{Turn: t, s: s, cancel: cancel, done: make(chan struct{}),
+		log: newEventLog(s.Store, s.Clock, s.logger(), t.ID, lastSeq)}
+	s.mu.Lock()
+	if s.runs == nil {
+		s.runs = map[string]*Run{}
+	}
+	s.runs[t.ID] = r
+	s.mu.Unlock()
+	r.log.emit(EventTurnStarted, TurnStartedData{TurnID: t.ID, InboundMessageID: t.InboundMessageID, ConversationID: t.ConversationID,
+		AssistantID: t.AssistantID, Resumed: resumed})
 	loc := time.UTC
-	if in.Timezone != "" {
-		if l, err := time.LoadLocation(in.Timezone); err == nil {
+	if tz != "" {
+		if l, err := time.LoadLocation(tz); err == nil {
 			loc = l
 		}
 	}
-	req := &ams.EngineRequest{Assistant: a, History: append(history, x.Inbound), Now: now, Location: loc, Stream: in.Stream}
+	req := &ams.EngineRequest{Assistant: a, History: history, Now: s.Clock.Now(), Location: loc,
+		Stream: func(d string) error { r.log.addDelta(d); return nil }}
 	if s.Tools != nil {
-		req.Tools = s.Tools(userID, a, x.ConversationID)
-	}
-	reply, err := engine.Reply(ectx, req)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil { // the caller went away; not the engine's fault
-			return nil, ctx.Err()
+		if tb := s.Tools(t.UserID, a, t.ConversationID); tb != nil {
+			req.Tools = &turnTools{inner: tb, r: r}
 		}
+	}
+	go s.run(ctx, r, engine, req)
+	return r
+}
+
+// run runs one attempt of a turn to its end: a stored reply (completed),
+// an error (failed) or a cancel (cancelled).
+func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.EngineRequest) {
+	t := r.Turn
+	bg := context.WithoutCancel(ctx)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { // the lease, and cancels asked of other processes
+		defer wg.Done()
+		tick := time.NewTicker(s.lease() / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				r.renew(bg)
+			}
+		}
+	}()
+	go func() { // gathered deltas, stored events
+		defer wg.Done()
+		every := s.FlushInterval
+		if every <= 0 {
+			every = 50 * time.Millisecond
+		}
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				r.log.flush(bg)
+			}
+		}
+	}()
+	reply, err := s.reply(ctx, r, engine, req)
+	close(stop)
+	wg.Wait()
+	r.cancel()
+
+	now := s.Clock.Now()
+	if now.Before(t.CreatedAt) {
+		now = t.CreatedAt
+	}
+	end := *t
+	end.UpdatedAt, end.CompletedAt = now, &now
+	var msg *ams.Message
+	switch {
+	case r.isCancelled():
+		end.Status = ams.TurnCancelled
+		err = ams.Errorf(ams.ECONFLICT, "turn_cancelled", "The turn was cancelled.")
+	case err != nil:
+		end.Status = ams.TurnFailed
+	default:
+		end.Status = ams.TurnCompleted
+		msg = &ams.Message{
+			ID: ams.NewID(ams.PrefixMessage), Object: "message", UserID: t.UserID, AssistantID: t.AssistantID,
+			ConversationID: t.ConversationID, Direction: ams.DirectionOutbound, Content: reply.Content, Metadata: ams.Metadata{},
+			CreatedAt: now, UpdatedAt: now,
+		}
+		end.ReplyMessageID = msg.ID
+		if !r.log.hasDeltas() {
+			// An engine that does not stream: its whole text is one
+			// delta, so that the deltas always make up the content.
+			r.log.addDelta(reply.Content)
+		}
+	}
+	if err != nil {
+		end.Error = apiError(err)
+	}
+	var events []*ams.Event
+	if msg != nil {
+		events = []*ams.Event{ams.MessageCreatedEvent(msg)}
+	}
+	if ferr := s.Store.FinishTurn(bg, &end, msg, events); ferr != nil {
+		s.logger().Error("finish turn", "turn", t.ID, "err", ferr)
+		msg, err = nil, ferr
+		end.Error = apiError(ferr)
+	}
+	if msg != nil {
+		r.log.emit(EventMessageCompleted, msg)
+	} else {
+		r.log.emit(EventError, ErrorData{Error: end.Error})
+	}
+	r.log.flush(bg)
+	s.mu.Lock()
+	delete(s.runs, t.ID)
+	s.mu.Unlock()
+	r.log.close()
+	r.reply, r.err = msg, err
+	close(r.done)
+}
+
+// renew extends the turn's lease; a cancel asked through the store (by
+// another process) cancels the run.
+func (r *Run) renew(ctx context.Context) {
+	s := r.s
+	now := s.Clock.Now()
+	cancel, err := s.Store.RenewTurn(ctx, r.Turn.UserID, r.Turn.ID, r.Turn.Attempt, now.Add(s.lease()))
+	if err != nil {
+		s.logger().Warn("renew turn lease", "turn", r.Turn.ID, "err", err)
+		return
+	}
+	if cancel {
+		r.requestCancel()
+	}
+}
+
+// reply runs the engine and checks its answer.
+func (s *Service) reply(ctx context.Context, r *Run, engine ams.Engine, req *ams.EngineRequest) (*ams.Reply, error) {
+	reply, err := engine.Reply(ctx, req)
+	if err != nil {
 		var ae *ams.Error
 		if errors.As(err, &ae) {
 			return nil, ae
@@ -136,20 +510,33 @@ func (s *Service) Send(ctx context.Context, userID string, in SendInput) (*ams.M
 	if strings.TrimSpace(reply.Content) == "" {
 		return nil, &ams.Error{Kind: ams.EUPSTREAM, Code: "engine_error", Message: "The assistant's engine returned an empty reply."}
 	}
-	at := s.Clock.Now()
-	if at.Before(now) {
-		at = now
+	return reply, nil
+}
+
+// apiError is err as the API's error body: the message of an *ams.Error
+// of a client-facing kind, a generic text otherwise.
+func apiError(err error) *ams.ActionError {
+	var e *ams.Error
+	if errors.As(err, &e) && e.Kind != ams.EINTERNAL {
+		return &ams.ActionError{Type: ErrorType(e.Kind), Code: e.Code, Message: e.Message, Param: e.Param}
 	}
-	x.Reply = &ams.Message{
-		ID: ams.NewID(ams.PrefixMessage), Object: "message", UserID: userID, AssistantID: a.ID,
-		ConversationID: x.ConversationID, Direction: ams.DirectionOutbound, Content: reply.Content, Metadata: ams.Metadata{},
-		CreatedAt: at, UpdatedAt: at,
+	return &ams.ActionError{Type: "api_error", Code: "internal_error", Message: "The turn could not be stored; retry with the same Idempotency-Key."}
+}
+
+// ErrorType is the API's error type for a kind (as in the HTTP error
+// body).
+func ErrorType(k ams.ErrorKind) string {
+	switch k {
+	case ams.ERATELIMIT:
+		return "rate_limit_error"
+	case ams.EUNAUTHENTICATED:
+		return "authentication_error"
+	case ams.EFORBIDDEN:
+		return "permission_error"
+	case ams.EINTERNAL, ams.EUPSTREAM, ams.EUNAVAILABLE:
+		return "api_error"
 	}
-	x.Events = []*ams.Event{ams.MessageCreatedEvent(x.Inbound), ams.MessageCreatedEvent(x.Reply)}
-	if err := s.Store.SaveExchange(ctx, x); err != nil {
-		return nil, err
-	}
-	return x.Reply, nil
+	return "invalid_request_error"
 }
 
 // engineReason says why an engine failed without exposing internal text:

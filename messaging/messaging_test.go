@@ -38,17 +38,28 @@ func setup(t *testing.T, e ams.Engine) (*messaging.Service, *sqlite.DB, *ams.Use
 	return s, db, u, a
 }
 
-func nothingStored(t *testing.T, db *sqlite.DB, u *ams.User) {
+// onlyFailedTurn checks what a failed turn leaves: its conversation, its
+// inbound message with its message.created event, and the turn, failed
+// with code; no reply.
+func onlyFailedTurn(t *testing.T, db *sqlite.DB, u *ams.User, code string) {
 	t.Helper()
 	ctx := context.Background()
 	c, _ := db.ListConversations(ctx, u.ID, "", ams.ListParams{Limit: 10})
 	e, _ := db.ListEvents(ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10})
-	if len(c.Data) != 0 || len(e.Data) != 0 {
-		t.Fatalf("stored %d conversations and %d events after a failure", len(c.Data), len(e.Data))
+	tr, _ := db.ListTurns(ctx, u.ID, "", ams.ListParams{Limit: 10})
+	if len(c.Data) != 1 || len(e.Data) != 1 || len(tr.Data) != 1 {
+		t.Fatalf("stored %d conversations, %d events, %d turns after a failure", len(c.Data), len(e.Data), len(tr.Data))
+	}
+	m, _ := db.ListMessages(ctx, u.ID, c.Data[0].ID, ams.ListParams{Limit: 10})
+	if len(m.Data) != 1 || m.Data[0].Direction != ams.DirectionInbound || m.Data[0].ID != tr.Data[0].InboundMessageID {
+		t.Fatalf("messages of a failed turn: %v", m.Data)
+	}
+	if got := tr.Data[0]; got.Status != ams.TurnFailed || got.Error == nil || got.Error.Code != code || got.ReplyMessageID != "" || got.CompletedAt == nil {
+		t.Fatalf("failed turn: %+v", got)
 	}
 }
 
-func TestEngineFailureStoresNothing(t *testing.T) {
+func TestEngineFailureLeavesAFailedTurn(t *testing.T) {
 	s, db, u, a := setup(t, engineFunc(func(context.Context, *ams.Assistant, []*ams.Message) (*ams.Reply, error) {
 		return nil, errors.New("provider said: secret internal detail")
 	}))
@@ -57,7 +68,7 @@ func TestEngineFailureStoresNothing(t *testing.T) {
 	if !errors.As(err, &e) || e.Kind != ams.EUPSTREAM || e.Code != "engine_error" || strings.Contains(e.Message, "secret") {
 		t.Fatalf("engine failure: %#v", err)
 	}
-	nothingStored(t, db, u)
+	onlyFailedTurn(t, db, u, "engine_error")
 }
 
 func TestEngineTimeout(t *testing.T) {
@@ -70,7 +81,7 @@ func TestEngineTimeout(t *testing.T) {
 	if !errors.As(err, &e) || e.Kind != ams.EUPSTREAM || !strings.Contains(e.Message, "in time") {
 		t.Fatalf("engine timeout: %#v", err)
 	}
-	nothingStored(t, db, u)
+	onlyFailedTurn(t, db, u, "engine_error")
 }
 
 func TestEmptyReplyRefused(t *testing.T) {
@@ -80,7 +91,7 @@ func TestEmptyReplyRefused(t *testing.T) {
 	if _, err := s.Send(context.Background(), u.ID, messaging.SendInput{AssistantID: a.ID, Message: "hi"}); ams.ErrorKindOf(err) != ams.EUPSTREAM {
 		t.Fatalf("empty reply: %v", err)
 	}
-	nothingStored(t, db, u)
+	onlyFailedTurn(t, db, u, "engine_error")
 }
 
 func TestEngineSeesHistoryEndingWithInbound(t *testing.T) {

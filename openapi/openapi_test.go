@@ -499,6 +499,12 @@ func TestRecordsMatchSchemas(t *testing.T) {
 		value  any
 	}{
 		{"Assistant", asst},
+		{"Turn", &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: "usr_x", AssistantID: astID, ConversationID: convID,
+			Status: ams.TurnCompleted, InboundMessageID: in.ID, ReplyMessageID: msg.ID, IdempotencyKey: "k", Attempt: 2, CreatedAt: at, UpdatedAt: at, CompletedAt: &at}},
+		{"Turn", &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: "usr_x", AssistantID: astID, ConversationID: convID,
+			Status: ams.TurnFailed, InboundMessageID: in.ID, Error: &ams.ActionError{Type: "api_error", Code: "engine_error", Message: "m"}, CreatedAt: at, UpdatedAt: at, CompletedAt: &at}},
+		{"Turn", &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: "usr_x", AssistantID: astID, ConversationID: convID,
+			Status: ams.TurnRunning, InboundMessageID: in.ID, CancelRequested: true, CreatedAt: at, UpdatedAt: at}},
 		{"Conversation", conv},
 		{"Message", msg},
 		{"Message", &in},

@@ -303,8 +303,10 @@ func (s *Server) send(r *http.Request, c *Ctx, a *ams.Assistant, conv, text stri
 	case ams.EINVALID:
 		c.Fail("message", e.Message)
 	case ams.EUPSTREAM:
+		// The turn failed after its inbound message was stored (what its
+		// tools did stays): say so, rather than that nothing was sent.
 		c.Status = http.StatusBadGateway
-		c.Fail("message", e.Message+" Your message was not sent: try again.")
+		c.Fail("message", e.Message+" Your message is in the conversation without a reply: send it again to retry.")
 	case ams.EUNAVAILABLE:
 		c.Status = http.StatusServiceUnavailable
 		c.Fail("message", e.Message+" Your message was not sent: try again.")

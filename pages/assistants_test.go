@@ -296,7 +296,7 @@ func TestSendMessageErrors(t *testing.T) {
 	defer func() { svc.EngineFor = engineFor }()
 	p = b.submit(b.get(path), path+"/messages", url.Values{"message": {"Are you there?"}})
 	p.mustStatus(http.StatusBadGateway)
-	p.mustContain("There is a problem", "The assistant's engine could not reply", "Your message was not sent")
+	p.mustContain("There is a problem", "The assistant's engine could not reply", "Your message is in the conversation without a reply")
 	p.mustNotContain("connection refused")
 	if ta := p.byID("message"); ta == nil || textOf(ta) != "Are you there? " {
 		t.Errorf("the message is not kept in the form")
@@ -304,14 +304,16 @@ func TestSendMessageErrors(t *testing.T) {
 	p = b.submit(b.get("/account/assistants/"+a.ID), "/account/assistants/"+a.ID+"/conversations", url.Values{"message": {"New one"}})
 	p.mustStatus(http.StatusBadGateway)
 	p.mustContain("The assistant's engine could not reply")
-	if n := len(messagesOf(e, ann, reply.ConversationID)); n != 2 {
-		t.Fatalf("%d messages after engine failures", n)
+	// Each failed turn keeps its inbound message (in the conversation, or
+	// in the one it started), without a reply.
+	if n := len(messagesOf(e, ann, reply.ConversationID)); n != 3 {
+		t.Fatalf("%d messages after engine failures, want 2 and the failed turn's inbound one", n)
 	}
-	if n := len(conversations(e, ann, a)); n != 1 {
-		t.Fatalf("%d conversations after engine failures", n)
+	if n := len(conversations(e, ann, a)); n != 2 {
+		t.Fatalf("%d conversations after engine failures, want the one started by the failed turn too", n)
 	}
-	if ev := eventCount(e, ann, ams.EventMessageCreated); ev != 2 {
-		t.Errorf("%d message.created events", ev)
+	if ev := eventCount(e, ann, ams.EventMessageCreated); ev != 4 {
+		t.Errorf("%d message.created events, want 2 and one per failed turn's inbound message", ev)
 	}
 }
 

@@ -165,6 +165,8 @@ func (q *Queries) DeleteConversation(ctx context.Context, userID, id string) ([]
 		n, err := q.batch(ctx, []Stmt{
 			{"delete messages", `DELETE FROM messages WHERE conversation_id = $1 AND user_id = $2`, []any{id, userID}},
 			{"delete conversation", `DELETE FROM conversations WHERE id = $1 AND user_id = $2`, []any{id, userID}},
+			{"delete turn events", `DELETE FROM turn_events WHERE turn_id IN (SELECT id FROM turns WHERE conversation_id = $1 AND user_id = $2)`, []any{id, userID}},
+			{"delete turns", `DELETE FROM turns WHERE conversation_id = $1 AND user_id = $2`, []any{id, userID}},
 		})
 		if err != nil {
 			return err
@@ -282,6 +284,9 @@ func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 			return ams.NotFound("conversation", x.ConversationID)
 		}
 		var rest []Stmt
+		if t := x.Turn; t != nil {
+			rest = append(rest, insertTurn(t)...)
+		}
 		for _, m := range msgs {
 			rest = append(rest, Stmt{"insert message", `INSERT INTO messages (` + messageCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 				[]any{m.ID, m.UserID, m.AssistantID, m.ConversationID, m.Direction, m.Content, MS(m.CreatedAt), MS(m.UpdatedAt), ams.EncodeMetadata(m.Metadata)}})

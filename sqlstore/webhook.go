@@ -620,6 +620,9 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 		{`DELETE FROM webhook_jobs WHERE event_id IN (SELECT id FROM events WHERE created_at < $1)`, MS(events)},
 		{`DELETE FROM webhook_deliveries WHERE created_at < $1`, MS(events)},
 		{`DELETE FROM events WHERE created_at < $1`, MS(events)},
+		// A turn's stream events are kept as long as the events (a turn
+		// runs for minutes at most); the turn itself stays.
+		{`DELETE FROM turn_events WHERE created_at < $1`, MS(events)},
 		{`DELETE FROM emails WHERE state != 'pending' AND created_at < $1`, MS(events)},
 		{`DELETE FROM idempotency_keys WHERE created_at < $1`, MS(now.Add(-ams.IdempotencyTTL))},
 		{`DELETE FROM oauth_tokens WHERE expires_at < $1`, MS(now.Add(-24 * time.Hour))},

@@ -264,16 +264,22 @@ func (q *Queries) DeleteCalendarEvent(ctx context.Context, userID, id string) er
 	return affected(n, "calendar_event", id)
 }
 
-const actionCols = `id, user_id, assistant_id, conversation_id, type, input, status, result, error, created_at`
+const actionCols = `id, user_id, assistant_id, conversation_id, type, input, status, result, error, created_at, turn_id, call_seq`
 
 func scanAction(s scanner) (*ams.Action, error) {
 	a := &ams.Action{Object: "action"}
 	var input, result, actErr []byte
 	var c int64
-	if err := s.Scan(&a.ID, &a.UserID, &a.AssistantID, &a.ConversationID, &a.Type, &input, &a.Status, &result, &actErr, &c); err != nil {
+	var turn *string
+	var call *int64
+	if err := s.Scan(&a.ID, &a.UserID, &a.AssistantID, &a.ConversationID, &a.Type, &input, &a.Status, &result, &actErr, &c, &turn, &call); err != nil {
 		return nil, err
 	}
 	a.CreatedAt = FromMS(c)
+	a.TurnID = deref(turn)
+	if call != nil {
+		a.CallSeq = int(*call)
+	}
 	a.Input = json.RawMessage(input)
 	if result != nil {
 		a.Result = json.RawMessage(result)
@@ -336,8 +342,16 @@ func (q *Queries) CreateAction(ctx context.Context, a *ams.Action) error {
 		if err := q.ownedAssistant(ctx, a.UserID, a.AssistantID); err != nil {
 			return err
 		}
-		if _, err := q.w.Exec(ctx, `INSERT INTO actions (`+actionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			a.ID, a.UserID, a.AssistantID, a.ConversationID, a.Type, input, a.Status, result, actErr, MS(a.CreatedAt)); err != nil {
+		var call *int64
+		if a.TurnID != "" {
+			n := int64(a.CallSeq)
+			call = &n
+		}
+		if _, err := q.w.Exec(ctx, `INSERT INTO actions (`+actionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			a.ID, a.UserID, a.AssistantID, a.ConversationID, a.Type, input, a.Status, result, actErr, MS(a.CreatedAt), nullText(a.TurnID), call); err != nil {
+			if a.TurnID != "" && q.isUnique(err) {
+				return ams.Errorf(ams.ECONFLICT, "turn_call_exists", "Call %d of turn '%s' was already run.", a.CallSeq, a.TurnID)
+			}
 			return q.conflict("insert action", err, "Action '%s' already exists.", a.ID)
 		}
 		return nil

@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"WorldAssistants", testWorldAssistants},
 		{"WorldMessages", testWorldMessages},
 		{"Metadata", testMetadata}, {"Conversations", testConversations},
+		{"Turns", testTurns},
 		{"WorldIntegrations", testWorldIntegrations},
 		{"WorldActions", testWorldActions},
 		{"WorldReminders", testWorldReminders},

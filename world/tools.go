@@ -67,6 +67,7 @@ func ToolNames() []string {
 
 // RunAction runs tool typ of assistant a with input, directly (the API's
 // POST /v1/assistants/{id}/actions, conversationID ""), or for an engine.
+// The action carries the turn and call number of ams.ToolCallFrom(ctx).
 // On success it stores the action record, succeeded, in the transaction of
 // the change it made, and returns it. On bad input (unknown tool, a field
 // that does not validate, an unknown record) it returns the *ams.Error,
@@ -81,8 +82,9 @@ func (s *Service) RunAction(ctx context.Context, userID string, a *ams.Assistant
 	if !json.Valid(input) {
 		return nil, ams.ParamError("parameter_invalid", "input", "The input is not valid JSON.")
 	}
+	call := ams.ToolCallFrom(ctx)
 	act := &ams.Action{ID: ams.NewID(ams.PrefixAction), Object: "action", UserID: userID, AssistantID: a.ID,
-		ConversationID: conversationID, Type: typ, Input: compact(input), Status: ams.ActionSucceeded}
+		ConversationID: conversationID, Type: typ, Input: compact(input), Status: ams.ActionSucceeded, TurnID: call.TurnID, CallSeq: call.Seq}
 	result, err := s.runTool(ctx, userID, a, typ, input, act)
 	if err != nil {
 		return nil, err
@@ -320,6 +322,8 @@ func (b *toolbox) Run(ctx context.Context, name string, input json.RawMessage) (
 	failed := &ams.Action{ID: ams.NewID(ams.PrefixAction), Object: "action", UserID: b.userID, AssistantID: b.a.ID,
 		ConversationID: b.conv, Type: name, Input: compactOrString(input), Status: ams.ActionFailed,
 		Error: &ams.ActionError{Type: errorType(ae.Kind), Code: ae.Code, Message: ae.Message, Param: ae.Param}, CreatedAt: b.s.now()}
+	call := ams.ToolCallFrom(ctx)
+	failed.TurnID, failed.CallSeq = call.TurnID, call.Seq
 	if err := b.s.Store.Update(ctx, func(tx ams.Tx) error { return tx.CreateAction(ctx, failed) }); err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func New() *Engine {
 // Reply answers the last message of req.History, which must be inbound;
 // the messages before it, of both directions, are the conversation so far,
 // oldest first. It returns ctx's error if ctx is done. With req.Stream set
-// the whole answer is streamed as one piece. Relative dates ("tomorrow at
+// the answer is streamed word by word, as a model does. Relative dates ("tomorrow at
 // 9") are read at req.Now (or the engine's clock) in req.Location (UTC if
 // nil); the actions run through req.Tools are in Reply.Actions. An error
 // from req.Tools.Run (nothing could be stored) ends the turn with it.
@@ -97,12 +97,41 @@ func (e *Engine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply,
 	}
 	reply := &ams.Reply{Content: content, Actions: t.actions}
 	if req.Stream != nil {
-		if err := req.Stream(reply.Content); err != nil {
-			return nil, err
+		for _, piece := range words(reply.Content) {
+			if err := req.Stream(piece); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return reply, nil
 }
+
+// words cuts s into pieces, as a model streams them: each word with the
+// white space that follows it (the first piece also takes any leading
+// space). The pieces put together are s.
+func words(s string) []string {
+	var out []string
+	start, i := 0, 0
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	for i < len(s) {
+		for i < len(s) && !isSpace(s[i]) {
+			i++
+		}
+		for i < len(s) && isSpace(s[i]) {
+			i++
+		}
+		out = append(out, s[start:i])
+		start = i
+	}
+	if start < len(s) || len(out) == 0 && s != "" {
+		out = append(out, s[start:])
+	}
+	return out
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 
 // turn is what the intents see of one message to answer.
 type turn struct {

@@ -235,3 +235,15 @@ func FuzzReply(f *testing.F) {
 		}
 	})
 }
+
+func TestWordsMakeUpText(t *testing.T) {
+	for _, s := range []string{"", "Hello", " Hello  Ada!\nHow are you? ", "a b"} {
+		got := strings.Join(words(s), "")
+		if got != s {
+			t.Errorf("words(%q) joined = %q", s, got)
+		}
+	}
+	if n := len(words("Hello Ada, how are you?")); n != 5 {
+		t.Errorf("%d pieces, want 5", n)
+	}
+}

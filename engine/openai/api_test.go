@@ -83,7 +83,7 @@ func TestThroughTheAPI(t *testing.T) {
 	}
 
 	// Streamed: text, then the provider hangs. The client got the text,
-	// then an error event; nothing is stored.
+	// then an error event; no reply is stored.
 	srv.Push(srv.HangAfter("Partial ", "answer"))
 	r = f.Do("POST", "/v1/messages", f.Key, `{"assistant_id":"`+f.Assistant.ID+`","message":"Hello","stream":true}`)
 	text := string(r.Body)
@@ -91,7 +91,9 @@ func TestThroughTheAPI(t *testing.T) {
 		!strings.Contains(text, `"code":"engine_error"`) || strings.Contains(text, "message.completed") {
 		t.Fatalf("streamed hang: %d\n%s", r.Status, text)
 	}
-	if n := stored(t, f); n != 2 {
-		t.Fatalf("%d messages stored after the failures, want the first exchange's 2", n)
+	// Each failed turn keeps its inbound message (and the conversation it
+	// started), without a reply.
+	if n := stored(t, f); n != 5 {
+		t.Fatalf("%d messages stored after the failures, want the first exchange's 2 and the 3 failed turns' inbound ones", n)
 	}
 }

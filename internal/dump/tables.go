@@ -233,6 +233,20 @@ var Tables = []*Table{
 		[]Column{seqCol()},
 		cols(Text, "id", "user_id", "assistant_id", "conversation_id", "type"),
 		[]Column{col("input", JSON), col("status", Text), nullCol("result", JSON), nullCol("error", JSON), col("created_at", Int)},
+		// The turn and call number of a tool run by an engine (migration
+		// 0016; NULL in older dumps and for direct runs).
+		[]Column{nullCol("turn_id", Text), nullCol("call_seq", Int)},
+	)},
+	{Name: "turns", Seq: true, OrderBy: []string{"seq"}, Columns: join(
+		[]Column{seqCol()},
+		cols(Text, "id", "user_id", "assistant_id", "conversation_id", "inbound_message_id", "reply_message_id", "status"),
+		[]Column{nullCol("error", JSON), col("cancel_requested", Bool), nullCol("idempotency_key", Text), col("request_hash", Text)},
+		cols(Int, "lease_until", "created_at", "updated_at", "attempt"),
+		[]Column{nullCol("completed_at", Int)},
+	)},
+	{Name: "turn_events", OrderBy: []string{"turn_id", "seq"}, Columns: join(
+		cols(Text, "turn_id"),
+		[]Column{col("seq", Int), col("type", Text), col("data", JSON), col("created_at", Int)},
 	)},
 	{Name: "events", Seq: true, OrderBy: []string{"seq"}, Local: []string{"txid"}, Columns: join(
 		[]Column{seqCol()},

@@ -9,7 +9,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Type, TypeVar, Union
 
 from . import __version__
-from ._http import Transport, new_idempotency_key, seg
+from ._http import Transport, backoff, new_idempotency_key, seg
 from .errors import AmsError, APIConnectionError, error_from_response
 from .types import (
     Account,
@@ -27,6 +27,7 @@ from .types import (
     Record,
     StreamEvent,
     Task,
+    Turn,
     Webhook,
     WebhookDelivery,
     WebhookRecovery,
@@ -340,22 +341,28 @@ class Client:
         metadata: Optional[Metadata] = None,
         idempotency_key: Optional[str] = None,
     ) -> Iterator[StreamEvent]:
-        """Send a message with ``"stream": true`` and yield the reply as the
-        server produces it: ``StreamEvent(type="message.delta", delta=...)``
-        events, then one ``StreamEvent(type="message.completed",
-        message=...)`` with the stored reply, the last.
+        """Send a message with ``"stream": true`` and yield the turn's
+        events as the server produces them: ``turn.started`` (naming the
+        turn), ``tool_call`` and ``tool_result`` for each tool call of the
+        engine, ``message.delta`` events (``delta``, the next piece of
+        text), then one ``message.completed`` (``message``, the stored
+        reply), the last.
 
         >>> for ev in client.send_message_stream(ast, "Hi"):
         ...     print(ev.delta, end="", flush=True)
 
         The request is sent when the iteration starts. Errors before the
-        stream starts are raised (and retried) as for
-        ``send_message``. An ``error`` event raises the ``AmsError`` it
-        carries (status 200; nothing was stored); a stream cut off before
-        ``message.completed`` raises ``APIConnectionError``: send again with
-        the same ``idempotency_key`` and the server replays a stored reply.
-        Leaving the loop early closes the connection. ``metadata`` is stored
-        on the inbound message, as for ``send_message``."""
+        stream starts are raised (and retried) as for ``send_message``. An
+        ``error`` event raises the ``AmsError`` it carries (status 200: the
+        turn failed, keeping what its tool calls did; send again with the
+        same ``idempotency_key`` to resume it). A dropped connection is
+        resumed from the last event received (``GET
+        /v1/turns/{id}/events`` with ``Last-Event-ID``), up to the client's
+        ``max_retries``, so that no event is lost or repeated; after that
+        it raises ``APIConnectionError``. Leaving the loop early closes the
+        connection; the turn runs on (``cancel_turn`` stops it).
+        ``metadata`` is stored on the inbound message, as for
+        ``send_message``."""
         key = idempotency_key or new_idempotency_key()
         body = _opt(assistant_id=assistant_id, message=message, conversation_id=conversation_id, metadata=_md(metadata))
         body["stream"] = True
@@ -369,35 +376,119 @@ class Client:
         h["Idempotency-Key"] = key
         payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         resp = t.open("POST", url, h, payload)
-        try:
-            rh = dict(resp.headers.items())
-            ctype = rh.get("Content-Type", "")
-            if "text/event-stream" not in ctype:
+        rh = dict(resp.headers.items())
+        if "text/event-stream" not in rh.get("Content-Type", ""):
+            try:
                 # A server that answered with the plain reply.
                 data = json.loads(resp.read().decode("utf-8"))
-                yield StreamEvent(type="message.completed", message=Message.from_dict(data))
-                return
-            for name, data in _read_sse(resp):
-                if name == "message.delta":
-                    yield StreamEvent(type=name, delta=json.loads(data).get("delta", ""))
-                elif name == "message.completed":
-                    yield StreamEvent(type=name, message=Message.from_dict(json.loads(data)))
-                    return
-                elif name == "error":
-                    raise error_from_response(200, data.encode("utf-8"), rh)
-                # other events are for later versions: skipped
-            raise APIConnectionError(
-                "POST %s: the stream ended before the reply was complete; send again with the same idempotency_key" % url,
-                status=resp.status,
-                request_id=rh.get("X-Request-Id"),
-                headers=rh,
-            )
-        except (OSError, ValueError) as e:
-            if isinstance(e, AmsError):
-                raise
-            raise APIConnectionError("POST %s: reading the stream failed: %s" % (url, e)) from e
-        finally:
-            resp.close()
+            finally:
+                resp.close()
+            yield StreamEvent(type="message.completed", message=Message.from_dict(data))
+            return
+        state = {"turn_id": rh.get("X-Turn-Id", ""), "last_id": ""}
+        yield from self._turn_events(resp, state, "POST %s" % url)
+
+    def _turn_events(self, resp: Any, state: Dict[str, str], what: str) -> Iterator[StreamEvent]:
+        """Yield the events of resp, then of resumed connections (GET
+        /turns/{id}/events after state["last_id"]) until the turn's last
+        event."""
+        t = self._t
+        reconnects = 0
+        while True:
+            try:
+                if resp is None:
+                    url = t.url("/turns/%s/events" % seg(state["turn_id"]))
+                    h = t.headers(accept="text/event-stream")
+                    if state["last_id"]:
+                        h["Last-Event-ID"] = state["last_id"]
+                    resp = t.open("GET", url, h, None)
+                rh = dict(resp.headers.items())
+                for eid, name, data in _read_sse(resp):
+                    ev = StreamEvent(type=name, id=eid, turn_id=state["turn_id"])
+                    if name == "error":
+                        if eid:
+                            state["last_id"] = eid
+                        raise error_from_response(200, data.encode("utf-8"), rh)
+                    if name not in ("turn.started", "tool_call", "tool_result", "message.delta", "message.completed"):
+                        if eid:
+                            state["last_id"] = eid
+                        continue  # other events are for later versions: skipped
+                    d = json.loads(data)
+                    ev.data = d if isinstance(d, dict) else {}
+                    if name == "turn.started":
+                        state["turn_id"] = ev.turn_id = ev.data.get("turn_id", "")
+                    elif name == "tool_result" and isinstance(ev.data.get("action"), dict):
+                        ev.action = Action.from_dict(ev.data["action"])
+                    elif name == "message.delta":
+                        ev.delta = ev.data.get("delta", "")
+                    elif name == "message.completed":
+                        ev.message = Message.from_dict(ev.data)
+                    if eid:
+                        state["last_id"] = eid
+                    yield ev
+                    if name == "message.completed":
+                        return
+                cause: Any = None
+            except (OSError, ValueError) as e:
+                if isinstance(e, AmsError):
+                    raise
+                cause = e
+            finally:
+                if resp is not None:
+                    resp.close()
+                resp = None
+            if not state["turn_id"] or reconnects >= t.max_retries:
+                msg = "%s: the stream ended before the reply was complete; send again with the same idempotency_key" % what
+                if state["turn_id"]:
+                    msg += " (or follow_turn(%r, last_event_id=%r))" % (state["turn_id"], state["last_id"])
+                if cause is not None:
+                    msg += ": %s" % cause
+                raise APIConnectionError(msg)
+            t.sleep(backoff(reconnects))
+            reconnects += 1
+
+    # -- turns --------------------------------------------------------------
+
+    def get_turn(self, turn_id: str) -> Turn:
+        """``GET /v1/turns/{id}``: the turn's state."""
+        return self._one(Turn, "GET", "/turns/" + seg(turn_id))
+
+    def list_turns(
+        self,
+        *,
+        conversation_id: Optional[str] = None,
+        limit: Optional[int] = None,
+        after: Optional[str] = None,
+        before: Optional[str] = None,
+        order: Optional[str] = None,
+    ) -> Page[Turn]:
+        """``GET /v1/turns``: one page of turns, of one conversation if
+        ``conversation_id`` is given."""
+        return self._page(Turn, "/turns", self._list_query(limit, after, before, order, conversation_id=conversation_id))
+
+    def iter_turns(self, *, conversation_id: Optional[str] = None, limit: Optional[int] = None, order: Optional[str] = None) -> Iterator[Turn]:
+        """Every turn (of one conversation if given), page after page."""
+        return self._iter(Turn, "/turns", self._list_query(limit, None, None, order, conversation_id=conversation_id))
+
+    def cancel_turn(self, turn_id: str, *, idempotency_key: Optional[str] = None) -> Turn:
+        """``POST /v1/turns/{id}/cancel``: stop a running turn. Returns it
+        ``cancelled``, or still ``running`` with ``cancel_requested`` when
+        another server process runs it; a turn that has ended unchanged."""
+        return self._one(Turn, "POST", "/turns/%s/cancel" % seg(turn_id), idempotency_key=idempotency_key)
+
+    def cancel_message(self, message_id: str, *, idempotency_key: Optional[str] = None) -> Turn:
+        """``POST /v1/messages/{id}/cancel``: ``cancel_turn`` for the turn
+        whose inbound message is ``message_id``."""
+        return self._one(Turn, "POST", "/messages/%s/cancel" % seg(message_id), idempotency_key=idempotency_key)
+
+    def follow_turn(self, turn_id: str, *, last_event_id: Optional[str] = None) -> Iterator[StreamEvent]:
+        """``GET /v1/turns/{id}/events``: yield the turn's events after
+        ``last_event_id`` (from its start without it), live while it runs,
+        to its last event (``message.completed``; an ``error`` event raises
+        its ``AmsError``). A dropped connection is resumed as in
+        ``send_message_stream``."""
+        state = {"turn_id": turn_id, "last_id": last_event_id or ""}
+        return self._turn_events(None, state, "GET /v1/turns/%s/events" % turn_id)
 
     def get_message(self, message_id: str) -> Message:
         """``GET /v1/messages/{id}``."""
@@ -965,9 +1056,10 @@ class Client:
         return self._one(Account, "PATCH", "/account", body=body)
 
 
-def _read_sse(resp: Any) -> Iterator["tuple[str, str]"]:
-    """Yield (event name, data) of a text/event-stream."""
+def _read_sse(resp: Any) -> Iterator["tuple[str, str, str]"]:
+    """Yield (event id, event name, data) of a text/event-stream."""
     name = ""
+    eid = ""
     data: List[str] = []
     while True:
         line = resp.readline()
@@ -976,8 +1068,8 @@ def _read_sse(resp: Any) -> Iterator["tuple[str, str]"]:
         text = line.decode("utf-8").rstrip("\r\n")
         if text == "":
             if data or name:
-                yield name or "message", "\n".join(data)
-            name, data = "", []
+                yield eid, name or "message", "\n".join(data)
+            name, eid, data = "", "", []
             continue
         if text.startswith(":"):
             continue
@@ -988,3 +1080,5 @@ def _read_sse(resp: Any) -> Iterator["tuple[str, str]"]:
             name = value
         elif field == "data":
             data.append(value)
+        elif field == "id":
+            eid = value

@@ -237,7 +237,42 @@ class Action(Record):
     status: str = ""
     result: Optional[Dict[str, Any]] = None
     error: Optional[ActionError] = None
+    #: The turn (``send_message``) whose engine ran the tool, ``""`` when
+    #: run with ``run_action``; ``call_seq`` numbers the call in its turn.
+    turn_id: str = ""
+    call_seq: int = 0
     created_at: str = ""
+    raw: Dict[str, Any] = _raw()
+
+    @classmethod
+    def _convert(cls, name: str, value: Any) -> Any:
+        if name == "error" and isinstance(value, dict):
+            return ActionError.from_dict(value)
+        return value
+
+
+@dataclass
+class Turn(Record):
+    """The record of one ``send_message`` (``trn_...``): ``status`` is
+    ``"running"``, ``"completed"`` (``reply_message_id`` names the reply),
+    ``"failed"`` or ``"cancelled"`` (``error`` says why). A failed turn
+    keeps what its tool calls did; a retry with the same idempotency key
+    resumes it without running those calls again."""
+
+    id: str = ""
+    object: str = "turn"
+    assistant_id: str = ""
+    conversation_id: str = ""
+    status: str = ""
+    inbound_message_id: str = ""
+    reply_message_id: str = ""
+    error: Optional[ActionError] = None
+    #: A cancel was asked of the server process running the turn, which
+    #: has not acted on it yet.
+    cancel_requested: bool = False
+    created_at: str = ""
+    updated_at: str = ""
+    completed_at: Optional[str] = None
     raw: Dict[str, Any] = _raw()
 
     @classmethod
@@ -450,13 +485,23 @@ class Page(Generic[T]):
 
 @dataclass
 class StreamEvent:
-    """One event of a streamed reply: ``type`` is ``"message.delta"`` (with
-    ``delta``, the next piece of text) or ``"message.completed"`` (with
-    ``message``, the stored reply; the last event)."""
+    """One event of a streamed reply (or of ``follow_turn``). ``type`` is
+    ``"turn.started"`` (the first; ``data`` has ``turn_id``,
+    ``inbound_message_id``, ``conversation_id``, ``resumed``),
+    ``"tool_call"`` (``data``: ``call_seq``, ``name``, ``arguments``),
+    ``"tool_result"`` (``data``: ``call_seq``, ``name``, ``replayed``;
+    ``action`` is the call's action), ``"message.delta"`` (``delta``, the
+    next piece of text) or ``"message.completed"`` (``message``, the stored
+    reply; the last event). ``id`` is the event's number in its turn's
+    stream, from which a stream resumes; ``turn_id`` names the turn."""
 
     type: str
     delta: str = ""
     message: Optional[Message] = None
+    id: str = ""
+    turn_id: str = ""
+    action: Optional[Action] = None
+    data: Dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -32,7 +32,9 @@ print("streamed: ", end="")
 for event in client.send_message_stream(assistant_id, "Remind me to call Ana tomorrow at 9"):
     if event.type == "message.delta":
         print(event.delta, end="", flush=True)
-    else:
+    elif event.type == "tool_result":
+        print("[%s: %s] " % (event.action.type, event.action.status), end="")
+    elif event.type == "message.completed":
         print("\nstored as", event.message.id)
 
 # Errors are typed; match on code, never on the message.

@@ -25,6 +25,11 @@ OPERATIONS = {
     "getAction": "get_action",
     "createMessage": "send_message",
     "getMessage": "get_message",
+    "cancelMessage": "cancel_message",
+    "listTurns": "list_turns",
+    "getTurn": "get_turn",
+    "streamTurnEvents": "follow_turn",
+    "cancelTurn": "cancel_turn",
     "updateMessage": "update_message",
     "deleteMessage": "delete_message",
     "listConversations": "list_conversations",
@@ -174,14 +179,30 @@ class EndpointsTest(unittest.TestCase):
     def test_send_message_stream(self):
         c = self.c
         events = list(c.send_message_stream(self.s.assistant_id, "Hello! What can you do?"))
-        self.assertGreaterEqual(len(events), 2)
-        deltas = [e for e in events[:-1]]
+        self.assertGreaterEqual(len(events), 3)
+        self.assertEqual(events[0].type, "turn.started")
+        turn_id = events[0].turn_id
+        self.assertTrue(turn_id.startswith("trn_"))
+        self.assertEqual([e.id for e in events], [str(i + 1) for i in range(len(events))])
+        deltas = [e for e in events[1:-1]]
         self.assertTrue(all(e.type == "message.delta" for e in deltas))
+        self.assertGreater(len(deltas), 1, "the built-in engine streams word by word")
         last = events[-1]
         self.assertEqual(last.type, "message.completed")
         self.assertIsInstance(last.message, ams.Message)
         self.assertEqual("".join(e.delta for e in deltas), last.message.content)
         self.assertEqual(c.get_message(last.message.id).content, last.message.content)
+
+        # The turn's record, and its stream again from an event.
+        turn = c.get_turn(turn_id)
+        self.assertIsInstance(turn, ams.Turn)
+        self.assertEqual((turn.status, turn.reply_message_id), ("completed", last.message.id))
+        self.assertIn(turn_id, [x.id for x in c.list_turns(conversation_id=turn.conversation_id)])
+        self.assertIn(turn_id, [x.id for x in c.iter_turns(limit=1)])
+        rest = list(c.follow_turn(turn_id, last_event_id=events[-3].id))
+        self.assertEqual([e.id for e in rest], [events[-2].id, events[-1].id])
+        self.assertEqual(c.cancel_turn(turn_id).status, "completed")
+        self.assertEqual(c.cancel_message(turn.inbound_message_id).id, turn_id)
 
         # A replay with the same key sends the same events at once.
         key = "stream-replay-" + last.message.id

@@ -13,7 +13,9 @@ const stream = client.messages.stream({
 for await (const event of stream) {
   if (event.type === "message.delta") {
     process.stdout.write(event.delta); // the next piece of text
-  } else {
-    console.log(`\n(stored as ${event.message.id})`); // message.completed: the stored reply
+  } else if (event.type === "tool_result") {
+    process.stdout.write(`[${event.result.name}: ${event.result.action.status}] `); // a tool call's action
+  } else if (event.type === "message.completed") {
+    console.log(`\n(stored as ${event.message.id})`); // the stored reply, the last event
   }
 }

@@ -3,7 +3,7 @@
 
 import { Transport, timeString, type ClientOptions, type RequestOptions } from "./core.js";
 import { PagePromise, type PageFetcher } from "./pagination.js";
-import { MessageStream } from "./streaming.js";
+import { MessageStream, type StreamResumer } from "./streaming.js";
 import type {
   Account,
   Action,
@@ -35,11 +35,13 @@ import type {
   ListParams,
   ListResponse,
   ListTasksParams,
+  ListTurnsParams,
   Message,
   RecoverWebhookParams,
   RunActionParams,
   SendMessageParams,
   Task,
+  Turn,
   UpdateAssistantParams,
   UpdateCalendarEventParams,
   UpdateConversationParams,
@@ -135,21 +137,34 @@ export class Messages extends Resource {
     return this.doPost("/messages", params, options);
   }
   /**
-   * Sends a message and streams the reply: `message.delta` events, then
-   * `message.completed` with the stored reply.
+   * Sends a message and streams the turn's events: `turn.started`,
+   * `tool_call`/`tool_result` for each tool call, `message.delta` events,
+   * then `message.completed` with the stored reply. A dropped connection
+   * resumes from the last event (see MessageStream).
    *
    * ```ts
    * for await (const ev of client.messages.stream({ assistant_id, message: "Hi" })) {
    *   if (ev.type === "message.delta") process.stdout.write(ev.delta);
-   *   else console.log("\nstored as", ev.message.id);
+   *   else if (ev.type === "message.completed") console.log("\nstored as", ev.message.id);
    * }
    * ```
    */
   stream(params: SendMessageParams, options?: RequestOptions): MessageStream {
-    return new MessageStream(async () => {
-      const r = await this.t.send({ method: "POST", path: "/messages", body: { ...params, stream: true }, options, stream: true });
-      return { response: r.response, controller: r.controller };
-    });
+    return new MessageStream(
+      async () => {
+        const r = await this.t.send({ method: "POST", path: "/messages", body: { ...params, stream: true }, options, stream: true });
+        return { response: r.response, controller: r.controller };
+      },
+      resumer(this.t, options),
+      options?.maxRetries ?? this.t.maxRetries,
+    );
+  }
+  /**
+   * Stops the running turn whose inbound message is id (turns.cancel for
+   * it) and returns the turn.
+   */
+  async cancel(id: string, options?: RequestOptions): Promise<Turn> {
+    return this.doPost(`/messages/${seg(id)}/cancel`, undefined, options);
   }
   /** The message with id. */
   async get(id: string, options?: RequestOptions): Promise<Message> {
@@ -166,6 +181,45 @@ export class Messages extends Resource {
   /** Deletes a message (emits message.deleted). */
   async delete(id: string, options?: RequestOptions): Promise<void> {
     return this.doDelete(`/messages/${seg(id)}`, options);
+  }
+}
+
+/** Opens GET /v1/turns/{id}/events after an event, for a MessageStream to resume. */
+function resumer(t: Transport, options?: RequestOptions): StreamResumer {
+  return async (turnId, lastEventId) => {
+    const headers: Record<string, string> = { ...(options?.headers ?? {}) };
+    if (lastEventId !== undefined) headers["Last-Event-ID"] = lastEventId;
+    const r = await t.send({ method: "GET", path: `/turns/${seg(turnId)}/events`, options: { ...options, headers }, stream: true });
+    return { response: r.response, controller: r.controller };
+  };
+}
+
+/** /v1/turns: the record of each sent message's run, its stream, its cancel. */
+export class Turns extends Resource {
+  /** The turn with id: its status (running, completed, failed, cancelled), inbound message and reply. */
+  async get(id: string, options?: RequestOptions): Promise<Turn> {
+    return this.doGet(`/turns/${seg(id)}`, undefined, options);
+  }
+  /** The turns (of one conversation with params.conversation_id): await for a page, `for await` for all. */
+  list(params?: ListTurnsParams, options?: RequestOptions): PagePromise<Turn> {
+    return this.doList(() => "/turns", params, options);
+  }
+  /**
+   * Stops a running turn: it comes back cancelled, or still running with
+   * cancel_requested when another server process runs it. A turn that has
+   * ended comes back unchanged.
+   */
+  async cancel(id: string, options?: RequestOptions): Promise<Turn> {
+    return this.doPost(`/turns/${seg(id)}/cancel`, undefined, options);
+  }
+  /**
+   * The turn's stream after the event lastEventId (from its start
+   * without it), live while it runs, to its last event; a dropped
+   * connection resumes like messages.stream's.
+   */
+  events(id: string, params?: { lastEventId?: string }, options?: RequestOptions): MessageStream {
+    const resume = resumer(this.t, options);
+    return new MessageStream(() => resume(id, params?.lastEventId), resume, options?.maxRetries ?? this.t.maxRetries, id, params?.lastEventId);
   }
 }
 
@@ -447,6 +501,7 @@ export class AccountResource extends Resource {
 export class Client {
   readonly assistants: Assistants;
   readonly messages: Messages;
+  readonly turns: Turns;
   readonly conversations: Conversations;
   readonly tasks: Tasks;
   readonly calendar: Calendar;
@@ -465,6 +520,7 @@ export class Client {
     this.#t = t;
     this.assistants = new Assistants(t);
     this.messages = new Messages(t);
+    this.turns = new Turns(t);
     this.conversations = new Conversations(t);
     this.tasks = new Tasks(t);
     this.calendar = new Calendar(t);

@@ -11,7 +11,7 @@
  * @module
  */
 
-export { Client, Assistants, Messages, Conversations, Tasks, Calendar, CalendarEvents, Actions, Integrations, Events, Webhooks, Keys, OAuthClients, AccountResource } from "./client.js";
+export { Client, Assistants, Messages, Turns, Conversations, Tasks, Calendar, CalendarEvents, Actions, Integrations, Events, Webhooks, Keys, OAuthClients, AccountResource } from "./client.js";
 export { backoff, newIdempotencyKey, parseRetryAfter, type APIResponse, type ClientOptions, type RequestOptions } from "./core.js";
 export {
   AmsError,
@@ -32,7 +32,7 @@ export {
   type ErrorType,
 } from "./errors.js";
 export { Page, PagePromise, type PageFetcher } from "./pagination.js";
-export { MessageStream, parseSSE, type ServerSentEvent } from "./streaming.js";
+export { MessageStream, parseSSE, type ServerSentEvent, type StreamOpener, type StreamResumer } from "./streaming.js";
 export { OAuth, createPKCE, pkceChallenge, randomState, type AuthorizationRequest, type OAuthOptions, type PKCE, type Scope, type TokenResponse } from "./oauth.js";
 export {
   DEFAULT_TOLERANCE_SECONDS,

@@ -1,18 +1,27 @@
 // Streamed replies: POST /v1/messages with "stream": true answers
-// Server-Sent Events:
+// Server-Sent Events, each with an id (its number in the turn's stream):
 //
+//   id: 1
+//   event: turn.started
+//   data: {"turn_id":"trn_…","inbound_message_id":"msg_…",…}
+//
+//   id: 2
+//   event: tool_call            (then tool_result, for each tool call)
+//
+//   id: 4
 //   event: message.delta
 //   data: {"delta":"Hello"}
 //
+//   id: 5
 //   event: message.completed
 //   data: {"id":"msg_…","object":"message",…}
 //
-// or, after the first event, one last `event: error` whose data is the
-// API's error body. The parser below follows the WHATWG event-stream
+// or one last `event: error` whose data is the API's error body. A
+// dropped stream resumes with GET /v1/turns/{id}/events and Last-Event-ID. The parser below follows the WHATWG event-stream
 // rules (any of CRLF, LF, CR ends a line; comments; multi-line data).
 
 import { AmsError, StreamEndedError, makeError } from "./errors.js";
-import type { Message, MessageCompletedEvent, MessageStreamEvent } from "./types.js";
+import type { Action, Message, MessageCompletedEvent, MessageStreamEvent } from "./types.js";
 
 /** One Server-Sent Event. */
 export interface ServerSentEvent {
@@ -109,26 +118,40 @@ export async function* parseSSE(body: ReadableStream<Uint8Array>): AsyncGenerato
 /** Opens the stream (with the client's retries before the first event). */
 export type StreamOpener = () => Promise<{ response: Response; controller: AbortController }>;
 
+/** Opens GET /v1/turns/{id}/events after the event lastEventId. */
+export type StreamResumer = (turnId: string, lastEventId: string | undefined) => Promise<{ response: Response; controller: AbortController }>;
+
 /**
- * A streamed reply: iterate it with `for await` for `message.delta`
- * events (pieces of text) and then one `message.completed` event with the
- * stored reply. The request is sent when iteration starts.
+ * A turn's stream: iterate it with `for await` for `turn.started`,
+ * `tool_call` and `tool_result` events, `message.delta` events (pieces of
+ * text) and then one `message.completed` event with the stored reply.
+ * The request is sent when iteration starts.
  *
  * An error answer before the stream began is thrown as its AmsError
- * (after the client's retries); an `error` event after it began is thrown
- * as an AmsError with status 200 (nothing was stored); a stream cut off
- * before `message.completed` throws StreamEndedError. Breaking out of the
- * loop closes the connection, and the server then stores nothing unless
- * the reply was already complete.
+ * (after the client's retries); an `error` event is thrown as an AmsError
+ * with status 200 (the turn failed, keeping what its tool calls did;
+ * send again with the same idempotency key to resume it). A dropped
+ * connection is resumed from the last event received (Last-Event-ID), up
+ * to the client's maxRetries, so no event is lost or repeated; then
+ * StreamEndedError. Breaking out of the loop closes the connection; the
+ * turn runs on to its end on the server (turns.cancel stops it).
  */
 export class MessageStream implements AsyncIterable<MessageStreamEvent> {
   readonly #open: StreamOpener;
+  readonly #resume: StreamResumer | undefined;
+  readonly #maxResumes: number;
   #started = false;
   #controller: AbortController | undefined;
   #response: Response | undefined;
+  #turnId: string | undefined;
+  #lastEventId: string | undefined;
 
-  constructor(open: StreamOpener) {
+  constructor(open: StreamOpener, resume?: StreamResumer, maxResumes = 0, turnId?: string, lastEventId?: string) {
     this.#open = open;
+    this.#resume = resume;
+    this.#maxResumes = maxResumes;
+    this.#turnId = turnId;
+    this.#lastEventId = lastEventId;
   }
 
   /** The X-Request-Id of the answer, once the stream is open. */
@@ -141,6 +164,16 @@ export class MessageStream implements AsyncIterable<MessageStreamEvent> {
     return this.#response?.headers;
   }
 
+  /** The turn, once known (X-Turn-Id, or the turn.started event). */
+  get turnId(): string | undefined {
+    return this.#turnId;
+  }
+
+  /** The id of the last event received: a stream resumes after it. */
+  get lastEventId(): string | undefined {
+    return this.#lastEventId;
+  }
+
   /** Closes the stream. */
   abort(): void {
     this.#controller?.abort();
@@ -149,38 +182,73 @@ export class MessageStream implements AsyncIterable<MessageStreamEvent> {
   async *[Symbol.asyncIterator](): AsyncIterator<MessageStreamEvent> {
     if (this.#started) throw new Error("ams: a MessageStream can be iterated once");
     this.#started = true;
-    const { response, controller } = await this.#open();
-    this.#response = response;
-    this.#controller = controller;
-    const requestId = response.headers.get("x-request-id") ?? "?";
-    if (!response.body) throw new StreamEndedError(`ams: POST /v1/messages: the answer has no body (request ${requestId})`);
-    try {
-      for await (const ev of parseSSE(response.body)) {
-        switch (ev.event) {
-          case "message.delta": {
-            const d = JSON.parse(ev.data) as { delta?: unknown };
-            yield { type: "message.delta", delta: typeof d.delta === "string" ? d.delta : "" };
-            break;
+    let opened = await this.#open();
+    let resumes = 0;
+    for (;;) {
+      const { response, controller } = opened;
+      this.#response = response;
+      this.#controller = controller;
+      this.#turnId ??= response.headers.get("x-turn-id") ?? undefined;
+      const requestId = response.headers.get("x-request-id") ?? "?";
+      let failure: unknown;
+      try {
+        if (!response.body) throw new StreamEndedError(`ams: the turn's stream has no body (request ${requestId})`);
+        for await (const ev of parseSSE(response.body)) {
+          const base = { ...(ev.id !== undefined ? { id: ev.id } : {}), ...(this.#turnId ? { turn_id: this.#turnId } : {}) };
+          let out: MessageStreamEvent | undefined;
+          switch (ev.event) {
+            case "turn.started": {
+              const turn = JSON.parse(ev.data) as { turn_id: string; inbound_message_id: string; conversation_id: string; assistant_id: string; resumed: boolean };
+              this.#turnId = turn.turn_id;
+              out = { type: "turn.started", ...base, turn_id: turn.turn_id, turn };
+              break;
+            }
+            case "tool_call":
+              out = { type: "tool_call", ...base, call: JSON.parse(ev.data) as { turn_id: string; call_seq: number; name: string; arguments: unknown } };
+              break;
+            case "tool_result":
+              out = {
+                type: "tool_result",
+                ...base,
+                result: JSON.parse(ev.data) as { turn_id: string; call_seq: number; name: string; action: Action; replayed: boolean },
+              };
+              break;
+            case "message.delta": {
+              const d = JSON.parse(ev.data) as { delta?: unknown };
+              out = { type: "message.delta", ...base, delta: typeof d.delta === "string" ? d.delta : "" };
+              break;
+            }
+            case "message.completed":
+              out = { type: "message.completed", ...base, message: JSON.parse(ev.data) as Message };
+              break;
+            case "error":
+              if (ev.id !== undefined) this.#lastEventId = ev.id;
+              throw makeError(200, response.headers, ev.data);
+            // Other events are for later versions: skipped.
           }
-          case "message.completed": {
-            const message = JSON.parse(ev.data) as Message;
-            yield { type: "message.completed", message };
-            return;
+          if (ev.id !== undefined) this.#lastEventId = ev.id;
+          if (out) {
+            yield out;
+            if (out.type === "message.completed") return;
           }
-          case "error":
-            throw makeError(200, response.headers, ev.data);
-          // Other events are for later versions: skipped.
         }
+      } catch (e) {
+        if (e instanceof AmsError || e instanceof SyntaxError || controller.signal.aborted) throw e;
+        failure = e;
+      } finally {
+        controller.abort();
       }
-    } catch (e) {
-      if (e instanceof AmsError || e instanceof SyntaxError || controller.signal.aborted) throw e;
-      throw new StreamEndedError(`ams: POST /v1/messages: the stream failed before the reply was complete (request ${requestId}): ${(e as Error)?.message ?? e}`, {
-        cause: e,
-      });
-    } finally {
-      controller.abort();
+      if (!this.#resume || !this.#turnId || resumes >= this.#maxResumes) {
+        const why = failure === undefined ? "ended" : `failed (${(failure as Error)?.message ?? failure})`;
+        throw new StreamEndedError(
+          `ams: the stream ${why} before the reply was complete (request ${requestId}${this.#turnId ? `, turn ${this.#turnId}, last event ${this.#lastEventId ?? "none"}` : ""})`,
+          failure === undefined ? undefined : { cause: failure },
+        );
+      }
+      await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** resumes, 2000)));
+      resumes++;
+      opened = await this.#resume(this.#turnId, this.#lastEventId);
     }
-    throw new StreamEndedError(`ams: POST /v1/messages: the stream ended before the reply was complete (request ${requestId})`);
   }
 
   /** Reads the whole stream and returns the stored reply. */
@@ -198,7 +266,7 @@ export class MessageStream implements AsyncIterable<MessageStreamEvent> {
     let last: MessageCompletedEvent | undefined;
     for await (const ev of this) {
       if (ev.type === "message.delta") onDelta(ev.delta);
-      else last = ev;
+      else if (ev.type === "message.completed") last = ev;
     }
     return last!.message;
   }

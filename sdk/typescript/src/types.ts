@@ -134,7 +134,40 @@ export interface Action {
   /** The task or calendar event the tool left, or for the list tools a list; null unless succeeded. */
   result: Task | CalendarEvent | { object: "list"; data: Array<Task | CalendarEvent>; has_more: boolean } | Record<string, unknown> | null;
   error: ActionError | null;
+  /** The turn (messages.send) whose engine ran the tool; "" when run with actions.run. */
+  turn_id: string;
+  /** The call's number in its turn, from 1; 0 when run with actions.run. */
+  call_seq: number;
   created_at: string;
+}
+
+/**
+ * The record of one messages.send (`trn_…`): its inbound message, the tool
+ * calls of its engine (actions with its turn_id) and its reply. A failed
+ * or cancelled turn keeps what its tool calls did; a retry with the same
+ * idempotency key resumes a failed turn without running those calls again.
+ */
+export interface Turn {
+  id: string; // "trn_…"
+  object: "turn";
+  assistant_id: string;
+  conversation_id: string;
+  status: "running" | "completed" | "failed" | "cancelled";
+  inbound_message_id: string;
+  /** The reply, once completed; "" before. */
+  reply_message_id: string;
+  /** Why a failed or cancelled turn ended (code "turn_cancelled" for a cancel); null otherwise. */
+  error: ActionError | null;
+  /** A cancel was asked of the server process running the turn, which has not acted on it yet. */
+  cancel_requested: boolean;
+  created_at: string;
+  updated_at: string;
+  completed_at: string | null;
+}
+
+export interface ListTurnsParams extends ListParams {
+  /** Only the turns of this conversation. */
+  conversation_id?: string;
 }
 
 /** A connection of the account to an outside service. */
@@ -519,20 +552,46 @@ export interface RecoverWebhookParams {
 }
 
 /** A piece of a streamed reply. */
-export interface MessageDeltaEvent {
+/** What every event of a turn's stream carries. */
+export interface TurnEventBase {
+  /** The event's number in its turn's stream: a stream resumes after it (Last-Event-ID). */
+  id?: string;
+  /** The turn. */
+  turn_id?: string;
+}
+
+/** The first event of a turn's stream (and of each resumed attempt). */
+export interface TurnStartedEvent extends TurnEventBase {
+  type: "turn.started";
+  turn: { turn_id: string; inbound_message_id: string; conversation_id: string; assistant_id: string; resumed: boolean };
+}
+
+/** A tool call of the engine. */
+export interface ToolCallEvent extends TurnEventBase {
+  type: "tool_call";
+  call: { turn_id: string; call_seq: number; name: string; arguments: unknown };
+}
+
+/** The action of a tool call; replayed when a resumed turn found it committed and did not run it again. */
+export interface ToolResultEvent extends TurnEventBase {
+  type: "tool_result";
+  result: { turn_id: string; call_seq: number; name: string; action: Action; replayed: boolean };
+}
+
+export interface MessageDeltaEvent extends TurnEventBase {
   type: "message.delta";
   /** The next piece of the reply's text; the deltas put together are its content. */
   delta: string;
 }
 
 /** The last event of a streamed reply: the stored reply. */
-export interface MessageCompletedEvent {
+export interface MessageCompletedEvent extends TurnEventBase {
   type: "message.completed";
   message: Message;
 }
 
 /** An event of a streamed reply. */
-export type MessageStreamEvent = MessageDeltaEvent | MessageCompletedEvent;
+export type MessageStreamEvent = TurnStartedEvent | ToolCallEvent | ToolResultEvent | MessageDeltaEvent | MessageCompletedEvent;
 
 /** A permission of an API key: admin grants every other. */
 export type Permission = "read" | "write" | "admin" | "messages" | "integrations";

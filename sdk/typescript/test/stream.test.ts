@@ -25,8 +25,13 @@ test("a reply streams as deltas, then the stored message", async () => {
   assert.match(stream.requestId ?? "", /^req_/);
   const last = events.at(-1)!;
   assert.equal(last.type, "message.completed");
-  const deltas = events.slice(0, -1);
-  assert.ok(deltas.length >= 1);
+  const first = events[0]!;
+  if (first.type !== "turn.started") throw new Error(`first event ${first.type}`);
+  assert.match(first.turn.turn_id, /^trn_/);
+  assert.equal(stream.turnId, first.turn.turn_id);
+  assert.deepEqual(events.map((e) => e.id), events.map((_, i) => String(i + 1)));
+  const deltas = events.slice(1, -1);
+  assert.ok(deltas.length > 1, "the built-in engine streams word by word");
   for (const d of deltas) assert.equal(d.type, "message.delta");
   const text = deltas.map((d) => (d.type === "message.delta" ? d.delta : "")).join("");
   if (last.type !== "message.completed") throw new Error("unreachable");
@@ -34,6 +39,18 @@ test("a reply streams as deltas, then the stored message", async () => {
   assert.equal(last.message.direction, "outbound");
   // Stored: the same record as a GET.
   assert.deepEqual(await client.messages.get(last.message.id), last.message);
+
+  // The turn's record, and its stream again from an event.
+  const turn = await client.turns.get(first.turn.turn_id);
+  assert.equal(turn.status, "completed");
+  assert.equal(turn.reply_message_id, last.message.id);
+  const page = await client.turns.list({ conversation_id: turn.conversation_id });
+  assert.deepEqual(page.data.map((t) => t.id), [turn.id]);
+  const rest: MessageStreamEvent[] = [];
+  for await (const ev of client.turns.events(turn.id, { lastEventId: events.at(-3)!.id })) rest.push(ev);
+  assert.deepEqual(rest.map((e) => e.id), [events.at(-2)!.id, events.at(-1)!.id]);
+  assert.equal((await client.turns.cancel(turn.id)).status, "completed");
+  assert.equal((await client.messages.cancel(turn.inbound_message_id)).id, turn.id);
 
   // Continuing the conversation, with the helpers.
   let pieces = "";
@@ -44,6 +61,38 @@ test("a reply streams as deltas, then the stored message", async () => {
   assert.match(next.content, /Ada/);
   const fin = await client.messages.stream({ assistant_id: srv.assistantId, message: "Thanks!" }).finalMessage();
   assert.match(fin.id, /^msg_/);
+});
+
+test("a dropped stream resumes from the last event id, with tool events", async () => {
+  const started = { turn_id: "trn_1", inbound_message_id: "msg_0", conversation_id: "conv_1", assistant_id: "ast_1", resumed: false };
+  const action = { id: "act_1", object: "action", type: "create_task", status: "succeeded", turn_id: "trn_1", call_seq: 1 };
+  const msg = { id: "msg_1", object: "message", assistant_id: "ast_1", conversation_id: "conv_1", direction: "outbound", content: "Done.",
+    metadata: {}, created_at: "2026-11-21T10:00:00Z", updated_at: "2026-11-21T10:00:00Z" };
+  const ev = (id: number, name: string, data: unknown) => `id: ${id}\nevent: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+  const seen: Array<[string, string | undefined]> = [];
+  const stub = await listen((req, res) => {
+    seen.push([`${req.method} ${req.url}`, req.headers["last-event-id"] as string | undefined]);
+    res.writeHead(200, { "Content-Type": "text/event-stream", "X-Turn-Id": "trn_1", "X-Request-Id": "req_s" });
+    if (req.method === "POST") {
+      // Cut after the tool call.
+      res.end(ev(1, "turn.started", started) + ev(2, "tool_call", { turn_id: "trn_1", call_seq: 1, name: "create_task", arguments: { title: "x" } }));
+      return;
+    }
+    res.end(ev(3, "tool_result", { turn_id: "trn_1", call_seq: 1, name: "create_task", action, replayed: false }) +
+      ev(4, "message.delta", { delta: "Done." }) + ev(5, "message.completed", msg));
+  });
+  try {
+    const c = new Client({ apiKey: "k", baseURL: stub.url });
+    const events: MessageStreamEvent[] = [];
+    for await (const e of c.messages.stream({ assistant_id: "ast_1", message: "Hi" })) events.push(e);
+    assert.deepEqual(events.map((e) => `${e.id} ${e.type}`), ["1 turn.started", "2 tool_call", "3 tool_result", "4 message.delta", "5 message.completed"]);
+    const r = events[2]!;
+    if (r.type !== "tool_result") throw new Error("unreachable");
+    assert.equal(r.result.action.turn_id, "trn_1");
+    assert.deepEqual(seen, [["POST /v1/messages", undefined], ["GET /v1/turns/trn_1/events", "2"]]);
+  } finally {
+    await stub.close();
+  }
 });
 
 test("an error before the stream begins is thrown as usual", async () => {
