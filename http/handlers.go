@@ -78,6 +78,7 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 		in.ConversationID = *req.ConversationID
 	}
 	if req.Stream != nil && *req.Stream {
+		in.Stream = true
 		return s.streamMessage(w, r, auth(r).User.ID, in)
 	}
 	run, err := s.Messages.Start(r.Context(), auth(r).User.ID, in)

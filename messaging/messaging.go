@@ -67,6 +67,13 @@ type SendInput struct {
 	// when it completed, and resumes it when it failed or its process
 	// died.
 	IdempotencyKey string
+	// Stream asks for the reply in the pieces the engine produces (one
+	// message.delta event each, stored with the turn's events). Without
+	// it the engine is not asked to stream, and the turn's events carry
+	// the reply as one delta: a turn nobody watches piece by piece does
+	// not store dozens of events (the built-in engine streams word by
+	// word). It is not part of what an Idempotency-Key names.
+	Stream bool
 }
 
 // Run is a turn running (or just run) in this process.
@@ -221,7 +228,7 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 		}
 		return nil, err
 	}
-	return s.launch(a, engine, x.Turn, append(history, x.Inbound), in.Timezone, false, 0), nil
+	return s.launch(a, engine, x.Turn, append(history, x.Inbound), in.Timezone, in.Stream, false, 0), nil
 }
 
 // retry answers a send whose idempotency key started turn t.
@@ -257,7 +264,7 @@ func (s *Service) retry(ctx context.Context, a *ams.Assistant, t *ams.Turn, hash
 		}
 		return nil, err
 	}
-	r, err := s.resume(ctx, a, engine, claimed, in.Timezone)
+	r, err := s.resume(ctx, a, engine, claimed, in.Timezone, in.Stream)
 	if err != nil {
 		// Not started after all: the attempt fails at once rather than
 		// hold its lease with no process running it.
@@ -275,7 +282,7 @@ func (s *Service) retry(ctx context.Context, a *ams.Assistant, t *ams.Turn, hash
 // resume starts the claimed attempt of turn t: the engine gets the
 // conversation up to the turn's inbound message, and the stream goes on
 // numbering after the turn's stored events.
-func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engine, t *ams.Turn, tz string) (*Run, error) {
+func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engine, t *ams.Turn, tz string, stream bool) (*Run, error) {
 	history, err := s.Store.RecentMessages(ctx, t.UserID, t.ConversationID, HistoryLength+1)
 	if err != nil {
 		return nil, err
@@ -300,7 +307,7 @@ func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engin
 	if err != nil {
 		return nil, err
 	}
-	return s.launch(a, engine, t, history, tz, true, last), nil
+	return s.launch(a, engine, t, history, tz, stream, true, last), nil
 }
 
 func inProgress(id string) error {
@@ -352,7 +359,7 @@ func (s *Service) running(turnID string) *Run {
 }
 
 // launch starts turn t in the background, detached from any request.
-func (s *Service) launch(a *ams.Assistant, engine ams.Engine, t *ams.Turn, history []*ams.Message, tz string, resumed bool, lastSeq int64) *Run {
+func (s *Service) launch(a *ams.Assistant, engine ams.Engine, t *ams.Turn, history []*ams.Message, tz string, stream, resumed bool, lastSeq int64) *Run {
 	timeout := s.EngineTimeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
@@ -374,8 +381,10 @@ func (s *Service) launch(a *ams.Assistant, engine ams.Engine, t *ams.Turn, histo
 			loc = l
 		}
 	}
-	req := &ams.EngineRequest{Assistant: a, History: history, Now: s.Clock.Now(), Location: loc,
-		Stream: func(d string) error { r.log.addDelta(d); return nil }}
+	req := &ams.EngineRequest{Assistant: a, History: history, Now: s.Clock.Now(), Location: loc}
+	if stream {
+		req.Stream = func(d string) error { r.log.addDelta(d); return nil }
+	}
 	if s.Tools != nil {
 		if tb := s.Tools(t.UserID, a, t.ConversationID); tb != nil {
 			req.Tools = &turnTools{inner: tb, r: r}

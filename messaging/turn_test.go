@@ -3,6 +3,7 @@ package messaging_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,7 +183,7 @@ func hasCode(err error, code string) bool {
 }
 
 // TestFollowFromAnotherProcess: a second service on the same store (as
-// another process) follows a running turn from the stored events,
+// another process) follows a running streamed turn from the stored events,
 // polling, live, to its end: the same events, in order.
 func TestFollowFromAnotherProcess(t *testing.T) {
 	release := make(chan struct{})
@@ -201,7 +202,7 @@ func TestFollowFromAnotherProcess(t *testing.T) {
 	}
 	other := &messaging.Service{Store: db, Clock: s.Clock}
 	ctx := context.Background()
-	r, err := s.Start(ctx, u.ID, messaging.SendInput{AssistantID: a.ID, Message: "hi"})
+	r, err := s.Start(ctx, u.ID, messaging.SendInput{AssistantID: a.ID, Message: "hi", Stream: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,4 +243,40 @@ type streamEngine func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply,
 
 func (f streamEngine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
 	return f(ctx, req)
+}
+
+// TestUnstreamedTurnStoresOneDelta: a turn sent without Stream does not
+// ask the engine to stream, and its stored events carry the reply as one
+// delta: turn.started, message.delta, message.completed.
+func TestUnstreamedTurnStoresOneDelta(t *testing.T) {
+	s, db, u, a := setup(t, engineFunc(func(ctx context.Context, _ *ams.Assistant, _ []*ams.Message) (*ams.Reply, error) {
+		return nil, nil
+	}))
+	asked := false
+	s.EngineFor = func(*ams.Assistant) (ams.Engine, error) {
+		return streamEngine(func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
+			asked = req.Stream != nil
+			return &ams.Reply{Content: "Hello there, you"}, nil
+		}), nil
+	}
+	ctx := context.Background()
+	r, err := s.Start(ctx, u.ID, messaging.SendInput{AssistantID: a.ID, Message: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := db.TurnEvents(ctx, r.Turn.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range evs {
+		types = append(types, e.Type)
+	}
+	if asked || len(evs) != 3 || types[0] != messaging.EventTurnStarted || types[1] != messaging.EventMessageDelta ||
+		types[2] != messaging.EventMessageCompleted || !strings.Contains(string(evs[1].Data), "Hello there, you") {
+		t.Fatalf("asked to stream %v; events %v", asked, types)
+	}
 }

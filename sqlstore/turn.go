@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -161,20 +162,45 @@ func (q *Queries) FinishTurn(ctx context.Context, t *ams.Turn, reply *ams.Messag
 	})
 }
 
-// AppendTurnEvents stores events of a turn.
+// AppendTurnEvents stores events of a turn, in one transaction, with one
+// multi-row INSERT per turnEventsPerInsert events: a reply streamed word
+// by word makes dozens of events, and a statement each cost more than the
+// rest of the turn.
 func (q *Queries) AppendTurnEvents(ctx context.Context, events []*ams.TurnEvent) error {
 	if len(events) == 0 {
 		return nil
 	}
-	stmts := make([]Stmt, len(events))
-	for i, e := range events {
-		stmts[i] = Stmt{"insert turn event", `INSERT INTO turn_events (turn_id, seq, type, data, created_at) VALUES ($1, $2, $3, $4, $5)`,
-			[]any{e.TurnID, e.Seq, e.Type, string(e.Data), MS(e.CreatedAt)}}
-	}
 	return q.inTx(ctx, func(q *Queries) error {
-		_, err := q.batch(ctx, stmts)
-		return err
+		return q.insertTurnEvents(ctx, events)
 	})
+}
+
+// turnEventsPerInsert bounds the rows of one INSERT (5 parameters each):
+// SQLite's driver looks each numbered parameter up in a list, so a
+// statement's binding cost grows with the square of its parameters.
+const turnEventsPerInsert = 16
+
+// insertTurnEvents writes events with multi-row INSERTs, pipelined.
+func (q *Queries) insertTurnEvents(ctx context.Context, events []*ams.TurnEvent) error {
+	var stmts []Stmt
+	for len(events) > 0 {
+		n := min(len(events), turnEventsPerInsert)
+		var b strings.Builder
+		b.WriteString(`INSERT INTO turn_events (turn_id, seq, type, data, created_at) VALUES `)
+		args := make([]any, 0, 5*n)
+		for i, e := range events[:n] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			k := len(args)
+			fmt.Fprintf(&b, "($%d, $%d, $%d, $%d, $%d)", k+1, k+2, k+3, k+4, k+5)
+			args = append(args, e.TurnID, e.Seq, e.Type, string(e.Data), MS(e.CreatedAt))
+		}
+		stmts = append(stmts, Stmt{"insert turn events", b.String(), args})
+		events = events[n:]
+	}
+	_, err := q.batch(ctx, stmts)
+	return err
 }
 
 // TurnEvents returns the turn's events after seq after.
