@@ -494,8 +494,8 @@ func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now t
 
 // RecordAttempts records attempts whose outcome is JobSucceeded or
 // JobRetry as RecordAttempt would one by one, in one transaction of two
-// statements whatever their number: one UPDATE of their jobs, fenced by
-// each claim's lease, and one INSERT of the matched attempts. An attempt
+// statements per 16 attempts: one UPDATE of their jobs, fenced by each
+// claim's lease, and one INSERT of the matched attempts. An attempt
 // whose job the UPDATE did not match (its lease was lost, or its webhook
 // deleted) is then passed to RecordAttempt, which stores nothing and tells
 // the two apart. errs[i] is rs[i]'s answer; err is an error of the whole
@@ -513,68 +513,12 @@ func (q *Queries) RecordAttempts(ctx context.Context, rs []*ams.AttemptResult, n
 	matched := make(map[int64]bool, len(rs))
 	err = q.inTx(ctx, func(q *Queries) error {
 		clear(matched)
-		var b strings.Builder
-		args := []any{MS(now)}
-		b.WriteString(`UPDATE webhook_jobs SET state = CASE WHEN webhook_jobs.state = 'pending' OR v.column3 = 'succeeded' THEN v.column3 ELSE webhook_jobs.state END,
-			attempts = webhook_jobs.attempts + 1, next_at = CASE WHEN v.column4 > 0 THEN v.column4 ELSE webhook_jobs.next_at END, lease_until = 0, updated_at = $1
-			FROM (VALUES `)
-		for i, r := range rs {
-			state, next := "succeeded", int64(0)
-			if r.Outcome == ams.JobRetry {
-				state, next = "pending", MS(r.NextAt)
+		for c := range slices.Chunk(rs, attemptsPerStatement) {
+			if err := q.recordAttemptChunk(ctx, c, now, matched); err != nil {
+				return err
 			}
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			n := len(args)
-			fmt.Fprintf(&b, "(CAST($%d AS BIGINT), CAST($%d AS BIGINT), CAST($%d AS TEXT), CAST($%d AS BIGINT))", n+1, n+2, n+3, n+4)
-			args = append(args, r.Job.Seq, MS(r.Job.LeaseUntil), state, next)
 		}
-		b.WriteString(`) AS v WHERE webhook_jobs.seq = v.column1 AND webhook_jobs.lease_until = v.column2 AND webhook_jobs.lease_until > $1
-			RETURNING webhook_jobs.seq`)
-		rows, err := q.w.Query(ctx, b.String(), args...)
-		if err != nil {
-			return q.fail("update jobs", err)
-		}
-		for rows.Next() {
-			var seq int64
-			if err := rows.Scan(&seq); err != nil {
-				rows.Close()
-				return q.fail("update jobs", err)
-			}
-			matched[seq] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return q.fail("update jobs", err)
-		}
-		if len(matched) == 0 {
-			return nil
-		}
-		b.Reset()
-		args = args[:0]
-		b.WriteString(`INSERT INTO webhook_deliveries (` + deliveryCols + `) VALUES `)
-		for _, r := range rs {
-			if !matched[r.Job.Seq] {
-				continue
-			}
-			d := r.Delivery
-			if len(args) > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteByte('(')
-			for k := range 13 {
-				if k > 0 {
-					b.WriteString(", ")
-				}
-				fmt.Fprintf(&b, "$%d", len(args)+k+1)
-			}
-			b.WriteByte(')')
-			args = append(args, d.ID, d.UserID, d.WebhookID, d.EventID, d.EventType, d.Attempt, d.URL, d.Success, d.StatusCode,
-				d.DurationMS, d.Error, d.ResponseBody, MS(d.CreatedAt))
-		}
-		_, err = q.exec(ctx, "insert deliveries", b.String(), args...)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -585,6 +529,79 @@ func (q *Queries) RecordAttempts(ctx context.Context, rs []*ams.AttemptResult, n
 		}
 	}
 	return errs, nil
+}
+
+// attemptsPerStatement bounds the attempts of one UPDATE and one INSERT
+// of RecordAttempts: SQLite's driver binds numbered parameters in time
+// that grows with the square of their number (13 per attempt).
+const attemptsPerStatement = 16
+
+// recordAttemptChunk updates the jobs of rs, fenced by their leases, and
+// logs the attempts of those it matched, adding them to matched.
+func (q *Queries) recordAttemptChunk(ctx context.Context, rs []*ams.AttemptResult, now time.Time, matched map[int64]bool) error {
+	var b strings.Builder
+	args := []any{MS(now)}
+	b.WriteString(`UPDATE webhook_jobs SET state = CASE WHEN webhook_jobs.state = 'pending' OR v.column3 = 'succeeded' THEN v.column3 ELSE webhook_jobs.state END,
+		attempts = webhook_jobs.attempts + 1, next_at = CASE WHEN v.column4 > 0 THEN v.column4 ELSE webhook_jobs.next_at END, lease_until = 0, updated_at = $1
+		FROM (VALUES `)
+	for i, r := range rs {
+		state, next := "succeeded", int64(0)
+		if r.Outcome == ams.JobRetry {
+			state, next = "pending", MS(r.NextAt)
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		n := len(args)
+		fmt.Fprintf(&b, "(CAST($%d AS BIGINT), CAST($%d AS BIGINT), CAST($%d AS TEXT), CAST($%d AS BIGINT))", n+1, n+2, n+3, n+4)
+		args = append(args, r.Job.Seq, MS(r.Job.LeaseUntil), state, next)
+	}
+	b.WriteString(`) AS v WHERE webhook_jobs.seq = v.column1 AND webhook_jobs.lease_until = v.column2 AND webhook_jobs.lease_until > $1
+		RETURNING webhook_jobs.seq`)
+	rows, err := q.w.Query(ctx, b.String(), args...)
+	if err != nil {
+		return q.fail("update jobs", err)
+	}
+	here := map[int64]bool{}
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			rows.Close()
+			return q.fail("update jobs", err)
+		}
+		here[seq], matched[seq] = true, true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return q.fail("update jobs", err)
+	}
+	if len(here) == 0 {
+		return nil
+	}
+	b.Reset()
+	args = args[:0]
+	b.WriteString(`INSERT INTO webhook_deliveries (` + deliveryCols + `) VALUES `)
+	for _, r := range rs {
+		if !here[r.Job.Seq] {
+			continue
+		}
+		d := r.Delivery
+		if len(args) > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for k := range 13 {
+			if k > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "$%d", len(args)+k+1)
+		}
+		b.WriteByte(')')
+		args = append(args, d.ID, d.UserID, d.WebhookID, d.EventID, d.EventType, d.Attempt, d.URL, d.Success, d.StatusCode,
+			d.DurationMS, d.Error, d.ResponseBody, MS(d.CreatedAt))
+	}
+	_, err = q.exec(ctx, "insert deliveries", b.String(), args...)
+	return err
 }
 
 // FinishEmail records the outcome of sending an e-mail.

@@ -177,11 +177,12 @@ func testRecordAttempts(t *testing.T, s ams.Store) {
 	a := mustAssistant(t, s, u, "batch")
 	w := mustWebhook(t, s, u, ams.EventMessageCreated)
 	gone := mustWebhook(t, s, u, ams.EventMessageCreated)
-	for i := range 3 {
+	const turns = 12 // 24 jobs per webhook: more than one statement's worth
+	for i := range turns {
 		sendTurn(t, s, u, a, t0.Add(time.Duration(i)*time.Millisecond))
 	}
 	jobs := claim(t, s, t0.Add(time.Second), ams.Claim{Limit: 100, PerWebhook: 100})
-	if per := perWebhook(jobs); per[w.ID] != 6 || per[gone.ID] != 6 {
+	if per := perWebhook(jobs); per[w.ID] != 2*turns || per[gone.ID] != 2*turns {
 		t.Fatalf("claimed %v", per)
 	}
 	if err := s.DeleteWebhook(ctx, u.ID, gone.ID); err != nil {
