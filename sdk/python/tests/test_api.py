@@ -539,7 +539,7 @@ class ManagementTest(unittest.TestCase):
         self.assertIsInstance(k, ams.APIKey)
         self.assertTrue(k.id.startswith("key_") and k.secret and k.secret.startswith("ams_sk_"))
         self.assertEqual((k.name, k.permissions, k.status, k.last4), ("py export", ["read", "messages"], "active", k.secret[-4:]))
-        self.assertEqual(k.expires_at, "2030-01-31T00:00:00Z")
+        self.assertEqual(k.expires_at, "2030-01-31T00:00:00.000Z")
         self.assertIsNone(c.get_api_key(k.id).secret)
         self.assertTrue(self.s.client(k.secret).list_assistants().data is not None)
         self.assertIn(k.id, [x.id for x in c.list_api_keys(limit=100)])

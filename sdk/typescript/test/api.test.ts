@@ -689,7 +689,7 @@ describe("management (permission admin)", () => {
     assert.match(k.secret, /^ams_sk_/);
     assert.equal(k.last4, k.secret.slice(-4));
     assert.deepEqual(k.permissions, ["read", "messages"]);
-    assert.equal(k.expires_at, "2030-01-31T00:00:00Z");
+    assert.equal(k.expires_at, "2030-01-31T00:00:00.000Z");
     assert.equal("secret" in (await admin.keys.get(k.id)), false);
     const page = await admin.keys.list({ limit: 100 });
     assert.ok(page.data.some((x) => x.id === k.id));
