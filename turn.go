@@ -96,9 +96,10 @@ type TurnStore interface {
 	RequestTurnCancel(ctx context.Context, userID, id string, now time.Time) (*Turn, error)
 	// FinishTurn ends a running turn's attempt t.Attempt: t's status,
 	// error, reply id and times are written, and, when reply is set, the
-	// reply message (counted into its conversation) with events, all in one
-	// transaction. ECONFLICT when the turn no longer runs that attempt.
-	FinishTurn(ctx context.Context, t *Turn, reply *Message, events []*Event) error
+	// reply message (counted into its conversation) with events, and the
+	// turn's stream events not stored yet (its last among them), all in
+	// one transaction. ECONFLICT when the turn no longer runs that attempt.
+	FinishTurn(ctx context.Context, t *Turn, reply *Message, events []*Event, stream ...*TurnEvent) error
 	// AppendTurnEvents stores events of a turn (their Seq set by the
 	// caller, increasing).
 	AppendTurnEvents(ctx context.Context, events []*TurnEvent) error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -140,6 +141,37 @@ func (l *eventLog) flush(ctx context.Context) {
 		l.written = n
 	}
 	l.mu.Unlock()
+}
+
+// prepare returns the event that would come next, without adding it:
+// the turn's last event, to be stored with the turn's completion and
+// added by addStored once that has committed.
+func (l *eventLog) prepare(typ string, v any) *ams.TurnEvent {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{}`)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return &ams.TurnEvent{TurnID: l.turnID, Seq: l.seq + 1, Type: typ, Data: b, CreatedAt: l.clock.Now()}
+}
+
+// unwritten returns the events not stored yet.
+func (l *eventLog) unwritten() []*ams.TurnEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.events[l.written:])
+}
+
+// addStored adds e, the event prepare made, stored with every event
+// before it, and wakes the subscribers.
+func (l *eventLog) addStored(e *ams.TurnEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seq = e.Seq
+	l.events = append(l.events, e)
+	l.written = len(l.events)
+	l.wakeLocked()
 }
 
 // hasDeltas reports whether any text was emitted.

@@ -471,17 +471,24 @@ func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.E
 	if msg != nil {
 		events = []*ams.Event{ams.MessageCreatedEvent(msg)}
 	}
-	if ferr := s.Store.FinishTurn(bg, &end, msg, events); ferr != nil {
+	// The turn's last event (message.completed with the stored reply, or
+	// error) and the events not stored yet are written in the turn's
+	// last transaction; subscribers get the last event once it commits.
+	var last *ams.TurnEvent
+	if msg != nil {
+		last = r.log.prepare(EventMessageCompleted, msg)
+	} else {
+		last = r.log.prepare(EventError, ErrorData{Error: end.Error})
+	}
+	if ferr := s.Store.FinishTurn(bg, &end, msg, events, append(r.log.unwritten(), last)...); ferr != nil {
 		s.logger().Error("finish turn", "turn", t.ID, "err", ferr)
 		msg, err = nil, ferr
 		end.Error = apiError(ferr)
-	}
-	if msg != nil {
-		r.log.emit(EventMessageCompleted, msg)
-	} else {
 		r.log.emit(EventError, ErrorData{Error: end.Error})
+		r.log.flush(bg)
+	} else {
+		r.log.addStored(last)
 	}
-	r.log.flush(bg)
 	s.mu.Lock()
 	delete(s.runs, t.ID)
 	s.mu.Unlock()

@@ -140,7 +140,7 @@ func (q *Queries) RequestTurnCancel(ctx context.Context, userID, id string, now 
 }
 
 // FinishTurn ends a running turn, with its reply when there is one.
-func (q *Queries) FinishTurn(ctx context.Context, t *ams.Turn, reply *ams.Message, events []*ams.Event) error {
+func (q *Queries) FinishTurn(ctx context.Context, t *ams.Turn, reply *ams.Message, events []*ams.Event, stream ...*ams.TurnEvent) error {
 	errText, err := turnError(t.Error)
 	if err != nil {
 		return err
@@ -154,6 +154,11 @@ func (q *Queries) FinishTurn(ctx context.Context, t *ams.Turn, reply *ams.Messag
 		}
 		if n == 0 {
 			return ams.Errorf(ams.ECONFLICT, "turn_finished", "Turn '%s' is not running attempt %d.", t.ID, t.Attempt)
+		}
+		if len(stream) > 0 {
+			if err := q.insertTurnEvents(ctx, stream); err != nil {
+				return err
+			}
 		}
 		if reply == nil {
 			return q.emit(ctx, nil, events)
