@@ -114,7 +114,7 @@ func (c *committer) commit(group []txReq) []txDone {
 			fail(fmt.Errorf("savepoint: %w", err))
 			return results
 		}
-		results[i] = call(r.fn, conn{db: tx, stmts: c.stmts, tx: tx})
+		results[i] = call(r.fn, groupConn{conn{db: tx, stmts: c.stmts, tx: tx}})
 		if results[i].err != nil || results[i].panic != nil {
 			// Undo this caller's writes only. If SQLite cannot (the error
 			// ended the whole transaction), the group fails.
@@ -161,6 +161,29 @@ func (c *committer) single(r txReq) txDone {
 	c.txs.Add(1)
 	c.commits.Add(1)
 	return txDone{}
+}
+
+// groupConn runs a caller's statements in a group's transaction without
+// its context's cancellation: SQLite answers a cancelled statement with
+// sqlite3_interrupt, which rolls back the whole transaction, the other
+// callers' work included. A caller whose context ends while its function
+// runs in a group has its statements run to their end.
+type groupConn struct{ c conn }
+
+func (g groupConn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	return g.c.Exec(context.WithoutCancel(ctx), query, args...)
+}
+
+func (g groupConn) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	return g.c.Query(context.WithoutCancel(ctx), query, args...)
+}
+
+func (g groupConn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return g.c.QueryRow(context.WithoutCancel(ctx), query, args...)
+}
+
+func (g groupConn) Batch(ctx context.Context, stmts []sqlstore.Stmt) ([]int64, int, error) {
+	return g.c.Batch(context.WithoutCancel(ctx), stmts)
 }
 
 // call runs fn, catching a panic so that the committer survives it and

@@ -175,3 +175,56 @@ func TestGroupCommitCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestGroupCommitCallerCancelsMidway: a caller whose context ends while
+// its function runs in a group does not touch the group's transaction
+// (SQLite would roll all of it back on an interrupted statement): its
+// statements run to their end, and it and the others commit.
+func TestGroupCommitCallerCancelsMidway(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	now := time.Date(2026, 11, 24, 18, 0, 0, 0, time.UTC)
+	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "cancel@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	a := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), Object: "assistant", UserID: u.ID, Name: "A", Model: ams.ModelBuiltin, CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateAssistant(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	task := func(title string) *ams.Task {
+		return &ams.Task{ID: ams.NewID(ams.PrefixTask), Object: "task", UserID: u.ID, AssistantID: a.ID, Title: title,
+			Status: ams.TaskOpen, CreatedAt: now, UpdatedAt: now}
+	}
+	release, holding := make(chan struct{}), make(chan struct{})
+	errs := make(chan error, 3)
+	go func() {
+		errs <- db.Update(ctx, func(tx ams.Tx) error { close(holding); <-release; return tx.CreateTask(ctx, task("first")) })
+	}()
+	<-holding
+	cctx, cancel := context.WithCancel(ctx)
+	go func() {
+		errs <- db.Update(cctx, func(tx ams.Tx) error {
+			cancel() // the caller goes away while its function runs
+			return tx.CreateTask(cctx, task("cancelled midway"))
+		})
+	}()
+	go func() { errs <- db.Update(ctx, func(tx ams.Tx) error { return tx.CreateTask(ctx, task("other")) }) }()
+	for db.group.group.Queued() != 2 {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	page, err := db.ListTasks(ctx, u.ID, ams.TaskFilter{}, ams.ListParams{Limit: 10})
+	if err != nil || len(page.Data) != 3 {
+		t.Fatalf("%d tasks stored (%v), want 3", len(page.Data), err)
+	}
+}
