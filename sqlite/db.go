@@ -44,6 +44,7 @@ type DB struct {
 	rq    *reader    // the read pool with prepared statements cached
 	ws    *writeStmts
 	group *committer // the write transactions, committed in groups
+	ckpt  *checkpointer
 }
 
 // Option configures Open.
@@ -91,7 +92,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		return "file:" + abs + "?" + q.Encode()
 	}
 	db := &DB{path: abs}
-	if db.write, err = sql.Open("sqlite", dsn()+"&_txlock=immediate"); err != nil {
+	if db.write, err = sql.Open("sqlite", dsn(fmt.Sprintf("wal_autocheckpoint(%d)", autoCheckpointPages))+"&_txlock=immediate"); err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
 	db.write.SetMaxOpenConns(1)
@@ -118,6 +119,16 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	authDB.SetMaxOpenConns(1)
 	authDB.SetConnMaxLifetime(0)
 	db.auth = &authWatch{db: authDB}
+	ckptDB, err := sql.Open("sqlite", dsn())
+	if err != nil {
+		authDB.Close()
+		db.read.Close()
+		db.write.Close()
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	ckptDB.SetMaxOpenConns(1)
+	ckptDB.SetConnMaxLifetime(0)
+	db.ckpt = startCheckpointer(ckptDB, checkpointEvery)
 	db.rq = &reader{db: db.read}
 	db.ws = &writeStmts{db: db.write, m: map[string]*sql.Stmt{}}
 	db.group = newCommitter(db.write, db.ws)
@@ -128,11 +139,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 // Path returns the database file's absolute path.
 func (db *DB) Path() string { return db.path }
 
-// Close closes the pools and the connection that watches the
-// authentication generation.
+// Close closes the pools, the connection that watches the authentication
+// generation and the checkpointer's.
 func (db *DB) Close() error {
 	db.ws.close()
-	return errors.Join(db.auth.close(), db.rq.close(), db.write.Close())
+	return errors.Join(db.ckpt.close(), db.auth.close(), db.rq.close(), db.write.Close())
 }
 
 // Ping checks that the database answers.

@@ -228,3 +228,32 @@ func TestGroupCommitCallerCancelsMidway(t *testing.T) {
 		t.Fatalf("%d tasks stored (%v), want 3", len(page.Data), err)
 	}
 }
+
+// TestCheckpointer: with the automatic checkpoint at its high threshold,
+// the checkpointer's connection copies the WAL written by the write
+// connection into the database, without the writer's help.
+func TestCheckpointer(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var pages int
+	if err := db.write.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&pages); err != nil || pages != autoCheckpointPages {
+		t.Fatalf("wal_autocheckpoint %d (%v), want %d", pages, err, autoCheckpointPages)
+	}
+	before := db.ckpt.full.Load()
+	now := time.Date(2026, 11, 24, 18, 0, 0, 0, time.UTC)
+	for i := range 50 {
+		u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: fmt.Sprintf("ckpt%d@example.com", i), Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
+		if err := db.CreateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); db.ckpt.full.Load() == before; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no checkpoint copied the WAL within 5 s")
+		}
+	}
+}
