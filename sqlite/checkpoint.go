@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -26,9 +27,10 @@ const autoCheckpointPages = 10000
 
 // checkpointer runs PASSIVE checkpoints on its own connection.
 type checkpointer struct {
-	db   *sql.DB
-	stop chan struct{}
-	done chan struct{}
+	db       *sql.DB
+	stop     chan struct{}
+	done     chan struct{}
+	stopOnce sync.Once
 	// full counts the checkpoints that found frames in the WAL and copied
 	// all of them.
 	full atomic.Int64
@@ -62,8 +64,10 @@ func (c *checkpointer) loop(every time.Duration) {
 	}
 }
 
+// close stops the checkpointer and closes its connection; a second call
+// (DB.Close twice) does nothing more.
 func (c *checkpointer) close() error {
-	close(c.stop)
+	c.stopOnce.Do(func() { close(c.stop) })
 	<-c.done
 	return c.db.Close()
 }

@@ -257,3 +257,13 @@ func TestCheckpointer(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseTwice: closing a store twice is harmless.
+func TestCloseTwice(t *testing.T) {
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	db.Close()
+}
