@@ -15,8 +15,8 @@ const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 
 // JSONTime is a time.Time that encodes as TimeFormat. Records shadow their
-// time fields with it in their MarshalJSON; decoding accepts any RFC 3339
-// time, as time.Time does.
+// time fields with it in their MarshalJSON (only for encoding: they decode
+// into time.Time, which accepts any RFC 3339 time).
 type JSONTime time.Time
 
 // MarshalJSON implements json.Marshaler.
@@ -25,11 +25,6 @@ func (t JSONTime) MarshalJSON() ([]byte, error) {
 	b = append(b, '"')
 	b = time.Time(t).UTC().AppendFormat(b, TimeFormat)
 	return append(b, '"'), nil
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (t *JSONTime) UnmarshalJSON(b []byte) error {
-	return (*time.Time)(t).UnmarshalJSON(b)
 }
 
 // jsonTimePtr returns p as a *JSONTime (nil stays nil and encodes as null).

@@ -12,18 +12,16 @@ import (
 	"github.com/amsdev/ams"
 )
 
-// TestGroupCommit holds the write connection with one transaction while
-// 200 more queue up, then lets them run: they commit in two groups (of at
-// most maxGroup), each caller gets its own function's outcome, the writes
-// of a failed or panicking function are undone and the others' kept, and
-// a panic reaches its caller.
-func TestGroupCommit(t *testing.T) {
+// taskStore opens a store with an account and an assistant, and returns
+// it, the account, and a function that makes a task of the assistant.
+func taskStore(t *testing.T) (*DB, *ams.User, func(title string) *ams.Task) {
+	t.Helper()
 	ctx := context.Background()
 	db, err := Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
 	now := time.Date(2026, 11, 24, 18, 0, 0, 0, time.UTC)
 	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "group@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
 	if err := db.CreateUser(ctx, u); err != nil {
@@ -33,12 +31,21 @@ func TestGroupCommit(t *testing.T) {
 	if err := db.CreateAssistant(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	txs0, commits0 := db.GroupCommits()
-
-	task := func(title string) *ams.Task {
+	return db, u, func(title string) *ams.Task {
 		return &ams.Task{ID: ams.NewID(ams.PrefixTask), Object: "task", UserID: u.ID, AssistantID: a.ID, Title: title,
 			Status: ams.TaskOpen, CreatedAt: now, UpdatedAt: now}
 	}
+}
+
+// TestGroupCommit holds the write connection with one transaction while
+// 200 more queue up, then lets them run: they commit in two groups (of at
+// most maxGroup), each caller gets its own function's outcome, the writes
+// of a failed or panicking function are undone and the others' kept, and
+// a panic reaches its caller.
+func TestGroupCommit(t *testing.T) {
+	ctx := context.Background()
+	db, u, task := taskStore(t)
+	txs0, commits0 := db.GroupCommits()
 	release := make(chan struct{})
 	holding := make(chan struct{})
 	var wg sync.WaitGroup
@@ -182,24 +189,7 @@ func TestGroupCommitCancelled(t *testing.T) {
 // statements run to their end, and it and the others commit.
 func TestGroupCommitCallerCancelsMidway(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	now := time.Date(2026, 11, 24, 18, 0, 0, 0, time.UTC)
-	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "cancel@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
-	if err := db.CreateUser(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	a := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), Object: "assistant", UserID: u.ID, Name: "A", Model: ams.ModelBuiltin, CreatedAt: now, UpdatedAt: now}
-	if err := db.CreateAssistant(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	task := func(title string) *ams.Task {
-		return &ams.Task{ID: ams.NewID(ams.PrefixTask), Object: "task", UserID: u.ID, AssistantID: a.ID, Title: title,
-			Status: ams.TaskOpen, CreatedAt: now, UpdatedAt: now}
-	}
+	db, u, task := taskStore(t)
 	release, holding := make(chan struct{}), make(chan struct{})
 	errs := make(chan error, 3)
 	go func() {

@@ -197,8 +197,7 @@ func (q *Queries) insertTurnEvents(ctx context.Context, events []*ams.TurnEvent)
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			k := len(args)
-			fmt.Fprintf(&b, "($%d, $%d, $%d, $%d, $%d)", k+1, k+2, k+3, k+4, k+5)
+			b.WriteString("(" + placeholders(len(args)+1, 5) + ")")
 			args = append(args, e.TurnID, e.Seq, e.Type, string(e.Data), MS(e.CreatedAt))
 		}
 		stmts = append(stmts, Stmt{"insert turn events", b.String(), args})

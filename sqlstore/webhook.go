@@ -589,14 +589,7 @@ func (q *Queries) recordAttemptChunk(ctx context.Context, rs []*ams.AttemptResul
 		if len(args) > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteByte('(')
-		for k := range 13 {
-			if k > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "$%d", len(args)+k+1)
-		}
-		b.WriteByte(')')
+		b.WriteString("(" + placeholders(len(args)+1, 13) + ")")
 		args = append(args, d.ID, d.UserID, d.WebhookID, d.EventID, d.EventType, d.Attempt, d.URL, d.Success, d.StatusCode,
 			d.DurationMS, d.Error, d.ResponseBody, MS(d.CreatedAt))
 	}

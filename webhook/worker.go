@@ -98,7 +98,8 @@ type Worker struct {
 	mu    sync.Mutex
 	total int
 	freed chan struct{}
-	// recorder gathers the attempts that finish together (see record).
+	// recorder gathers the attempts that finish together (see record);
+	// set by defaults, before any delivery starts.
 	recorder *batch.Batcher[attemptRecord, error]
 	wg       sync.WaitGroup
 }
@@ -135,6 +136,9 @@ func (w *Worker) defaults() {
 	}
 	if w.freed == nil {
 		w.freed = make(chan struct{}, 1)
+	}
+	if w.recorder == nil {
+		w.recorder = &batch.Batcher[attemptRecord, error]{Max: maxRecordBatch, Run: w.recordBatch}
 	}
 }
 
@@ -340,13 +344,7 @@ func (w *Worker) record(ctx context.Context, r *ams.AttemptResult, now time.Time
 	if r.Outcome == ams.JobFailed {
 		return w.Queue.RecordAttempt(ctx, r, now)
 	}
-	w.mu.Lock()
-	if w.recorder == nil {
-		w.recorder = &batch.Batcher[attemptRecord, error]{Max: maxRecordBatch, Run: w.recordBatch}
-	}
-	b := w.recorder
-	w.mu.Unlock()
-	return false, b.Do(attemptRecord{ctx: ctx, r: r, now: now})
+	return false, w.recorder.Do(attemptRecord{ctx: ctx, r: r, now: now})
 }
 
 // recordBatch records a batch of attempts, at the latest of their times
