@@ -24,7 +24,7 @@ func TestAuthGenerationAcrossHandles(t *testing.T) {
 	}
 	ctx := context.Background()
 	// pgtest imports this package: its helpers, by hand.
-	schema := "test_" + strings.ToLower(ams.NewID("")[:16])
+	schema := "test_" + strings.ToLower(ams.NewSecret("")[:16])
 	t.Cleanup(func() {
 		if c, err := pgx.Connect(context.Background(), url); err == nil {
 			c.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)

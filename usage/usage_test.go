@@ -179,7 +179,7 @@ func TestTwoRecordersOnPostgres(t *testing.T) {
 		t.Skip("PostgreSQL tests skipped: set AMS_TEST_DATABASE_URL")
 	}
 	ctx := context.Background()
-	schema := "test_usage_" + strings.ToLower(ams.NewID("")[:12])
+	schema := "test_usage_" + strings.ToLower(ams.NewSecret("")[:12])
 	t.Cleanup(func() {
 		conn, err := pgx.Connect(ctx, url)
 		if err != nil {

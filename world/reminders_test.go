@@ -311,7 +311,7 @@ func TestRemindersOncePerReminderAcrossProcesses(t *testing.T) {
 		t.Skip("PostgreSQL test skipped: set AMS_TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run it")
 	}
 	ctx := context.Background()
-	schema := "test_" + strings.ToLower(ams.NewID("")[:16])
+	schema := "test_" + strings.ToLower(ams.NewSecret("")[:16])
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ func devBootstrap(ctx context.Context, store ams.Store, base string, w io.Writer
 		return err
 	}
 	// A password, so that the login and OAuth consent pages can be tried.
-	pw := ams.NewID("")[:16]
+	pw := ams.NewSecret("")[:16]
 	hash, err := password.Hash(pw)
 	if err != nil {
 		return err

@@ -37,7 +37,7 @@ var Key = func() []byte {
 // not exist yet and is dropped with everything in it when the test ends.
 func FreshSchema(t testing.TB, url string) string {
 	t.Helper()
-	name := "test_" + strings.ToLower(ams.NewID("")[:16])
+	name := "test_" + strings.ToLower(ams.NewSecret("")[:16])
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
