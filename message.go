@@ -137,8 +137,12 @@ type Exchange struct {
 	Inbound         *Message
 	Reply           *Message
 	Events          []*Event
-	// Turn, when set, is stored (running) with the inbound message.
+	// Turn, when set, is stored with the inbound message: running, or
+	// already ended when the whole turn is stored at once (with its
+	// Reply, when it completed).
 	Turn *Turn
+	// Stream is the turn's stream events, stored with it.
+	Stream []*TurnEvent
 }
 
 // AssistantStore keeps assistants. Deleted assistants leave lists and

@@ -85,8 +85,18 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	w.Header().Set("X-Turn-Id", run.Turn.ID)
 	reply, err := run.Wait(r.Context())
+	select {
+	case <-run.Done():
+		// The turn that answers: this one, or for a turn that lost its
+		// Idempotency-Key to another request's, the one replayed; none
+		// when nothing was stored (its start is deferred, see
+		// messaging.Service.DeferStart).
+		if t := run.Final(); t != nil {
+			w.Header().Set("X-Turn-Id", t.ID)
+		}
+	default:
+	}
 	if err != nil {
 		return err
 	}

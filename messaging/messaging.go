@@ -45,11 +45,27 @@ type Service struct {
 	// FlushInterval is how often the turn's new stream events are
 	// stored, in one transaction; 0 means 50 ms.
 	FlushInterval time.Duration
-	Logger        *slog.Logger
+	// DeferStart is how long a turn sent without Stream may run before
+	// its start (the conversation when new, the inbound message with its
+	// event, the running turn) is stored. A turn that ends sooner without
+	// a tool call is stored whole, in one transaction at its end, with
+	// its reply: half the commits of a short turn. A tool call, or the
+	// time passing, stores the start first, so that a turn that acts or
+	// runs long is visible (and cancellable) while it runs. Until then
+	// nobody outside this process can know the turn: its ids reach the
+	// client with its answer. 0 means 100 ms; negative stores every
+	// start at once.
+	DeferStart time.Duration
+	Logger     *slog.Logger
 
 	mu   sync.Mutex
 	runs map[string]*Run // turns running in this process
+	// keys is the turns of this process whose start is deferred, by
+	// user and idempotency key: a retry of one is in progress here.
+	keys map[string]*Run
 }
+
+func runKey(userID, key string) string { return userID + "\x00" + key }
 
 // SendInput is a message to send.
 type SendInput struct {
@@ -92,6 +108,44 @@ type Run struct {
 	cancelled bool
 	reply     *ams.Message
 	err       error
+	final     *ams.Turn
+
+	startMu  sync.Mutex
+	pending  *ams.Exchange // the turn's start, while it is deferred
+	startErr error         // why the deferred start could not be stored
+}
+
+// Final returns the turn as stored when the run ended (completed, failed
+// or cancelled; for a replay, the turn replayed), or nil when nothing
+// of it was stored; valid once Done is closed.
+func (r *Run) Final() *ams.Turn {
+	<-r.done
+	return r.final
+}
+
+// storeStart stores the turn's deferred start, if it has not been: before
+// a tool call acts, or once the turn has run for DeferStart.
+func (r *Run) storeStart(ctx context.Context) error {
+	r.startMu.Lock()
+	defer r.startMu.Unlock()
+	if r.pending == nil {
+		return r.startErr
+	}
+	x := r.pending
+	r.pending = nil
+	if err := r.s.Store.SaveExchange(ctx, x); err != nil {
+		r.startErr = err
+		return err
+	}
+	return nil
+}
+
+// stored reports whether the turn is in the store (its start was not
+// deferred, or has been stored).
+func (r *Run) stored() bool {
+	r.startMu.Lock()
+	defer r.startMu.Unlock()
+	return r.pending == nil && r.startErr == nil
 }
 
 // Done is closed when the run has ended.
@@ -178,6 +232,13 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 	now := s.Clock.Now()
 	hash := RequestHash(in)
 	if in.IdempotencyKey != "" {
+		if r := s.deferredRun(userID, in.IdempotencyKey); r != nil {
+			if !ams.SecretsEqual(r.Turn.RequestHash, hash) {
+				return nil, ams.Errorf(ams.ECONFLICT, "idempotency_key_reused",
+					"Idempotency-Key '%s' was used with another message; use a new key for a new message.", in.IdempotencyKey)
+			}
+			return nil, inProgress(r.Turn.ID)
+		}
 		t, err := s.Store.FindTurnByKey(ctx, userID, in.IdempotencyKey, now.Add(-ams.IdempotencyTTL))
 		if err == nil {
 			return s.retry(ctx, a, t, hash, in)
@@ -219,6 +280,10 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 		InboundMessageID: x.Inbound.ID, Status: ams.TurnRunning, IdempotencyKey: in.IdempotencyKey, RequestHash: hash,
 		LeaseUntil: now.Add(s.lease()), Attempt: 1, CreatedAt: now, UpdatedAt: now}
 	x.Events = []*ams.Event{ams.MessageCreatedEvent(x.Inbound)}
+	history = append(history, x.Inbound)
+	if !in.Stream && s.DeferStart >= 0 {
+		return s.launch(a, engine, x.Turn, history, in.Timezone, false, false, 0, x), nil
+	}
 	if err := s.Store.SaveExchange(ctx, x); err != nil {
 		if in.IdempotencyKey != "" && ams.ErrorKindOf(err) != ams.ENOTFOUND {
 			// Another request with the key stored its turn first.
@@ -228,7 +293,39 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 		}
 		return nil, err
 	}
-	return s.launch(a, engine, x.Turn, append(history, x.Inbound), in.Timezone, in.Stream, false, 0), nil
+	return s.launch(a, engine, x.Turn, history, in.Timezone, in.Stream, false, 0, nil), nil
+}
+
+// unstored answers a turn whose deferred start could not be stored: when
+// another request with the same idempotency key stored its turn first,
+// as a retry with the key would be (its reply replayed, or 409 while it
+// runs or after it was cancelled or failed); otherwise err (the
+// conversation was deleted meanwhile, or the store failed). The turn's
+// reply, if any, is dropped: it had no effects (a tool call stores the
+// start first).
+func (s *Service) unstored(ctx context.Context, t *ams.Turn, err error) (*ams.Message, *ams.Turn, error) {
+	if t.IdempotencyKey == "" || ams.ErrorKindOf(err) == ams.ENOTFOUND {
+		return nil, nil, err
+	}
+	other, ferr := s.Store.FindTurnByKey(ctx, t.UserID, t.IdempotencyKey, t.CreatedAt.Add(-ams.IdempotencyTTL))
+	if ferr != nil || other.ID == t.ID {
+		return nil, nil, err
+	}
+	if other.RequestHash != t.RequestHash {
+		return nil, nil, ams.Errorf(ams.ECONFLICT, "idempotency_key_reused",
+			"Idempotency-Key '%s' was used with another message; use a new key for a new message.", t.IdempotencyKey)
+	}
+	switch other.Status {
+	case ams.TurnCompleted:
+		reply, ferr := s.Store.FindMessage(ctx, other.UserID, other.ReplyMessageID)
+		if ferr != nil {
+			return nil, nil, ferr
+		}
+		return reply, other, nil
+	case ams.TurnCancelled:
+		return nil, nil, ams.Errorf(ams.ECONFLICT, "turn_cancelled", "Turn '%s' of this Idempotency-Key was cancelled; send the message again with a new key.", other.ID)
+	}
+	return nil, nil, inProgress(other.ID)
 }
 
 // retry answers a send whose idempotency key started turn t.
@@ -243,7 +340,7 @@ func (s *Service) retry(ctx context.Context, a *ams.Assistant, t *ams.Turn, hash
 		if err != nil {
 			return nil, err
 		}
-		r := &Run{Turn: t, Replayed: true, s: s, done: make(chan struct{}), reply: reply}
+		r := &Run{Turn: t, Replayed: true, s: s, done: make(chan struct{}), reply: reply, final: t}
 		close(r.done)
 		return r, nil
 	case ams.TurnCancelled:
@@ -307,7 +404,7 @@ func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engin
 	if err != nil {
 		return nil, err
 	}
-	return s.launch(a, engine, t, history, tz, stream, true, last), nil
+	return s.launch(a, engine, t, history, tz, stream, true, last, nil), nil
 }
 
 func inProgress(id string) error {
@@ -337,6 +434,13 @@ func RequestHash(in SendInput) string {
 	return hex.EncodeToString(sum[:])
 }
 
+func (s *Service) deferStart() time.Duration {
+	if s.DeferStart > 0 {
+		return s.DeferStart
+	}
+	return 100 * time.Millisecond
+}
+
 func (s *Service) lease() time.Duration {
 	if s.Lease > 0 {
 		return s.Lease
@@ -351,6 +455,14 @@ func (s *Service) logger() *slog.Logger {
 	return slog.Default()
 }
 
+// deferredRun returns the turn of this process whose start, deferred,
+// holds the user's idempotency key, if any.
+func (s *Service) deferredRun(userID, key string) *Run {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.keys[runKey(userID, key)]
+}
+
 // running returns the run of a turn in this process, if any.
 func (s *Service) running(turnID string) *Run {
 	s.mu.Lock()
@@ -359,19 +471,27 @@ func (s *Service) running(turnID string) *Run {
 }
 
 // launch starts turn t in the background, detached from any request.
-func (s *Service) launch(a *ams.Assistant, engine ams.Engine, t *ams.Turn, history []*ams.Message, tz string, stream, resumed bool, lastSeq int64) *Run {
+// pending is the turn's start when it is deferred (not stored yet).
+func (s *Service) launch(a *ams.Assistant, engine ams.Engine, t *ams.Turn, history []*ams.Message, tz string, stream, resumed bool, lastSeq int64,
+	pending *ams.Exchange) *Run {
 	timeout := s.EngineTimeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	r := &Run{Turn: t, s: s, cancel: cancel, done: make(chan struct{}),
+	r := &Run{Turn: t, s: s, cancel: cancel, done: make(chan struct{}), pending: pending,
 		log: newEventLog(s.Store, s.Clock, s.logger(), t.ID, lastSeq)}
 	s.mu.Lock()
 	if s.runs == nil {
 		s.runs = map[string]*Run{}
 	}
 	s.runs[t.ID] = r
+	if pending != nil && t.IdempotencyKey != "" {
+		if s.keys == nil {
+			s.keys = map[string]*Run{}
+		}
+		s.keys[runKey(t.UserID, t.IdempotencyKey)] = r
+	}
 	s.mu.Unlock()
 	r.log.emit(EventTurnStarted, TurnStartedData{TurnID: t.ID, InboundMessageID: t.InboundMessageID, ConversationID: t.ConversationID,
 		AssistantID: t.AssistantID, Resumed: resumed})
@@ -401,6 +521,21 @@ func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.E
 	bg := context.WithoutCancel(ctx)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	if !r.stored() {
+		wg.Add(1)
+		go func() { // the deferred start, once the turn has run DeferStart
+			defer wg.Done()
+			wait := time.NewTimer(s.deferStart())
+			defer wait.Stop()
+			select {
+			case <-stop:
+			case <-wait.C:
+				if err := r.storeStart(bg); err != nil {
+					r.cancel() // the turn cannot be stored: stop the engine
+				}
+			}
+		}()
+	}
 	wg.Add(2)
 	go func() { // the lease, and cancels asked of other processes
 		defer wg.Done()
@@ -428,7 +563,9 @@ func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.E
 			case <-stop:
 				return
 			case <-tick.C:
-				r.log.flush(bg)
+				if r.stored() {
+					r.log.flush(bg)
+				}
 			}
 		}
 	}()
@@ -471,6 +608,10 @@ func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.E
 	if msg != nil {
 		events = []*ams.Event{ams.MessageCreatedEvent(msg)}
 	}
+	r.startMu.Lock()
+	whole, startErr := r.pending, r.startErr
+	r.pending = nil
+	r.startMu.Unlock()
 	// The turn's last event (message.completed with the stored reply, or
 	// error) and the events not stored yet are written in the turn's
 	// last transaction; subscribers get the last event once it commits.
@@ -480,17 +621,46 @@ func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.E
 	} else {
 		last = r.log.prepare(EventError, ErrorData{Error: end.Error})
 	}
-	if ferr := s.Store.FinishTurn(bg, &end, msg, events, append(r.log.unwritten(), last)...); ferr != nil {
-		s.logger().Error("finish turn", "turn", t.ID, "err", ferr)
-		msg, err = nil, ferr
-		end.Error = apiError(ferr)
-		r.log.emit(EventError, ErrorData{Error: end.Error})
-		r.log.flush(bg)
-	} else {
-		r.log.addStored(last)
+	stream := append(r.log.unwritten(), last)
+	switch {
+	case startErr != nil || whole != nil:
+		// Stored whole (its start was still deferred), or not at all
+		// (its start could not be stored).
+		if startErr == nil {
+			whole.Turn, whole.Reply, whole.Events, whole.Stream = &end, msg, append(whole.Events, events...), stream
+			startErr = s.Store.SaveExchange(bg, whole)
+		}
+		if startErr == nil {
+			r.log.addStored(last)
+			r.final = &end
+			break
+		}
+		var other *ams.Turn
+		msg, other, err = s.unstored(bg, t, startErr)
+		r.final = other
+		if err != nil {
+			if ams.ErrorKindOf(err) == ams.EINTERNAL {
+				s.logger().Error("store turn", "turn", t.ID, "err", err)
+			}
+			r.log.emit(EventError, ErrorData{Error: apiError(err)})
+		}
+	default:
+		if ferr := s.Store.FinishTurn(bg, &end, msg, events, stream...); ferr != nil {
+			s.logger().Error("finish turn", "turn", t.ID, "err", ferr)
+			msg, err = nil, ferr
+			end.Error = apiError(ferr)
+			r.log.emit(EventError, ErrorData{Error: end.Error})
+			r.log.flush(bg)
+		} else {
+			r.log.addStored(last)
+		}
+		r.final = &end
 	}
 	s.mu.Lock()
 	delete(s.runs, t.ID)
+	if k := runKey(t.UserID, t.IdempotencyKey); s.keys[k] == r {
+		delete(s.keys, k)
+	}
 	s.mu.Unlock()
 	r.log.close()
 	r.reply, r.err = msg, err
@@ -501,6 +671,9 @@ func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.E
 // another process) cancels the run.
 func (r *Run) renew(ctx context.Context) {
 	s := r.s
+	if !r.stored() {
+		return // nothing to renew yet (or ever)
+	}
 	now := s.Clock.Now()
 	cancel, err := s.Store.RenewTurn(ctx, r.Turn.UserID, r.Turn.ID, r.Turn.Attempt, now.Add(s.lease()))
 	if err != nil {

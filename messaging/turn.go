@@ -29,6 +29,11 @@ func (b *turnTools) Run(ctx context.Context, name string, input json.RawMessage)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	r, s, t := b.r, b.r.s, b.r.Turn
+	// A call acts: the turn's deferred start is stored first, so that
+	// the action's turn and conversation exist and a retry finds it.
+	if err := r.storeStart(ctx); err != nil {
+		return nil, err
+	}
 	r.renew(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -85,6 +90,19 @@ const CancelWait = 5 * time.Second
 // has ended is returned unchanged.
 func (s *Service) Cancel(ctx context.Context, userID, turnID string) (*ams.Turn, error) {
 	t, err := s.Store.FindTurn(ctx, userID, turnID)
+	if ams.IsNotFound(err) {
+		// A turn of this process whose start is deferred (not stored
+		// yet): it is stored cancelled.
+		if r := s.running(turnID); r != nil && r.Turn.UserID == userID && !r.stored() {
+			r.requestCancel()
+			select {
+			case <-r.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return s.Store.FindTurn(ctx, userID, turnID)
+	}
 	if err != nil {
 		return nil, err
 	}

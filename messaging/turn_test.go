@@ -29,6 +29,9 @@ func waitEnded(t *testing.T, s *messaging.Service, userID, id string) *ams.Turn 
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		tr, err := s.Turn(context.Background(), userID, id)
+		if ams.IsNotFound(err) {
+			continue // a deferred start, not stored yet
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +109,9 @@ func TestCancelInProcess(t *testing.T) {
 func TestCancelFromAnotherProcess(t *testing.T) {
 	started := make(chan struct{}, 1)
 	s, db, u, a := setup(t, blockingEngine(started, nil))
-	s.EngineTimeout, s.Lease = 5*time.Second, 60*time.Millisecond
+	// The turn's start is stored once it has run 20 ms (DeferStart):
+	// from then on another process sees it.
+	s.EngineTimeout, s.Lease, s.DeferStart = 5*time.Second, 60*time.Millisecond, 20*time.Millisecond
 	other := &messaging.Service{Store: db, Clock: s.Clock, EngineFor: s.EngineFor}
 	ctx := context.Background()
 	r, err := s.Start(ctx, u.ID, messaging.SendInput{AssistantID: a.ID, Message: "hi"})
@@ -114,6 +119,7 @@ func TestCancelFromAnotherProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-started
+	waitStored(t, other, u.ID, r.Turn.ID)
 	tr, err := other.Cancel(ctx, u.ID, r.Turn.ID)
 	if err != nil || tr.Status != ams.TurnRunning || !tr.CancelRequested {
 		t.Fatalf("cancel from another process: %+v %v", tr, err)

@@ -46,10 +46,12 @@ func (c *tripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tr
 func (c *tripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
-// TestTurnRoundTrips: a conversation turn (new conversation, two messages,
-// two events fanned out to a webhook) costs PostgreSQL two pipelined
-// batches, the first carrying BEGIN (lazyTx), and COMMIT: three round
-// trips, however many statements it carries.
+// TestTurnRoundTrips: a short conversation turn stored whole (new
+// conversation, two messages, two events fanned out to a webhook, the
+// turn and its stream) costs PostgreSQL one pipelined batch carrying BEGIN
+// (lazyTx), and COMMIT: two round trips, however many statements it
+// carries. In an existing conversation, which is updated (and so found)
+// first, it is one batch more.
 func TestTurnRoundTrips(t *testing.T) {
 	url := databaseURL(t)
 	tc := &tripCounter{}
@@ -81,21 +83,42 @@ func TestTurnRoundTrips(t *testing.T) {
 	x := &ams.Exchange{ConversationID: conv, Inbound: msg(ams.DirectionInbound, now), Reply: msg(ams.DirectionOutbound, now.Add(time.Millisecond)),
 		NewConversation: &ams.Conversation{ID: conv, UserID: u.ID, AssistantID: a.ID, Title: "hi", LastMessageAt: now, CreatedAt: now, UpdatedAt: now}}
 	x.Events = []*ams.Event{ams.MessageCreatedEvent(x.Inbound), ams.MessageCreatedEvent(x.Reply)}
-
-	tc.mu.Lock()
-	tc.on = true
-	tc.mu.Unlock()
-	if err := db.SaveExchange(ctx, x); err != nil {
-		t.Fatal(err)
+	whole := func(x *ams.Exchange) {
+		done := now.Add(time.Millisecond)
+		x.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: u.ID, AssistantID: a.ID, ConversationID: conv,
+			InboundMessageID: x.Inbound.ID, ReplyMessageID: x.Reply.ID, Status: ams.TurnCompleted, Attempt: 1, CreatedAt: now, UpdatedAt: done, CompletedAt: &done}
+		for i, typ := range []string{"turn.started", "message.delta", "message.completed"} {
+			x.Stream = append(x.Stream, &ams.TurnEvent{TurnID: x.Turn.ID, Seq: int64(i + 1), Type: typ, Data: []byte(`{}`), CreatedAt: now})
+		}
 	}
-	tc.mu.Lock()
-	tc.on = false
-	queries, batches := tc.queries, tc.batches
-	tc.mu.Unlock()
-	if batches != 2 || len(queries) != 1 || !strings.EqualFold(queries[0], "commit") {
-		t.Fatalf("a turn sent statements %v and %d batches; want 2 batches (BEGIN in the first), then commit", queries, batches)
+	whole(x)
+	trips := func(x *ams.Exchange) ([]string, int) {
+		t.Helper()
+		tc.mu.Lock()
+		tc.on, tc.queries, tc.batches = true, nil, 0
+		tc.mu.Unlock()
+		if err := db.SaveExchange(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+		tc.mu.Lock()
+		defer tc.mu.Unlock()
+		tc.on = false
+		return tc.queries, tc.batches
+	}
+	if queries, batches := trips(x); batches != 1 || len(queries) != 1 || !strings.EqualFold(queries[0], "commit") {
+		t.Fatalf("a turn sent statements %v and %d batches; want 1 batch (BEGIN in it), then commit", queries, batches)
 	}
 	if jobs, err := db.ClaimJobs(ctx, now.Add(time.Second), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 10}); err != nil || len(jobs) != 2 {
 		t.Fatalf("the turn queued %d jobs (%v), want 2", len(jobs), err)
+	}
+	if c, err := db.FindConversation(ctx, u.ID, conv); err != nil || c.MessageCount != 2 || !c.LastMessageAt.Equal(x.Reply.CreatedAt) {
+		t.Fatalf("conversation: %+v %v", c, err)
+	}
+
+	y := &ams.Exchange{ConversationID: conv, Inbound: msg(ams.DirectionInbound, now), Reply: msg(ams.DirectionOutbound, now.Add(time.Millisecond))}
+	y.Events = []*ams.Event{ams.MessageCreatedEvent(y.Inbound), ams.MessageCreatedEvent(y.Reply)}
+	whole(y)
+	if queries, batches := trips(y); batches != 2 || len(queries) != 1 || !strings.EqualFold(queries[0], "commit") {
+		t.Fatalf("a turn in an existing conversation sent statements %v and %d batches; want 2 batches (BEGIN with the update), then commit", queries, batches)
 	}
 }

@@ -111,7 +111,7 @@ func scanConversation(s scanner) (*ams.Conversation, error) {
 // insertConversation is the statement that stores c with no messages.
 func insertConversation(c *ams.Conversation) Stmt {
 	return Stmt{"insert conversation", `INSERT INTO conversations (` + conversationCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		[]any{c.ID, c.UserID, c.AssistantID, c.Title, 0, MS(c.LastMessageAt), MS(c.CreatedAt), MS(c.UpdatedAt), ams.EncodeMetadata(c.Metadata)}}
+		[]any{c.ID, c.UserID, c.AssistantID, c.Title, c.MessageCount, MS(c.LastMessageAt), MS(c.CreatedAt), MS(c.UpdatedAt), ams.EncodeMetadata(c.Metadata)}}
 }
 
 // FindConversation returns the user's conversation (locked in a
@@ -267,30 +267,40 @@ func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 		}
 	}
 	return q.inTx(ctx, func(q *Queries) error {
-		var first []Stmt
-		if c := x.NewConversation; c != nil {
-			first = append(first, insertConversation(c))
-		}
-		if len(msgs) > 0 {
-			last := msgs[len(msgs)-1]
-			first = append(first, Stmt{"update conversation", `UPDATE conversations SET message_count = message_count + $1, last_message_at = $2, updated_at = $2
-				WHERE id = $3 AND user_id = $4`, []any{len(msgs), MS(last.CreatedAt), x.ConversationID, last.UserID}})
-		}
-		n, err := q.batch(ctx, first)
-		if err != nil {
-			return err
-		}
-		if len(msgs) > 0 && n[len(n)-1] == 0 {
-			return ams.NotFound("conversation", x.ConversationID)
-		}
+		// The exchange's statements go in one batch (one round trip on
+		// PostgreSQL), but for an existing conversation, which must be
+		// found (and locked) before anything refers to it.
 		var rest []Stmt
+		if c := x.NewConversation; c != nil {
+			nc := *c
+			if len(msgs) > 0 {
+				last := msgs[len(msgs)-1]
+				nc.MessageCount, nc.LastMessageAt, nc.UpdatedAt = len(msgs), last.CreatedAt, last.CreatedAt
+			}
+			rest = append(rest, insertConversation(&nc))
+		} else if len(msgs) > 0 {
+			last := msgs[len(msgs)-1]
+			n, err := q.exec(ctx, "update conversation", `UPDATE conversations SET message_count = message_count + $1, last_message_at = $2, updated_at = $2
+				WHERE id = $3 AND user_id = $4`, len(msgs), MS(last.CreatedAt), x.ConversationID, last.UserID)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return ams.NotFound("conversation", x.ConversationID)
+			}
+		}
 		if t := x.Turn; t != nil {
-			rest = append(rest, insertTurn(t)...)
+			stmts, err := insertTurn(t)
+			if err != nil {
+				return err
+			}
+			rest = append(rest, stmts...)
 		}
 		for _, m := range msgs {
 			rest = append(rest, Stmt{"insert message", `INSERT INTO messages (` + messageCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 				[]any{m.ID, m.UserID, m.AssistantID, m.ConversationID, m.Direction, m.Content, MS(m.CreatedAt), MS(m.UpdatedAt), ams.EncodeMetadata(m.Metadata)}})
 		}
+		rest = append(rest, turnEventStmts(x.Stream)...)
 		return q.emit(ctx, rest, x.Events)
 	})
 }

@@ -48,17 +48,26 @@ func turnError(e *ams.ActionError) (*string, error) {
 	return &s, nil
 }
 
-// insertTurn is the statements that store a new turn: the idempotency key
-// is first taken from a turn older than ams.IdempotencyTTL that held it.
-func insertTurn(t *ams.Turn) []Stmt {
+// insertTurn is the statements that store a new turn, running or already
+// ended (a turn stored whole at its end): the idempotency key is first
+// taken from a turn older than ams.IdempotencyTTL that held it.
+func insertTurn(t *ams.Turn) ([]Stmt, error) {
+	errText, err := turnError(t.Error)
+	if err != nil {
+		return nil, err
+	}
+	lease := MS(t.LeaseUntil)
+	if t.Status != ams.TurnRunning {
+		lease = 0 // as FinishTurn leaves it
+	}
 	var out []Stmt
 	if t.IdempotencyKey != "" {
 		out = append(out, Stmt{"free idempotency key", `UPDATE turns SET idempotency_key = NULL WHERE user_id = $1 AND idempotency_key = $2 AND created_at < $3`,
 			[]any{t.UserID, t.IdempotencyKey, MS(t.CreatedAt.Add(-ams.IdempotencyTTL))}})
 	}
-	return append(out, Stmt{"insert turn", `INSERT INTO turns (` + turnCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, NULL, FALSE, $8, $9, $10, $11, $12, NULL, 1)`,
-		[]any{t.ID, t.UserID, t.AssistantID, t.ConversationID, t.InboundMessageID, t.ReplyMessageID, t.Status,
-			nullText(t.IdempotencyKey), t.RequestHash, MS(t.LeaseUntil), MS(t.CreatedAt), MS(t.UpdatedAt)}})
+	return append(out, Stmt{"insert turn", `INSERT INTO turns (` + turnCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, FALSE, $9, $10, $11, $12, $13, $14, 1)`,
+		[]any{t.ID, t.UserID, t.AssistantID, t.ConversationID, t.InboundMessageID, t.ReplyMessageID, t.Status, errText,
+			nullText(t.IdempotencyKey), t.RequestHash, lease, MS(t.CreatedAt), MS(t.UpdatedAt), nullMS(t.CompletedAt)}}), nil
 }
 
 // FindTurn returns the user's turn; ENOTFOUND otherwise.
@@ -187,6 +196,12 @@ const turnEventsPerInsert = 16
 
 // insertTurnEvents writes events with multi-row INSERTs, pipelined.
 func (q *Queries) insertTurnEvents(ctx context.Context, events []*ams.TurnEvent) error {
+	_, err := q.batch(ctx, turnEventStmts(events))
+	return err
+}
+
+// turnEventStmts is the multi-row INSERTs of events.
+func turnEventStmts(events []*ams.TurnEvent) []Stmt {
 	var stmts []Stmt
 	for len(events) > 0 {
 		n := min(len(events), turnEventsPerInsert)
@@ -203,8 +218,7 @@ func (q *Queries) insertTurnEvents(ctx context.Context, events []*ams.TurnEvent)
 		stmts = append(stmts, Stmt{"insert turn events", b.String(), args})
 		events = events[n:]
 	}
-	_, err := q.batch(ctx, stmts)
-	return err
+	return stmts
 }
 
 // TurnEvents returns the turn's events after seq after.

@@ -56,7 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"WorldAssistants", testWorldAssistants},
 		{"WorldMessages", testWorldMessages},
 		{"Metadata", testMetadata}, {"Conversations", testConversations},
-		{"Turns", testTurns},
+		{"Turns", testTurns}, {"TurnWhole", testTurnWhole},
 		{"WorldIntegrations", testWorldIntegrations},
 		{"WorldActions", testWorldActions},
 		{"WorldReminders", testWorldReminders},

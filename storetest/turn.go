@@ -212,3 +212,76 @@ func testTurns(t *testing.T, s ams.Store) {
 		t.Fatal("events of a deleted turn remain")
 	}
 }
+
+// testTurnWhole stores turns in one transaction at their end, as messaging
+// does for a turn that ends before its start had to be stored: the
+// conversation, both messages, the ended turn and its stream at once; a
+// second turn with the same idempotency key is refused and leaves nothing.
+func testTurnWhole(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	u := mustUser(t, s, "whole@example.com")
+	a := mustAssistant(t, s, u, "w")
+	conv := ams.NewID(ams.PrefixConversation)
+	x := exchange(u, a, conv, true, "hello", t0)
+	done := t0.Add(time.Second)
+	x.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: u.ID, AssistantID: a.ID, ConversationID: conv,
+		InboundMessageID: x.Inbound.ID, ReplyMessageID: x.Reply.ID, Status: ams.TurnCompleted, IdempotencyKey: "whole-1", RequestHash: "h",
+		LeaseUntil: t0.Add(30 * time.Second), Attempt: 1, CreatedAt: t0, UpdatedAt: done, CompletedAt: &done}
+	for i, typ := range []string{"turn.started", "message.delta", "message.completed"} {
+		x.Stream = append(x.Stream, &ams.TurnEvent{TurnID: x.Turn.ID, Seq: int64(i + 1), Type: typ, Data: json.RawMessage(`{"n":` + string(rune('1'+i)) + `}`), CreatedAt: t0})
+	}
+	if err := s.SaveExchange(ctx, x); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.FindTurn(ctx, u.ID, x.Turn.ID)
+	if err != nil || got.Status != ams.TurnCompleted || got.ReplyMessageID != x.Reply.ID || got.CompletedAt == nil || !got.CompletedAt.Equal(done) ||
+		got.Error != nil || got.Attempt != 1 || got.IdempotencyKey != "whole-1" || !got.LeaseUntil.Equal(time.UnixMilli(0)) {
+		t.Fatalf("turn stored whole: %+v %v", got, err)
+	}
+	evs, err := s.TurnEvents(ctx, x.Turn.ID, 0, 10)
+	if err != nil || len(evs) != 3 || evs[2].Type != "message.completed" || string(evs[1].Data) != `{"n":2}` {
+		t.Fatalf("stream of a turn stored whole: %v %v", evs, err)
+	}
+	c, err := s.FindConversation(ctx, u.ID, conv)
+	if err != nil || c.MessageCount != 2 {
+		t.Fatalf("conversation of a turn stored whole: %+v %v", c, err)
+	}
+	if m, err := s.FindMessage(ctx, u.ID, x.Reply.ID); err != nil || m.Content != "re: hello" {
+		t.Fatalf("reply of a turn stored whole: %+v %v", m, err)
+	}
+	// A turn that failed is stored with its error and no reply; a claim
+	// (a retry with its key) takes it over.
+	y := exchange(u, a, ams.NewID(ams.PrefixConversation), true, "fails", t0)
+	y.Reply, y.Events = nil, y.Events[:1]
+	y.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: u.ID, AssistantID: a.ID, ConversationID: y.ConversationID,
+		InboundMessageID: y.Inbound.ID, Status: ams.TurnFailed, Error: &ams.ActionError{Type: "api_error", Code: "engine_error", Message: "x"},
+		IdempotencyKey: "whole-2", RequestHash: "h", Attempt: 1, CreatedAt: t0, UpdatedAt: done, CompletedAt: &done}
+	if err := s.SaveExchange(ctx, y); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.FindTurn(ctx, u.ID, y.Turn.ID)
+	if err != nil || got.Status != ams.TurnFailed || got.Error == nil || got.Error.Code != "engine_error" || got.ReplyMessageID != "" {
+		t.Fatalf("failed turn stored whole: %+v %v", got, err)
+	}
+	if again, err := s.ClaimTurn(ctx, u.ID, y.Turn.ID, done, done.Add(time.Minute)); err != nil || again.Attempt != 2 {
+		t.Fatalf("claim a failed turn stored whole: %+v %v", again, err)
+	}
+
+	// The same key again (another process's turn for the same request):
+	// refused, and nothing of it is stored.
+	z := exchange(u, a, ams.NewID(ams.PrefixConversation), true, "hello", t0)
+	z.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: u.ID, AssistantID: a.ID, ConversationID: z.ConversationID,
+		InboundMessageID: z.Inbound.ID, ReplyMessageID: z.Reply.ID, Status: ams.TurnCompleted, IdempotencyKey: "whole-1", RequestHash: "h",
+		Attempt: 1, CreatedAt: t0, UpdatedAt: done, CompletedAt: &done}
+	z.Stream = []*ams.TurnEvent{{TurnID: z.Turn.ID, Seq: 1, Type: "turn.started", Data: json.RawMessage(`{}`), CreatedAt: t0}}
+	if err := s.SaveExchange(ctx, z); err == nil {
+		t.Fatal("a second turn with the same idempotency key was stored")
+	}
+	_, err = s.FindConversation(ctx, u.ID, z.ConversationID)
+	wantKind(t, err, ams.ENOTFOUND)
+	_, err = s.FindMessage(ctx, u.ID, z.Reply.ID)
+	wantKind(t, err, ams.ENOTFOUND)
+	if evs, _ := s.TurnEvents(ctx, z.Turn.ID, 0, 10); len(evs) != 0 {
+		t.Fatal("stream of a refused turn stored")
+	}
+}
