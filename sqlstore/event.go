@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -73,15 +75,17 @@ func (q *Queries) Emit(ctx context.Context, events ...*ams.Event) error {
 // queued.
 func (q *Queries) emit(ctx context.Context, stmts []Stmt, events []*ams.Event) error {
 	head := len(stmts)
-	for _, e := range events {
-		data, err := json.Marshal(e.Data)
-		if err != nil {
-			return fmt.Errorf("encode event data: %w", err)
+	for c := range slices.Chunk(events, eventsPerStatement) {
+		ins, fan := make([]any, 0, 5*len(c)), make([]any, 0, 4*len(c))
+		for _, e := range c {
+			data, err := json.Marshal(e.Data)
+			if err != nil {
+				return fmt.Errorf("encode event data: %w", err)
+			}
+			ins = append(ins, e.ID, e.UserID, e.Type, string(data), MS(e.CreatedAt))
+			fan = append(fan, e.ID, MS(e.CreatedAt), e.UserID, e.Type)
 		}
-		stmts = append(stmts,
-			Stmt{"insert event", `INSERT INTO events (` + eventCols + `) VALUES ($1, $2, $3, $4, $5)`,
-				[]any{e.ID, e.UserID, e.Type, string(data), MS(e.CreatedAt)}},
-			Stmt{"queue deliveries", q.fanOut(), []any{e.ID, MS(e.CreatedAt), e.UserID, e.Type}})
+		stmts = append(stmts, Stmt{"insert event", insertEvents(len(c)), ins}, Stmt{"queue deliveries", q.fanOut(len(c)), fan})
 	}
 	n, err := q.batch(ctx, stmts)
 	if err != nil {
@@ -93,6 +97,24 @@ func (q *Queries) emit(ctx context.Context, stmts []Stmt, events []*ams.Event) e
 	return nil
 }
 
+// eventsPerStatement bounds the events of one multi-row INSERT and of one
+// fan-out (a turn emits two, for its inbound message and its reply; a
+// statement each cost as much as the rows).
+const eventsPerStatement = 16
+
+// insertEvents is the INSERT of n events, 5 parameters each.
+func insertEvents(n int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO events (` + eventCols + `) VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(" + placeholders(5*i+1, 5) + ")")
+	}
+	return b.String()
+}
+
 // fanOut queues a delivery job for every active webhook subscribed to an
 // event's type, or to every type ("*", which never takes a webhook.ping:
 // pings are queued for their webhook only). On PostgreSQL it share-locks those webhooks: a concurrent
@@ -100,8 +122,26 @@ func (q *Queries) emit(ctx context.Context, stmts []Stmt, events []*ams.Event) e
 // transaction and then cancels its jobs, or commits first and is seen
 // here, so no pending job outlives its webhook's deactivation. (SQLite's
 // single writer gives the same order.)
-func (q *Queries) fanOut() string {
-	return `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
+func (q *Queries) fanOut(n int) string {
+	if n == 1 {
+		return `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
 	SELECT w.user_id, w.id, $1, $2, $2, $2 FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
 	WHERE s.user_id = $3 AND s.event_type IN ($4, CASE WHEN $4 = 'webhook.ping' THEN $4 ELSE '*' END) AND w.active` + q.lock("FOR SHARE OF w")
+	}
+	// n events (id, time, user, type, and their order: the jobs of the
+	// first event are queued first) in one statement.
+	var b strings.Builder
+	b.WriteString(`INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
+	SELECT w.user_id, w.id, e.column1, e.column2, e.column2, e.column2 FROM (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		p := 4*i + 1
+		fmt.Fprintf(&b, "(CAST($%d AS TEXT), CAST($%d AS BIGINT), CAST($%d AS TEXT), CAST($%d AS TEXT), %d)", p, p+1, p+2, p+3, i)
+	}
+	b.WriteString(`) AS e JOIN webhook_subscriptions s ON s.user_id = e.column3
+		AND s.event_type IN (e.column4, CASE WHEN e.column4 = 'webhook.ping' THEN e.column4 ELSE '*' END)
+	JOIN webhooks w ON w.id = s.webhook_id WHERE w.active ORDER BY e.column5, w.seq` + q.lock("FOR SHARE OF w"))
+	return b.String()
 }

@@ -327,7 +327,12 @@ func testSubscribeToAll(t *testing.T, s ams.Store) {
 	if got, _ := s.FindWebhook(ctx, u.ID, all.ID); !slices.Equal(got.Events, []string{ams.EventAll}) {
 		t.Fatalf("events of the webhook subscribed to all: %v, want [*]", got.Events)
 	}
-	x := sendTurn(t, s, u, a, t0)
+	off := mustWebhook(t, s, u, ams.EventMessageCreated)
+	no := false
+	if _, err := s.UpdateWebhook(ctx, u.ID, off.ID, ams.WebhookUpdate{Active: &no}, t0); err != nil {
+		t.Fatal(err)
+	}
+	x := sendTurn(t, s, u, a, t0) // two events, fanned out in one statement
 	sendTurn(t, s, other, oa, t0) // another account's: to no webhook of u
 	deleted := &ams.Event{ID: ams.NewID(ams.PrefixEvent), Object: "event", UserID: u.ID, Type: ams.EventTaskDeleted, CreatedAt: t0.Add(time.Second),
 		Data: map[string]any{"id": "task_x"}}
@@ -344,8 +349,16 @@ func testSubscribeToAll(t *testing.T, s ams.Store) {
 		t.Fatal(err)
 	}
 	got := map[string][]string{}
+	seqs := map[string]int64{} // webhook and event: the job's place in the queue
 	for _, j := range jobs {
 		got[j.WebhookID] = append(got[j.WebhookID], j.Event.ID)
+		seqs[j.WebhookID+j.Event.ID] = j.Seq
+	}
+	for _, w := range []string{all.ID, msgs.ID} {
+		// The jobs of one exchange are queued in the order of its events.
+		if in, re := seqs[w+x.Events[0].ID], seqs[w+x.Events[1].ID]; in == 0 || re == 0 || in > re {
+			t.Fatalf("webhook %s: job of the inbound message %d, of the reply %d; want both, the inbound's first", w, in, re)
+		}
 	}
 	for _, l := range got {
 		slices.Sort(l)
