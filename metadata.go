@@ -26,7 +26,7 @@ type Metadata map[string]string
 
 // MarshalJSON implements json.Marshaler: nil is {}.
 func (m Metadata) MarshalJSON() ([]byte, error) {
-	if m == nil {
+	if len(m) == 0 { // most records have none: no map encoding for them
 		return []byte("{}"), nil
 	}
 	return json.Marshal(map[string]string(m))
