@@ -382,9 +382,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 			bufPool.Put(buf)
 		}
 	}()
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil { // Encode ends with a newline
+	if err := encodeJSON(buf, v); err != nil {
 		return fmt.Errorf("encode response: %w", err)
 	}
 	h := w.Header()
@@ -393,6 +391,34 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	w.WriteHeader(status)
 	_, err := w.Write(buf.Bytes())
 	return err
+}
+
+// encodeJSON writes v to buf as json.Encoder does (HTML characters left
+// as they are, a newline at the end). A record with its own MarshalJSON
+// (the records of package ams, for their timestamps) is asked directly:
+// json.Encoder would compact what MarshalJSON returns, a second pass over
+// the answer that changes nothing, since every MarshalJSON of ams and of
+// this package returns json.Marshal's compact output.
+func encodeJSON(buf *bytes.Buffer, v any) error {
+	if m, ok := v.(json.Marshaler); ok && !isNilPointer(v) {
+		b, err := m.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+		return nil
+	}
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v) // Encode ends with a newline
+}
+
+// isNilPointer reports whether v is a nil pointer, which json encodes as
+// null (its MarshalJSON, on a value receiver, cannot be called).
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // pathID returns the {id} path value if it has the prefix; otherwise the

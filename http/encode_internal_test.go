@@ -1,0 +1,58 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/amsdev/ams"
+)
+
+// TestEncodeJSONAsEncoder checks that writeJSON's direct call of a
+// record's MarshalJSON writes what json.Encoder (HTML left as is, a
+// newline at the end) wrote before, byte for byte: records, pointers to
+// them, nil pointers (null), values without MarshalJSON, and this
+// package's own encoders.
+func TestEncodeJSONAsEncoder(t *testing.T) {
+	at := time.Date(2026, 11, 24, 18, 30, 0, 120e6, time.UTC)
+	m := &ams.Message{ID: "msg_1", Object: "message", UserID: "usr_1", AssistantID: "ast_1", ConversationID: "conv_1",
+		Direction: ams.DirectionOutbound, Content: "a <b> & \"c\"\n\u2028 é \x01", Metadata: ams.Metadata{"k": "<v>"}, CreatedAt: at, UpdatedAt: at}
+	var nilMsg *ams.Message
+	exp := at.Add(time.Hour)
+	rec := &ams.APIKeyRecord{ID: "key_1", CreatedAt: at, ExpiresAt: &exp}
+	for name, v := range map[string]any{
+		"message":        m,
+		"message value":  *m,
+		"nil message":    nilMsg,
+		"empty metadata": &ams.Message{ID: "msg_2"},
+		"conversation":   &ams.Conversation{ID: "conv_1", Title: "<t>", CreatedAt: at},
+		"created key":    createdKey{APIKeyRecord: rec, Secret: "ams_sk_<x>"},
+		"map":            map[string]string{"status": "ok", "b": "<&>"},
+		"list":           listBody[*ams.Message]{Object: "list", Data: []*ams.Message{m, m}},
+		"metadata":       ams.Metadata{"a": "b"},
+		"nil metadata":   ams.Metadata(nil),
+		"error body":     errorBody{},
+		"string":         "<html>",
+	} {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		w := httptest.NewRecorder()
+		if err := writeJSON(w, 200, v); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if got := w.Body.String(); got != want.String() {
+			t.Errorf("%s: writeJSON wrote\n%s\nwant\n%s", name, got, want.String())
+		}
+		if cl := w.Header().Get("Content-Length"); cl != itoa(want.Len()) {
+			t.Errorf("%s: Content-Length %s, want %d", name, cl, want.Len())
+		}
+	}
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
