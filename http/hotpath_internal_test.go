@@ -3,7 +3,10 @@ package http
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -56,3 +59,35 @@ func TestEncodeJSONAsEncoder(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestRateLimitHeaders checks setRateLimitHeaders against the headers
+// written one by one, for small, large and zero figures, a reset in the
+// past, now and a fraction of a second ahead, and each window; and that a
+// value added later to one header leaves the others alone.
+func TestRateLimitHeaders(t *testing.T) {
+	now := time.Date(2026, 11, 24, 21, 40, 0, 250e6, time.UTC)
+	for _, limits := range []ams.Limits{{PerMinute: 60, PerDay: 10_000}, {PerMinute: 1_000_000_000, PerDay: 2_000_000_000}, {}} {
+		for _, win := range []ams.RateWindow{
+			{Name: "minute", Limit: 60, Remaining: 59, Reset: now.Add(61 * time.Second)},
+			{Name: "day", Limit: 10_000, Remaining: 0, Reset: now.Add(1500 * time.Millisecond)},
+			{Name: "minute", Limit: 1_000_000_000, Remaining: 999_999_999, Reset: now},
+			{Name: "day", Limit: 5, Remaining: 5, Reset: now.Add(-time.Hour)},
+		} {
+			want := http.Header{}
+			want.Set("X-RateLimit-Limit", strconv.Itoa(win.Limit))
+			want.Set("X-RateLimit-Remaining", strconv.Itoa(win.Remaining))
+			want.Set("X-RateLimit-Reset", strconv.FormatInt(ceilUnix(win.Reset), 10))
+			want.Set("RateLimit-Policy", `"minute";q=`+strconv.Itoa(limits.PerMinute)+`;w=60, "day";q=`+strconv.Itoa(limits.PerDay)+`;w=86400`)
+			want.Set("RateLimit", `"`+win.Name+`";r=`+strconv.Itoa(win.Remaining)+`;t=`+strconv.FormatInt(secondsUntil(now, win.Reset), 10))
+			got := http.Header{}
+			setRateLimitHeaders(got, limits, win, now)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("limits %+v, window %+v:\n got %v\nwant %v", limits, win, got, want)
+			}
+			got.Add("X-RateLimit-Limit", "x")
+			if got.Get("X-RateLimit-Remaining") != want.Get("X-RateLimit-Remaining") {
+				t.Errorf("adding to one header changed another: %v", got)
+			}
+		}
+	}
+}
