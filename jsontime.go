@@ -88,9 +88,9 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	b = append(b, `,"metadata":`...)
 	b = appendMetadata(b, m.Metadata)
 	b = append(b, `,"created_at":"`...)
-	b = m.CreatedAt.UTC().AppendFormat(b, TimeFormat)
+	b = appendTime(b, m.CreatedAt)
 	b = append(b, `","updated_at":"`...)
-	b = m.UpdatedAt.UTC().AppendFormat(b, TimeFormat)
+	b = appendTime(b, m.UpdatedAt)
 	return append(b, `"}`...), nil
 }
 
@@ -112,6 +112,31 @@ func appendMetadata(b []byte, m Metadata) []byte {
 	return append(b, '}')
 }
 
+// jsonSafe tells the ASCII bytes that appendJSONString copies as they are.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// appendTime appends t as TimeFormat in UTC, as t.UTC().AppendFormat(b,
+// TimeFormat) does, without reading the layout each time.
+func appendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, TimeFormat)
+	}
+	hour, min, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	return append(b,
+		byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+month/10), byte('0'+month%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+min/10), byte('0'+min%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10), '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
+
 // appendJSONString appends s as a JSON string, escaped as json.Marshal
 // escapes it: quote, backslash and control characters (\b \f \n \r \t
 // short), <, > and & as \u00XX, U+2028 and U+2029 as \u202X, and each
@@ -123,7 +148,7 @@ func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if jsonSafe[c] {
 				i++
 				continue
 			}

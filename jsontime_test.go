@@ -193,12 +193,36 @@ func checkMessageJSON(t *testing.T, m Message) {
 // FuzzMessageJSON compares the hand-written encoder with the reflective
 // one on any text.
 func FuzzMessageJSON(f *testing.F) {
-	for _, s := range messageJSONTexts() {
-		f.Add(s, "k")
+	for i, s := range messageJSONTexts() {
+		f.Add(s, "k", int64(i)*1_790_000_000_123_456_789/7)
 	}
-	f.Fuzz(func(t *testing.T, content, key string) {
-		at := time.UnixMilli(1_790_000_000_123)
+	f.Fuzz(func(t *testing.T, content, key string, ns int64) {
+		at := time.Unix(0, ns)
 		checkMessageJSON(t, Message{ID: "msg_1", Object: "message", AssistantID: key, Direction: "inbound", Content: content,
-			Metadata: Metadata{key: content}, CreatedAt: at, UpdatedAt: at})
+			Metadata: Metadata{key: content}, CreatedAt: at, UpdatedAt: at.Add(time.Duration(len(content)) * time.Hour)})
 	})
+}
+
+// TestAppendTime compares appendTime with time's formatting of
+// TimeFormat, at the edges of every field, in other zones, and outside
+// the years of four digits.
+func TestAppendTime(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.FixedZone("CET", 3600), time.FixedZone("west", -11*3600-1800)}
+	times := []time.Time{{}, time.Unix(0, 0), time.Unix(0, -1), time.Now(),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 1e6, time.UTC)}
+	for y := 1969; y <= 2101; y += 11 {
+		for mo := time.January; mo <= time.December; mo++ {
+			times = append(times, time.Date(y, mo, 1+int(mo)*2, int(mo)*2-1, int(mo)*5, int(mo)*4+11, int(mo)*83_333_333, time.UTC))
+		}
+	}
+	for _, at := range times {
+		for _, z := range zones {
+			at := at.In(z)
+			want := at.UTC().AppendFormat(nil, TimeFormat)
+			if got := appendTime(nil, at); string(got) != string(want) {
+				t.Errorf("appendTime(%v) = %s, want %s", at, got, want)
+			}
+		}
+	}
 }
