@@ -11,6 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -163,10 +164,19 @@ func checkText(r *http.Request, pattern string) error {
 	if name, bad := ams.InvalidPathValue(pattern, r.PathValue); bad {
 		return ams.ParamError("invalid_encoding", name, "The path parameter '%s' is not valid UTF-8 or holds a NUL character.", name)
 	}
-	if name, bad := ams.InvalidValue(r.URL.Query()); bad {
+	if name, bad := ams.InvalidValue(queryOf(r)); bad {
 		return ams.ParamError("invalid_encoding", name, "The query parameter '%s' is not valid UTF-8 or holds a NUL character.", name)
 	}
 	return nil
+}
+
+// queryOf returns r's query parameters for reading: nil, which reads as
+// empty, when there are none (most GETs), without parsing or allocating.
+func queryOf(r *http.Request) url.Values {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	return r.URL.Query()
 }
 
 // checkBody refuses bodies that are too large or not JSON.
