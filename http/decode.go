@@ -373,8 +373,21 @@ func writeList[T any](w http.ResponseWriter, page *ams.Page[T], id func(T) strin
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// writeJSON answers v as JSON with status.
+// writeJSON answers v as JSON with status, as json.Encoder writes it (HTML
+// characters left as they are, a newline at the end). A record with its
+// own MarshalJSON (the records of package ams, for their timestamps) is
+// asked directly and its bytes are the answer: json.Encoder would copy
+// them and compact them again, a second pass over the answer that
+// changes nothing, since every MarshalJSON of ams and of this package
+// returns compact JSON (json.Marshal's, or written alike).
 func writeJSON(w http.ResponseWriter, status int, v any) error {
+	if m, ok := v.(json.Marshaler); ok && !isNilPointer(v) {
+		b, err := m.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("encode response: %w", err)
+		}
+		return writeBody(w, status, append(b, '\n'))
+	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= 64<<10 {
@@ -382,36 +395,22 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 			bufPool.Put(buf)
 		}
 	}()
-	if err := encodeJSON(buf, v); err != nil {
-		return fmt.Errorf("encode response: %w", err)
-	}
-	h := w.Header()
-	h["Content-Type"] = []string{"application/json"}
-	h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
-	w.WriteHeader(status)
-	_, err := w.Write(buf.Bytes())
-	return err
-}
-
-// encodeJSON writes v to buf as json.Encoder does (HTML characters left
-// as they are, a newline at the end). A record with its own MarshalJSON
-// (the records of package ams, for their timestamps) is asked directly:
-// json.Encoder would compact what MarshalJSON returns, a second pass over
-// the answer that changes nothing, since every MarshalJSON of ams and of
-// this package returns json.Marshal's compact output.
-func encodeJSON(buf *bytes.Buffer, v any) error {
-	if m, ok := v.(json.Marshaler); ok && !isNilPointer(v) {
-		b, err := m.MarshalJSON()
-		if err != nil {
-			return err
-		}
-		buf.Write(b)
-		buf.WriteByte('\n')
-		return nil
-	}
 	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v) // Encode ends with a newline
+	if err := enc.Encode(v); err != nil { // Encode ends with a newline
+		return fmt.Errorf("encode response: %w", err)
+	}
+	return writeBody(w, status, buf.Bytes())
+}
+
+// writeBody answers body, JSON, with status.
+func writeBody(w http.ResponseWriter, status int, body []byte) error {
+	h := w.Header()
+	h["Content-Type"] = []string{"application/json"}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	w.WriteHeader(status)
+	_, err := w.Write(body)
+	return err
 }
 
 // isNilPointer reports whether v is a nil pointer, which json encodes as
