@@ -2,7 +2,10 @@ package ams
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
+	"unicode/utf8"
 )
 
 // TimeFormat is how the API writes every timestamp: RFC 3339 in UTC with
@@ -61,14 +64,134 @@ func (c Conversation) MarshalJSON() ([]byte, error) {
 	}{plain(c), JSONTime(c.LastMessageAt), JSONTime(c.CreatedAt), JSONTime(c.UpdatedAt)})
 }
 
-// MarshalJSON implements json.Marshaler (timestamps as TimeFormat).
+// MarshalJSON implements json.Marshaler (timestamps as TimeFormat). A
+// message is what GET /v1/messages/{id} and the lists of messages answer,
+// so it is written out by hand rather than by reflection; the bytes are
+// those json.Marshal writes for the other records (fields in declaration
+// order, the timestamps last; strings escaped as json.Marshal escapes
+// them, HTML characters included), which TestMessageJSONAsReflection
+// checks.
 func (m Message) MarshalJSON() ([]byte, error) {
-	type plain Message
-	return json.Marshal(struct {
-		plain
-		CreatedAt JSONTime `json:"created_at"`
-		UpdatedAt JSONTime `json:"updated_at"`
-	}{plain(m), JSONTime(m.CreatedAt), JSONTime(m.UpdatedAt)})
+	b := make([]byte, 0, 256+len(m.Content)+len(m.ID)+len(m.AssistantID)+len(m.ConversationID))
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, m.ID)
+	b = append(b, `,"object":`...)
+	b = appendJSONString(b, m.Object)
+	b = append(b, `,"assistant_id":`...)
+	b = appendJSONString(b, m.AssistantID)
+	b = append(b, `,"conversation_id":`...)
+	b = appendJSONString(b, m.ConversationID)
+	b = append(b, `,"direction":`...)
+	b = appendJSONString(b, m.Direction)
+	b = append(b, `,"content":`...)
+	b = appendJSONString(b, m.Content)
+	b = append(b, `,"metadata":`...)
+	b = appendMetadata(b, m.Metadata)
+	b = append(b, `,"created_at":"`...)
+	b = appendTime(b, m.CreatedAt)
+	b = append(b, `","updated_at":"`...)
+	b = appendTime(b, m.UpdatedAt)
+	return append(b, `"}`...), nil
+}
+
+// appendMetadata appends m as Metadata.MarshalJSON writes it: {} when
+// empty, else the pairs by key.
+func appendMetadata(b []byte, m Metadata) []byte {
+	if len(m) == 0 {
+		return append(b, '{', '}')
+	}
+	b = append(b, '{')
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, k)
+		b = append(b, ':')
+		b = appendJSONString(b, m[k])
+	}
+	return append(b, '}')
+}
+
+// jsonSafe tells the ASCII bytes that appendJSONString copies as they are.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
+
+// appendTime appends t as TimeFormat in UTC, as t.UTC().AppendFormat(b,
+// TimeFormat) does, without reading the layout each time.
+func appendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, TimeFormat)
+	}
+	hour, min, sec := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	return append(b,
+		byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-',
+		byte('0'+month/10), byte('0'+month%10), '-', byte('0'+day/10), byte('0'+day%10), 'T',
+		byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+min/10), byte('0'+min%10), ':',
+		byte('0'+sec/10), byte('0'+sec%10), '.', byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
+
+// appendJSONString appends s as a JSON string, escaped as json.Marshal
+// escapes it: quote, backslash and control characters (\b \f \n \r \t
+// short), <, > and & as \u00XX, U+2028 and U+2029 as \u202X, and each
+// byte of invalid UTF-8 as \ufffd.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if jsonSafe[c] {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 // MarshalJSON implements json.Marshaler (timestamps as TimeFormat).

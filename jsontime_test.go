@@ -133,3 +133,96 @@ func recordsWithTimes(t *testing.T) []string {
 	}
 	return out
 }
+
+// reflectMessageJSON is how Message encoded before its MarshalJSON was
+// written out by hand: by reflection, its times shadowed by JSONTime.
+func reflectMessageJSON(m Message) ([]byte, error) {
+	type plain Message
+	return json.Marshal(struct {
+		plain
+		CreatedAt JSONTime `json:"created_at"`
+		UpdatedAt JSONTime `json:"updated_at"`
+	}{plain(m), JSONTime(m.CreatedAt), JSONTime(m.UpdatedAt)})
+}
+
+// messageJSONTexts are strings that json.Marshal escapes in every way it
+// has: every ASCII byte, HTML characters, U+2028/U+2029, invalid UTF-8.
+func messageJSONTexts() []string {
+	var all []byte
+	for c := 0; c < 0x80; c++ {
+		all = append(all, byte(c))
+	}
+	return []string{"", "Hello! What can you do?", string(all), "<script>&amp;</script>", "a\u2028b\u2029c\u2027",
+		"é€𝄞", "\xff\xfe", "a\xc3", "\xe2\x80", "\xed\xa0\x80", "tab\there\r\n\b\f\\\"", "\x7f\x00"}
+}
+
+// TestMessageJSONAsReflection checks that Message's hand-written encoder
+// writes what the reflective encoding of the other records writes, byte
+// for byte.
+func TestMessageJSONAsReflection(t *testing.T) {
+	at := time.Date(2026, 11, 24, 19, 30, 0, 5e6, time.FixedZone("CET", 3600))
+	texts := messageJSONTexts()
+	for i, s := range texts {
+		for _, meta := range []Metadata{nil, {}, {"b": s, "a": "x", s + "k": "<v>"}} {
+			m := Message{ID: "msg_" + s, Object: "message", UserID: "usr_1", AssistantID: s, ConversationID: "conv_1",
+				Direction: texts[(i+1)%len(texts)], Content: s, Metadata: meta, CreatedAt: at, UpdatedAt: at.Add(time.Duration(i) * time.Millisecond)}
+			checkMessageJSON(t, m)
+		}
+	}
+	checkMessageJSON(t, Message{})
+}
+
+func checkMessageJSON(t *testing.T, m Message) {
+	t.Helper()
+	want, err := reflectMessageJSON(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("Message %q encodes as\n%s\nwant\n%s", m.Content, got, want)
+	}
+	if direct, _ := m.MarshalJSON(); string(direct) != string(want) {
+		t.Errorf("Message.MarshalJSON %q =\n%s\nwant\n%s", m.Content, direct, want)
+	}
+}
+
+// FuzzMessageJSON compares the hand-written encoder with the reflective
+// one on any text.
+func FuzzMessageJSON(f *testing.F) {
+	for i, s := range messageJSONTexts() {
+		f.Add(s, "k", int64(i)*1_790_000_000_123_456_789/7)
+	}
+	f.Fuzz(func(t *testing.T, content, key string, ns int64) {
+		at := time.Unix(0, ns)
+		checkMessageJSON(t, Message{ID: "msg_1", Object: "message", AssistantID: key, Direction: "inbound", Content: content,
+			Metadata: Metadata{key: content}, CreatedAt: at, UpdatedAt: at.Add(time.Duration(len(content)) * time.Hour)})
+	})
+}
+
+// TestAppendTime compares appendTime with time's formatting of
+// TimeFormat, at the edges of every field, in other zones, and outside
+// the years of four digits.
+func TestAppendTime(t *testing.T) {
+	zones := []*time.Location{time.UTC, time.FixedZone("CET", 3600), time.FixedZone("west", -11*3600-1800)}
+	times := []time.Time{{}, time.Unix(0, 0), time.Unix(0, -1), time.Now(),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 1, 1, 0, 0, 0, 1e6, time.UTC)}
+	for y := 1969; y <= 2101; y += 11 {
+		for mo := time.January; mo <= time.December; mo++ {
+			times = append(times, time.Date(y, mo, 1+int(mo)*2, int(mo)*2-1, int(mo)*5, int(mo)*4+11, int(mo)*83_333_333, time.UTC))
+		}
+	}
+	for _, at := range times {
+		for _, z := range zones {
+			at := at.In(z)
+			want := at.UTC().AppendFormat(nil, TimeFormat)
+			if got := appendTime(nil, at); string(got) != string(want) {
+				t.Errorf("appendTime(%v) = %s, want %s", at, got, want)
+			}
+		}
+	}
+}

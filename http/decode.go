@@ -373,8 +373,21 @@ func writeList[T any](w http.ResponseWriter, page *ams.Page[T], id func(T) strin
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-// writeJSON answers v as JSON with status.
+// writeJSON answers v as JSON with status, as json.Encoder writes it (HTML
+// characters left as they are, a newline at the end). A record with its
+// own MarshalJSON (the records of package ams, for their timestamps) is
+// asked directly and its bytes are the answer: json.Encoder would copy
+// them and compact them again, a second pass over the answer that
+// changes nothing, since every MarshalJSON of ams and of this package
+// returns compact JSON (json.Marshal's, or written alike).
 func writeJSON(w http.ResponseWriter, status int, v any) error {
+	if m, ok := v.(json.Marshaler); ok && !isNilPointer(v) {
+		b, err := m.MarshalJSON()
+		if err != nil {
+			return fmt.Errorf("encode response: %w", err)
+		}
+		return writeBody(w, status, append(b, '\n'))
+	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= 64<<10 {
@@ -387,12 +400,24 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	if err := enc.Encode(v); err != nil { // Encode ends with a newline
 		return fmt.Errorf("encode response: %w", err)
 	}
+	return writeBody(w, status, buf.Bytes())
+}
+
+// writeBody answers body, JSON, with status.
+func writeBody(w http.ResponseWriter, status int, body []byte) error {
 	h := w.Header()
 	h["Content-Type"] = []string{"application/json"}
-	h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
-	_, err := w.Write(buf.Bytes())
+	_, err := w.Write(body)
 	return err
+}
+
+// isNilPointer reports whether v is a nil pointer, which json encodes as
+// null (its MarshalJSON, on a value receiver, cannot be called).
+func isNilPointer(v any) bool {
+	rv := reflect.ValueOf(v)
+	return rv.Kind() == reflect.Pointer && rv.IsNil()
 }
 
 // pathID returns the {id} path value if it has the prefix; otherwise the

@@ -109,7 +109,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
+	if err := checkQuery(queryOf(r), false); err != nil {
 		return err
 	}
 	m, err := s.Store.FindMessage(r.Context(), auth(r).User.ID, id)
@@ -341,7 +341,7 @@ func (s *Server) cancelMessage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
+	if err := checkQuery(queryOf(r), false); err != nil {
 		return err
 	}
 	if err := noBody(r); err != nil {

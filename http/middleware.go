@@ -11,6 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -163,10 +164,19 @@ func checkText(r *http.Request, pattern string) error {
 	if name, bad := ams.InvalidPathValue(pattern, r.PathValue); bad {
 		return ams.ParamError("invalid_encoding", name, "The path parameter '%s' is not valid UTF-8 or holds a NUL character.", name)
 	}
-	if name, bad := ams.InvalidValue(r.URL.Query()); bad {
+	if name, bad := ams.InvalidValue(queryOf(r)); bad {
 		return ams.ParamError("invalid_encoding", name, "The query parameter '%s' is not valid UTF-8 or holds a NUL character.", name)
 	}
 	return nil
+}
+
+// queryOf returns r's query parameters for reading: nil, which reads as
+// empty, when there are none (most GETs), without parsing or allocating.
+func queryOf(r *http.Request) url.Values {
+	if r.URL.RawQuery == "" {
+		return nil
+	}
+	return r.URL.Query()
 }
 
 // checkBody refuses bodies that are too large or not JSON.
@@ -232,19 +242,56 @@ func (s *Server) rateLimit(w http.ResponseWriter, r *http.Request, auth *ams.Aut
 	if err != nil && ams.ErrorKindOf(err) != ams.ERATELIMIT {
 		return err
 	}
-	t := d.Tightest()
 	h := w.Header()
-	// Keys in canonical form, set directly: this runs on every request.
-	h["X-Ratelimit-Limit"] = []string{strconv.Itoa(t.Limit)}
-	h["X-Ratelimit-Remaining"] = []string{strconv.Itoa(t.Remaining)}
-	h["X-Ratelimit-Reset"] = []string{strconv.FormatInt(ceilUnix(t.Reset), 10)}
-	h["Ratelimit-Policy"] = []string{`"minute";q=` + strconv.Itoa(limits.PerMinute) + `;w=60, "day";q=` + strconv.Itoa(limits.PerDay) + `;w=86400`}
-	h["Ratelimit"] = []string{`"` + t.Name + `";r=` + strconv.Itoa(t.Remaining) + `;t=` + strconv.FormatInt(secondsUntil(now, t.Reset), 10)}
+	setRateLimitHeaders(h, limits, d.Tightest(), now)
 	if err != nil { // refused
 		h.Set("Retry-After", strconv.FormatInt(ratelimit.RetryAfter(d, now), 10))
 		return err
 	}
 	return nil
+}
+
+// setRateLimitHeaders sets the rate-limit headers of a decision whose
+// tightest window is t, for an account with limits: X-RateLimit-Limit,
+// -Remaining and -Reset, RateLimit-Policy and RateLimit. This runs on
+// every request, so the values are written into one buffer and made one
+// string, the header slices share one array, and the keys are set
+// directly in canonical form: two allocations instead of a dozen.
+func setRateLimitHeaders(h http.Header, limits ams.Limits, t ams.RateWindow, now time.Time) {
+	var buf [160]byte
+	b := buf[:0]
+	var end [5]int
+	b = strconv.AppendInt(b, int64(t.Limit), 10)
+	end[0] = len(b)
+	b = strconv.AppendInt(b, int64(t.Remaining), 10)
+	end[1] = len(b)
+	b = strconv.AppendInt(b, ceilUnix(t.Reset), 10)
+	end[2] = len(b)
+	b = append(b, `"minute";q=`...)
+	b = strconv.AppendInt(b, int64(limits.PerMinute), 10)
+	b = append(b, `;w=60, "day";q=`...)
+	b = strconv.AppendInt(b, int64(limits.PerDay), 10)
+	b = append(b, `;w=86400`...)
+	end[3] = len(b)
+	b = append(b, '"')
+	b = append(b, t.Name...)
+	b = append(b, `";r=`...)
+	b = strconv.AppendInt(b, int64(t.Remaining), 10)
+	b = append(b, `;t=`...)
+	b = strconv.AppendInt(b, secondsUntil(now, t.Reset), 10)
+	end[4] = len(b)
+	all := string(b)
+	v := make([]string, 5)
+	start := 0
+	for i, e := range end {
+		v[i] = all[start:e]
+		start = e
+	}
+	h["X-Ratelimit-Limit"] = v[0:1:1]
+	h["X-Ratelimit-Remaining"] = v[1:2:2]
+	h["X-Ratelimit-Reset"] = v[2:3:3]
+	h["Ratelimit-Policy"] = v[3:4:4]
+	h["Ratelimit"] = v[4:5:5]
 }
 
 func ceilUnix(t time.Time) int64 {

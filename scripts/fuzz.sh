@@ -31,6 +31,7 @@ TARGETS=(
   "./sqlite FuzzImport"                # ams import into a store: all or nothing
   "./engine/builtin FuzzReply"         # the built-in engine's replies
   "./engine/builtin FuzzWorld"         # the built-in engine's world intents
+  "./. FuzzMessageJSON"                # the hand-written JSON of a message, against the reflective one
 )
 
 par=()

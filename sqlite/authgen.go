@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 
@@ -29,11 +31,12 @@ type authWatch struct {
 
 	mu      sync.Mutex // held during a check
 	conn    *sql.Conn
-	version *sql.Stmt // PRAGMA data_version on conn
-	read    *sql.Stmt // the generation, on conn
-	seen    int64     // data_version at the last check (-1: none yet)
-	gen     int64     // the generation read then
-	done    uint64    // the number of the last check that succeeded
+	version driver.Stmt // PRAGMA data_version, prepared on conn's driver connection
+	read    driver.Stmt // the generation, likewise
+	seen    int64       // data_version at the last check (-1: none yet)
+	gen     int64       // the generation read then
+	done    uint64      // the number of the last check that succeeded
+	dest    [1]driver.Value
 }
 
 // generation returns the authentication generation as of a moment after
@@ -62,28 +65,74 @@ func (w *authWatch) check(ctx context.Context) (int64, error) {
 			return 0, err
 		}
 		w.conn, w.seen = c, -1
-		if w.version, err = c.PrepareContext(ctx, `PRAGMA data_version`); err == nil {
-			w.read, err = c.PrepareContext(ctx, sqlstore.AuthGenerationQuery)
-		}
+		err = c.Raw(func(dc any) error {
+			pc, ok := dc.(driver.ConnPrepareContext)
+			if !ok {
+				return fmt.Errorf("driver connection %T cannot prepare with a context", dc)
+			}
+			var err error
+			if w.version, err = pc.PrepareContext(ctx, `PRAGMA data_version`); err == nil {
+				w.read, err = pc.PrepareContext(ctx, sqlstore.AuthGenerationQuery)
+			}
+			return err
+		})
 		if err != nil {
 			return 0, err
 		}
 	}
 	// data_version first: a commit that lands between the two reads is
 	// then seen by the next check as well.
-	var v int64
-	if err := w.version.QueryRowContext(ctx).Scan(&v); err != nil {
+	v, err := w.queryInt(ctx, w.version)
+	if err != nil {
 		return 0, err
 	}
 	if v == w.seen {
 		return w.gen, nil
 	}
-	var g int64
-	if err := w.read.QueryRowContext(ctx).Scan(&g); err != nil {
+	g, err := w.queryInt(ctx, w.read)
+	if err != nil {
 		return 0, err
 	}
 	w.seen, w.gen = v, g
 	return g, nil
+}
+
+// queryInt runs st, which answers one integer, on the watch's driver
+// connection (held by w.conn, under w.mu). It goes to the driver
+// directly: database/sql's statement, rows and scan machinery cost more
+// than the query on every request.
+func (w *authWatch) queryInt(ctx context.Context, st driver.Stmt) (n int64, err error) {
+	err = w.conn.Raw(func(any) error {
+		q, ok := st.(driver.StmtQueryContext)
+		if !ok {
+			return fmt.Errorf("driver statement %T cannot query with a context", st)
+		}
+		rows, err := q.QueryContext(ctx, nil)
+		if err != nil {
+			return err
+		}
+		// Closing the rows ends the read transaction.
+		defer func() {
+			if cerr := rows.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		if err := rows.Next(w.dest[:]); err != nil {
+			if err == io.EOF {
+				return sql.ErrNoRows
+			}
+			return err
+		}
+		v := w.dest[0]
+		w.dest[0] = nil
+		i, ok := v.(int64)
+		if !ok {
+			return fmt.Errorf("got %T, want an integer", v)
+		}
+		n = i
+		return nil
+	})
+	return n, err
 }
 
 // reset drops the connection after an error; the next check opens
@@ -92,11 +141,14 @@ func (w *authWatch) reset() {
 	if w.conn == nil {
 		return
 	}
-	for _, s := range []*sql.Stmt{w.version, w.read} {
-		if s != nil {
-			s.Close()
+	w.conn.Raw(func(any) error {
+		for _, s := range []driver.Stmt{w.version, w.read} {
+			if s != nil {
+				s.Close()
+			}
 		}
-	}
+		return nil
+	})
 	w.conn.Close()
 	w.conn, w.version, w.read = nil, nil, nil
 }

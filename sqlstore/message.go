@@ -26,6 +26,12 @@ func scanAssistant(s scanner) (*ams.Assistant, error) {
 
 // scanMetadata decodes the metadata column of record id into dst.
 func scanMetadata(dst *ams.Metadata, text, object, id string) error {
+	if text == "{}" {
+		// Most records have none: what ams.DecodeMetadata gives for {},
+		// without the JSON decoder.
+		*dst = ams.Metadata{}
+		return nil
+	}
 	m, err := ams.DecodeMetadata(text)
 	if err != nil {
 		return fmt.Errorf("%s %s: metadata: %w", object, id, err)
@@ -205,8 +211,16 @@ func scanMessage(s scanner) (*ams.Message, error) {
 // FindMessage returns the user's message (locked in a transaction);
 // ENOTFOUND otherwise.
 func (q *Queries) FindMessage(ctx context.Context, userID, id string) (*ams.Message, error) {
-	return findOne(ctx, q, scanMessage, "message", id, `SELECT `+messageCols+` FROM messages WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
+	query := findMessageSQL
+	if lock := q.lock("FOR UPDATE"); lock != "" {
+		query += lock
+	}
+	return findOne(ctx, q, scanMessage, "message", id, query, id, userID)
 }
+
+// findMessageSQL is FindMessage's query outside a transaction, a constant
+// so that GET /v1/messages/{id} does not build it each time.
+const findMessageSQL = `SELECT ` + messageCols + ` FROM messages WHERE id = $1 AND user_id = $2`
 
 // ListMessages returns a page of one conversation's messages.
 func (q *Queries) ListMessages(ctx context.Context, userID, conversationID string, p ams.ListParams) (*ams.Page[*ams.Message], error) {
