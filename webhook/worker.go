@@ -91,15 +91,6 @@ type Worker struct {
 	// more than the package's Timeout: Timeout, which the Client of
 	// NewClient also enforces). Tests make it short.
 	Timeout time.Duration
-	// ClaimGather is how long the worker waits, after a delivery frees a
-	// slot, for more to finish before it claims again: one claim then
-	// fills several slots instead of one each (a claim is one statement
-	// whose cost does not depend on how many jobs it takes; on PostgreSQL
-	// it was most of the database's work while a backlog drains). Jobs
-	// newly queued (JobsReady) and the poll are not delayed, so a fresh
-	// event's first attempt is not either. 0 means 2 ms; negative claims
-	// at once.
-	ClaimGather time.Duration
 	// OnAttempt, when set, is called after each recorded attempt with
 	// "succeeded", "retry" or "failed" (for metrics).
 	OnAttempt func(outcome string)
@@ -178,29 +169,8 @@ func (w *Worker) Run(ctx context.Context) error {
 			return nil
 		case <-w.Queue.JobsReady():
 		case <-w.freed:
-			w.gather(ctx)
 		case <-tick.C:
 		}
-	}
-}
-
-// gather waits ClaimGather after a freed slot, or less when new jobs are
-// queued or ctx ends, so that the next claim fills the slots freed
-// meanwhile too.
-func (w *Worker) gather(ctx context.Context) {
-	d := w.ClaimGather
-	if d < 0 {
-		return
-	}
-	if d == 0 {
-		d = 2 * time.Millisecond
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-w.Queue.JobsReady():
-	case <-ctx.Done():
 	}
 }
 
