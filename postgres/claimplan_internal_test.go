@@ -54,16 +54,16 @@ func TestClaimPlanUsesWebhookDueIndex(t *testing.T) {
 		}
 	}
 	exec(`INSERT INTO events (id, user_id, type, data, created_at)
-		SELECT 'e' || i, 'u1', 'message.created', '{}', i FROM generate_series(1, 30000) i`)
+		SELECT 'e' || i, 'u1', 'message.created', '{}', i FROM generate_series(1, 10000) i`)
 	// Delivered jobs, analyzed while nothing was pending.
 	exec(`INSERT INTO webhook_jobs (user_id, webhook_id, event_id, state, next_at, created_at, updated_at)
-		SELECT 'u1', 'w' || (1 + i % 4), 'e' || (1 + i % 10000), 'succeeded', i, i, i FROM generate_series(1, 40000) i`)
+		SELECT 'u1', 'w' || (1 + i % 4), 'e' || (1 + i % 4000), 'succeeded', i, i, i FROM generate_series(1, 12000) i`)
 	exec(`ANALYZE webhook_jobs`)
 	// Then a backlog: three webhooks' jobs interleaved, the fourth's after
 	// them all; four of each webhook's jobs are in flight.
 	exec(`INSERT INTO webhook_jobs (user_id, webhook_id, event_id, state, next_at, created_at, updated_at)
-		SELECT 'u1', CASE WHEN i <= 15000 THEN 'w' || (1 + i % 3) ELSE 'w4' END, 'e' || (10000 + i), 'pending', 100000 + i, i, i
-		FROM generate_series(1, 20000) i`)
+		SELECT 'u1', CASE WHEN i <= 4500 THEN 'w' || (1 + i % 3) ELSE 'w4' END, 'e' || (4000 + i), 'pending', 100000 + i, i, i
+		FROM generate_series(1, 6000) i`)
 	now := time.UnixMilli(200000)
 	exec(`UPDATE webhook_jobs SET lease_until = 300000 WHERE seq IN (
 		SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY webhook_id ORDER BY next_at) AS n FROM webhook_jobs WHERE state = 'pending') r WHERE n <= 4)`)

@@ -74,19 +74,37 @@ func (q *Queries) Emit(ctx context.Context, events ...*ams.Event) error {
 // fan-out to the subscribed webhooks, in one batch; it counts the jobs
 // queued.
 func (q *Queries) emit(ctx context.Context, stmts []Stmt, events []*ams.Event) error {
-	head := len(stmts)
+	evs, err := q.eventStmts(events, q.tx != nil)
+	if err != nil {
+		return err
+	}
+	return q.runEmit(ctx, append(stmts, evs...), len(stmts))
+}
+
+// eventStmts is the statements that store events and queue their
+// delivery jobs, in pairs (insert, fan-out), for a transaction when tx is
+// set. They can be made before the transaction begins: on SQLite it runs
+// on the one writer, which then only runs them.
+func (q *Queries) eventStmts(events []*ams.Event, tx bool) ([]Stmt, error) {
+	var stmts []Stmt
 	for c := range slices.Chunk(events, eventsPerStatement) {
 		ins, fan := make([]any, 0, 5*len(c)), make([]any, 0, 4*len(c))
 		for _, e := range c {
 			data, err := json.Marshal(e.Data)
 			if err != nil {
-				return fmt.Errorf("encode event data: %w", err)
+				return nil, fmt.Errorf("encode event data: %w", err)
 			}
 			ins = append(ins, e.ID, e.UserID, e.Type, string(data), MS(e.CreatedAt))
 			fan = append(fan, e.ID, MS(e.CreatedAt), e.UserID, e.Type)
 		}
-		stmts = append(stmts, Stmt{"insert event", insertEvents(len(c)), ins}, Stmt{"queue deliveries", q.fanOut(len(c)), fan})
+		stmts = append(stmts, Stmt{"insert event", insertEvents(len(c)), ins}, Stmt{"queue deliveries", q.fanOut(len(c), tx), fan})
 	}
+	return stmts, nil
+}
+
+// runEmit runs stmts, of which those from head on are eventStmts' pairs,
+// in one batch, and counts the jobs queued.
+func (q *Queries) runEmit(ctx context.Context, stmts []Stmt, head int) error {
 	n, err := q.batch(ctx, stmts)
 	if err != nil {
 		return err
@@ -122,11 +140,15 @@ func insertEvents(n int) string {
 // transaction and then cancels its jobs, or commits first and is seen
 // here, so no pending job outlives its webhook's deactivation. (SQLite's
 // single writer gives the same order.)
-func (q *Queries) fanOut(n int) string {
+func (q *Queries) fanOut(n int, tx bool) string {
+	lock := ""
+	if tx && q.s.d.RowLocks {
+		lock = " FOR SHARE OF w"
+	}
 	if n == 1 {
 		return `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
 	SELECT w.user_id, w.id, $1, $2, $2, $2 FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
-	WHERE s.user_id = $3 AND s.event_type IN ($4, CASE WHEN $4 = 'webhook.ping' THEN $4 ELSE '*' END) AND w.active` + q.lock("FOR SHARE OF w")
+	WHERE s.user_id = $3 AND s.event_type IN ($4, CASE WHEN $4 = 'webhook.ping' THEN $4 ELSE '*' END) AND w.active` + lock
 	}
 	// n events (id, time, user, type, and their order: the jobs of the
 	// first event are queued first) in one statement.
@@ -142,6 +164,6 @@ func (q *Queries) fanOut(n int) string {
 	}
 	b.WriteString(`) AS e JOIN webhook_subscriptions s ON s.user_id = e.column3
 		AND s.event_type IN (e.column4, CASE WHEN e.column4 = 'webhook.ping' THEN e.column4 ELSE '*' END)
-	JOIN webhooks w ON w.id = s.webhook_id WHERE w.active ORDER BY e.column5, w.seq` + q.lock("FOR SHARE OF w"))
+	JOIN webhooks w ON w.id = s.webhook_id WHERE w.active ORDER BY e.column5, w.seq` + lock)
 	return b.String()
 }

@@ -270,9 +270,7 @@ func (q *Queries) DeleteMessage(ctx context.Context, userID, id string, now time
 // SaveExchange writes a conversation turn and its events in one
 // transaction: the new conversation (if any), the inbound message, the
 // reply, the conversation's counters, and the events with their delivery
-// jobs. The statements go in two batches (one round trip each on
-// PostgreSQL): the conversation first (its counter update proves that it
-// exists and is the user's), then everything else.
+// jobs; with x.Turn, the turn and its stream events too.
 func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 	var msgs []*ams.Message
 	for _, m := range []*ams.Message{x.Inbound, x.Reply} {
@@ -280,19 +278,49 @@ func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 			msgs = append(msgs, m)
 		}
 	}
-	return q.inTx(ctx, func(q *Queries) error {
-		// The exchange's statements go in one batch (one round trip on
-		// PostgreSQL), but for an existing conversation, which must be
-		// found (and locked) before anything refers to it.
-		var rest []Stmt
-		if c := x.NewConversation; c != nil {
-			nc := *c
-			if len(msgs) > 0 {
-				last := msgs[len(msgs)-1]
-				nc.MessageCount, nc.LastMessageAt, nc.UpdatedAt = len(msgs), last.CreatedAt, last.CreatedAt
+	// The statements are made before the transaction (on SQLite it runs
+	// on the one writer, which then only runs them) and go in one batch
+	// (one round trip on PostgreSQL), after the update of an existing
+	// conversation, which must find it (and lock it) before anything
+	// refers to it.
+	var rest []Stmt
+	if c := x.NewConversation; c != nil {
+		nc := *c
+		if len(msgs) > 0 {
+			last := msgs[len(msgs)-1]
+			nc.MessageCount, nc.LastMessageAt, nc.UpdatedAt = len(msgs), last.CreatedAt, last.CreatedAt
+		}
+		rest = append(rest, insertConversation(&nc))
+	}
+	if t := x.Turn; t != nil {
+		stmts, err := insertTurn(t)
+		if err != nil {
+			return err
+		}
+		rest = append(rest, stmts...)
+	}
+	if len(msgs) > 0 {
+		// Both messages in one INSERT, in order.
+		query, args := `INSERT INTO messages (`+messageCols+`) VALUES `, make([]any, 0, 9*len(msgs))
+		for i, m := range msgs {
+			if i > 0 {
+				query += ", "
 			}
-			rest = append(rest, insertConversation(&nc))
-		} else if len(msgs) > 0 {
+			query += "(" + placeholders(len(args)+1, 9) + ")"
+			args = append(args, m.ID, m.UserID, m.AssistantID, m.ConversationID, m.Direction, m.Content, MS(m.CreatedAt), MS(m.UpdatedAt),
+				ams.EncodeMetadata(m.Metadata))
+		}
+		rest = append(rest, Stmt{"insert message", query, args})
+	}
+	rest = append(rest, turnEventStmts(x.Stream)...)
+	head := len(rest)
+	evs, err := q.eventStmts(x.Events, true)
+	if err != nil {
+		return err
+	}
+	rest = append(rest, evs...)
+	return q.inTx(ctx, func(q *Queries) error {
+		if x.NewConversation == nil && len(msgs) > 0 {
 			last := msgs[len(msgs)-1]
 			n, err := q.exec(ctx, "update conversation", `UPDATE conversations SET message_count = message_count + $1, last_message_at = $2, updated_at = $2
 				WHERE id = $3 AND user_id = $4`, len(msgs), MS(last.CreatedAt), x.ConversationID, last.UserID)
@@ -303,27 +331,6 @@ func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 				return ams.NotFound("conversation", x.ConversationID)
 			}
 		}
-		if t := x.Turn; t != nil {
-			stmts, err := insertTurn(t)
-			if err != nil {
-				return err
-			}
-			rest = append(rest, stmts...)
-		}
-		if len(msgs) > 0 {
-			// Both messages in one INSERT, in order.
-			query, args := `INSERT INTO messages (`+messageCols+`) VALUES `, make([]any, 0, 9*len(msgs))
-			for i, m := range msgs {
-				if i > 0 {
-					query += ", "
-				}
-				query += "(" + placeholders(len(args)+1, 9) + ")"
-				args = append(args, m.ID, m.UserID, m.AssistantID, m.ConversationID, m.Direction, m.Content, MS(m.CreatedAt), MS(m.UpdatedAt),
-					ams.EncodeMetadata(m.Metadata))
-			}
-			rest = append(rest, Stmt{"insert message", query, args})
-		}
-		rest = append(rest, turnEventStmts(x.Stream)...)
-		return q.emit(ctx, rest, x.Events)
+		return q.runEmit(ctx, rest, head)
 	})
 }
