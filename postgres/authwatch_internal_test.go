@@ -2,9 +2,6 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -18,29 +15,8 @@ import (
 // connection is cut it reads the table, and once it listens again it is
 // back in step; a change returns only once the listeners acknowledged it.
 func TestAuthGenerationAcrossHandles(t *testing.T) {
-	url := os.Getenv("AMS_TEST_DATABASE_URL")
-	if url == "" {
-		t.Skip("PostgreSQL tests skipped: set AMS_TEST_DATABASE_URL")
-	}
 	ctx := context.Background()
-	// pgtest imports this package: its helpers, by hand.
-	schema := "test_" + strings.ToLower(ams.NewSecret("")[:16])
-	t.Cleanup(func() {
-		if c, err := pgx.Connect(context.Background(), url); err == nil {
-			c.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			c.Close(context.Background())
-		}
-	})
-	key := make([]byte, 32)
-	rand.Read(key)
-	open := func() *DB {
-		db, err := Open(ctx, url, WithSecretKey(key), WithSchema(schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		return db
-	}
+	open, url, schema := internalSchema(t)
 	a, b := open(), open()
 	now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "two@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}

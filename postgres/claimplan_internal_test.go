@@ -2,14 +2,11 @@ package postgres
 
 import (
 	"context"
-	"crypto/rand"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/jackc/pgx/v5"
 )
 
 // TestClaimPlanUsesWebhookDueIndex: the claim reads each webhook's due
@@ -18,25 +15,9 @@ import (
 // a queue analyzed while it held only delivered jobs and then given a
 // backlog of which one webhook's jobs come last (migration 0020).
 func TestClaimPlanUsesWebhookDueIndex(t *testing.T) {
-	url := os.Getenv("AMS_TEST_DATABASE_URL")
-	if url == "" {
-		t.Skip("PostgreSQL tests skipped: set AMS_TEST_DATABASE_URL")
-	}
 	ctx := context.Background()
-	schema := "test_" + strings.ToLower(ams.NewSecret("")[:16])
-	t.Cleanup(func() {
-		if c, err := pgx.Connect(context.Background(), url); err == nil {
-			c.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-			c.Close(context.Background())
-		}
-	})
-	key := make([]byte, 32)
-	rand.Read(key)
-	db, err := Open(ctx, url, WithSecretKey(key), WithSchema(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	open, _, _ := internalSchema(t)
+	db := open()
 	exec := func(sql string) {
 		t.Helper()
 		if _, err := db.pool.Exec(ctx, sql); err != nil {
