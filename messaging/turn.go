@@ -30,8 +30,10 @@ func (b *turnTools) Run(ctx context.Context, name string, input json.RawMessage)
 	defer b.mu.Unlock()
 	r, s, t := b.r, b.r.s, b.r.Turn
 	// A call acts: the turn's deferred start is stored first, so that
-	// the action's turn and conversation exist and a retry finds it.
-	if err := r.storeStart(ctx); err != nil {
+	// the action's turn and conversation exist and a retry finds it (not
+	// cut short by the engine's deadline: a turn that timed out is then
+	// recorded as such).
+	if err := r.storeStart(context.WithoutCancel(ctx)); err != nil {
 		return nil, err
 	}
 	r.renew(ctx)
@@ -92,8 +94,8 @@ func (s *Service) Cancel(ctx context.Context, userID, turnID string) (*ams.Turn,
 	t, err := s.Store.FindTurn(ctx, userID, turnID)
 	if ams.IsNotFound(err) {
 		// A turn of this process whose start is deferred (not stored
-		// yet): it is stored cancelled.
-		if r := s.running(turnID); r != nil && r.Turn.UserID == userID && !r.stored() {
+		// yet, or stored since the lookup): it is stored cancelled.
+		if r := s.running(turnID); r != nil && r.Turn.UserID == userID {
 			r.requestCancel()
 			select {
 			case <-r.done:
