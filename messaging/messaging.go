@@ -234,8 +234,7 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 	if in.IdempotencyKey != "" {
 		if r := s.deferredRun(userID, in.IdempotencyKey); r != nil {
 			if !ams.SecretsEqual(r.Turn.RequestHash, hash) {
-				return nil, ams.Errorf(ams.ECONFLICT, "idempotency_key_reused",
-					"Idempotency-Key '%s' was used with another message; use a new key for a new message.", in.IdempotencyKey)
+				return nil, keyReused(in.IdempotencyKey)
 			}
 			return nil, inProgress(r.Turn.ID)
 		}
@@ -311,9 +310,8 @@ func (s *Service) unstored(ctx context.Context, t *ams.Turn, err error) (*ams.Me
 	if ferr != nil || other.ID == t.ID {
 		return nil, nil, err
 	}
-	if other.RequestHash != t.RequestHash {
-		return nil, nil, ams.Errorf(ams.ECONFLICT, "idempotency_key_reused",
-			"Idempotency-Key '%s' was used with another message; use a new key for a new message.", t.IdempotencyKey)
+	if !ams.SecretsEqual(other.RequestHash, t.RequestHash) {
+		return nil, nil, keyReused(t.IdempotencyKey)
 	}
 	switch other.Status {
 	case ams.TurnCompleted:
@@ -323,7 +321,7 @@ func (s *Service) unstored(ctx context.Context, t *ams.Turn, err error) (*ams.Me
 		}
 		return reply, other, nil
 	case ams.TurnCancelled:
-		return nil, nil, ams.Errorf(ams.ECONFLICT, "turn_cancelled", "Turn '%s' of this Idempotency-Key was cancelled; send the message again with a new key.", other.ID)
+		return nil, nil, keyCancelled(other.ID)
 	}
 	return nil, nil, inProgress(other.ID)
 }
@@ -331,8 +329,7 @@ func (s *Service) unstored(ctx context.Context, t *ams.Turn, err error) (*ams.Me
 // retry answers a send whose idempotency key started turn t.
 func (s *Service) retry(ctx context.Context, a *ams.Assistant, t *ams.Turn, hash string, in SendInput) (*Run, error) {
 	if !ams.SecretsEqual(t.RequestHash, hash) {
-		return nil, ams.Errorf(ams.ECONFLICT, "idempotency_key_reused",
-			"Idempotency-Key '%s' was used with another message; use a new key for a new message.", in.IdempotencyKey)
+		return nil, keyReused(in.IdempotencyKey)
 	}
 	switch t.Status {
 	case ams.TurnCompleted:
@@ -344,7 +341,7 @@ func (s *Service) retry(ctx context.Context, a *ams.Assistant, t *ams.Turn, hash
 		close(r.done)
 		return r, nil
 	case ams.TurnCancelled:
-		return nil, ams.Errorf(ams.ECONFLICT, "turn_cancelled", "Turn '%s' of this Idempotency-Key was cancelled; send the message again with a new key.", t.ID)
+		return nil, keyCancelled(t.ID)
 	}
 	if r := s.running(t.ID); r != nil {
 		return nil, inProgress(t.ID)
@@ -405,6 +402,17 @@ func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engin
 		return nil, err
 	}
 	return s.launch(a, engine, t, history, tz, stream, true, last, nil), nil
+}
+
+// keyReused answers a send whose idempotency key named another message.
+func keyReused(key string) error {
+	return ams.Errorf(ams.ECONFLICT, "idempotency_key_reused",
+		"Idempotency-Key '%s' was used with another message; use a new key for a new message.", key)
+}
+
+// keyCancelled answers a send whose idempotency key's turn was cancelled.
+func keyCancelled(id string) error {
+	return ams.Errorf(ams.ECONFLICT, "turn_cancelled", "Turn '%s' of this Idempotency-Key was cancelled; send the message again with a new key.", id)
 }
 
 func inProgress(id string) error {

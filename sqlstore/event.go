@@ -97,7 +97,8 @@ func (q *Queries) eventStmts(events []*ams.Event, tx bool) ([]Stmt, error) {
 			ins = append(ins, e.ID, e.UserID, e.Type, string(data), MS(e.CreatedAt))
 			fan = append(fan, e.ID, MS(e.CreatedAt), e.UserID, e.Type)
 		}
-		stmts = append(stmts, Stmt{"insert event", insertEvents(len(c)), ins}, Stmt{"queue deliveries", q.fanOut(len(c), tx), fan})
+		stmts = append(stmts, Stmt{"insert event", `INSERT INTO events (` + eventCols + `) VALUES ` + valueRows(len(c), 5), ins},
+			Stmt{"queue deliveries", q.fanOut(len(c), tx), fan})
 	}
 	return stmts, nil
 }
@@ -120,38 +121,16 @@ func (q *Queries) runEmit(ctx context.Context, stmts []Stmt, head int) error {
 // statement each cost as much as the rows).
 const eventsPerStatement = 16
 
-// insertEvents is the INSERT of n events, 5 parameters each.
-func insertEvents(n int) string {
-	var b strings.Builder
-	b.WriteString(`INSERT INTO events (` + eventCols + `) VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(" + placeholders(5*i+1, 5) + ")")
-	}
-	return b.String()
-}
-
-// fanOut queues a delivery job for every active webhook subscribed to an
-// event's type, or to every type ("*", which never takes a webhook.ping:
-// pings are queued for their webhook only). On PostgreSQL it share-locks those webhooks: a concurrent
+// fanOut queues a delivery job for every active webhook subscribed to
+// the type of one of n events (id, time, user, type), or to every type
+// ("*", which never takes a webhook.ping: pings are queued for their
+// webhook only), the jobs of the first event first. Within a transaction
+// (tx) on PostgreSQL it share-locks those webhooks: a concurrent
 // deactivation (UpdateWebhook, or a final failure) either waits for this
 // transaction and then cancels its jobs, or commits first and is seen
 // here, so no pending job outlives its webhook's deactivation. (SQLite's
 // single writer gives the same order.)
 func (q *Queries) fanOut(n int, tx bool) string {
-	lock := ""
-	if tx && q.s.d.RowLocks {
-		lock = " FOR SHARE OF w"
-	}
-	if n == 1 {
-		return `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
-	SELECT w.user_id, w.id, $1, $2, $2, $2 FROM webhook_subscriptions s JOIN webhooks w ON w.id = s.webhook_id
-	WHERE s.user_id = $3 AND s.event_type IN ($4, CASE WHEN $4 = 'webhook.ping' THEN $4 ELSE '*' END) AND w.active` + lock
-	}
-	// n events (id, time, user, type, and their order: the jobs of the
-	// first event are queued first) in one statement.
 	var b strings.Builder
 	b.WriteString(`INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
 	SELECT w.user_id, w.id, e.column1, e.column2, e.column2, e.column2 FROM (VALUES `)
@@ -164,6 +143,6 @@ func (q *Queries) fanOut(n int, tx bool) string {
 	}
 	b.WriteString(`) AS e JOIN webhook_subscriptions s ON s.user_id = e.column3
 		AND s.event_type IN (e.column4, CASE WHEN e.column4 = 'webhook.ping' THEN e.column4 ELSE '*' END)
-	JOIN webhooks w ON w.id = s.webhook_id WHERE w.active ORDER BY e.column5, w.seq` + lock)
+	JOIN webhooks w ON w.id = s.webhook_id WHERE w.active ORDER BY e.column5, w.seq` + q.lockIf(tx, "FOR SHARE OF w"))
 	return b.String()
 }

@@ -301,16 +301,12 @@ func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 	}
 	if len(msgs) > 0 {
 		// Both messages in one INSERT, in order.
-		query, args := `INSERT INTO messages (`+messageCols+`) VALUES `, make([]any, 0, 9*len(msgs))
-		for i, m := range msgs {
-			if i > 0 {
-				query += ", "
-			}
-			query += "(" + placeholders(len(args)+1, 9) + ")"
+		args := make([]any, 0, 9*len(msgs))
+		for _, m := range msgs {
 			args = append(args, m.ID, m.UserID, m.AssistantID, m.ConversationID, m.Direction, m.Content, MS(m.CreatedAt), MS(m.UpdatedAt),
 				ams.EncodeMetadata(m.Metadata))
 		}
-		rest = append(rest, Stmt{"insert message", query, args})
+		rest = append(rest, Stmt{"insert message", `INSERT INTO messages (` + messageCols + `) VALUES ` + valueRows(len(msgs), 9), args})
 	}
 	rest = append(rest, turnEventStmts(x.Stream)...)
 	head := len(rest)

@@ -160,8 +160,12 @@ func (q *Queries) inTx(ctx context.Context, fn func(q *Queries) error) error {
 
 // lock returns the row-locking clause clause (" FOR UPDATE", ...) for a
 // read inside a transaction on an engine that takes row locks, else "".
-func (q *Queries) lock(clause string) string {
-	if q.tx == nil || !q.s.d.RowLocks {
+func (q *Queries) lock(clause string) string { return q.lockIf(q.tx != nil, clause) }
+
+// lockIf is lock for a statement made now to run in a transaction (tx)
+// or not.
+func (q *Queries) lockIf(tx bool, clause string) string {
+	if !tx || !q.s.d.RowLocks {
 		return ""
 	}
 	return " " + clause

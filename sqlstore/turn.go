@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -205,17 +204,11 @@ func turnEventStmts(events []*ams.TurnEvent) []Stmt {
 	var stmts []Stmt
 	for len(events) > 0 {
 		n := min(len(events), turnEventsPerInsert)
-		var b strings.Builder
-		b.WriteString(`INSERT INTO turn_events (turn_id, seq, type, data, created_at) VALUES `)
 		args := make([]any, 0, 5*n)
-		for i, e := range events[:n] {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(" + placeholders(len(args)+1, 5) + ")")
+		for _, e := range events[:n] {
 			args = append(args, e.TurnID, e.Seq, e.Type, string(e.Data), MS(e.CreatedAt))
 		}
-		stmts = append(stmts, Stmt{"insert turn events", b.String(), args})
+		stmts = append(stmts, Stmt{"insert turn events", `INSERT INTO turn_events (turn_id, seq, type, data, created_at) VALUES ` + valueRows(n, 5), args})
 		events = events[n:]
 	}
 	return stmts

@@ -24,25 +24,32 @@ func (q *Queries) AddUsage(ctx context.Context, rows []ams.UsageCount) error {
 	return q.inTx(ctx, func(q *Queries) error {
 		for len(rows) > 0 {
 			n := min(len(rows), usageChunk)
-			var b strings.Builder
-			b.WriteString(`INSERT INTO usage_minutes AS u (user_id, minute_start, allowed, refused) VALUES `)
 			args := make([]any, 0, 4*n)
-			for i, r := range rows[:n] {
-				if i > 0 {
-					b.WriteString(", ")
-				}
-				b.WriteString("(" + placeholders(len(args)+1, 4) + ")")
+			for _, r := range rows[:n] {
 				args = append(args, r.UserID, MS(r.Minute), r.Allowed, r.Refused)
 			}
-			b.WriteString(` ON CONFLICT (user_id, minute_start) DO UPDATE
-				SET allowed = u.allowed + excluded.allowed, refused = u.refused + excluded.refused`)
-			if _, err := q.exec(ctx, "add usage", b.String(), args...); err != nil {
+			query := `INSERT INTO usage_minutes AS u (user_id, minute_start, allowed, refused) VALUES ` + valueRows(n, 4) + `
+				ON CONFLICT (user_id, minute_start) DO UPDATE SET allowed = u.allowed + excluded.allowed, refused = u.refused + excluded.refused`
+			if _, err := q.exec(ctx, "add usage", query, args...); err != nil {
 				return err
 			}
 			rows = rows[n:]
 		}
 		return nil
 	})
+}
+
+// valueRows returns the rows of a multi-row VALUES list of n rows of
+// width arguments each: "($1, ..., $width), ($width+1, ...), ...".
+func valueRows(n, width int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(" + placeholders(width*i+1, width) + ")")
+	}
+	return b.String()
 }
 
 // placeholders returns "$from, $from+1, ..." for n arguments.

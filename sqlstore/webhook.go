@@ -578,22 +578,16 @@ func (q *Queries) recordAttemptChunk(ctx context.Context, rs []*ams.AttemptResul
 	if len(here) == 0 {
 		return nil
 	}
-	b.Reset()
 	args = args[:0]
-	b.WriteString(`INSERT INTO webhook_deliveries (` + deliveryCols + `) VALUES `)
 	for _, r := range rs {
 		if !here[r.Job.Seq] {
 			continue
 		}
 		d := r.Delivery
-		if len(args) > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString("(" + placeholders(len(args)+1, 13) + ")")
 		args = append(args, d.ID, d.UserID, d.WebhookID, d.EventID, d.EventType, d.Attempt, d.URL, d.Success, d.StatusCode,
 			d.DurationMS, d.Error, d.ResponseBody, MS(d.CreatedAt))
 	}
-	_, err = q.exec(ctx, "insert deliveries", b.String(), args...)
+	_, err = q.exec(ctx, "insert deliveries", `INSERT INTO webhook_deliveries (`+deliveryCols+`) VALUES `+valueRows(len(here), 13), args...)
 	return err
 }
 
