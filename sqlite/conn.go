@@ -185,7 +185,8 @@ func (r sqlRows) Close() { r.Rows.Close() }
 // first time that connection runs it.
 type reader struct {
 	db    *sql.DB
-	stmts sync.Map // query text -> *sql.Stmt
+	stmts sync.Map   // query text -> *sql.Stmt
+	rows  *rowReader // runs QueryRow
 }
 
 func (r *reader) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
@@ -224,14 +225,11 @@ func (r *reader) Query(ctx context.Context, query string, args ...any) (sqlstore
 }
 
 func (r *reader) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
-	s, err := r.stmt(ctx, query)
-	if err != nil {
-		return errRow{err}
-	}
-	return s.QueryRowContext(ctx, args...)
+	return r.rows.QueryRow(ctx, query, args...)
 }
 
 func (r *reader) close() error {
+	r.rows.close()
 	r.stmts.Range(func(_, s any) bool { s.(*sql.Stmt).Close(); return true })
 	return r.db.Close()
 }

@@ -12,6 +12,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
@@ -129,7 +130,15 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	ckptDB.SetMaxOpenConns(1)
 	ckptDB.SetConnMaxLifetime(0)
 	db.ckpt = startCheckpointer(ckptDB, checkpointEvery)
-	db.rq = &reader{db: db.read}
+	// Single-row reads have connections of their own (rowread.go), more
+	// than cores: with as many as the lists' pool, requests waited for a
+	// connection with cores idle (docs/benchmarks.md, issue 17). They are
+	// taken last in, first out, so that under a light load the same few
+	// are used and the others keep their caches small.
+	readDSN := dsn("query_only(1)")
+	db.rq = &reader{db: db.read, rows: newRowReader(8*runtime.GOMAXPROCS(0), func() (driver.Conn, error) {
+		return db.read.Driver().Open(readDSN)
+	})}
 	db.ws = &writeStmts{db: db.write, m: map[string]*sql.Stmt{}}
 	db.group = newCommitter(db.write, db.ws)
 	db.Store = sqlstore.New(&engine{read: db.rq, write: db.write, stmts: db.ws, group: db.group}, dialect, sealer)
