@@ -6,6 +6,8 @@
 # The account is on the enterprise plan with limits far above the load.
 # Usage: bash scripts/bench.sh [seconds per run, default 15]
 # LOG_LEVEL=warn drops the per-request access log (default: info, as ams serve).
+# AMS_BIN=path runs that ams binary instead of building the working tree
+# (to compare two builds in one sitting, alternating them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DUR="${1:-15}"
@@ -18,7 +20,11 @@ fi
 
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"' EXIT
-go build -o "$work/ams" ./cmd/ams
+if [ -n "${AMS_BIN:-}" ]; then
+  cp "$AMS_BIN" "$work/ams"
+else
+  go build -o "$work/ams" ./cmd/ams
+fi
 go build -o "$work/bare" ./bench/bare
 
 export AMS_DATA_DIR="$work/data"
