@@ -579,10 +579,10 @@ type mpReceiver struct {
 }
 
 func newMPReceiver(t *testing.T) *mpReceiver {
-	r := &mpReceiver{owners: &mpOwners{byAddr: map[string]int{}}, seen: map[[2]string]bool{}}
+	r := &mpReceiver{owners: &mpOwners{}, seen: map[[2]string]bool{}}
 	for i := range mpHooks {
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) { r.serve(i, w, req) }))
-		srv.Config.ConnState = r.owners.connState
+		srv.Config.ConnContext = r.owners.connContext
 		srv.Start()
 		t.Cleanup(srv.Close)
 		r.urls = append(r.urls, srv.URL+"/hook")
@@ -597,7 +597,7 @@ func (r *mpReceiver) setHookIDs(ids []string) {
 }
 
 func (r *mpReceiver) serve(i int, w http.ResponseWriter, req *http.Request) {
-	a := mpArrival{at: time.Now(), delivery: req.Header.Get("X-Service-Delivery"), pid: r.owners.owner(req.RemoteAddr)}
+	a := mpArrival{at: time.Now(), delivery: req.Header.Get("X-Service-Delivery"), pid: r.owners.owner(req)}
 	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	var env struct{ ID string }
 	json.Unmarshal(body, &env)
@@ -697,11 +697,13 @@ func (r *mpReceiver) missing(events map[string]bool) []string {
 // mpOwners finds which process opened each connection to the receivers:
 // when a connection is accepted, the client socket (local port = the
 // connection's remote port) is looked up in /proc/net/tcp and its inode
-// among the file descriptors of the ams processes.
+// among the file descriptors of the ams processes. The owner is kept in
+// the connection's context. (Keyed by the client's address instead, it
+// was sometimes wrong: Linux gives two connections to the two receivers
+// the same local port, and the second overwrote the first's owner.)
 type mpOwners struct {
-	mu     sync.Mutex
-	pids   []int
-	byAddr map[string]int // remote address -> pid
+	mu   sync.Mutex
+	pids []int
 }
 
 func (o *mpOwners) setPIDs(p []int) {
@@ -710,28 +712,25 @@ func (o *mpOwners) setPIDs(p []int) {
 	o.mu.Unlock()
 }
 
-func (o *mpOwners) connState(c net.Conn, s http.ConnState) {
-	if s != http.StateNew {
-		return
-	}
+type mpOwnerKey struct{}
+
+// connContext is the receivers' http.Server.ConnContext.
+func (o *mpOwners) connContext(ctx context.Context, c net.Conn) context.Context {
 	remote, ok1 := c.RemoteAddr().(*net.TCPAddr)
 	local, ok2 := c.LocalAddr().(*net.TCPAddr)
 	if !ok1 || !ok2 {
-		return
+		return ctx
 	}
 	o.mu.Lock()
 	pids := o.pids
 	o.mu.Unlock()
-	pid := mpSocketOwner(remote.Port, local.Port, pids)
-	o.mu.Lock()
-	o.byAddr[c.RemoteAddr().String()] = pid // a reused port is overwritten
-	o.mu.Unlock()
+	return context.WithValue(ctx, mpOwnerKey{}, mpSocketOwner(remote.Port, local.Port, pids))
 }
 
-func (o *mpOwners) owner(remoteAddr string) int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.byAddr[remoteAddr]
+// owner returns the pid of the process that sent req; 0 if unknown.
+func (o *mpOwners) owner(req *http.Request) int {
+	pid, _ := req.Context().Value(mpOwnerKey{}).(int)
+	return pid
 }
 
 // mpSocketOwner returns the pid among pids holding the TCP socket from
