@@ -23,8 +23,9 @@ import (
 // Why not database/sql: for a query that reads one row by its key, the
 // pool's statement lookup, its Rows and its Scan cost about a quarter of
 // the query (GET /v1/messages/{id}, docs/benchmarks.md, issue 17). Here a
-// query takes a connection from a channel, runs its statement, copies the
-// row's values and gives the connection back before the caller scans.
+// query takes a connection from the pool (the one given back last, warm
+// in the CPU's caches), runs its statement, copies the row's values and
+// gives the connection back before the caller scans.
 //
 // Values are converted as database/sql converts them for the types the
 // stores scan into (Row.Scan): strings, integers, floats and booleans
@@ -35,7 +36,7 @@ type rowReader struct {
 	open   func() (driver.Conn, error)
 	slots  chan struct{} // a token for each connection in use, n at most
 	mu     sync.Mutex
-	idle   []*rowConn // last in, first out: the connection used last is warm in the CPU's caches
+	idle   []*rowConn // last in, first out
 	closed bool
 }
 
