@@ -2,10 +2,8 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"database/sql/driver"
 	"fmt"
-	"io"
 	"sync"
 	"sync/atomic"
 
@@ -13,30 +11,29 @@ import (
 )
 
 // authWatch answers ams.AuthWatch without reading a table on most calls.
-// It holds one read-only connection of its own, on which PRAGMA
-// data_version changes whenever another connection — this process's
-// writer, or any connection of another process on the same file —
-// has committed since the connection last looked. Only then does it read
-// the stored generation (migration 0019), on the same connection.
+// It holds one read-only driver connection of its own (a rowConn, as the
+// single-row reads use), on which PRAGMA data_version changes whenever
+// another connection — this process's writer, or any connection of
+// another process on the same file — has committed since the connection
+// last looked. Only then does it read the stored generation (migration
+// 0019), on the same connection.
 //
 // Concurrent callers share checks: a caller waits for the check in
 // progress, then uses the result of the first check that started after
 // it arrived (or runs one). A check that began after the caller arrived
 // sees every commit that preceded the caller, which is all the caller
-// needs; under load one check serves many requests.
+// needs; under load one check serves many requests (about one check for
+// two requests, docs/benchmarks.md, issue 17).
 type authWatch struct {
-	db *sql.DB // a pool of one read-only connection, for conn
+	open func() (driver.Conn, error)
 
 	started atomic.Uint64 // checks started, ever
 
-	mu      sync.Mutex // held during a check
-	conn    *sql.Conn
-	version driver.Stmt // PRAGMA data_version, prepared on conn's driver connection
-	read    driver.Stmt // the generation, likewise
-	seen    int64       // data_version at the last check (-1: none yet)
-	gen     int64       // the generation read then
-	done    uint64      // the number of the last check that succeeded
-	dest    [1]driver.Value
+	mu   sync.Mutex // held during a check
+	conn rowConn
+	seen int64  // data_version at the last check (-1: none yet)
+	gen  int64  // the generation read then
+	done uint64 // the number of the last check that succeeded
 }
 
 // generation returns the authentication generation as of a moment after
@@ -51,7 +48,7 @@ func (w *authWatch) generation(ctx context.Context) (int64, error) {
 	n := w.started.Add(1)
 	g, err := w.check(ctx)
 	if err != nil {
-		w.reset()
+		w.conn.close() // the next check opens another and reads afresh
 		return 0, fmt.Errorf("sqlite: read auth generation: %w", err)
 	}
 	w.done = n
@@ -59,37 +56,19 @@ func (w *authWatch) generation(ctx context.Context) (int64, error) {
 }
 
 func (w *authWatch) check(ctx context.Context) (int64, error) {
-	if w.conn == nil {
-		c, err := w.db.Conn(ctx)
-		if err != nil {
-			return 0, err
-		}
-		w.conn, w.seen = c, -1
-		err = c.Raw(func(dc any) error {
-			pc, ok := dc.(driver.ConnPrepareContext)
-			if !ok {
-				return fmt.Errorf("driver connection %T cannot prepare with a context", dc)
-			}
-			var err error
-			if w.version, err = pc.PrepareContext(ctx, `PRAGMA data_version`); err == nil {
-				w.read, err = pc.PrepareContext(ctx, sqlstore.AuthGenerationQuery)
-			}
-			return err
-		})
-		if err != nil {
-			return 0, err
-		}
+	if w.conn.dc == nil {
+		w.seen = -1
 	}
 	// data_version first: a commit that lands between the two reads is
 	// then seen by the next check as well.
-	v, err := w.queryInt(ctx, w.version)
+	v, err := w.queryInt(ctx, `PRAGMA data_version`)
 	if err != nil {
 		return 0, err
 	}
 	if v == w.seen {
 		return w.gen, nil
 	}
-	g, err := w.queryInt(ctx, w.read)
+	g, err := w.queryInt(ctx, sqlstore.AuthGenerationQuery)
 	if err != nil {
 		return 0, err
 	}
@@ -97,67 +76,23 @@ func (w *authWatch) check(ctx context.Context) (int64, error) {
 	return g, nil
 }
 
-// queryInt runs st, which answers one integer, on the watch's driver
-// connection (held by w.conn, under w.mu). It goes to the driver
-// directly: database/sql's statement, rows and scan machinery cost more
-// than the query on every request.
-func (w *authWatch) queryInt(ctx context.Context, st driver.Stmt) (n int64, err error) {
-	err = w.conn.Raw(func(any) error {
-		q, ok := st.(driver.StmtQueryContext)
-		if !ok {
-			return fmt.Errorf("driver statement %T cannot query with a context", st)
-		}
-		rows, err := q.QueryContext(ctx, nil)
-		if err != nil {
-			return err
-		}
-		// Closing the rows ends the read transaction.
-		defer func() {
-			if cerr := rows.Close(); err == nil {
-				err = cerr
-			}
-		}()
-		if err := rows.Next(w.dest[:]); err != nil {
-			if err == io.EOF {
-				return sql.ErrNoRows
-			}
-			return err
-		}
-		v := w.dest[0]
-		w.dest[0] = nil
-		i, ok := v.(int64)
-		if !ok {
-			return fmt.Errorf("got %T, want an integer", v)
-		}
-		n = i
-		return nil
-	})
-	return n, err
-}
-
-// reset drops the connection after an error; the next check opens
-// another and reads the generation afresh.
-func (w *authWatch) reset() {
-	if w.conn == nil {
-		return
+// queryInt runs query, which answers one integer, on the watch's
+// connection (under w.mu).
+func (w *authWatch) queryInt(ctx context.Context, query string) (int64, error) {
+	vals, err := w.conn.queryRow(ctx, w.open, query, nil)
+	if err != nil {
+		return 0, err
 	}
-	w.conn.Raw(func(any) error {
-		for _, s := range []driver.Stmt{w.version, w.read} {
-			if s != nil {
-				s.Close()
-			}
-		}
-		return nil
-	})
-	w.conn.Close()
-	w.conn, w.version, w.read = nil, nil, nil
+	var n int64
+	err = valuesRow{vals, nil}.Scan(&n)
+	return n, err
 }
 
 func (w *authWatch) close() error {
 	w.mu.Lock()
-	w.reset()
-	w.mu.Unlock()
-	return w.db.Close()
+	defer w.mu.Unlock()
+	w.conn.close()
+	return nil
 }
 
 // AuthGeneration returns the authentication generation (ams.AuthWatch):

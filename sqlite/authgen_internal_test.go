@@ -36,7 +36,7 @@ func TestAuthWatchRecovers(t *testing.T) {
 	if g, err := db.AuthGeneration(ctx); err != nil || g != g0 {
 		t.Fatalf("nothing committed: %d %v, want %d", g, err, g0)
 	}
-	first := db.auth.conn
+	first := db.auth.conn.dc
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := db.AuthGeneration(cancelled); err == nil {
@@ -48,7 +48,7 @@ func TestAuthWatchRecovers(t *testing.T) {
 	if g, err := db.AuthGeneration(ctx); err != nil || g <= g0 {
 		t.Fatalf("after the error and a revocation: %d %v, want more than %d", g, err, g0)
 	}
-	if db.auth.conn == first {
+	if db.auth.conn.dc == first {
 		t.Error("the watch kept the connection of the failed check")
 	}
 }

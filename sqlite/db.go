@@ -111,18 +111,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	db.read.SetMaxOpenConns(n)
 	db.read.SetMaxIdleConns(n)
 	db.read.SetConnMaxLifetime(0)
-	authDB, err := sql.Open("sqlite", dsn("query_only(1)"))
-	if err != nil {
-		db.read.Close()
-		db.write.Close()
-		return nil, fmt.Errorf("sqlite: open: %w", err)
-	}
-	authDB.SetMaxOpenConns(1)
-	authDB.SetConnMaxLifetime(0)
-	db.auth = &authWatch{db: authDB}
 	ckptDB, err := sql.Open("sqlite", dsn())
 	if err != nil {
-		authDB.Close()
 		db.read.Close()
 		db.write.Close()
 		return nil, fmt.Errorf("sqlite: open: %w", err)
@@ -136,9 +126,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	// taken last in, first out, so that under a light load the same few
 	// are used and the others keep their caches small.
 	readDSN := dsn("query_only(1)")
-	db.rq = &reader{db: db.read, rows: newRowReader(8*runtime.GOMAXPROCS(0), func() (driver.Conn, error) {
-		return db.read.Driver().Open(readDSN)
-	})}
+	openRead := func() (driver.Conn, error) { return db.read.Driver().Open(readDSN) }
+	db.rq = &reader{db: db.read, rows: newRowReader(8*runtime.GOMAXPROCS(0), openRead)}
+	db.auth = &authWatch{open: openRead}
 	db.ws = &writeStmts{db: db.write, m: map[string]*sql.Stmt{}}
 	db.group = newCommitter(db.write, db.ws)
 	db.Store = sqlstore.New(&engine{read: db.rq, write: db.write, stmts: db.ws, group: db.group}, dialect, sealer)
