@@ -2,33 +2,19 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/amsdev/ams"
 )
 
 // TestAuthWatchRecovers: when a check fails (here its context is already
-// cancelled when the query starts), the caller gets the error, the watch drops its
+// cancelled when the check starts), the caller gets the error, the watch drops its
 // connection, and the next call opens another and reads the generation
 // afresh, a revocation made meanwhile included.
 func TestAuthWatchRecovers(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := tempDB(t)
 	now := time.Date(2026, 11, 24, 21, 0, 0, 0, time.UTC)
-	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "watch@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
-	if err := db.CreateUser(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	_, k := ams.NewAPIKey(u.ID, "k", ams.Permissions{ams.PermRead}, now, nil)
-	if err := db.CreateKey(ctx, k); err != nil {
-		t.Fatal(err)
-	}
+	k := keyAt(t, db, now)
 	g0, err := db.AuthGeneration(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +23,11 @@ func TestAuthWatchRecovers(t *testing.T) {
 		t.Fatalf("nothing committed: %d %v, want %d", g, err, g0)
 	}
 	first := db.auth.conn.dc
+	// A commit, so that the next call checks rather than answering from
+	// the wal-index header.
+	if err := db.TouchKey(ctx, k.ID, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := db.AuthGeneration(cancelled); err == nil {

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -14,11 +13,7 @@ import (
 // claim, ClaimJobs, runs on the shared Conn in the group-commit branch.)
 func TestClaimEmailsRunsPrepared(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := tempDB(t)
 	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	for _, id := range []string{"eml_1", "eml_2"} {
 		if _, err := db.write.ExecContext(ctx, `INSERT INTO emails (id, to_addr, subject, body, next_at, created_at) VALUES (?, 'a@example.com', 's', 'b', ?, ?)`,

@@ -128,7 +128,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	readDSN := dsn("query_only(1)")
 	openRead := func() (driver.Conn, error) { return db.read.Driver().Open(readDSN) }
 	db.rq = &reader{db: db.read, rows: newRowReader(8*runtime.GOMAXPROCS(0), openRead)}
-	db.auth = &authWatch{open: openRead}
+	db.auth = &authWatch{open: openRead, path: abs}
 	db.ws = &writeStmts{db: db.write, m: map[string]*sql.Stmt{}}
 	db.group = newCommitter(db.write, db.ws)
 	db.Store = sqlstore.New(&engine{read: db.rq, write: db.write, stmts: db.ws, group: db.group}, dialect, sealer)
@@ -139,10 +139,13 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 func (db *DB) Path() string { return db.path }
 
 // Close closes the pools, the connection that watches the authentication
-// generation and the checkpointer's.
+// generation and the checkpointer's, and then the watch's view of the
+// wal-index, whose file descriptor must outlive them (walindex_unix.go).
 func (db *DB) Close() error {
 	db.ws.close()
-	return errors.Join(db.ckpt.close(), db.auth.close(), db.rq.close(), db.write.Close())
+	err := errors.Join(db.ckpt.close(), db.auth.close(), db.rq.close(), db.write.Close())
+	db.auth.release()
+	return err
 }
 
 // Ping checks that the database answers.

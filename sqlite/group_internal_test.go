@@ -17,11 +17,7 @@ import (
 func taskStore(t *testing.T) (*DB, *ams.User, func(title string) *ams.Task) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := tempDB(t)
 	now := time.Date(2026, 11, 24, 18, 0, 0, 0, time.UTC)
 	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "group@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
 	if err := db.CreateUser(ctx, u); err != nil {
@@ -151,11 +147,7 @@ func TestGroupCommit(t *testing.T) {
 // gets its context's error, and its function never runs.
 func TestGroupCommitCancelled(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := tempDB(t)
 	release, holding := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
@@ -224,11 +216,7 @@ func TestGroupCommitCallerCancelsMidway(t *testing.T) {
 // connection into the database, without the writer's help.
 func TestCheckpointer(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := tempDB(t)
 	var pages int
 	if err := db.write.QueryRowContext(ctx, `PRAGMA wal_autocheckpoint`).Scan(&pages); err != nil || pages != autoCheckpointPages {
 		t.Fatalf("wal_autocheckpoint %d (%v), want %d", pages, err, autoCheckpointPages)

@@ -108,7 +108,16 @@ func (r *rowReader) QueryRow(ctx context.Context, query string, args ...any) sql
 	return valuesRow{vals, err}
 }
 
+// queryRow runs query on c. The context is looked at once, before the
+// query, and not handed to the driver, which would start a goroutine per
+// query to watch it: that cost about 3% of an authenticated GET
+// (docs/benchmarks.md, issue 17). The reads that come here, a record by
+// key or a count, run to their end in microseconds to milliseconds.
 func (c *rowConn) queryRow(ctx context.Context, open func() (driver.Conn, error), query string, args []any) ([]driver.Value, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ctx = context.Background()
 	if c.dc == nil {
 		dc, err := open()
 		if err != nil {

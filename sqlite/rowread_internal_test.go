@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,11 +18,7 @@ import (
 // sql.ErrNoRows.
 func TestRowReaderScans(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := tempDB(t)
 	r := db.rq.rows
 
 	type plan string
@@ -39,7 +34,7 @@ func TestRowReaderScans(t *testing.T) {
 		f    float64
 		anyv any
 	)
-	err = r.QueryRow(ctx, `SELECT 'pro', 7, 1, x'00ff', NULL, NULL, 42, 2.5, 'x'`).
+	err := r.QueryRow(ctx, `SELECT 'pro', 7, 1, x'00ff', NULL, NULL, 42, 2.5, 'x'`).
 		Scan(&s, &n, &b, &blob, &ptr, &ns, &ni, &f, &anyv)
 	if err != nil {
 		t.Fatal(err)
@@ -53,6 +48,11 @@ func TestRowReaderScans(t *testing.T) {
 
 	if err := r.QueryRow(ctx, `SELECT 300`).Scan(&n); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Errorf("300 into an int8: %v, want out of range", err)
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := r.QueryRow(ended, `SELECT 1`).Scan(&n); !errors.Is(err, context.Canceled) {
+		t.Errorf("a read with an ended context: %v, want context.Canceled", err)
 	}
 	var str string
 	if err := r.QueryRow(ctx, `SELECT NULL`).Scan(&str); err == nil {
@@ -82,11 +82,7 @@ func TestRowReaderScans(t *testing.T) {
 // connection given back last is taken first. After close, queries fail.
 func TestRowReaderPool(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := tempDB(t)
 	r := newRowReader(2, db.rq.rows.open)
 	a, err := r.get(ctx)
 	if err != nil {
