@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestClaimPlanUsesWebhookDueIndex: the claim reads each webhook's due
@@ -16,24 +17,7 @@ import (
 // backlog of which one webhook's jobs come last (migration 0020).
 func TestClaimPlanUsesWebhookDueIndex(t *testing.T) {
 	ctx := context.Background()
-	open, _, _ := internalSchema(t)
-	db := open()
-	exec := func(sql string) {
-		t.Helper()
-		if _, err := db.pool.Exec(ctx, sql); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-	}
-	at := time.UnixMilli(0)
-	if err := db.CreateUser(ctx, &ams.User{ID: "u1", Email: "u1@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: at, UpdatedAt: at}); err != nil {
-		t.Fatal(err)
-	}
-	for _, id := range []string{"w1", "w2", "w3", "w4"} {
-		if err := db.CreateWebhook(ctx, &ams.Webhook{ID: id, UserID: "u1", URL: "https://example.com/" + id, Events: []string{ams.EventMessageCreated},
-			Active: true, Status: ams.WebhookActive, Secret: "secret-" + id, CreatedAt: at, UpdatedAt: at}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db, exec := claimQueue(t)
 	exec(`INSERT INTO events (id, user_id, type, data, created_at)
 		SELECT 'e' || i, 'u1', 'message.created', '{}', i FROM generate_series(1, 10000) i`)
 	// Delivered jobs, analyzed while nothing was pending.
@@ -49,21 +33,7 @@ func TestClaimPlanUsesWebhookDueIndex(t *testing.T) {
 	exec(`UPDATE webhook_jobs SET lease_until = 300000 WHERE seq IN (
 		SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY webhook_id ORDER BY next_at) AS n FROM webhook_jobs WHERE state = 'pending') r WHERE n <= 4)`)
 
-	rows, err := db.pool.Query(ctx, `EXPLAIN (COSTS OFF) `+claimQuery, now.UnixMilli(), now.Add(15*time.Second).UnixMilli(), 8, 32, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var plan []string
-	for rows.Next() {
-		var line string
-		if err := rows.Scan(&line); err != nil {
-			t.Fatal(err)
-		}
-		plan = append(plan, line)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	plan := explain(t, db.pool, `EXPLAIN (COSTS OFF) `+claimQuery, now.UnixMilli(), now.Add(15*time.Second).UnixMilli(), 8, 32, 64)
 	var scan string
 	for i, line := range plan {
 		if strings.Contains(line, " on webhook_jobs q") {
@@ -90,4 +60,120 @@ func TestClaimPlanUsesWebhookDueIndex(t *testing.T) {
 	if len(jobs) != 16 || per["w1"] != 4 || per["w4"] != 4 {
 		t.Fatalf("claimed %d jobs, by webhook %v; want 4 of each of the 4 webhooks", len(jobs), per)
 	}
+}
+
+// TestClaimCountsInFlightByIndexScan: with the settings claimLock gives
+// the claim's transaction, the count of deliveries in flight reads
+// webhook_jobs_leased by an index scan, which marks the entries of
+// delivered jobs' dead versions so that later claims skip them, and the
+// claim plans no bitmap scan, which would read them all again each time;
+// in the custom plan and in the generic one. The queue holds what a drain
+// leaves: jobs claimed until after now (leases of 15 s) and then
+// delivered, a backlog, and 32 deliveries in flight. It is not analyzed,
+// as a new queue is not (autovacuum looks once a minute): with the
+// planner's defaults it picks the bitmap scan, as it did in the drains of
+// bench/multi (docs/benchmarks.md); with statistics, an index scan.
+func TestClaimCountsInFlightByIndexScan(t *testing.T) {
+	ctx := context.Background()
+	db, exec := claimQueue(t)
+	exec(`INSERT INTO events (id, user_id, type, data, created_at)
+		SELECT 'e' || i, 'u1', 'message.created', '{}', i FROM generate_series(1, 20000) i`)
+	// At now = 200,000: 20,000 jobs claimed with leases ending in the next
+	// 15 s, then delivered; a backlog of 2,000 due jobs, of which 32 are
+	// in flight.
+	exec(`INSERT INTO webhook_jobs (user_id, webhook_id, event_id, state, next_at, lease_until, created_at, updated_at)
+		SELECT 'u1', 'w' || (1 + i % 4), 'e' || i, 'pending', i, 200001 + (i * 7919) % 15000, i, i FROM generate_series(1, 20000) i`)
+	exec(`UPDATE webhook_jobs SET state = 'succeeded', lease_until = 0`)
+	exec(`INSERT INTO webhook_jobs (user_id, webhook_id, event_id, state, next_at, created_at, updated_at)
+		SELECT 'u1', 'w' || (1 + i % 4), 'e' || i, 'pending', 100000 + i, i, i FROM generate_series(1, 2000) i`)
+	exec(`UPDATE webhook_jobs SET lease_until = 215000 WHERE seq IN (SELECT seq FROM webhook_jobs WHERE state = 'pending' ORDER BY next_at LIMIT 32)`)
+
+	// Both plans: the custom one, for the first runs of the statement,
+	// and the generic one that PostgreSQL may switch to after five runs
+	// of pgx's prepared statement, in which the planner cannot see now
+	// and expects a third of the index.
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		t.Run(mode, func(t *testing.T) {
+			tx, err := db.pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, claimLock, db.schema); err != nil {
+				t.Fatal(err)
+			}
+			// A prepared statement outlives the transaction: one name per
+			// plan, dropped after.
+			for _, sql := range []string{`SET LOCAL plan_cache_mode = ` + mode, `PREPARE claim_` + mode + ` AS ` + claimQuery} {
+				if _, err := tx.Exec(ctx, sql); err != nil {
+					t.Fatalf("%s: %v", sql, err)
+				}
+			}
+			plan := explain(t, tx, `EXPLAIN (COSTS OFF) EXECUTE claim_`+mode+`(200000, 215000, 8, 32, 64)`)
+			if _, err := tx.Exec(ctx, `DEALLOCATE claim_`+mode); err != nil {
+				t.Fatal(err)
+			}
+			var count string
+			for _, line := range plan {
+				if strings.Contains(line, "webhook_jobs_leased") {
+					count = strings.TrimSpace(line)
+				}
+				if strings.Contains(line, "Bitmap") {
+					t.Fatalf("the claim plans a bitmap scan: %q; plan:\n%s", strings.TrimSpace(line), strings.Join(plan, "\n"))
+				}
+			}
+			if !strings.HasPrefix(strings.TrimPrefix(count, "->  "), "Index") {
+				t.Fatalf("the in-flight count reads %q, want an index scan of webhook_jobs_leased; plan:\n%s", count, strings.Join(plan, "\n"))
+			}
+		})
+	}
+}
+
+// claimQueue opens a handle on a new schema with an account (u1) and four
+// active webhooks (w1 to w4) on message.created, and returns it with a
+// function that runs SQL on it.
+func claimQueue(t *testing.T) (*DB, func(sql string, args ...any)) {
+	t.Helper()
+	ctx := context.Background()
+	open, _, _ := internalSchema(t)
+	db := open()
+	at := time.UnixMilli(0)
+	if err := db.CreateUser(ctx, &ams.User{ID: "u1", Email: "u1@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: at, UpdatedAt: at}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"w1", "w2", "w3", "w4"} {
+		if err := db.CreateWebhook(ctx, &ams.Webhook{ID: id, UserID: "u1", URL: "https://example.com/" + id, Events: []string{ams.EventMessageCreated},
+			Active: true, Status: ams.WebhookActive, Secret: "secret-" + id, CreatedAt: at, UpdatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, func(sql string, args ...any) {
+		t.Helper()
+		if _, err := db.pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+}
+
+// explain runs an EXPLAIN statement and returns its plan's lines.
+func explain(t *testing.T, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, sql string, args ...any) []string {
+	t.Helper()
+	rows, err := q.Query(context.Background(), sql, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []string
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, line)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }
