@@ -38,11 +38,12 @@ type authWatch struct {
 
 	started atomic.Uint64 // checks started, ever
 
-	mu   sync.Mutex // held while the header is read, and during a check
-	conn rowConn
-	seen int64  // data_version at the last check (-1: none yet)
-	gen  int64  // the generation read then
-	done uint64 // the number of the last check that succeeded
+	mu     sync.Mutex // held while the header is read, and during a check
+	closed bool
+	conn   rowConn
+	seen   int64  // data_version at the last check (-1: none yet)
+	gen    int64  // the generation read then
+	done   uint64 // the number of the last check that succeeded
 
 	// The wal-index view, taken after the first successful check and
 	// kept until DB.Close has closed every connection (walindex_unix.go
@@ -61,6 +62,9 @@ func (w *authWatch) generation(ctx context.Context) (int64, error) {
 	arrived := w.started.Load()
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.closed {
+		return 0, errClosed
+	}
 	if w.done > arrived {
 		return w.gen, nil
 	}
@@ -137,9 +141,12 @@ func (w *authWatch) queryInt(ctx context.Context, query string) (int64, error) {
 	return n, err
 }
 
+// close closes the watch's connection; later calls fail, so that none
+// opens another.
 func (w *authWatch) close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.closed = true
 	w.reset()
 	return nil
 }

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 )
@@ -41,5 +42,24 @@ func TestAuthWatchRecovers(t *testing.T) {
 	}
 	if db.auth.conn.dc == first {
 		t.Error("the watch kept the connection of the failed check")
+	}
+}
+
+// TestAuthWatchClosed: after DB.Close the watch answers an error and opens
+// no connection (one opened then would outlive the wal-index view).
+func TestAuthWatchClosed(t *testing.T) {
+	ctx := context.Background()
+	db := tempDB(t)
+	if _, err := db.AuthGeneration(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AuthGeneration(ctx); !errors.Is(err, errClosed) {
+		t.Errorf("after Close: %v, want %v", err, errClosed)
+	}
+	if db.auth.conn.dc != nil {
+		t.Error("the watch opened a connection after Close")
 	}
 }

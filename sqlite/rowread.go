@@ -51,6 +51,9 @@ type rowConn struct {
 // statement is prepared for the query and closed after it.
 const maxRowStmts = 256
 
+// errClosed is the error of a read after DB.Close.
+var errClosed = errors.New("sqlite: database is closed")
+
 func newRowReader(n int, open func() (driver.Conn, error)) *rowReader {
 	return &rowReader{open: open, slots: make(chan struct{}, n)}
 }
@@ -71,7 +74,7 @@ func (r *rowReader) get(ctx context.Context) (*rowConn, error) {
 	defer r.mu.Unlock()
 	if r.closed {
 		<-r.slots
-		return nil, errors.New("sqlite: database is closed")
+		return nil, errClosed
 	}
 	if n := len(r.idle); n > 0 {
 		c := r.idle[n-1]
@@ -191,16 +194,27 @@ func (c *rowConn) close() {
 	c.dc, c.stmts = nil, nil
 }
 
-// close closes the idle connections, and those in use as they are given
-// back; later queries fail.
+// close closes the idle connections, waits for those in use to be given
+// back (and closed by put), and returns; later queries fail. Waiting
+// matters: DB.Close then gives up the wal-index view, whose file
+// descriptor must outlive every connection (walindex_unix.go). Queries
+// here run without the caller's context and end in milliseconds.
 func (r *rowReader) close() {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.closed = true
 	for _, c := range r.idle {
 		c.close()
 	}
 	r.idle = nil
+	r.mu.Unlock()
+	// Every slot taken means no connection in use; a get that takes one
+	// meanwhile sees closed and gives it back.
+	for range cap(r.slots) {
+		r.slots <- struct{}{}
+	}
+	for range cap(r.slots) {
+		<-r.slots
+	}
 }
 
 // valuesRow is a row read by rowReader, or the error of its query.

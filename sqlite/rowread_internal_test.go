@@ -126,3 +126,42 @@ func TestRowReaderPool(t *testing.T) {
 	}
 	r.close() // twice is harmless
 }
+
+// TestRowReaderCloseWaitsForConnectionsInUse: close returns only after the
+// connection in use is given back, and closes it then, so that DB.Close
+// gives up the wal-index view after every connection (walindex_unix.go).
+func TestRowReaderCloseWaitsForConnectionsInUse(t *testing.T) {
+	ctx := context.Background()
+	db := tempDB(t)
+	r := newRowReader(2, db.rq.rows.open)
+	c, err := r.get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.queryRow(ctx, r.open, `SELECT 1`, nil); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() {
+		r.close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("close returned while a connection was in use")
+	case <-time.After(100 * time.Millisecond):
+	}
+	r.put(c)
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("close did not return after the connection was given back")
+	}
+	if c.dc != nil {
+		t.Error("the connection given back after close is still open")
+	}
+	var n int
+	if err := r.QueryRow(ctx, `SELECT 1`).Scan(&n); !errors.Is(err, errClosed) {
+		t.Errorf("a query after close: %v, want %v", err, errClosed)
+	}
+}
