@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
+	"syscall"
 
 	"github.com/amsdev/ams"
 )
@@ -55,7 +57,14 @@ func errorType(status int) string {
 // writeError answers err with the documented error body. Errors that are
 // not *ams.Error are internal: they are logged with the request id and the
 // caller sees only a generic message.
+//
+// An error that comes after the answer began (its status line is sent)
+// cannot be answered: it is only logged (see cutShort).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if sw := stateOf(r.Context()).resp; sw != nil && sw.status != 0 {
+		s.cutShort(r, err)
+		return
+	}
 	var e *ams.Error
 	if !errors.As(err, &e) {
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
@@ -77,4 +86,24 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		Error:     errorDetail{Type: errorType(status), Code: e.Code, Message: e.Message, Param: e.Param},
 		RequestID: requestID(r.Context()),
 	})
+}
+
+// cutShort logs an error that came after the answer began. Most are a
+// write that failed because the client closed the connection or stopped
+// reading (broken pipe, reset, the write deadline): no fault of the
+// service, logged at info. Any other is logged as an error.
+func (s *Server) cutShort(r *http.Request, err error) {
+	if clientGone(err) || r.Context().Err() != nil {
+		s.Logger.Info("response cut short: the client went away", "request_id", requestID(r.Context()),
+			"method", r.Method, "path", r.URL.Path, "err", err)
+		return
+	}
+	s.Logger.Error("error after the response began", "request_id", requestID(r.Context()),
+		"method", r.Method, "path", r.URL.Path, "err", err)
+}
+
+// clientGone reports whether err is a write to a client that closed the
+// connection or stopped reading.
+func clientGone(err error) bool {
+	return errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, os.ErrDeadlineExceeded)
 }

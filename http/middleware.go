@@ -27,6 +27,7 @@ import (
 type reqState struct {
 	id   string
 	auth *ams.Auth
+	resp *statusWriter // the answer as written to the connection
 }
 
 type reqStateKey struct{}
@@ -76,10 +77,10 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		start := time.Now()
 		id := ams.NewID(ams.PrefixRequest)
 		w.Header().Set("X-Request-Id", id)
-		st := &reqState{id: id}
+		sw := &statusWriter{ResponseWriter: w}
+		st := &reqState{id: id, resp: sw}
 		client := s.TrustedProxies.Client(r)
 		r = r.WithContext(context.WithValue(clientaddr.With(r.Context(), client), reqStateKey{}, st))
-		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
