@@ -153,45 +153,34 @@ func readBody(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
+// MaxJSONDepth is how deeply a request body's objects and arrays may
+// nest: the body itself is depth 1. A deeper body is refused before
+// anything else is done with it.
+const MaxJSONDepth = 64
+
 // checkJSON walks the JSON text b token by token and refuses, naming the
 // parameter's path (a.b, a[2].c): a body that is not a single JSON object
-// (`null` included); a key or string that is invalid UTF-8 or holds a NUL
-// (invalid_encoding), since encoding/json would silently replace the one
-// with U+FFFD and PostgreSQL cannot store the other; and a key given twice
-// in one object (duplicate_key), which encoding/json would take the last
-// of.
+// (`null` included); objects and arrays nested more than MaxJSONDepth
+// deep (invalid_json); a key or string that is invalid UTF-8 or holds a
+// NUL (invalid_encoding), since encoding/json would silently replace the
+// one with U+FFFD and PostgreSQL cannot store the other; and a key given
+// twice in one object (duplicate_key), which encoding/json would take
+// the last of.
+//
+// Its work and memory grow with len(b) alone, whatever the body's shape:
+// the stack of open containers holds each one's current key or index,
+// and a path is built only for the error that names it.
 func checkJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
-	type frame struct {
-		object bool
-		keys   map[string]struct{}
-		key    string // the object's current key
-		index  int    // the array's next index
-		path   string
-	}
-	var stack []*frame
+	var stack []jsonFrame
 	wantKey := false
-	// child returns the path of the value that the next token starts.
-	child := func() string {
-		if len(stack) == 0 {
-			return ""
-		}
-		f := stack[len(stack)-1]
-		if f.object {
-			if f.path == "" {
-				return f.key
-			}
-			return f.path + "." + f.key
-		}
-		return fmt.Sprintf("%s[%d]", f.path, f.index)
-	}
 	// done advances the enclosing container past one value.
 	done := func() {
 		if len(stack) == 0 {
 			return
 		}
-		if f := stack[len(stack)-1]; f.object {
+		if f := &stack[len(stack)-1]; f.object {
 			wantKey = true
 		} else {
 			f.index++
@@ -221,9 +210,9 @@ func checkJSON(b []byte) error {
 			}
 		}
 		if s, ok := tok.(string); ok && (!ams.ValidText(s) || !utf8.Valid(raw)) {
-			path := child()
+			path := jsonPath(stack, true)
 			if wantKey {
-				path = stack[len(stack)-1].path
+				path = jsonPath(stack, false)
 				if path == "" {
 					return ams.Errorf(ams.EINVALID, "invalid_encoding",
 						"A key of the request body is not valid UTF-8 or holds a NUL character.")
@@ -235,23 +224,26 @@ func checkJSON(b []byte) error {
 		}
 		switch {
 		case wantKey && tok != json.Delim('}'):
-			f := stack[len(stack)-1]
+			f := &stack[len(stack)-1]
 			k := tok.(string)
-			if _, dup := f.keys[k]; dup {
-				f.key = k
-				p := child()
-				return ams.ParamError("duplicate_key", ams.Clip(p), "'%s' is given more than once in the request body.", ams.Clip(p))
-			}
-			f.keys[k] = struct{}{}
 			f.key = k
-			wantKey = false
-		case tok == json.Delim('{') || tok == json.Delim('['):
-			f := &frame{object: tok == json.Delim('{'), path: child()}
-			if f.object {
+			if _, dup := f.keys[k]; dup {
+				p := ams.Clip(jsonPath(stack, true))
+				return ams.ParamError("duplicate_key", p, "'%s' is given more than once in the request body.", p)
+			}
+			if f.keys == nil {
 				f.keys = map[string]struct{}{}
 			}
-			stack = append(stack, f)
-			wantKey = f.object
+			f.keys[k] = struct{}{}
+			wantKey = false
+		case tok == json.Delim('{') || tok == json.Delim('['):
+			if len(stack) == MaxJSONDepth {
+				p := ams.Clip(jsonPath(stack, true))
+				return ams.ParamError("invalid_json", p,
+					"The request body nests objects and arrays more than %d levels deep, at '%s'.", MaxJSONDepth, p)
+			}
+			stack = append(stack, jsonFrame{object: tok == json.Delim('{')})
+			wantKey = tok == json.Delim('{')
 		case tok == json.Delim('}') || tok == json.Delim(']'):
 			stack = stack[:len(stack)-1]
 			wantKey = false
@@ -267,6 +259,40 @@ func checkJSON(b []byte) error {
 		return ams.Errorf(ams.EINVALID, "invalid_json", "The request body must hold a single JSON object.")
 	}
 	return nil
+}
+
+// jsonFrame is one open object or array of checkJSON's walk.
+type jsonFrame struct {
+	object bool
+	keys   map[string]struct{} // the object's keys so far; nil until the first
+	key    string              // the object's current key
+	index  int                 // the array's next index
+}
+
+// jsonPath returns the path (a.b, a[2].c) of the value that the next
+// token of the walk starts (child), or of the innermost open container
+// (!child).
+func jsonPath(stack []jsonFrame, child bool) string {
+	if !child {
+		if len(stack) == 0 {
+			return ""
+		}
+		stack = stack[:len(stack)-1]
+	}
+	var sb strings.Builder
+	for _, f := range stack {
+		if f.object {
+			if sb.Len() > 0 {
+				sb.WriteByte('.')
+			}
+			sb.WriteString(f.key)
+		} else {
+			sb.WriteByte('[')
+			sb.WriteString(strconv.Itoa(f.index))
+			sb.WriteByte(']')
+		}
+	}
+	return sb.String()
 }
 
 func jsonError(err error) error {

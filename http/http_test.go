@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -283,6 +284,8 @@ func TestBadInputStoresNothing(t *testing.T) {
 		{"form content type", `assistant_id=x`, "application/x-www-form-urlencoded", 415, "invalid_request_error", "unsupported_media_type", ""},
 		{"too large", big, "", 413, "invalid_request_error", "request_too_large", ""},
 		{"empty body", ``, "", 400, "invalid_request_error", "invalid_json", ""},
+		{"nested too deep", `{"assistant_id":"` + ast + `","message":` + strings.Repeat("[", 40_000) + strings.Repeat("]", 40_000) + `}`,
+			"", 400, "invalid_request_error", "invalid_json", ams.Clip("message" + strings.Repeat("[0]", amshttp.MaxJSONDepth-1))},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -310,6 +313,46 @@ func TestBadInputStoresNothing(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 413 {
 		t.Fatalf("chunked oversized body: %d", resp.StatusCode)
+	}
+}
+
+// TestDeepBodiesRefusedCheaply: the 78 KB body of finding C1 (issue 26),
+// a task title nested 40,000 deep, once took ams to 1.5 GiB; POST
+// /v1/keys with 200 KB, to 23.7 GB. Each is now refused with 400
+// invalid_json, allocating in proportion to the body, and stores nothing;
+// an unknown key is refused before the body is read.
+func TestDeepBodiesRefusedCheaply(t *testing.T) {
+	f := setup(t)
+	admin := f.NewKey(f.User, "admin")
+	for _, c := range []struct{ path, key, body string }{
+		{"/v1/tasks", f.Key, `{"assistant_id":"` + f.Assistant.ID + `","title":` + strings.Repeat("[", 40_000) + strings.Repeat("]", 40_000) + `}`},
+		{"/v1/keys", admin, `{"name":` + strings.Repeat(`{"a":`, 40_000) + `1` + strings.Repeat("}", 40_000) + `}`},
+	} {
+		before := f.counts()
+		var r *response
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		resp := f.Do("POST", c.path, c.key, c.body)
+		runtime.ReadMemStats(&ms1)
+		r = &response{resp.Status, resp.Header, resp.Body}
+		if r.status != 400 {
+			t.Fatalf("POST %s nested 40,000 deep: %d %s", c.path, r.status, r.body)
+		}
+		if e := r.json(t)["error"].(map[string]any); e["code"] != "invalid_json" {
+			t.Fatalf("POST %s nested 40,000 deep: %s", c.path, r.body)
+		}
+		// The server, the client and the test share the heap: the bound
+		// is generous, and the old walk allocated gigabytes.
+		if grew := ms1.TotalAlloc - ms0.TotalAlloc; grew > 64<<20 {
+			t.Fatalf("POST %s of %d bytes allocated %d MB", c.path, len(c.body), grew>>20)
+		}
+		if after := f.counts(); after != before {
+			t.Fatalf("stored data changed: %v -> %v", before, after)
+		}
+		unknown := f.Do("POST", c.path, "ams_sk_"+strings.Repeat("x", 40), c.body)
+		if unknown.Status != 401 {
+			t.Fatalf("POST %s with an unknown key: %d %s", c.path, unknown.Status, unknown.Body)
+		}
 	}
 }
 
