@@ -1,27 +1,36 @@
 # The two commands a newcomer needs: `make run` and `make test`.
-.PHONY: run test bench build vet test-python test-typescript
+.PHONY: run test bench build vet test-go test-latency test-python test-typescript screenshots
 
 run:
 	go run ./cmd/ams serve --dev
 
+# make test runs every suite, even after one fails, prints how long each
+# took, and fails at the end naming the suites that failed.
 test:
+	@bash scripts/run-suites.sh \
+		"go vet:go vet ./..." \
+		"go test -race:$(MAKE) --no-print-directory test-go" \
+		"Python SDK:$(MAKE) --no-print-directory test-python" \
+		"TypeScript SDK:$(MAKE) --no-print-directory test-typescript"
+
+test-go:
 	@# The public Standard Webhooks library verifies real deliveries in a test.
 	@if command -v npm >/dev/null; then npm ci --silent --no-audit --no-fund --prefix webhook/testdata/standardwebhooks; fi
-	go vet ./...
 	go test -race -count=1 ./...
-	@# Latency bounds, which skip under -race, without it.
-	go test -count=1 -run 'TestNoisyNeighbour|TestMultiProcessWakeUp' ./webhook ./e2e
-	@# The Python SDK (sdk/python) against a real ams serve it builds; about 30 s.
-	@if command -v python3 >/dev/null; then $(MAKE) --no-print-directory test-python; else echo "python3 not found: Python SDK tests skipped"; fi
-	@# The TypeScript SDK (sdk/typescript) against real ams serve processes; about 2 min.
-	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory test-typescript; else echo "npm not found: TypeScript SDK tests skipped"; fi
 
+# The Python SDK (sdk/python) against a real ams serve it builds; about 30 s.
 test-python:
+	@if ! command -v python3 >/dev/null; then echo "python3 not found: Python SDK tests skipped"; exit 0; fi; \
 	python3 -m unittest discover -s sdk/python/tests -t sdk/python
 
+# The TypeScript SDK (sdk/typescript) against real ams serve processes; about 2 min.
 test-typescript:
-	npm ci --silent --no-audit --no-fund --prefix sdk/typescript
-	npm test --prefix sdk/typescript
+	@if ! command -v npm >/dev/null; then echo "npm not found: TypeScript SDK tests skipped"; exit 0; fi; \
+	npm ci --silent --no-audit --no-fund --prefix sdk/typescript && npm test --prefix sdk/typescript
+
+# Refreshes docs/screenshots/ from the browser tests (headless Chromium).
+screenshots:
+	AMS_SCREENSHOT_DIR=$(CURDIR)/docs/screenshots AMS_REQUIRE_BROWSER_TESTS=1 go test -count=1 ./e2e/browser
 
 build:
 	go build -o bin/ams ./cmd/ams

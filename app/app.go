@@ -76,6 +76,9 @@ type Config struct {
 	WebhookConcurrency int
 	WebhookPerWebhook  int
 	WebhookPerAccount  int
+	// WebhookPollInterval is how often the worker looks for retries that
+	// came due and for jobs whose wake-up it missed (0: 1 s).
+	WebhookPollInterval time.Duration
 	// NoWebhookWorker leaves deliveries to the workers of other processes
 	// sharing the database: this one queues them but sends none.
 	NoWebhookWorker bool
@@ -203,7 +206,7 @@ func New(cfg Config) (*App, error) {
 	if !cfg.NoWebhookWorker {
 		a.Webhook = &webhook.Worker{Queue: cfg.Store, Users: cfg.Store, Client: webhook.NewClient(guard), Clock: cfg.Clock, Logger: logger,
 			Schedule: cfg.WebhookSchedule, Lease: cfg.WebhookLease, Concurrency: cfg.WebhookConcurrency, PerWebhook: cfg.WebhookPerWebhook,
-			PerAccount: cfg.WebhookPerAccount, BaseURL: base, OnAttempt: a.API.Metrics.Delivery}
+			PerAccount: cfg.WebhookPerAccount, PollInterval: cfg.WebhookPollInterval, BaseURL: base, OnAttempt: a.API.Metrics.Delivery}
 	}
 	a.KeyReminders = &account.KeyReminders{Store: cfg.Store, Clock: cfg.Clock, Logger: logger, BaseURL: base}
 	if cfg.Mail != nil {

@@ -3,21 +3,17 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/amsdev/ams/internal/race"
 )
 
 // mlSetup starts n `ams serve` processes (with the extra flags of each) on
@@ -107,73 +103,37 @@ func TestMultiProcessPerWebhookCap(t *testing.T) {
 }
 
 // TestMultiProcessWakeUp: an event committed by a process that sends no
-// deliveries (--webhook-concurrency 0) is attempted by another process's
-// idle worker within 50 ms (p99 over a window of 200 events at 40 a
-// second), woken by LISTEN/NOTIFY rather than by its 1 s poll (which gives
-// a p50 near 500 ms and a p99 near 1 s). The events are pings, whose
-// transaction is short, so that their created_at is close to their commit.
-// The test runs beside other packages' tests on a small machine, so it
-// measures up to five windows and requires one of them to meet the bound:
-// a regression to the poll fails every one by far.
+// deliveries (--webhook-concurrency 0) is delivered by another process
+// whose worker polls once an hour (--webhook-poll-interval 1h): only the
+// wake-up that the commit sends across processes (LISTEN/NOTIFY) can start
+// its delivery within the test. Each ping is sent after the previous one
+// arrived, when the worker is idle again, so the first one at least can
+// only have been woken by the notification; a regression to the poll
+// delivers none. How fast the wake-up is, is measured by the benchmark
+// (docs/benchmarks.md, "webhook p99, commit → first attempt"), not here.
 func TestMultiProcessWakeUp(t *testing.T) {
-	if race.Enabled {
-		t.Skip("a latency bound: skipped under -race; make test runs it without")
-	}
-	const events = 200 // a window
-	var mu sync.Mutex
-	var lat []time.Duration
+	const pings = 20
+	arrived := make(chan string, pings)
 	rec := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		at := time.Now()
-		var env struct {
-			CreatedAt time.Time `json:"created_at"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&env); err != nil {
-			w.WriteHeader(400)
-			return
-		}
-		mu.Lock()
-		lat = append(lat, at.Sub(env.CreatedAt))
-		mu.Unlock()
+		io.Copy(io.Discard, r.Body)
+		arrived <- r.Header.Get("Webhook-Id")
 	}))
 	t.Cleanup(rec.Close)
-	procs, api, _ := mlSetup(t, []string{"--webhook-concurrency", "0"}, []string{"--webhook-concurrency", "16"})
+	procs, api, _ := mlSetup(t, []string{"--webhook-concurrency", "0"},
+		[]string{"--webhook-concurrency", "16", "--webhook-poll-interval", "1h"})
 	hook := mlWebhook(t, api, procs[0], rec.URL)
-	var windows []string
-	for range 5 {
-		mu.Lock()
-		lat = nil
-		mu.Unlock()
-		tick := time.NewTicker(25 * time.Millisecond) // 40 events a second
-		for range events {
-			<-tick.C
-			if err := api.do("POST", procs[0].base+"/v1/webhooks/"+hook+"/ping", "", 202, nil); err != nil {
-				t.Fatal(err)
-			}
+	for i := range pings {
+		var ev struct{ ID string }
+		if err := api.do("POST", procs[0].base+"/v1/webhooks/"+hook+"/ping", "", 202, &ev); err != nil {
+			t.Fatal(err)
 		}
-		tick.Stop()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			mu.Lock()
-			n := len(lat)
-			mu.Unlock()
-			if n >= events {
-				break
+		select {
+		case id := <-arrived:
+			if id != ev.ID {
+				t.Fatalf("ping %d: delivered %s, want %s", i, id, ev.ID)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d deliveries arrived in 30 s\n%s", n, events, mpLogs(procs))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		mu.Lock()
-		got := slices.Clone(lat)
-		mu.Unlock()
-		slices.Sort(got)
-		p50, p99 := got[len(got)/2], got[len(got)*99/100]
-		windows = append(windows, fmt.Sprintf("p50 %v, p99 %v, max %v", p50, p99, got[len(got)-1]))
-		t.Logf("first attempt after commit in another process: %s", windows[len(windows)-1])
-		if p99 <= 50*time.Millisecond {
-			return
+		case <-time.After(60 * time.Second): // far beyond any wake-up; far below the poll
+			t.Fatalf("ping %d of %d was not delivered by the process that polls hourly: its commit did not wake it\n%s", i+1, pings, mpLogs(procs))
 		}
 	}
-	t.Fatalf("from an event's creation to its first attempt by another process, every window's p99 is over 50 ms: %s", strings.Join(windows, "; "))
 }

@@ -95,15 +95,22 @@ func (p *idleProxy) pipe(c, b net.Conn, idle time.Duration) {
 }
 
 // TestStreamSurvivesIdleProxy: a stream passes a proxy that cuts
-// connections idle for 20 s, while the model takes 40 s over two tool
-// rounds (25 s before its first tool call, 15 s before its second), thanks
-// to the keep-alive comments sent every 15 s. Time is scaled down 100
-// times (idle timeout 200 ms, keep-alive 150 ms, model 250 ms + 150 ms)
-// so that the test takes well under a second. The control, with
-// keep-alives off, is cut by the proxy.
+// connections idle for a while, though the model stays silent longer than
+// that twice (before each of its two tool calls), thanks to the keep-alive
+// comments the stream sends meanwhile. The test waits on the mechanism,
+// not on time: each silence of the model lasts until the client has read
+// enough keep-alive comments to span more than the proxy's idle timeout,
+// and the keep-alive interval is a fiftieth of that timeout, so that a
+// loaded machine would have to stall the stream for most of it to break
+// the test. The control, with keep-alives off and a silence longer than
+// the timeout, is cut by the proxy.
 func TestStreamSurvivesIdleProxy(t *testing.T) {
-	const scale = 100
-	idle, keepAlive := 20*time.Second/scale, 15*time.Second/scale
+	const (
+		idle      = time.Second
+		keepAlive = idle / 50
+		// A silence spans this many keep-alives: longer than idle.
+		spans = 60
+	)
 	for _, withKeepAlive := range []bool{true, false} {
 		name := "keep-alive"
 		if !withKeepAlive {
@@ -111,19 +118,27 @@ func TestStreamSurvivesIdleProxy(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			llm := openaitest.New(t)
-			eng, err := openai.New(openai.Config{BaseURL: llm.URL, MaxRetries: -1, Timeout: 10 * time.Second})
+			eng, err := openai.New(openai.Config{BaseURL: llm.URL, MaxRetries: -1, Timeout: time.Minute})
 			if err != nil {
 				t.Fatal(err)
 			}
-			slow := func(d time.Duration, step openaitest.Step) openaitest.Step {
+			seen := &keepAliveCounter{more: make(chan struct{}, 1)}
+			// silent holds the model's answer until the client has read
+			// spans keep-alives more (or, without keep-alives, for longer
+			// than the proxy's idle timeout).
+			silent := func(step openaitest.Step) openaitest.Step {
 				return func(w http.ResponseWriter, r *http.Request, req *openaitest.Request) {
-					time.Sleep(d)
+					if withKeepAlive {
+						seen.waitFor(seen.count() + spans)
+					} else {
+						time.Sleep(idle + idle/4)
+					}
 					step(w, r, req)
 				}
 			}
 			llm.Push(
-				slow(25*time.Second/scale, openaitest.ToolCalls(openaitest.Call{ID: "c1", Name: "create_task", Arguments: `{"title":"Call Bob"}`})),
-				slow(15*time.Second/scale, openaitest.ToolCalls(openaitest.Call{ID: "c2", Name: "list_tasks", Arguments: `{}`})),
+				silent(openaitest.ToolCalls(openaitest.Call{ID: "c1", Name: "create_task", Arguments: `{"title":"Call Bob"}`})),
+				silent(openaitest.ToolCalls(openaitest.Call{ID: "c2", Name: "list_tasks", Arguments: `{}`})),
 				openaitest.Text("Done."))
 			f := &fixture{amstest.New(t, amstest.WithEngine(eng))}
 			f.API.KeepAlive = keepAlive
@@ -141,7 +156,8 @@ func TestStreamSurvivesIdleProxy(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			br := bufio.NewReader(resp.Body)
+			seen.r = resp.Body
+			br := bufio.NewReader(seen)
 			var names []string
 			var readErr error
 			for {
@@ -156,9 +172,9 @@ func TestStreamSurvivesIdleProxy(t *testing.T) {
 			}
 			got := strings.Join(names, " ")
 			if withKeepAlive {
-				if readErr != nil || proxy.cuts.Load() != 0 ||
+				if readErr != nil || proxy.cuts.Load() != 0 || seen.count() < 2*spans ||
 					got != "turn.started tool_call tool_result tool_call tool_result message.delta message.completed" {
-					t.Fatalf("through the proxy: %s (%v, %d cuts)", got, readErr, proxy.cuts.Load())
+					t.Fatalf("through the proxy: %s (%v, %d cuts, %d keep-alives)", got, readErr, proxy.cuts.Load(), seen.count())
 				}
 				return
 			}
@@ -200,5 +216,60 @@ func TestStreamOutlivesWriteTimeout(t *testing.T) {
 	evs := readEvents(t, body)
 	if err != nil || len(evs) == 0 || evs[len(evs)-1].name != "message.completed" || !strings.Contains(string(body), ": keep-alive") {
 		t.Fatalf("stream past the write timeout: %v\n%s", err, body)
+	}
+}
+
+// keepAliveCounter reads a stream through, counting the keep-alive
+// comments in it, and lets a goroutine wait for a count.
+type keepAliveCounter struct {
+	r    io.Reader
+	mu   sync.Mutex
+	n    int
+	tail []byte // the end of the last read, for a comment cut in two
+	more chan struct{}
+}
+
+const keepAliveComment = ": keep-alive\n"
+
+func (c *keepAliveCounter) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 {
+		buf := append(c.tail, p[:n]...)
+		k := strings.Count(string(buf), keepAliveComment)
+		// Keep what could start a comment the next read completes.
+		cut := max(0, len(buf)-len(keepAliveComment)+1)
+		if i := strings.LastIndex(string(buf), keepAliveComment); i >= 0 {
+			cut = max(cut, i+len(keepAliveComment))
+		}
+		c.tail = append([]byte(nil), buf[cut:]...)
+		if k > 0 {
+			c.mu.Lock()
+			c.n += k
+			c.mu.Unlock()
+			select {
+			case c.more <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return n, err
+}
+
+func (c *keepAliveCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+// waitFor returns once the count reaches n, or after a minute (then the
+// test fails on what the stream carried).
+func (c *keepAliveCounter) waitFor(n int) {
+	deadline := time.After(time.Minute)
+	for c.count() < n {
+		select {
+		case <-c.more:
+		case <-deadline:
+			return
+		}
 	}
 }

@@ -87,9 +87,9 @@ type Worker struct {
 	PollInterval time.Duration
 	// BaseURL is the service's public URL, named in e-mails.
 	BaseURL string
-	// Timeout is how long a receiver has to answer one delivery (0 or
-	// more than the package's Timeout: Timeout, which the Client of
-	// NewClient also enforces). Tests make it short.
+	// Timeout is how long a receiver has to answer one delivery (0: the
+	// package's Timeout, which the Client of NewClient also enforces).
+	// Tests make it shorter, or longer with a Client of their own.
 	Timeout time.Duration
 	// OnAttempt, when set, is called after each recorded attempt with
 	// "succeeded", "retry" or "failed" (for metrics).
@@ -113,11 +113,11 @@ func (w *Worker) defaults() {
 	if w.Schedule == nil {
 		w.Schedule = DefaultSchedule
 	}
-	if w.Timeout <= 0 || w.Timeout > Timeout {
+	if w.Timeout <= 0 {
 		w.Timeout = Timeout
 	}
-	if w.Lease <= Timeout {
-		w.Lease = 3 * Timeout
+	if w.Lease <= max(w.Timeout, Timeout) {
+		w.Lease = 3 * max(w.Timeout, Timeout)
 	}
 	if w.Concurrency <= 0 {
 		w.Concurrency = 64

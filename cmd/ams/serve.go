@@ -50,6 +50,7 @@ type serveConfig struct {
 	webhookWorkers  int
 	webhookPerHook  int
 	webhookPerAcct  int
+	webhookPoll     time.Duration
 	maxWebhooks     int
 	redisURL        string
 	llmBaseURL      string
@@ -92,6 +93,7 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.DurationVar(&cfg.webhookLease, "webhook-lease", 15*time.Second, "how long a claimed delivery is reserved before another worker may take it (env AMS_WEBHOOK_LEASE)")
 	f.IntVar(&cfg.webhookWorkers, "webhook-concurrency", 64, "deliveries in flight in this process at most; 0: this process sends none, leaving them to other processes on the database (env AMS_WEBHOOK_CONCURRENCY)")
 	f.IntVar(&cfg.webhookPerHook, "webhook-concurrency-per-webhook", 8, "deliveries in flight to one webhook at most, across all processes (env AMS_WEBHOOK_CONCURRENCY_PER_WEBHOOK)")
+	f.DurationVar(&cfg.webhookPoll, "webhook-poll-interval", time.Second, "how often the delivery worker looks for retries that came due; new events wake it at once (env AMS_WEBHOOK_POLL_INTERVAL)")
 	f.IntVar(&cfg.webhookPerAcct, "webhook-concurrency-per-account", webhook.DefaultPerAccount, "deliveries in flight of one account at most, across all processes (env AMS_WEBHOOK_CONCURRENCY_PER_ACCOUNT)")
 	f.IntVar(&cfg.maxWebhooks, "max-webhooks-per-account", ams.DefaultMaxWebhooks,
 		"webhooks one account may have; an enterprise account's own cap (ams users update --max-webhooks) overrides it (env AMS_MAX_WEBHOOKS_PER_ACCOUNT)")
@@ -148,6 +150,9 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	}
 	if cfg.maxWebhooks < 1 {
 		return fmt.Errorf("--max-webhooks-per-account must be 1 or more")
+	}
+	if cfg.webhookPoll <= 0 {
+		return errors.New("--webhook-poll-interval must be positive")
 	}
 	if cfg.webhookLease <= webhook.Timeout {
 		return fmt.Errorf("--webhook-lease must be longer than the %s delivery timeout", webhook.Timeout)
@@ -215,20 +220,21 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 			}
 			return nil, ams.Errorf(ams.EINVALID, "model_not_supported", "Assistant '%s' uses model '%s', which this server does not run.", a.ID, a.Model)
 		},
-		EngineTimeout:      cfg.llmTimeout,
-		BaseURL:            base,
-		OAuthSecret:        tokenKey,
-		Mail:               sender,
-		WebhookSchedule:    schedule,
-		WebhookLease:       cfg.webhookLease,
-		WebhookConcurrency: cfg.webhookWorkers,
-		WebhookPerWebhook:  cfg.webhookPerHook,
-		WebhookPerAccount:  cfg.webhookPerAcct,
-		NoWebhookWorker:    cfg.webhookWorkers == 0,
-		MaxWebhooks:        cfg.maxWebhooks,
-		CalDAVInterval:     cfg.caldavInterval,
-		TrustedProxies:     proxies,
-		CORSAllowedOrigins: corsOrigins,
+		EngineTimeout:       cfg.llmTimeout,
+		BaseURL:             base,
+		OAuthSecret:         tokenKey,
+		Mail:                sender,
+		WebhookSchedule:     schedule,
+		WebhookLease:        cfg.webhookLease,
+		WebhookConcurrency:  cfg.webhookWorkers,
+		WebhookPerWebhook:   cfg.webhookPerHook,
+		WebhookPerAccount:   cfg.webhookPerAcct,
+		WebhookPollInterval: cfg.webhookPoll,
+		NoWebhookWorker:     cfg.webhookWorkers == 0,
+		MaxWebhooks:         cfg.maxWebhooks,
+		CalDAVInterval:      cfg.caldavInterval,
+		TrustedProxies:      proxies,
+		CORSAllowedOrigins:  corsOrigins,
 	})
 	if err != nil {
 		ln.Close()

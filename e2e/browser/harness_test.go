@@ -39,9 +39,10 @@ const (
 	stepTimeout = 20 * time.Second
 )
 
-// screenshotDir is docs/screenshots/ of the repository, relative to this
-// package's directory (go test runs in it).
-var screenshotDir = filepath.Join("..", "..", "docs", "screenshots")
+// screenshotDir is where shot saves its pictures: AMS_SCREENSHOT_DIR if
+// set (`make screenshots` sets it to docs/screenshots/), else a
+// temporary folder removed when the tests end (see TestMain).
+var screenshotDir = os.Getenv("AMS_SCREENSHOT_DIR")
 
 // env is what the tests share: one server and one browser. Each test gets
 // its own browser context (cookies and storage of its own) and tab.
@@ -71,6 +72,15 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if screenshotDir == "" {
+		dir, err := os.MkdirTemp("", "ams-screenshots-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		screenshotDir = dir
+		cleanups = append(cleanups, func() { os.RemoveAll(dir) })
+	}
 	code := m.Run()
 	for i := len(cleanups) - 1; i >= 0; i-- {
 		cleanups[i]()
@@ -529,7 +539,7 @@ func (p *page) acceptedDialogs() []string {
 	return append([]string(nil), p.dialogs...)
 }
 
-// shot saves a full-page screenshot as docs/screenshots/<name>.png.
+// shot saves a full-page screenshot as <screenshotDir>/<name>.png.
 func (p *page) shot(name string) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(p.ctx, stepTimeout)
@@ -546,7 +556,7 @@ func (p *page) shot(name string) {
 	if err := os.WriteFile(filepath.Join(screenshotDir, name+".png"), buf, 0o644); err != nil {
 		p.t.Fatal(err)
 	}
-	p.t.Logf("screenshot docs/screenshots/%s.png (%d KB)", name, len(buf)/1024)
+	p.t.Logf("screenshot %s (%d KB)", filepath.Join(screenshotDir, name+".png"), len(buf)/1024)
 }
 
 // norm collapses whitespace as the finders do.
