@@ -51,9 +51,12 @@ type AccountTokenStore interface {
 	// IssueAccountToken stores t and queues the e-mail e that carries its
 	// link, in one transaction, unless the account already has max
 	// tokens of t.Purpose created after since (a cap on the e-mails one
-	// account gets): then it stores and queues nothing and returns false.
+	// account gets) or e's recipient has reached the cap of e.Kind
+	// (EmailCaps): then it stores and queues nothing and returns false.
 	IssueAccountToken(ctx context.Context, t *AccountToken, e *Email, since time.Time, max int) (bool, error)
-	// QueueEmail queues e alone (a notice that carries no link).
+	// QueueEmail queues e alone (a notice that carries no link), unless
+	// its recipient has reached the cap of e.Kind (EmailCaps): then it
+	// queues nothing and returns nil all the same.
 	QueueEmail(ctx context.Context, e *Email, now time.Time) error
 	// FindAccountToken returns the token of purpose with the hash, used
 	// or not, expired or not; ENOTFOUND if there is none.

@@ -261,6 +261,9 @@ type KeyReminderStore interface {
 	// RemindKey marks the key reminded for reason at now and queues e, in
 	// one transaction, only if the key is still active and not yet
 	// reminded for reason; it reports whether it did. Of several callers
-	// for the same key and reason, across processes, one does.
+	// for the same key and reason, across processes, one does. When e's
+	// recipient has reached the cap of key reminders (EmailCaps), the key
+	// is marked reminded all the same, e is not queued, and it reports
+	// false.
 	RemindKey(ctx context.Context, keyID string, reason KeyReminderReason, e *Email, now time.Time) (bool, error)
 }

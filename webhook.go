@@ -207,7 +207,8 @@ type AttemptResult struct {
 	Outcome  JobOutcome
 	NextAt   time.Time // for JobRetry
 	// Email is queued, in the same transaction, when this attempt marks an
-	// active webhook failing.
+	// active webhook failing (unless its recipient has reached the cap of
+	// EmailWebhookFailing, EmailCaps).
 	Email *Email
 	// Event (a webhook.failing event) is emitted, in the same
 	// transaction, when this attempt marks an active webhook failing: it
@@ -218,11 +219,63 @@ type AttemptResult struct {
 
 // Email is an e-mail queued in the database and sent by the mail worker (mail.Worker).
 type Email struct {
-	ID       string
+	ID string
+	// Kind is what the e-mail is for; it must be one of EmailCaps': the
+	// store refuses to queue an e-mail of another kind.
+	Kind     EmailKind
 	To       string
 	Subject  string
 	Text     string
 	Attempts int
+}
+
+// EmailKind is what an e-mail is for. Each kind has a per-recipient cap
+// (EmailCaps).
+type EmailKind string
+
+// The kinds of e-mail ams sends.
+const (
+	// EmailVerificationLink carries a link that verifies the address
+	// (sign-up, the "send a new link" button).
+	EmailVerificationLink EmailKind = "email_verification"
+	// EmailPasswordResetLink carries a link that sets a new password
+	// (the forgot-password form).
+	EmailPasswordResetLink EmailKind = "password_reset"
+	// EmailSignupTaken tells the owner of an address that someone tried
+	// to sign up with it.
+	EmailSignupTaken EmailKind = "signup_taken"
+	// EmailKeyReminder tells that an API key expires or is due rotation.
+	EmailKeyReminder EmailKind = "key_reminder"
+	// EmailWebhookFailing tells that a webhook was marked failing.
+	EmailWebhookFailing EmailKind = "webhook_failing"
+)
+
+// EmailCap is a per-recipient cap: at most Max e-mails of a kind to one
+// address within Window (a sliding window, counted over every process
+// on the database).
+type EmailCap struct {
+	Max    int
+	Window time.Duration
+}
+
+// EmailCaps are the per-recipient caps, one per kind of e-mail, so that
+// nobody can flood an address through ams, whatever forms they post and
+// from however many addresses: an e-mail over its cap is not queued,
+// and the answer to whoever caused it is the same as when it is (a
+// sign-up with a taken address, a password reset, look the same). The
+// windows are at most EventRetention, for which sent e-mails are kept.
+//
+// The links (verification, reset) have their own per-account caps too
+// (account.MaxVerificationEmails, account.MaxResetEmails). Key reminders
+// and failing-webhook notices are caused by the account's own keys and
+// webhooks, so their caps are higher: they only stop a burst (hundreds of
+// keys expiring at once, webhooks re-enabled and failing again in a loop).
+var EmailCaps = map[EmailKind]EmailCap{
+	EmailVerificationLink:  {Max: 5, Window: 24 * time.Hour},
+	EmailPasswordResetLink: {Max: 6, Window: 24 * time.Hour},
+	EmailSignupTaken:       {Max: 3, Window: 24 * time.Hour},
+	EmailKeyReminder:       {Max: 20, Window: 24 * time.Hour},
+	EmailWebhookFailing:    {Max: 20, Window: 24 * time.Hour},
 }
 
 // DeliveryQueue is the durable queue the webhook worker and the mail worker use.

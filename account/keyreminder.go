@@ -141,7 +141,7 @@ a key that leaked without your knowing stops working.
 %s: nothing happens to it by itself.`, name, k.Hint, created, turns, when, until)
 	}
 	text := "Hello,\n\n" + what + "\n\n" + rotate + "\n\nYou get this reminder once for this key.\n\n-- ams\n"
-	return &ams.Email{ID: ams.NewID("eml_"), To: d.User.Email, Subject: subject, Text: text}
+	return &ams.Email{ID: ams.NewID("eml_"), Kind: ams.EmailKeyReminder, To: d.User.Email, Subject: subject, Text: text}
 }
 
 // printable returns s with control characters (a line break in a key's

@@ -12,7 +12,8 @@ import (
 // address through the forms: at most MaxResetEmails password-reset links
 // per ResetEmailWindow, and at most MaxVerificationEmails verification
 // links per VerificationEmailWindow. A request over the cap gets the same
-// answer as any other, and no e-mail.
+// answer as any other, and no e-mail. Every e-mail has a per-recipient cap
+// too (ams.EmailCaps), which the store applies when it queues one.
 const (
 	MaxResetEmails          = 3
 	ResetEmailWindow        = time.Hour
@@ -39,8 +40,10 @@ func newToken() (secret, hash string) {
 // queues the verification e-mail (a link valid for 24 hours). It never
 // reveals whether the address is registered: when it is taken, it
 // hashes the password all the same (so that both answers take as long),
-// e-mails the address's owner a notice instead, and returns nil and no
-// error. Invalid fields are ams.FieldErrors, as CheckSignUp's.
+// e-mails the address's owner a notice instead (at most
+// ams.EmailCaps[ams.EmailSignupTaken] a day: over it, none, and the same
+// answer), and returns nil and no error. Invalid fields are
+// ams.FieldErrors, as CheckSignUp's.
 func (s *Service) SignUp(ctx context.Context, in SignUp) (*ams.User, error) {
 	if err := s.CheckSignUp(in); err != nil {
 		return nil, err
@@ -79,7 +82,7 @@ func (s *Service) SendVerification(ctx context.Context, u *ams.User) (bool, erro
 	secret, hash := newToken()
 	t := &ams.AccountToken{Hash: hash, UserID: u.ID, Purpose: ams.TokenEmailVerification, Email: u.Email,
 		CreatedAt: now, ExpiresAt: now.Add(ams.EmailVerificationLifetime)}
-	e := &ams.Email{ID: ams.NewID("eml_"), To: u.Email, Subject: "Verify your e-mail address for ams", Text: fmt.Sprintf(`Hello,
+	e := &ams.Email{ID: ams.NewID("eml_"), Kind: ams.EmailVerificationLink, To: u.Email, Subject: "Verify your e-mail address for ams", Text: fmt.Sprintf(`Hello,
 
 to finish creating your ams account, verify your e-mail address by
 opening this link within 24 hours:
@@ -100,7 +103,7 @@ the link, the address stays unverified.
 // takenEmail is the notice to the owner of an address someone tried to
 // sign up with.
 func (s *Service) takenEmail(u *ams.User) *ams.Email {
-	return &ams.Email{ID: ams.NewID("eml_"), To: u.Email, Subject: "Someone tried to create an ams account with your address", Text: fmt.Sprintf(`Hello,
+	return &ams.Email{ID: ams.NewID("eml_"), Kind: ams.EmailSignupTaken, To: u.Email, Subject: "Someone tried to create an ams account with your address", Text: fmt.Sprintf(`Hello,
 
 someone (maybe you) tried to create a new ams account with this
 e-mail address. You already have an account with it, so no new one
@@ -138,7 +141,7 @@ func (s *Service) RequestPasswordReset(ctx context.Context, email string) error 
 	secret, hash := newToken()
 	t := &ams.AccountToken{Hash: hash, UserID: u.ID, Purpose: ams.TokenPasswordReset, Email: u.Email,
 		CreatedAt: now, ExpiresAt: now.Add(ams.PasswordResetLifetime)}
-	e := &ams.Email{ID: ams.NewID("eml_"), To: u.Email, Subject: "Reset your ams password", Text: fmt.Sprintf(`Hello,
+	e := &ams.Email{ID: ams.NewID("eml_"), Kind: ams.EmailPasswordResetLink, To: u.Email, Subject: "Reset your ams password", Text: fmt.Sprintf(`Hello,
 
 someone (we hope you) asked to reset the password of your ams
 account. To choose a new password, open this link within an hour:

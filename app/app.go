@@ -53,6 +53,10 @@ type Config struct {
 	// headers are believed for the client address of a request (nil:
 	// none).
 	TrustedProxies clientaddr.Proxies
+	// ClientAddressHeader is the one header those proxies report the
+	// client's address in (clientaddr.Resolver.Header; "": Forwarded or
+	// X-Forwarded-For, a request with both refused).
+	ClientAddressHeader string
 	// Guard checks webhook and CalDAV URLs when they are given and every
 	// connection made to them (nil: strict: https, no internal addresses).
 	Guard *ssrf.Guard
@@ -178,8 +182,9 @@ func New(cfg Config) (*App, error) {
 		Ready:    cfg.Store.Ping,
 		BaseURL:  base,
 
-		TrustedProxies: cfg.TrustedProxies,
-		CORSOrigins:    cfg.CORSAllowedOrigins,
+		TrustedProxies:      cfg.TrustedProxies,
+		ClientAddressHeader: cfg.ClientAddressHeader,
+		CORSOrigins:         cfg.CORSAllowedOrigins,
 	}
 	// Usage metering: requests are counted in memory and added to the
 	// store every 10 s and at shutdown (Usage.Run, a background worker).

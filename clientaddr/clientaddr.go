@@ -1,19 +1,23 @@
 // Package clientaddr finds the address of the client that made a request:
 // the connecting address, or, when that is a trusted proxy (ams serve
-// --trusted-proxies), the address the proxies report in Forwarded (RFC
-// 7239) or X-Forwarded-For. It is the one place that reads
-// http.Request.RemoteAddr: the API's middleware stores the result in the
-// request's context (With), and the request log, the sign-in and sign-up
-// throttles and everything else read it back with Of.
+// --trusted-proxies), the address the proxies report in the one header
+// the operator names (--client-address-header), or, when none is named,
+// in Forwarded (RFC 7239) or X-Forwarded-For, never both. It is the one
+// place that reads http.Request.RemoteAddr: the API's middleware stores
+// the result in the request's context (With), and the request log, the
+// sign-in and sign-up throttles and everything else read it back with Of.
 package clientaddr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // Proxies is the list of networks whose connections are believed when
@@ -64,39 +68,116 @@ func (p Proxies) String() string {
 	return strings.Join(s, ",")
 }
 
+// ParseHeader checks the name of the header that carries the client's
+// address (ams serve --client-address-header) and returns it in canonical
+// form ("x-real-ip" becomes "X-Real-Ip"); "" stays "" (none named).
+func ParseHeader(name string) (string, error) {
+	name = strings.TrimSpace(name)
+	if name == "" {
+		return "", nil
+	}
+	if !httpguts.ValidHeaderFieldName(name) {
+		return "", fmt.Errorf("%q is not a header name (such as X-Forwarded-For, Forwarded or X-Real-IP)", name)
+	}
+	return http.CanonicalHeaderKey(name), nil
+}
+
+// ErrMixedHeaders is Resolver.Client's error for a request from a trusted
+// proxy that carries both Forwarded and X-Forwarded-For when no header is
+// named: one of them may be the client's own, passed through by a
+// balancer that appends to the other, and nothing tells which.
+var ErrMixedHeaders = errors.New("the request has both Forwarded and X-Forwarded-For; name the one header the proxies set with --client-address-header")
+
+// Resolver finds the client address of requests: Proxies are the
+// networks whose reports are believed, Header the one header that
+// carries them.
+type Resolver struct {
+	Proxies Proxies
+	// Header is the header the trusted proxies set (canonical form, as
+	// ParseHeader returns it): only it is read, any other (Forwarded,
+	// X-Forwarded-For or another a client sent) is ignored. Forwarded is
+	// read as RFC 7239; any other header as a comma-separated list of
+	// addresses (X-Forwarded-For's form; X-Real-IP and the like are a
+	// list of one). Empty: Forwarded or X-Forwarded-For, whichever the
+	// request has, and ErrMixedHeaders when it has both.
+	Header string
+}
+
 // Client returns the client address of r, without a port. When the
 // connecting address is not a trusted proxy, it is the client, and the
-// headers are ignored. Otherwise the chain of addresses in Forwarded (if
-// r has that header; else X-Forwarded-For) is walked from the right,
-// skipping trusted proxies: the first untrusted address is the client
-// (the leftmost one if all are trusted). A header that cannot be read (a
-// malformed item, an obfuscated or "unknown" node, no address) makes the
-// connecting address the client.
-func (p Proxies) Client(r *http.Request) string {
+// headers are ignored. Otherwise the chain of addresses in the header
+// (Header, or the one of Forwarded and X-Forwarded-For the request has)
+// is walked from the right, skipping trusted proxies: the first untrusted
+// address is the client (the leftmost one if all are trusted). Without
+// the header, or when it cannot be read (a malformed item, an obfuscated
+// or "unknown" node, no address), the connecting address is the client.
+//
+// With no Header named, a request from a trusted proxy that has both
+// Forwarded and X-Forwarded-For gets the connecting address and
+// ErrMixedHeaders: the caller refuses it (believing either header would
+// let a client choose its address behind a balancer that appends to the
+// other; counting it under the balancer's address would let one client
+// spend every client's per-address allowance).
+func (c Resolver) Client(r *http.Request) (string, error) {
 	remote, ok := parseHostPort(r.RemoteAddr)
 	if !ok {
-		return r.RemoteAddr
+		return r.RemoteAddr, nil
 	}
-	if len(p) == 0 || !p.Trusts(remote) {
-		return remote.String()
+	if len(c.Proxies) == 0 || !c.Proxies.Trusts(remote) {
+		return remote.String(), nil
 	}
-	var chain []netip.Addr
-	if fw := r.Header.Values("Forwarded"); len(fw) > 0 {
-		chain, ok = parseForwarded(fw)
-	} else if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
-		chain, ok = parseXFF(xff)
-	} else {
-		return remote.String()
-	}
-	if !ok || len(chain) == 0 {
-		return remote.String()
-	}
-	for i := len(chain) - 1; i >= 0; i-- {
-		if !p.Trusts(chain[i]) || i == 0 {
-			return chain[i].String()
+	name := c.Header
+	if name == "" {
+		_, fw := r.Header["Forwarded"]
+		_, xff := r.Header["X-Forwarded-For"]
+		switch {
+		case fw && xff:
+			return remote.String(), ErrMixedHeaders
+		case fw:
+			name = "Forwarded"
+		case xff:
+			name = "X-Forwarded-For"
+		default:
+			return remote.String(), nil
 		}
 	}
-	return remote.String() // not reached
+	lines := r.Header.Values(name)
+	if len(lines) == 0 {
+		return remote.String(), nil
+	}
+	var chain []netip.Addr
+	if name == "Forwarded" {
+		chain, ok = parseForwarded(lines)
+	} else {
+		chain, ok = parseXFF(lines)
+	}
+	if !ok || len(chain) == 0 {
+		return remote.String(), nil
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		if !c.Proxies.Trusts(chain[i]) || i == 0 {
+			return chain[i].String(), nil
+		}
+	}
+	return remote.String(), nil // not reached
+}
+
+// Network returns the network a throttle counts the client address addr
+// under: the /64 of an IPv6 address (one customer's network; anyone
+// holding one has 2^64 addresses to rotate through), written as a CIDR
+// such as "2001:db8:1:2::/64", and an IPv4 address itself. Anything else
+// (not an address) is returned as it is.
+func Network(addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return addr
+	}
+	a = a.WithZone("").Unmap()
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
 }
 
 // maxHops bounds the addresses read from one header.
@@ -295,7 +376,8 @@ func Of(r *http.Request) string {
 	if a, ok := r.Context().Value(ctxKey{}).(string); ok {
 		return a
 	}
-	return Proxies(nil).Client(r)
+	a, _ := Resolver{}.Client(r)
+	return a
 }
 
 // FromContext returns the client address stored in ctx, or "".

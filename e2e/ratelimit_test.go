@@ -31,8 +31,10 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 	t.Run("postgres", func(t *testing.T) {
 		conn := postgresSchemaEnv(t)
 		// Behind a load balancer on this machine: X-Forwarded-For tells
-		// the client's address (the env variable of --trusted-proxies).
+		// the client's address (the env variables of --trusted-proxies
+		// and --client-address-header).
 		t.Setenv("AMS_TRUSTED_PROXIES", "127.0.0.1/32")
+		t.Setenv("AMS_CLIENT_ADDRESS_HEADER", "X-Forwarded-For")
 		a, b := startPair(t)
 		user, key := standardAccount(t)
 		checkSharedMinuteLimit(t, a, b, key)
@@ -41,6 +43,9 @@ func TestRateLimitAcrossProcesses(t *testing.T) {
 		for _, s := range []*server{a, b} {
 			if !strings.Contains(s.logs.String(), `"rate_limiter":"postgres","login_throttle":"postgres"`) {
 				t.Errorf("the server did not log that it counts in PostgreSQL:\n%s", s.logs.String())
+			}
+			if !strings.Contains(s.logs.String(), `"client_address_header":"X-Forwarded-For"`) {
+				t.Errorf("the server did not log the header it reads client addresses from:\n%s", s.logs.String())
 			}
 		}
 		var n int64

@@ -79,3 +79,69 @@ func TestRequestLogClient(t *testing.T) {
 		})
 	}
 }
+
+// TestMixedClientAddressHeaders (issue 26, M1): from a trusted proxy, a
+// request that has both Forwarded and X-Forwarded-For while no
+// --client-address-header is named is refused with the documented error
+// (400 client_address_ambiguous), logged under the proxy's address, with
+// one warning for the operator however many are refused; a POST refused
+// so stores nothing. With the header named, only it is read.
+func TestMixedClientAddressHeaders(t *testing.T) {
+	t.Parallel()
+	loopback := clientaddr.Proxies{netip.MustParsePrefix("127.0.0.1/32")}
+	var logs lockedBuffer
+	f := &fixture{amstest.New(t, amstest.WithTrustedProxies(loopback), amstest.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))}
+	mixed := []string{"Forwarded", "for=198.51.100.77", "X-Forwarded-For", "203.0.113.9"}
+	for range 3 {
+		wantError(t, f.do("GET", "/v1/assistants", "", mixed...), 400, "invalid_request_error", "client_address_ambiguous", "")
+	}
+	before := f.counts()
+	wantError(t, f.do("POST", "/v1/conversations", `{}`, mixed...), 400, "invalid_request_error", "client_address_ambiguous", "")
+	if after := f.counts(); after != before {
+		t.Errorf("a refused POST stored something: %v, then %v", before, after)
+	}
+	warnings, clients := 0, map[any]int{}
+	for _, line := range logs.lines() {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil {
+			continue
+		}
+		if m["level"] == "WARN" && strings.Contains(m["msg"].(string), "--client-address-header") {
+			warnings++
+		}
+		if m["msg"] == "request" {
+			clients[m["client"]]++
+		}
+	}
+	if warnings != 1 {
+		t.Errorf("%d warnings, want 1:\n%s", warnings, strings.Join(logs.lines(), "\n"))
+	}
+	if clients["127.0.0.1"] != 4 || len(clients) != 1 {
+		t.Errorf("request log clients %v, want the proxy's address 4 times", clients)
+	}
+	// Either header alone is read as before.
+	for _, h := range [][]string{{"Forwarded", "for=203.0.113.9"}, {"X-Forwarded-For", "203.0.113.9"}} {
+		if r := f.do("GET", "/v1/assistants", "", h...); r.status != 200 {
+			t.Errorf("%s alone: %d %s", h[0], r.status, r.body)
+		}
+	}
+
+	named := &fixture{amstest.New(t, amstest.WithTrustedProxies(loopback), amstest.WithClientAddressHeader("X-Forwarded-For"),
+		amstest.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))}
+	if r := named.do("GET", "/v1/tasks", "", mixed...); r.status != 200 {
+		t.Fatalf("with --client-address-header: %d %s", r.status, r.body)
+	}
+	found := false
+	for _, line := range logs.lines() {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "request" && m["path"] == "/v1/tasks" {
+			found = true
+			if m["client"] != "203.0.113.9" {
+				t.Errorf("with --client-address-header X-Forwarded-For, client %v, want 203.0.113.9", m["client"])
+			}
+		}
+	}
+	if !found {
+		t.Error("no request log line for /v1/tasks")
+	}
+}

@@ -79,7 +79,7 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		w.Header().Set("X-Request-Id", id)
 		sw := &statusWriter{ResponseWriter: w}
 		st := &reqState{id: id, resp: sw}
-		client := s.TrustedProxies.Client(r)
+		client, addrErr := clientaddr.Resolver{Proxies: s.TrustedProxies, Header: s.ClientAddressHeader}.Client(r)
 		r = r.WithContext(context.WithValue(clientaddr.With(r.Context(), client), reqStateKey{}, st))
 		defer func() {
 			if p := recover(); p != nil {
@@ -96,6 +96,10 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 				slogInt("status", sw.status), slogDuration("duration", time.Since(start)),
 				slogString("account", accountOf(st)), slogString("client", client))
 		}()
+		if addrErr != nil {
+			s.refuseMixed(sw, r, client)
+			return
+		}
 		next.ServeHTTP(sw, r)
 	})
 }
@@ -437,4 +441,23 @@ func bodyReadError(err error) error {
 		return ams.Errorf(ams.ETOOLARGE, "request_too_large", "The request body is larger than %d bytes.", MaxBodyBytes)
 	}
 	return ams.Errorf(ams.EINVALID, "invalid_body", "The request body could not be read.")
+}
+
+// errMixedAddress answers a request from a trusted proxy that carries
+// both Forwarded and X-Forwarded-For while no --client-address-header is
+// named (clientaddr.ErrMixedHeaders).
+var errMixedAddress = &ams.Error{Kind: ams.EINVALID, Code: "client_address_ambiguous",
+	Message: "The request carries both a Forwarded and an X-Forwarded-For header, so its client address cannot be told. " +
+		"Send neither: the load balancer sets the one it uses."}
+
+// refuseMixed refuses a request whose client address cannot be told
+// (errMixedAddress, 400), and logs a warning the first time, so that the
+// operator names the header (--client-address-header).
+func (s *Server) refuseMixed(w http.ResponseWriter, r *http.Request, peer string) {
+	if s.mixedWarned.CompareAndSwap(false, true) {
+		s.Logger.Warn("refused a request carrying both Forwarded and X-Forwarded-For from a trusted proxy: "+
+			"set --client-address-header to the one header your load balancer sets (refusals after this one are not logged as warnings)",
+			"request_id", requestID(r.Context()), "proxy", peer)
+	}
+	s.writeError(w, r, errMixedAddress)
 }

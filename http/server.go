@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -70,6 +71,13 @@ type Server struct {
 	// headers are believed when finding a request's client address (nil:
 	// none; the connecting address is the client).
 	TrustedProxies clientaddr.Proxies
+	// ClientAddressHeader is the one header the trusted proxies report
+	// the client's address in (clientaddr.Resolver.Header; "": Forwarded
+	// or X-Forwarded-For, a request with both refused).
+	ClientAddressHeader string
+	// mixedWarned is set once the first request refused for carrying
+	// both Forwarded and X-Forwarded-For has been logged as a warning.
+	mixedWarned atomic.Bool
 	// CORSOrigins are the origins (as ParseOrigins returns them) whose
 	// pages may call the API from a browser, beside those of the public
 	// OAuth clients' redirect URIs (see cors.go).

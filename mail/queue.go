@@ -65,7 +65,7 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 				w.Logger.Warn("send e-mail", "email", e.ID, "attempt", e.Attempts+1, "err", err, "gave_up", retry.IsZero())
 			} else {
 				sent++
-				w.Logger.Info("e-mail sent", "email", e.ID, "subject", e.Subject)
+				w.Logger.Info("e-mail sent", "email", e.ID, "kind", string(e.Kind), "subject", e.Subject)
 			}
 			if ferr := w.Queue.FinishEmail(context.WithoutCancel(ctx), e.ID, err == nil, errText, retry, now); ferr != nil {
 				return sent, ferr

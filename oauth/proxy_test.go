@@ -273,3 +273,56 @@ func TestThrottleAccountSlowdownRace(t *testing.T) {
 		}
 	})
 }
+
+// TestThrottleClientForwardedBehindAppendingProxy (issue 26, M1): behind a
+// balancer that appends the client's address to X-Forwarded-For (nginx,
+// AWS ALB, HAProxy), an attacker sends a Forwarded header of its own, a
+// new address each time. Its failed sign-ins must not escape the
+// per-address throttle: with no --client-address-header such requests
+// are refused (400) before any password is checked; with
+// --client-address-header X-Forwarded-For the attacker is counted under
+// the address the balancer appended, and blocked after
+// MaxLoginFailures.
+func TestThrottleClientForwardedBehindAppendingProxy(t *testing.T) {
+	for _, header := range []string{"", "X-Forwarded-For"} {
+		t.Run("header="+header, func(t *testing.T) {
+			throttles(t, func(t *testing.T, th func(t *testing.T) oauth.LoginThrottle) {
+				h := setup(t, amstest.WithTrustedProxies(loopbackProxy), amstest.WithThrottle(th(t)),
+					amstest.WithClientAddressHeader(header))
+				evil := h.newBrowser()
+				checked := 0
+				for i := range 3 * oauth.MaxLoginFailures {
+					h.Clock.Add(time.Second)
+					f := findForm(t, h.get(t, evil, "/login"), "/login")
+					f.Values.Set("email", "ann@example.com")
+					f.Values.Set("password", "guess "+strconv.Itoa(i))
+					p := h.post(t, evil, "/login", f.Values,
+						"Forwarded", fmt.Sprintf("for=192.0.2.%d", i+1), // the attacker's choice
+						"X-Forwarded-For", attacker) // appended by the balancer
+					switch p.StatusCode {
+					case http.StatusOK: // the form again: the password was checked
+						checked++
+					case http.StatusTooManyRequests:
+					case http.StatusBadRequest:
+						if header != "" || !strings.Contains(p.Body, "client_address_ambiguous") {
+							t.Fatalf("attempt %d: 400 %s", i+1, p.Body)
+						}
+					default:
+						t.Fatalf("attempt %d: %d", i+1, p.StatusCode)
+					}
+				}
+				want := oauth.MaxLoginFailures
+				if header == "" {
+					want = 0
+				}
+				if checked != want {
+					t.Errorf("%d of %d guesses were checked, want %d: the attacker chose its address", checked, 3*oauth.MaxLoginFailures, want)
+				}
+				// Ann, behind the same balancer, signs in.
+				if p := h.loginVia(t, h.newBrowser(), owner, "ann@example.com", testPassword); !signedIn(p) {
+					t.Errorf("owner: %d", p.StatusCode)
+				}
+			})
+		})
+	}
+}

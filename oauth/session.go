@@ -60,19 +60,27 @@ func (s *Server) DeriveKey(purpose string) []byte {
 // attribute (the request came over TLS or the public URL is https).
 func (s *Server) SecureCookies(r *http.Request) bool { return s.secureCookies(r) }
 
-// Sign-ups are throttled per client address (clientaddr: behind
-// --trusted-proxies, the address the proxies report) with the login
-// throttle's figures and store: at most MaxLoginFailures accounts from one
-// address within LoginFailureWindow.
+// Sign-ups are throttled per client network (clientaddr.Network of the
+// client address, which behind --trusted-proxies is the address the
+// proxies report: the address itself for IPv4, its /64 for IPv6, as one
+// holder of a /64 can rotate through all of it) with the login throttle's
+// figures and store: at most MaxLoginFailures accounts from one network
+// within LoginFailureWindow.
 
 // SignupBlocked reports whether r's client address has made too many
 // accounts recently, and until when.
 func (s *Server) SignupBlocked(ctx context.Context, r *http.Request) (time.Time, bool, error) {
-	until, err := blockedUntil(ctx, s.throttle, "signup-ip:"+clientaddr.Of(r), s.clock.Now(), MaxLoginFailures)
+	until, err := blockedUntil(ctx, s.throttle, signupKey(r), s.clock.Now(), MaxLoginFailures)
 	return until, !until.IsZero(), err
 }
 
 // SignupDone counts an account made from r's client address.
 func (s *Server) SignupDone(ctx context.Context, r *http.Request) error {
-	return s.throttle.Failed(ctx, "signup-ip:"+clientaddr.Of(r), s.clock.Now())
+	return s.throttle.Failed(ctx, signupKey(r), s.clock.Now())
+}
+
+// signupKey is the throttle key of r's sign-ups: "signup-ip:" and the
+// client's network.
+func signupKey(r *http.Request) string {
+	return "signup-ip:" + clientaddr.Network(clientaddr.Of(r))
 }

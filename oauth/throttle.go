@@ -28,7 +28,8 @@ import (
 //     successful attempt takes its count back (Withdraw).
 //
 // A successful sign-in forgets the failures of its pair. Sign-ups are
-// counted per client address ("signup-ip:<address>") under the first rule.
+// counted per client network ("signup-ip:<network>", clientaddr.Network:
+// the address for IPv4, its /64 for IPv6) under the first rule.
 const (
 	LoginFailureWindow = 15 * time.Minute
 	MaxLoginFailures   = 5

@@ -23,9 +23,9 @@ type env struct {
 	f *amstest.Fixture
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, opts ...amstest.Option) *env {
 	t.Helper()
-	f := amstest.New(t)
+	f := amstest.New(t, opts...)
 	return &env{t: t, f: f}
 }
 
@@ -57,6 +57,9 @@ type browser struct {
 	// origin, when set, is sent as the Origin of form posts (with
 	// Sec-Fetch-Site: cross-site), as a page of another site would.
 	origin string
+	// header is added to every request (such as the X-Forwarded-For a
+	// load balancer sets).
+	header http.Header
 }
 
 func (e *env) browser() *browser {
@@ -79,6 +82,9 @@ type page struct {
 func (b *browser) do(req *http.Request) *page {
 	b.t.Helper()
 	var redirects []string
+	for k, v := range b.header {
+		req.Header[k] = v
+	}
 	c := *b.c
 	c.CheckRedirect = func(r *http.Request, via []*http.Request) error {
 		redirects = append(redirects, r.URL.RequestURI())

@@ -3,12 +3,15 @@ package pages_test
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/clientaddr"
+	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/password"
 	"golang.org/x/net/html"
@@ -565,4 +568,34 @@ func TestFormFieldNotText(t *testing.T) {
 	p = b.post("/account/keys/key_%00/revoke", url.Values{"csrf_token": csrf})
 	p.mustStatus(http.StatusNotFound)
 	p.mustContain("Not found")
+}
+
+// TestSignUpThrottledPerNetwork (issue 26, point 7): behind a trusted
+// proxy, sign-ups are counted per /64 for IPv6 clients, so rotating
+// addresses within one's /64 does not escape the cap, while another /64
+// is not affected; an IPv4 client is counted per address.
+func TestSignUpThrottledPerNetwork(t *testing.T) {
+	e := newEnv(t, amstest.WithTrustedProxies(clientaddr.Proxies{netip.MustParsePrefix("127.0.0.0/8")}),
+		amstest.WithClientAddressHeader("X-Forwarded-For"))
+	from := func(addr string) *browser {
+		b := e.browser()
+		b.header = http.Header{"X-Forwarded-For": {addr}}
+		return b
+	}
+	for i := range oauth.MaxLoginFailures {
+		signUp(from(fmt.Sprintf("2001:db8:1:2::%x", i+1)), fmt.Sprintf("v6-%d@example.com", i), "long enough 1").mustStatus(http.StatusOK)
+	}
+	p := signUp(from("2001:db8:1:2:ffff:ffff:ffff:ffff"), "rotated@example.com", "long enough 1")
+	p.mustStatus(http.StatusTooManyRequests)
+	p.mustContain("Too many accounts were created from your network recently")
+	if _, err := e.f.Store.FindUserByEmail(t.Context(), "rotated@example.com"); !ams.IsNotFound(err) {
+		t.Fatalf("the refused sign-up made an account: %v", err)
+	}
+	signUp(from("2001:db8:1:3::1"), "other-net@example.com", "long enough 1").mustStatus(http.StatusOK)
+
+	for i := range oauth.MaxLoginFailures {
+		signUp(from("203.0.113.7"), fmt.Sprintf("v4-%d@example.com", i), "long enough 1").mustStatus(http.StatusOK)
+	}
+	signUp(from("203.0.113.7"), "v4-more@example.com", "long enough 1").mustStatus(http.StatusTooManyRequests)
+	signUp(from("203.0.113.8"), "v4-neighbour@example.com", "long enough 1").mustStatus(http.StatusOK)
 }

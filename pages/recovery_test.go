@@ -1,9 +1,11 @@
 package pages_test
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -12,6 +14,8 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/clientaddr"
+	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/internal/smtptest"
 	"github.com/amsdev/ams/mail"
 	"github.com/amsdev/ams/password"
@@ -336,5 +340,48 @@ func TestEmailVerification(t *testing.T) {
 	// Operators' accounts are verified.
 	if !e.f.User.Verified() {
 		t.Fatal("the fixture's account is not verified")
+	}
+}
+
+// TestSignUpTakenNoticeCapped (issue 26, M4): sign-ups with a registered
+// address, from many client addresses (so the per-network sign-up
+// throttle does not stop them), e-mail its owner at most the cap of
+// notices a day (ams.EmailCaps), and every answer is the same page as a
+// sign-up with a free address: the cap does not tell that the address
+// is registered.
+func TestSignUpTakenNoticeCapped(t *testing.T) {
+	e := newEnv(t, amstest.WithTrustedProxies(clientaddr.Proxies{netip.MustParsePrefix("127.0.0.0/8")}),
+		amstest.WithClientAddressHeader("X-Forwarded-For"))
+	in := newInbox(e)
+	e.user("owner@example.com", "owners password 1", true, false)
+	from := func(i int) *browser {
+		b := e.browser()
+		b.header = http.Header{"X-Forwarded-For": {fmt.Sprintf("203.0.113.%d", i+1)}}
+		return b
+	}
+	fresh := signUp(from(200), "fresh@example.com", "long enough 1")
+	fresh.mustStatus(http.StatusOK)
+	want := strings.ReplaceAll(fresh.body, "fresh@example.com", "X")
+	const tries = 20
+	for i := range tries {
+		p := signUp(from(i), "owner@example.com", "long enough 1")
+		if p.status != fresh.status || strings.ReplaceAll(p.body, "owner@example.com", "X") != want {
+			t.Fatalf("sign-up %d with the taken address: %d, an answer unlike a free address's:\n%s", i+1, p.status, p.body)
+		}
+	}
+	notices := 0
+	for _, m := range in.take() {
+		if m.To == "owner@example.com" {
+			notices++
+		}
+	}
+	if c := ams.EmailCaps[ams.EmailSignupTaken]; notices != c.Max {
+		t.Fatalf("%d of %d sign-ups with a taken address e-mailed its owner, want the cap %d", notices, tries, c.Max)
+	}
+	// A day later the owner may be told again.
+	e.f.Clock.Add(ams.EmailCaps[ams.EmailSignupTaken].Window)
+	signUp(from(100), "owner@example.com", "long enough 1").mustStatus(http.StatusOK)
+	if got := in.take(); len(got) != 1 || got[0].To != "owner@example.com" {
+		t.Fatalf("after the window: %+v", got)
 	}
 }

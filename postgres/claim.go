@@ -154,9 +154,9 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 		  ORDER BY next_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED
 		), leased AS (
 		  UPDATE emails m SET lease_until = $2 FROM pick WHERE m.seq = pick.seq
-		  RETURNING m.seq, m.next_at, m.id, m.to_addr, m.subject, m.body, m.attempts
+		  RETURNING m.seq, m.next_at, m.id, m.kind, m.to_addr, m.subject, m.body, m.attempts
 		)
-		SELECT id, to_addr, subject, body, attempts FROM leased ORDER BY next_at, seq`, sqlstore.MS(now), sqlstore.MS(now.Add(lease)), limit)
+		SELECT id, kind, to_addr, subject, body, attempts FROM leased ORDER BY next_at, seq`, sqlstore.MS(now), sqlstore.MS(now.Add(lease)), limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim e-mails: %w", err)
 	}
@@ -164,7 +164,7 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 	var out []*ams.Email
 	for rows.Next() {
 		e := &ams.Email{}
-		if err := rows.Scan(&e.ID, &e.To, &e.Subject, &e.Text, &e.Attempts); err != nil {
+		if err := rows.Scan(&e.ID, &e.Kind, &e.To, &e.Subject, &e.Text, &e.Attempts); err != nil {
 			return nil, fmt.Errorf("scan e-mail: %w", err)
 		}
 		out = append(out, e)

@@ -31,6 +31,7 @@ func pgCode(err error) string {
 var dialect = sqlstore.Dialect{
 	Name:     "postgres",
 	RowLocks: true,
+	KeyLock:  `SELECT pg_advisory_xact_lock(hashtext('ams.key_lock'), hashtext($1))`,
 	Schema:   schema,
 	IsUnique: func(err error) bool { return pgCode(err) == codeUniqueViolation },
 	BadText: func(err error) bool {

@@ -324,7 +324,7 @@ func TestConcurrentFinalFailuresEmailOnce(t *testing.T) {
 			code := 500
 			d := &ams.Delivery{ID: ams.NewID(ams.PrefixDelivery), UserID: f.user.ID, WebhookID: j.WebhookID, EventID: j.Event.ID,
 				EventType: j.Event.Type, Attempt: 5, URL: j.URL, StatusCode: &code, CreatedAt: t0}
-			email := &ams.Email{ID: ams.NewID("eml_"), To: f.user.Email, Subject: "failing", Text: "body"}
+			email := &ams.Email{ID: ams.NewID("eml_"), Kind: ams.EmailWebhookFailing, To: f.user.Email, Subject: "failing", Text: "body"}
 			failed, err := s.RecordAttempt(ctx, &ams.AttemptResult{Job: j, Delivery: d, Outcome: ams.JobFailed, Email: email}, t0)
 			if err != nil {
 				t.Error(err)

@@ -146,7 +146,7 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 	var out []*ams.Email
 	for rows.Next() {
 		e := &ams.Email{}
-		if err := rows.Scan(&e.ID, &e.To, &e.Subject, &e.Text, &e.Attempts); err != nil {
+		if err := rows.Scan(&e.ID, &e.Kind, &e.To, &e.Subject, &e.Text, &e.Attempts); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("scan e-mail: %w", err)
 		}
@@ -163,7 +163,7 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 
 // The statements of ClaimEmails.
 const (
-	dueEmailsQuery = `SELECT id, to_addr, subject, body, attempts FROM emails
+	dueEmailsQuery = `SELECT id, kind, to_addr, subject, body, attempts FROM emails
 		WHERE state = 'pending' AND next_at <= ? AND lease_until <= ? ORDER BY next_at LIMIT ?`
 	leaseEmailQuery = `UPDATE emails SET lease_until = ? WHERE id = ?`
 )

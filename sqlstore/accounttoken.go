@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -22,22 +23,76 @@ func scanAccountToken(s scanner) (*ams.AccountToken, error) {
 	return &t, nil
 }
 
-// queueEmail inserts e into the mail queue, due at now.
-func (q *Queries) queueEmail(ctx context.Context, e *ams.Email, now time.Time) error {
-	_, err := q.exec(ctx, "queue e-mail", `INSERT INTO emails (id, to_addr, subject, body, next_at, created_at) VALUES ($1, $2, $3, $4, $5, $5)`,
-		e.ID, e.To, e.Subject, e.Text, MS(now))
+// emailCap returns the per-recipient cap of e's kind (ams.EmailCaps); an
+// e-mail of a kind without one is a programming error, refused so that
+// no e-mail escapes the caps.
+func emailCap(e *ams.Email) (ams.EmailCap, error) {
+	c, ok := ams.EmailCaps[e.Kind]
+	if !ok || c.Max < 1 {
+		return c, fmt.Errorf("queue e-mail %s: kind %q has no per-recipient cap (ams.EmailCaps)", e.ID, e.Kind)
+	}
+	return c, nil
+}
+
+// emailCapped reports whether e's recipient has had the cap of e's kind
+// of e-mails within its window before now. It first takes the dialect's
+// lock on the recipient and kind, held until q's transaction ends, so
+// that transactions queueing to one recipient in several processes take
+// their turns: each counts the others' committed e-mails.
+func (q *Queries) emailCapped(ctx context.Context, e *ams.Email, now time.Time) (bool, error) {
+	c, err := emailCap(e)
+	if err != nil {
+		return false, err
+	}
+	if err := q.lockKey(ctx, "email "+string(e.Kind)+" "+e.To); err != nil {
+		return false, err
+	}
+	var n int
+	if err := q.r.QueryRow(ctx, `SELECT count(*) FROM emails WHERE to_addr = $1 AND kind = $2 AND created_at > $3`,
+		e.To, string(e.Kind), MS(now.Add(-c.Window))).Scan(&n); err != nil {
+		return false, q.fail("count e-mails", err)
+	}
+	return n >= c.Max, nil
+}
+
+// insertEmail inserts e into the mail queue, due at now.
+func (q *Queries) insertEmail(ctx context.Context, e *ams.Email, now time.Time) error {
+	_, err := q.exec(ctx, "queue e-mail", `INSERT INTO emails (id, kind, to_addr, subject, body, next_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $6)`,
+		e.ID, string(e.Kind), e.To, e.Subject, e.Text, MS(now))
 	return err
 }
 
-// QueueEmail queues e, due at now.
+// queueEmail inserts e into the mail queue, due at now, unless its
+// recipient has reached the cap of its kind (emailCapped); it reports
+// whether it queued e. It runs in q's transaction, or its own.
+func (q *Queries) queueEmail(ctx context.Context, e *ams.Email, now time.Time) (bool, error) {
+	queued := false
+	err := q.inTx(ctx, func(q *Queries) error {
+		queued = false // a retried transaction starts afresh
+		capped, err := q.emailCapped(ctx, e, now)
+		if err != nil || capped {
+			return err
+		}
+		if err := q.insertEmail(ctx, e, now); err != nil {
+			return err
+		}
+		queued = true
+		return nil
+	})
+	return queued, err
+}
+
+// QueueEmail queues e, due at now, unless its recipient has reached the
+// cap of its kind.
 func (q *Queries) QueueEmail(ctx context.Context, e *ams.Email, now time.Time) error {
-	return q.queueEmail(ctx, e, now)
+	_, err := q.queueEmail(ctx, e, now)
+	return err
 }
 
 // IssueAccountToken stores t and queues e in one transaction, unless the
-// account has max tokens of the purpose created after since. The
-// account's row is locked while counting, so that concurrent requests
-// cannot both pass the cap.
+// account has max tokens of the purpose created after since or e's
+// recipient has reached the cap of its kind. The account's row is locked
+// while counting, so that concurrent requests cannot both pass the cap.
 func (q *Queries) IssueAccountToken(ctx context.Context, t *ams.AccountToken, e *ams.Email, since time.Time, max int) (bool, error) {
 	issued := false
 	err := q.inTx(ctx, func(q *Queries) error {
@@ -57,11 +112,14 @@ func (q *Queries) IssueAccountToken(ctx context.Context, t *ams.AccountToken, e 
 		if n >= max {
 			return nil
 		}
+		if capped, err := q.emailCapped(ctx, e, t.CreatedAt); err != nil || capped {
+			return err
+		}
 		if _, err := q.exec(ctx, "insert account token", `INSERT INTO account_tokens (`+accountTokenCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
 			t.Hash, t.UserID, string(t.Purpose), t.Email, MS(t.CreatedAt), MS(t.ExpiresAt), nullMS(t.UsedAt)); err != nil {
 			return err
 		}
-		if err := q.queueEmail(ctx, e, t.CreatedAt); err != nil {
+		if err := q.insertEmail(ctx, e, t.CreatedAt); err != nil {
 			return err
 		}
 		issued = true

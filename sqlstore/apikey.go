@@ -165,12 +165,9 @@ func (q *Queries) RemindKey(ctx context.Context, keyID string, reason ams.KeyRem
 		if err != nil || n != 1 {
 			return err
 		}
-		if _, err := q.exec(ctx, "queue e-mail", `INSERT INTO emails (id, to_addr, subject, body, next_at, created_at) VALUES ($1, $2, $3, $4, $5, $5)`,
-			e.ID, e.To, e.Subject, e.Text, MS(now)); err != nil {
-			return err
-		}
-		done = true
-		return nil
+		// Over the recipient's cap the reminder is dropped, not retried.
+		done, err = q.queueEmail(ctx, e, now)
+		return err
 	})
 	if err != nil {
 		return false, err

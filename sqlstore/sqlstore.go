@@ -79,6 +79,11 @@ type Dialect struct {
 	// BadText reports whether err says that a text value cannot be
 	// stored (PostgreSQL refuses NUL characters, which SQLite keeps).
 	BadText func(err error) bool
+	// KeyLock is a statement that takes a lock on the text $1, held until
+	// the transaction ends, so that transactions in several processes
+	// acting on one key (such as an e-mail recipient's count) take their
+	// turns; empty where writers are serialized anyway (SQLite).
+	KeyLock string
 	// Schema describes the engine's tables for export and import.
 	Schema Schema
 	// EventsVisible is a condition on rows of events that holds for the
@@ -257,6 +262,15 @@ func affected(n int64, object, id string) error {
 		return ams.NotFound(object, id)
 	}
 	return nil
+}
+
+// lockKey takes the dialect's KeyLock on key, in q's transaction.
+func (q *Queries) lockKey(ctx context.Context, key string) error {
+	if q.s.d.KeyLock == "" {
+		return nil
+	}
+	_, err := q.exec(ctx, "lock "+key, q.s.d.KeyLock, key)
+	return err
 }
 
 // exists runs a SELECT EXISTS (...) query.

@@ -474,8 +474,7 @@ func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now t
 			return err
 		}
 		if e := r.Email; e != nil {
-			if _, err := q.exec(ctx, "queue e-mail", `INSERT INTO emails (id, to_addr, subject, body, next_at, created_at) VALUES ($1, $2, $3, $4, $5, $5)`,
-				e.ID, e.To, e.Subject, e.Text, MS(now)); err != nil {
+			if _, err := q.queueEmail(ctx, e, now); err != nil {
 				return err
 			}
 		}

@@ -47,7 +47,7 @@ func dueList(t *testing.T, s ams.Store, now time.Time, limit int) []string {
 }
 
 func keyEmail(to, subject string) *ams.Email {
-	return &ams.Email{ID: ams.NewID("eml_"), To: to, Subject: subject, Text: "text of " + subject}
+	return &ams.Email{ID: ams.NewID("eml_"), Kind: ams.EmailKeyReminder, To: to, Subject: subject, Text: "text of " + subject}
 }
 
 // testKeyReminders: the due reminders are those of active keys expiring

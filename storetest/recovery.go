@@ -37,7 +37,7 @@ func record(t *testing.T, s ams.Store, j *ams.Job, o ams.JobOutcome, now time.Ti
 	case ams.JobRetry:
 		r.NextAt = now.Add(time.Minute)
 	case ams.JobFailed:
-		r.Email = &ams.Email{ID: ams.NewID("eml_"), To: "owner@example.com", Subject: "failing", Text: "body"}
+		r.Email = &ams.Email{ID: ams.NewID("eml_"), Kind: ams.EmailWebhookFailing, To: "owner@example.com", Subject: "failing", Text: "body"}
 		r.Event = ams.WebhookFailingEvent(j.UserID, j.WebhookID, j.URL, "the receiver answered 500", now)
 	}
 	failed, err := s.RecordAttempt(context.Background(), r, now)

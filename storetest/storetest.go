@@ -23,6 +23,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"APIKeys", testAPIKeys}, {"AuthGeneration", testAuthGeneration},
 		{"KeyReminders", testKeyReminders}, {"KeyRemindersRace", testKeyRemindersRace},
 		{"AccountTokens", testAccountTokens}, {"AccountTokenExpiry", testAccountTokenExpiry}, {"AccountTokenRace", testAccountTokenRace},
+		{"EmailCaps", testEmailCaps}, {"EmailCapRace", testEmailCapRace},
 		{"AssistantsScopedToUser", testAssistants},
 		{"Pagination", testPagination},
 		{"ExchangeAtomic", testExchange},

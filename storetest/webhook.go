@@ -109,7 +109,7 @@ func testDeliveryQueue(t *testing.T, s ams.Store) {
 		code := 500
 		d := &ams.Delivery{ID: ams.NewID(ams.PrefixDelivery), UserID: u.ID, WebhookID: job.WebhookID, EventID: job.Event.ID,
 			EventType: job.Event.Type, Attempt: job.Attempts + 1, URL: job.URL, StatusCode: &code, CreatedAt: at}
-		email := &ams.Email{ID: ams.NewID("eml_"), To: u.Email, Subject: "failing", Text: "body"}
+		email := &ams.Email{ID: ams.NewID("eml_"), Kind: ams.EmailWebhookFailing, To: u.Email, Subject: "failing", Text: "body"}
 		failed, err := s.RecordAttempt(ctx, &ams.AttemptResult{Job: job, Delivery: d, Outcome: outcome, NextAt: next, Email: email}, at)
 		if err != nil {
 			t.Fatal(err)

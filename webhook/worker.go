@@ -534,5 +534,5 @@ receiver's answer, is listed at GET %s/v1/webhooks/%s/deliveries.
 -- ams
 `, j.URL, j.WebhookID, why, w.BaseURL, j.WebhookID, w.BaseURL, j.WebhookID, j.Event.CreatedAt.UTC().Format(time.RFC3339),
 		w.BaseURL, w.BaseURL, j.WebhookID)
-	return &ams.Email{ID: ams.NewID("eml_"), To: u.Email, Subject: "Your ams webhook is failing and has been disabled", Text: text}
+	return &ams.Email{ID: ams.NewID("eml_"), Kind: ams.EmailWebhookFailing, To: u.Email, Subject: "Your ams webhook is failing and has been disabled", Text: text}
 }

@@ -59,6 +59,7 @@ type serveConfig struct {
 	llmModels       []string
 	caldavInterval  time.Duration
 	trustedProxies  string
+	clientAddrHdr   string
 	corsOrigins     string
 }
 
@@ -98,7 +99,8 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.IntVar(&cfg.maxWebhooks, "max-webhooks-per-account", ams.DefaultMaxWebhooks,
 		"webhooks one account may have; an enterprise account's own cap (ams users update --max-webhooks) overrides it (env AMS_MAX_WEBHOOKS_PER_ACCOUNT)")
 	f.DurationVar(&cfg.caldavInterval, "caldav-sync-interval", caldav.DefaultInterval, "how often each CalDAV integration is synced with its server (env AMS_CALDAV_SYNC_INTERVAL)")
-	f.StringVar(&cfg.trustedProxies, "trusted-proxies", "", "networks of the reverse proxies or load balancers in front of ams, comma-separated CIDRs: from them, Forwarded or X-Forwarded-For tells the client's address (env AMS_TRUSTED_PROXIES; empty: none, the connecting address is the client)")
+	f.StringVar(&cfg.trustedProxies, "trusted-proxies", "", "networks of the reverse proxies or load balancers in front of ams, comma-separated CIDRs: from them, --client-address-header (or Forwarded or X-Forwarded-For) tells the client's address (env AMS_TRUSTED_PROXIES; empty: none, the connecting address is the client)")
+	f.StringVar(&cfg.clientAddrHdr, "client-address-header", "", "the one header the --trusted-proxies set to the client's address, such as X-Forwarded-For, Forwarded, X-Real-IP or CF-Connecting-IP: only it is read, walked from the right past trusted proxies (env AMS_CLIENT_ADDRESS_HEADER; empty: Forwarded or X-Forwarded-For, and a request with both is refused, 400 client_address_ambiguous)")
 	f.StringVar(&cfg.corsOrigins, "cors-allowed-origins", "", "origins whose pages may call the API from a browser, comma-separated scheme://host[:port] such as https://app.example.com; the origins of public OAuth clients' redirect URIs are allowed too (env AMS_CORS_ALLOWED_ORIGINS; empty: only those; \"*\" is refused)")
 	f.StringVar(&cfg.redisURL, "redis-url", "", "Redis that counts rate limits for all processes, redis://host:port/db (env AMS_REDIS_URL; default: in PostgreSQL with --database-url, else in memory)")
 	f.StringVar(&cfg.llmBaseURL, "llm-base-url", "", "OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM, llama.cpp) that runs assistants whose model is not builtin, such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (env AMS_LLM_BASE_URL; empty: only the built-in engine)")
@@ -160,6 +162,17 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	proxies, err := clientaddr.ParseProxies(cfg.trustedProxies)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies: %w", err)
+	}
+	addrHeader, err := clientaddr.ParseHeader(cfg.clientAddrHdr)
+	if err != nil {
+		return fmt.Errorf("--client-address-header: %w", err)
+	}
+	switch {
+	case addrHeader != "" && len(proxies) == 0:
+		return errors.New("--client-address-header needs --trusted-proxies: the header is read only from the proxies' networks")
+	case addrHeader == "" && len(proxies) > 0:
+		logger.Warn("--trusted-proxies without --client-address-header: the client address is read from Forwarded or X-Forwarded-For, whichever a request has; " +
+			"a client can send the one your load balancer does not set, so name the one it sets with --client-address-header")
 	}
 	corsOrigins, err := amshttp.ParseOrigins(cfg.corsOrigins)
 	if err != nil {
@@ -235,6 +248,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		CalDAVInterval:      cfg.caldavInterval,
 		TrustedProxies:      proxies,
 		CORSAllowedOrigins:  corsOrigins,
+		ClientAddressHeader: addrHeader,
 	})
 	if err != nil {
 		ln.Close()
@@ -264,7 +278,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	go func() { a.Run(bgCtx); close(bgDone) }()
 	defer func() { stopBackground(); <-bgDone }()
 
-	logger.Info("ams listening", "addr", ln.Addr().String(), "base_url", base, "data_dir", sf.dataDir, "dev", cfg.dev, "trusted_proxies", proxies.String(), "cors_allowed_origins", strings.Join(corsOrigins, ","), "version", ams.Version)
+	logger.Info("ams listening", "addr", ln.Addr().String(), "base_url", base, "data_dir", sf.dataDir, "dev", cfg.dev, "trusted_proxies", proxies.String(), "client_address_header", addrHeader, "cors_allowed_origins", strings.Join(corsOrigins, ","), "version", ams.Version)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

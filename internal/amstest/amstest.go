@@ -97,6 +97,7 @@ type options struct {
 	on       ams.Store
 	throttle oauth.LoginThrottle
 	proxies  clientaddr.Proxies
+	header   string
 	logger   *slog.Logger
 	cors     []string
 }
@@ -112,6 +113,12 @@ func WithThrottle(th oauth.LoginThrottle) Option {
 // does (the test's requests come from 127.0.0.1).
 func WithTrustedProxies(p clientaddr.Proxies) Option {
 	return func(o *options) { o.proxies = p }
+}
+
+// WithClientAddressHeader makes the trusted proxies' header the one
+// named, as ams serve --client-address-header does.
+func WithClientAddressHeader(name string) Option {
+	return func(o *options) { o.header = name }
 }
 
 // WithCORSOrigins lets pages of these origins (amshttp.ParseOrigins'
@@ -198,6 +205,8 @@ func New(t testing.TB, opts ...Option) *Fixture {
 		Throttle:           o.throttle,
 		TrustedProxies:     o.proxies,
 		CORSAllowedOrigins: o.cors,
+
+		ClientAddressHeader: o.header,
 	})
 	if err != nil {
 		srv.Close()

@@ -286,6 +286,9 @@ var Tables = []*Table{
 		[]Column{col("attempts", Int), nullCol("last_error", Text)},
 		cols(Int, "next_at", "lease_until", "created_at"),
 		[]Column{nullCol("sent_at", Int)},
+		// What it is for, counted by the per-recipient caps (migration
+		// postgres 0023, sqlite 0022; '' in older dumps).
+		[]Column{{Name: "kind", SQL: "kind", Kind: Text, Default: ""}},
 	)},
 	{Name: "oauth_clients", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},

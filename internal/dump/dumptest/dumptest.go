@@ -85,7 +85,7 @@ func Fill(t *testing.T, s ams.Store) *Fixture {
 		{Hash: ams.HashSecret("reset-ann"), UserID: ann.ID, Purpose: ams.TokenPasswordReset, Email: ann.Email, CreatedAt: T0, ExpiresAt: T0.Add(ams.PasswordResetLifetime)},
 	}
 	for _, tok := range f.AccountTokens {
-		ok, err := s.IssueAccountToken(ctx, tok, &ams.Email{ID: ams.NewID("eml_"), To: "x@example.com", Subject: "link", Text: "link"}, T0.Add(-time.Hour), 3)
+		ok, err := s.IssueAccountToken(ctx, tok, &ams.Email{ID: ams.NewID("eml_"), Kind: ams.EmailPasswordResetLink, To: "x@example.com", Subject: "link", Text: "link"}, T0.Add(-time.Hour), 3)
 		if err != nil || !ok {
 			t.Fatalf("fixture: issue account token: %v %v", ok, err)
 		}
@@ -202,7 +202,7 @@ func Fill(t *testing.T, s ams.Store) *Fixture {
 			code, msg := 410, "gone"
 			d.StatusCode, d.Error, d.ResponseBody = &code, &msg, "Gone <for good>"
 			r.Outcome = ams.JobFailed
-			f.Email = &ams.Email{ID: ams.NewID("eml_"), To: ann.Email, Subject: "Your webhook is failing", Text: "Webhook " + j.WebhookID + " failed.\nFix it."}
+			f.Email = &ams.Email{ID: ams.NewID("eml_"), Kind: ams.EmailWebhookFailing, To: ann.Email, Subject: "Your webhook is failing", Text: "Webhook " + j.WebhookID + " failed.\nFix it."}
 			r.Email = f.Email
 		case j.WebhookID == f.Webhooks[0].ID && !succeeded:
 			succeeded = true
