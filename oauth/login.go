@@ -74,7 +74,9 @@ func (s *Server) postLogin(w http.ResponseWriter, r *http.Request) error {
 	}
 	email := strings.ToLower(strings.TrimSpace(f.Get("email")))
 	v := view{Title: "Sign in", Email: email, ReturnTo: ret, CSRF: f.Get("csrf_token")}
-	ip := clientaddr.Of(r)
+	// Counted per network (an IPv6 client's /64), as sign-ups are: a
+	// client given a /64 has as many addresses as it likes.
+	ip := clientaddr.Network(clientaddr.Of(r))
 	pairKey, ipKey, accountKey := "pair:"+ip+" "+email, "ip:"+ip, "account:"+email
 	now := s.clock.Now()
 	var until time.Time

@@ -326,3 +326,38 @@ func TestThrottleClientForwardedBehindAppendingProxy(t *testing.T) {
 		})
 	}
 }
+
+// TestSignInThrottledPerNetwork: sign-in failures are counted per client
+// network, as sign-ups are (clientaddr.Network): an IPv6 client that
+// takes a new address of its /64 for every guess is still blocked after
+// MaxLoginFailures, while another /64 is not affected.
+func TestSignInThrottledPerNetwork(t *testing.T) {
+	throttles(t, func(t *testing.T, th func(t *testing.T) oauth.LoginThrottle) {
+		h := setup(t, amstest.WithTrustedProxies(loopbackProxy), amstest.WithThrottle(th(t)),
+			amstest.WithClientAddressHeader("X-Forwarded-For"))
+		evil := h.newBrowser()
+		guess := func(i int, from string) int {
+			h.Clock.Add(time.Second)
+			f := findForm(t, h.get(t, evil, "/login"), "/login")
+			f.Values.Set("email", "ann@example.com")
+			f.Values.Set("password", "guess "+strconv.Itoa(i))
+			return h.post(t, evil, "/login", f.Values, "X-Forwarded-For", from).StatusCode
+		}
+		checked := 0
+		for i := range 3 * oauth.MaxLoginFailures {
+			switch st := guess(i, fmt.Sprintf("2001:db8:7:7::%x", i+1)); st {
+			case http.StatusOK:
+				checked++
+			case http.StatusTooManyRequests:
+			default:
+				t.Fatalf("attempt %d: %d", i+1, st)
+			}
+		}
+		if checked != oauth.MaxLoginFailures {
+			t.Errorf("%d of %d guesses from one /64 were checked, want %d", checked, 3*oauth.MaxLoginFailures, oauth.MaxLoginFailures)
+		}
+		if st := guess(99, "2001:db8:7:8::1"); st != http.StatusOK {
+			t.Errorf("a guess from another /64: %d, want the form again (200)", st)
+		}
+	})
+}

@@ -8,10 +8,11 @@ import (
 )
 
 // Sign-in throttling. Every failed sign-in is counted under three keys:
-// the pair of client address and account ("pair:<address> <e-mail>"), the
-// client address ("ip:<address>") and the account ("account:<e-mail>"),
-// where the client address is clientaddr's (behind --trusted-proxies, the
-// address the proxies report). Within LoginFailureWindow:
+// the pair of client network and account ("pair:<network> <e-mail>"), the
+// client network ("ip:<network>") and the account ("account:<e-mail>"),
+// where the network is clientaddr.Network of clientaddr's address (behind
+// --trusted-proxies, the address the proxies report): the address for
+// IPv4, its /64 for IPv6. Within LoginFailureWindow:
 //
 //   - MaxLoginFailures failures of one account from one address block that
 //     pair (429) until the oldest of them leaves the window. The account's
