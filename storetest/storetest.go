@@ -31,7 +31,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"EventsCatchUp", testEventsCatchUp},
 		{"EventFilters", testEventFilters},
 		{"EventsOrder", testEventsOrder},
-		{"Idempotency", testIdempotency},
+		{"Idempotency", testIdempotency}, {"IdempotencyWithChange", testIdempotencyWithChange},
 		{"Webhooks", testWebhooks},
 		{"DeliveryQueue", testDeliveryQueue},
 		{"SubscribeToAll", testSubscribeToAll},
