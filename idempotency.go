@@ -55,14 +55,22 @@ type IdempotencyStore interface {
 // the key that asked for it commit together: whenever the process dies, a
 // retry with the key either finds the change not made (and makes it) or
 // finds the record done (and never makes it again). The answer is stored
-// after the commit (FinishIdempotent); a record done without one (the
-// process died in between) answers a retry 409
+// after the commit (FinishIdempotent), over the one made in the
+// transaction from the change's event (Answer), if any; a record done
+// without one (the process died in between) answers a retry 409
 // idempotency_key_answer_lost.
 type IdempotentRequest struct {
 	UserID      string
 	Key         string
 	RequestHash string
-	committed   atomic.Bool
+	// Answer, when set, returns the answer to store with the key in the
+	// transaction of the change, made from an event the change emits (the
+	// record as the API shows it), or nil for an event it does not answer
+	// with: a retry after a crash between the commit and the storing of
+	// the answer then replays it. The store calls it with each event the
+	// transaction emits until one answers.
+	Answer    func(e *Event) []byte
+	committed atomic.Bool
 }
 
 // Committed reports whether a transaction of the request committed a

@@ -347,6 +347,49 @@ func (w *recorder) Write(b []byte) (int, error) {
 // carry ams.IdempotentRequest.
 var ownKeys = map[string]bool{"/v1/messages": true}
 
+// eventAnswers are the POSTs whose answer an event of their change
+// carries (its data is the record as the API shows it): the answer stored
+// with the key in the change's transaction, replayed should the process
+// die before it stores the answer it gave (ams.IdempotentRequest.Answer).
+// The body holds the same fields and values as the answer given (in
+// another order: the event's data is an object). A POST not listed here
+// answers a retry after such a crash 409 idempotency_key_answer_lost.
+var eventAnswers = map[string]eventAnswer{
+	"/v1/tasks":               {ams.EventTaskCreated, http.StatusCreated, "/v1/tasks/"},
+	"/v1/tasks/{id}/complete": {ams.EventTaskCompleted, http.StatusOK, ""},
+	"/v1/calendar/events":     {ams.EventEventCreated, http.StatusCreated, "/v1/calendar/events/"},
+	"/v1/integrations":        {ams.EventIntegrationConnected, http.StatusCreated, "/v1/integrations/"},
+	"/v1/keys/{id}/revoke":    {ams.EventAPIKeyRevoked, http.StatusOK, ""},
+}
+
+// eventAnswer is how a route answers with the record an event carries:
+// the event's type, the status, and the Location's prefix (before the
+// record's id; "" for none).
+type eventAnswer struct {
+	typ      string
+	status   int
+	location string
+}
+
+// answer returns the stored answer made from e, nil when e is not the
+// route's event.
+func (a eventAnswer) answer(e *ams.Event) []byte {
+	if e.Type != a.typ {
+		return nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as writeJSON
+	if enc.Encode(e.Data) != nil {
+		return nil
+	}
+	saved := storedResponse{Status: a.status, Body: buf.Bytes(), Header: map[string]string{"Content-Type": "application/json"}}
+	if id, _ := e.Data["id"].(string); a.location != "" && id != "" {
+		saved.Header["Location"] = a.location + id
+	}
+	return mustJSON(saved)
+}
+
 // idempotent runs the route's handler once per (account, Idempotency-Key):
 // a repeat with the same method, path and body replays the stored
 // answer; with another body it is 409 idempotency_key_reused, and while
@@ -383,6 +426,9 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 		return replay(w, key, rec, old)
 	}
 	req := &ams.IdempotentRequest{UserID: rec.UserID, Key: key, RequestHash: rec.RequestHash}
+	if a, ok := eventAnswers[rt.Pattern]; ok {
+		req.Answer = a.answer
+	}
 	if !ownKeys[rt.Pattern] {
 		r = r.WithContext(ams.WithIdempotentRequest(r.Context(), req))
 	}

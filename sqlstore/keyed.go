@@ -18,12 +18,32 @@ import (
 // done: the change is never made twice.
 
 // markIdempotent marks the record of req's key done, in the transaction
-// c is in. The record keeps no answer yet: the HTTP layer stores it after
-// the commit (FinishIdempotent).
-func markIdempotent(ctx context.Context, c Conn, req *ams.IdempotentRequest) error {
-	_, err := c.Exec(ctx, `UPDATE idempotency_keys SET done = TRUE
-		WHERE user_id = $1 AND key = $2 AND request_hash = $3 AND NOT done`, req.UserID, req.Key, req.RequestHash)
+// c is in, with answer: the one made from an event of the change
+// (ams.IdempotentRequest.Answer), or nil. The HTTP layer stores the
+// answer it gave after the commit (FinishIdempotent).
+func markIdempotent(ctx context.Context, c Conn, req *ams.IdempotentRequest, answer []byte) error {
+	var body any // NULL without an answer
+	if answer != nil {
+		body = answer
+	}
+	_, err := c.Exec(ctx, `UPDATE idempotency_keys SET done = TRUE, body = $4
+		WHERE user_id = $1 AND key = $2 AND request_hash = $3 AND NOT done`, req.UserID, req.Key, req.RequestHash, body)
 	return err
+}
+
+// answerFrom keeps, in q's transaction, the idempotent request's answer
+// made from the first of events that makes one.
+func (q *Queries) answerFrom(ctx context.Context, events []*ams.Event) {
+	req := pendingRequest(ctx)
+	if q.tx == nil || q.tx.answer != nil || req == nil || req.Answer == nil {
+		return
+	}
+	for _, e := range events {
+		if a := req.Answer(e); a != nil {
+			q.tx.answer = a
+			return
+		}
+	}
 }
 
 // pendingRequest returns the idempotent request of ctx whose change has

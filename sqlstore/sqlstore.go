@@ -130,7 +130,8 @@ type Queries struct {
 
 type txState struct {
 	queued int64
-	auth   bool // authentication changed (authgen.go)
+	auth   bool   // authentication changed (authgen.go)
+	answer []byte // the idempotent request's answer made from an event emitted (keyed.go)
 }
 
 // Update runs fn in one transaction; see ams.Tx.
@@ -157,7 +158,7 @@ func (q *Queries) inTx(ctx context.Context, fn func(q *Queries) error) error {
 			return err
 		}
 		if req != nil && tc.wrote {
-			if err := markIdempotent(ctx, c, req); err != nil {
+			if err := markIdempotent(ctx, c, req, st.answer); err != nil {
 				return q.fail("record idempotency key", err)
 			}
 			marked = true
