@@ -476,9 +476,9 @@ func replay(w http.ResponseWriter, key string, rec, old *ams.IdempotencyRecord) 
 			"A request with Idempotency-Key '%s' is still being processed; retry later.", key)
 	case old.Response == nil:
 		return ams.Errorf(ams.ECONFLICT, "idempotency_key_answer_lost",
-			"The request with Idempotency-Key '%s' was carried out, but its answer was not kept (it showed a secret once, "+
-				"or the server stopped before answering); it will not be carried out again. Find its result with a GET "+
-				"(GET /v1/events lists the changes); use a new key for a new request.", key)
+			"The request with Idempotency-Key '%s' was carried out, but the server stopped before keeping its answer; "+
+				"it will not be carried out again. Find its result with a GET (GET /v1/events lists the changes); "+
+				"use a new key for a new request.", key)
 	}
 	var saved storedResponse
 	if err := json.Unmarshal(old.Response, &saved); err != nil || saved.Status < 200 || saved.Status > 599 {
