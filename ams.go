@@ -29,9 +29,12 @@ func (c Clock) Now() time.Time {
 // Auth is the authenticated caller of a request: the account, and the
 // credential with the permissions it holds.
 type Auth struct {
-	User        *User
-	KeyID       string // key_ id of the API key, when authenticated by one
-	ClientID    string // cli_ id of the OAuth client, when authenticated by an access token
+	User     *User
+	KeyID    string // key_ id of the API key, when authenticated by one
+	ClientID string // cli_ id of the OAuth client, when authenticated by an access token
+	// GrantID is the access token's grant (its request id, shared by the
+	// grant's tokens across refreshes), when authenticated by one.
+	GrantID     string
 	Permissions Permissions
 	// ExpiresAt is when the credential stops working (nil: never, or not
 	// known to the authenticator). OAuth access tokens set it; the

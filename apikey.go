@@ -104,6 +104,14 @@ type APIKey struct {
 	LastUsedAt  *time.Time  `json:"last_used_at"`
 	ExpiresAt   *time.Time  `json:"expires_at"`
 	RevokedAt   *time.Time  `json:"revoked_at"`
+	// OAuthClientID and OAuthGrantID name the OAuth grant that made the
+	// key ("" for a key the account holder made): the client and the
+	// grant's request id, which every token of one authorization shares
+	// across refreshes. The key is revoked with the grant (its
+	// revocation, refresh-token reuse, the user's revocation of the app,
+	// the client's deletion).
+	OAuthClientID string `json:"-"`
+	OAuthGrantID  string `json:"-"`
 }
 
 // KeyHint returns the displayable hint of a secret: its prefix and its last
@@ -143,6 +151,10 @@ type APIKeyRecord struct {
 	LastUsedAt *time.Time `json:"last_used_at"`
 	ExpiresAt  *time.Time `json:"expires_at"`
 	RevokedAt  *time.Time `json:"revoked_at"`
+	// OAuthClientID is the OAuth client whose access token made the key
+	// (through POST /v1/keys, directly or through a key it made), null
+	// for a key the account holder made. The key dies with that grant.
+	OAuthClientID *string `json:"oauth_client_id"`
 }
 
 // Status returns "revoked", "expired" (at now) or "active".
@@ -166,8 +178,13 @@ func (k *APIKey) Record(now time.Time) *APIKeyRecord {
 	if perms == nil {
 		perms = Permissions{}
 	}
-	return &APIKeyRecord{ID: k.ID, Object: "api_key", Name: k.Name, Prefix: PrefixSecretKey, Last4: last4, Permissions: perms,
+	r := &APIKeyRecord{ID: k.ID, Object: "api_key", Name: k.Name, Prefix: PrefixSecretKey, Last4: last4, Permissions: perms,
 		Status: k.Status(now), CreatedAt: k.CreatedAt, LastUsedAt: k.LastUsedAt, ExpiresAt: k.ExpiresAt, RevokedAt: k.RevokedAt}
+	if k.OAuthClientID != "" {
+		c := k.OAuthClientID
+		r.OAuthClientID = &c
+	}
+	return r
 }
 
 // Holds reports whether the set holds every permission of want: admin

@@ -2,6 +2,7 @@ package ams
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 )
 
@@ -11,10 +12,15 @@ type IdempotencyRecord struct {
 	UserID      string
 	Key         string
 	RequestHash string // hash of what the request asked
-	Done        bool   // false while the first request is still running
+	// Done is false while the first request is still running and its
+	// change (if any) not committed; true once it committed (with the
+	// change, see IdempotentRequest) or answered.
+	Done bool
 	// Response is the first request's outcome, encoded by the caller (the
 	// HTTP layer keeps the status, headers and body it replays); the store
-	// keeps it as it is.
+	// keeps it as it is. nil in a done record: the request committed its
+	// change but its answer was not kept (its process died before, or the
+	// answer held a secret shown once).
 	Response  []byte
 	CreatedAt time.Time
 }
@@ -32,8 +38,59 @@ const IdempotencyAbandoned = 5 * time.Minute
 // key) and returns nil, or returns the record already stored (done or
 // still running). Records older than IdempotencyTTL, and running ones
 // older than IdempotencyAbandoned, are replaced.
+//
+// ReleaseIdempotent forgets a record that is running or done without an
+// answer; a record with its answer stays.
 type IdempotencyStore interface {
 	BeginIdempotent(ctx context.Context, rec *IdempotencyRecord) (*IdempotencyRecord, error)
 	FinishIdempotent(ctx context.Context, rec *IdempotencyRecord) error
 	ReleaseIdempotent(ctx context.Context, userID, key string) error
+}
+
+// IdempotentRequest is a request made with an Idempotency-Key while it
+// runs. The HTTP layer claims the key (BeginIdempotent) and puts the
+// request in its context (WithIdempotentRequest); every write transaction
+// the store commits in that context marks the key's record done in the
+// same transaction (package sqlstore), so the change and the record of
+// the key that asked for it commit together: whenever the process dies, a
+// retry with the key either finds the change not made (and makes it) or
+// finds the record done (and never makes it again). The answer is stored
+// after the commit (FinishIdempotent), over the one made in the
+// transaction from the change's event (Answer), if any; a record done
+// without one (the process died in between) answers a retry 409
+// idempotency_key_answer_lost.
+type IdempotentRequest struct {
+	UserID      string
+	Key         string
+	RequestHash string
+	// Answer, when set, returns the answer to store with the key in the
+	// transaction of the change, made from an event the change emits (the
+	// record as the API shows it), or nil for an event it does not answer
+	// with: a retry after a crash between the commit and the storing of
+	// the answer then replays it. The store calls it with each event the
+	// transaction emits until one answers.
+	Answer    func(e *Event) []byte
+	committed atomic.Bool
+}
+
+// Committed reports whether a transaction of the request committed a
+// change, and with it the key's record.
+func (r *IdempotentRequest) Committed() bool { return r.committed.Load() }
+
+// MarkCommitted records that a transaction of the request committed (the
+// store calls it after the commit).
+func (r *IdempotentRequest) MarkCommitted() { r.committed.Store(true) }
+
+type idempotentKey struct{}
+
+// WithIdempotentRequest returns ctx carrying r: the store's write
+// transactions in it record r's key.
+func WithIdempotentRequest(ctx context.Context, r *IdempotentRequest) context.Context {
+	return context.WithValue(ctx, idempotentKey{}, r)
+}
+
+// IdempotentRequestFrom returns the request ctx carries, or nil.
+func IdempotentRequestFrom(ctx context.Context) *IdempotentRequest {
+	r, _ := ctx.Value(idempotentKey{}).(*IdempotentRequest)
+	return r
 }

@@ -89,6 +89,11 @@ type OAuthStore interface {
 	// DeactivateGrant marks every token of the kind in the grant (request
 	// id) inactive.
 	DeactivateGrant(ctx context.Context, kind, requestID string) error
+	// RevokeGrant is DeactivateGrant for a revocation of the grant (RFC
+	// 7009, refresh-token or code reuse): in the same transaction it
+	// revokes at now the API keys the grant made (APIKey.OAuthGrantID),
+	// emitting api_key.revoked for each.
+	RevokeGrant(ctx context.Context, kind, requestID string, now time.Time) error
 
 	// Credential locks serialize the token requests that present one code
 	// or refresh token, across every process serving the database: the
@@ -119,17 +124,20 @@ type OAuthStore interface {
 	// already issued stay valid) and sets updated_at to now; a public
 	// client is ECONFLICT. DeleteOAuthClient removes the client with every
 	// token, code and grant of it, of every user, so its access stops at
-	// once.
+	// once; the API keys its grants made are revoked at now, with their
+	// api_key.revoked events, in the same transaction.
 	SetOAuthClientSecret(ctx context.Context, userID, id, hash string, now time.Time) (*OAuthClient, error)
-	DeleteOAuthClient(ctx context.Context, userID, id string) error
+	DeleteOAuthClient(ctx context.Context, userID, id string, now time.Time) error
 	// ListGrants returns the apps the user has authorized: one OAuthGrant
 	// per client for which the user holds a live (active, unexpired at
 	// now) access or refresh token, most recently granted first.
 	// RevokeGrants deactivates every code, access and refresh token of the
 	// user for the client (other users' grants of it stay); ENOTFOUND if
-	// there was no active one.
+	// there was no active one. It revokes at now the API keys the user's
+	// grants of the client made, with their api_key.revoked events, in
+	// the same transaction.
 	ListGrants(ctx context.Context, userID string, now time.Time) ([]*OAuthGrant, error)
-	RevokeGrants(ctx context.Context, userID, clientID string) error
+	RevokeGrants(ctx context.Context, userID, clientID string, now time.Time) error
 }
 
 // OAuthGrant is an app a user has authorized, as the account pages list

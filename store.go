@@ -98,7 +98,7 @@ type ManagementTx interface {
 	CreateOAuthClient(ctx context.Context, c *OAuthClient) error
 	FindOAuthClient(ctx context.Context, id string) (*OAuthClient, error)
 	SetOAuthClientSecret(ctx context.Context, userID, id, hash string, now time.Time) (*OAuthClient, error)
-	DeleteOAuthClient(ctx context.Context, userID, id string) error
+	DeleteOAuthClient(ctx context.Context, userID, id string, now time.Time) error
 }
 
 // RateLimiter counts an account's requests in a per-minute and a per-day

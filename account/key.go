@@ -32,6 +32,11 @@ type NewKey struct {
 type Credential struct {
 	Permissions ams.Permissions
 	ExpiresAt   *time.Time
+	// ClientID and GrantID name the OAuth grant behind the credential: an
+	// access token's, or the one that made the API key (ams.APIKey's
+	// OAuthClientID, OAuthGrantID); "" for none. A key the credential
+	// creates records them and dies with the grant.
+	ClientID, GrantID string
 }
 
 // CheckHeld returns the EFORBIDDEN error of a key that would hold more
@@ -117,6 +122,9 @@ func (s *Service) CreateKey(ctx context.Context, userID string, in NewKey) (stri
 	}
 	now := s.Clock.Now()
 	secret, k := ams.NewAPIKey(u.ID, strings.TrimSpace(in.Name), perms, now, in.ExpiresAt)
+	if in.HeldBy != nil {
+		k.OAuthClientID, k.OAuthGrantID = in.HeldBy.ClientID, in.HeldBy.GrantID
+	}
 	err = s.Store.Update(ctx, func(tx ams.Tx) error {
 		if err := tx.CreateKey(ctx, k); err != nil {
 			return err

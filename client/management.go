@@ -37,6 +37,10 @@ type APIKey struct {
 	LastUsedAt  *time.Time `json:"last_used_at"`
 	ExpiresAt   *time.Time `json:"expires_at"`
 	RevokedAt   *time.Time `json:"revoked_at"`
+	// OAuthClientID is the OAuth app whose access token made the key
+	// (directly or through a key it made), nil for a key the account
+	// holder made: the key is revoked with that grant.
+	OAuthClientID *string `json:"oauth_client_id"`
 }
 
 // CreatedAPIKey is a new API key with its secret, shown this once.

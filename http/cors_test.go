@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amsdev/ams"
 	amshttp "github.com/amsdev/ams/http"
@@ -216,7 +217,7 @@ func TestCORSPublicClients(t *testing.T) {
 	}
 
 	// Deleted: refused once the set is reloaded.
-	if err := f.Store.DeleteOAuthClient(ctx, f.User.ID, spa.ID); err != nil {
+	if err := f.Store.DeleteOAuthClient(ctx, f.User.ID, spa.ID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if r := f.preflight("/v1/assistants", "https://spa.example"); r.status != 204 {

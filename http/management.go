@@ -50,13 +50,14 @@ func noStore(w http.ResponseWriter) { w.Header().Set("Cache-Control", "no-store"
 // access token's, from its authentication).
 func (s *Server) credential(r *http.Request) (*account.Credential, error) {
 	a := auth(r)
-	c := &account.Credential{Permissions: a.Permissions, ExpiresAt: a.ExpiresAt}
+	c := &account.Credential{Permissions: a.Permissions, ExpiresAt: a.ExpiresAt, ClientID: a.ClientID, GrantID: a.GrantID}
 	if a.KeyID != "" {
 		k, err := s.Store.FindKey(r.Context(), a.KeyID)
 		if err != nil {
 			return nil, err
 		}
 		c.ExpiresAt = k.ExpiresAt
+		c.ClientID, c.GrantID = k.OAuthClientID, k.OAuthGrantID // a key a grant made makes keys of that grant
 	}
 	return c, nil
 }

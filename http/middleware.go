@@ -154,7 +154,7 @@ func (s *Server) endpoint(rt Route) http.Handler {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 		}
 		if key := r.Header.Get("Idempotency-Key"); key != "" && r.Method == http.MethodPost {
-			return s.idempotent(w, r, auth, key, rt.Handler)
+			return s.idempotent(w, r, auth, key, rt)
 		}
 		return rt.Handler(w, r)
 	})
@@ -345,12 +345,70 @@ func (w *recorder) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// idempotent runs h once per (account, Idempotency-Key): a repeat with the
-// same method, path and body replays the stored answer; with another body,
-// or while the first is still running, it is a 409. Only successful answers
-// are stored: a request that failed changed nothing and may be retried with
-// the same key.
-func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Auth, key string, h func(http.ResponseWriter, *http.Request) error) error {
+// ownKeys are the routes whose service keeps the Idempotency-Key with
+// its own record, committed with the change: POST /v1/messages stores it
+// on the turn (messaging), which a retry resumes. Their requests do not
+// carry ams.IdempotentRequest.
+var ownKeys = map[string]bool{"/v1/messages": true}
+
+// eventAnswers are the POSTs whose answer an event of their change
+// carries (its data is the record as the API shows it): the answer stored
+// with the key in the change's transaction, replayed should the process
+// die before it stores the answer it gave (ams.IdempotentRequest.Answer).
+// The body holds the same fields and values as the answer given (in
+// another order: the event's data is an object). A POST not listed here
+// answers a retry after such a crash 409 idempotency_key_answer_lost.
+var eventAnswers = map[string]eventAnswer{
+	"/v1/tasks":               {ams.EventTaskCreated, http.StatusCreated, "/v1/tasks/"},
+	"/v1/tasks/{id}/complete": {ams.EventTaskCompleted, http.StatusOK, ""},
+	"/v1/calendar/events":     {ams.EventEventCreated, http.StatusCreated, "/v1/calendar/events/"},
+	"/v1/integrations":        {ams.EventIntegrationConnected, http.StatusCreated, "/v1/integrations/"},
+	"/v1/keys/{id}/revoke":    {ams.EventAPIKeyRevoked, http.StatusOK, ""},
+}
+
+// eventAnswer is how a route answers with the record an event carries:
+// the event's type, the status, and the Location's prefix (before the
+// record's id; "" for none).
+type eventAnswer struct {
+	typ      string
+	status   int
+	location string
+}
+
+// answer returns the stored answer made from e, nil when e is not the
+// route's event.
+func (a eventAnswer) answer(e *ams.Event) []byte {
+	if e.Type != a.typ {
+		return nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as writeJSON
+	if enc.Encode(e.Data) != nil {
+		return nil
+	}
+	saved := storedResponse{Status: a.status, Body: buf.Bytes(), Header: map[string]string{"Content-Type": "application/json"}}
+	if id, _ := e.Data["id"].(string); a.location != "" && id != "" {
+		saved.Header["Location"] = a.location + id
+	}
+	return mustJSON(saved)
+}
+
+// idempotent runs the route's handler once per (account, Idempotency-Key):
+// a repeat with the same method, path and body replays the stored
+// answer; with another body it is 409 idempotency_key_reused, and while
+// the first is still running 409 idempotency_key_in_use (as Stripe
+// does: the client retries later).
+//
+// The request carries its key in its context (ams.IdempotentRequest):
+// the store's transaction that commits the change marks the key's record
+// done with it (sqlstore/keyed.go), so a crash after the change never lets
+// a retry make it again. The answer is stored right after the commit,
+// whatever its status, as the client got it; should the process die in
+// between, a retry is answered 409 idempotency_key_answer_lost. A request
+// that committed nothing and failed is forgotten (the key released): it
+// changed nothing and may be retried with the same key.
+func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Auth, key string, rt Route) error {
 	if len(key) > 255 || strings.IndexFunc(key, func(c rune) bool { return c < 0x21 || c > 0x7e }) >= 0 {
 		return &ams.Error{Kind: ams.EINVALID, Code: "parameter_invalid", Param: "Idempotency-Key",
 			Message: "The Idempotency-Key header must be 1 to 255 printable ASCII characters."}
@@ -369,38 +427,30 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 		return err
 	}
 	if old != nil {
-		switch {
-		case !ams.SecretsEqual(old.RequestHash, rec.RequestHash):
-			return ams.Errorf(ams.ECONFLICT, "idempotency_key_reused",
-				"Idempotency-Key '%s' was used with another request; use a new key for a new request.", key)
-		case !old.Done:
-			return ams.Errorf(ams.ECONFLICT, "idempotency_key_in_use",
-				"A request with Idempotency-Key '%s' is still being processed; retry later.", key)
-		}
-		var saved storedResponse
-		if err := json.Unmarshal(old.Response, &saved); err != nil || saved.Status < 200 || saved.Status > 299 {
-			return fmt.Errorf("stored response of idempotency key %q: %w", key, errors.Join(err, errors.New("not a stored response")))
-		}
-		for k, v := range saved.Header {
-			w.Header().Set(k, v)
-		}
-		w.Header().Set("Idempotent-Replayed", "true")
-		w.WriteHeader(saved.Status)
-		_, err := w.Write(saved.Body)
-		return err
+		return replay(w, key, rec, old)
+	}
+	req := &ams.IdempotentRequest{UserID: rec.UserID, Key: key, RequestHash: rec.RequestHash}
+	if a, ok := eventAnswers[rt.Pattern]; ok {
+		req.Answer = a.answer
+	}
+	if !ownKeys[rt.Pattern] {
+		r = r.WithContext(ams.WithIdempotentRequest(r.Context(), req))
 	}
 	rw := &recorder{ResponseWriter: w}
-	herr := h(rw, r)
+	herr := rt.Handler(rw, r)
 	if herr != nil {
 		s.writeError(rw, r, herr)
 	}
 	ctx := context.WithoutCancel(r.Context())
-	// An answer that shows a secret once (Cache-Control: no-store, e.g. a
-	// calendar feed URL) is not kept for replay: the secret would sit in
-	// the idempotency table for 24 hours. The key is released instead, so
-	// a retry runs the request again.
+	// An answer that shows a secret once (Cache-Control: no-store: a new
+	// API key, an OAuth client's secret, a calendar feed URL) is not kept
+	// for replay: the secret would sit in the idempotency table for 24
+	// hours. The key is released instead, so a retry runs the request
+	// again and shows a new secret (as documented); only when the process
+	// died before answering does the record stay done without an answer.
 	secret := strings.Contains(w.Header().Get("Cache-Control"), "no-store")
-	if rw.status >= 200 && rw.status < 300 && !rw.failed && !secret {
+	switch {
+	case !secret && !rw.failed && rw.status >= 200 && (req.Committed() || rw.status < 300):
 		saved := storedResponse{Status: rw.status, Body: rw.body.Bytes(),
 			Header: map[string]string{"Content-Type": w.Header().Get("Content-Type")}}
 		if loc := w.Header().Get("Location"); loc != "" {
@@ -410,10 +460,41 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 		if err := s.Store.FinishIdempotent(ctx, rec); err != nil {
 			s.Logger.Error("store idempotent response", "request_id", requestID(ctx), "err", err)
 		}
-	} else if err := s.Store.ReleaseIdempotent(ctx, auth.User.ID, key); err != nil {
-		s.Logger.Error("release idempotency key", "request_id", requestID(ctx), "err", err)
+	default:
+		if err := s.Store.ReleaseIdempotent(ctx, auth.User.ID, key); err != nil {
+			s.Logger.Error("release idempotency key", "request_id", requestID(ctx), "err", err)
+		}
 	}
 	return nil
+}
+
+// replay answers a request whose key has a record: the stored answer,
+// or the 409 that says why there is none to give.
+func replay(w http.ResponseWriter, key string, rec, old *ams.IdempotencyRecord) error {
+	switch {
+	case !ams.SecretsEqual(old.RequestHash, rec.RequestHash):
+		return ams.Errorf(ams.ECONFLICT, "idempotency_key_reused",
+			"Idempotency-Key '%s' was used with another request; use a new key for a new request.", key)
+	case !old.Done:
+		return ams.Errorf(ams.ECONFLICT, "idempotency_key_in_use",
+			"A request with Idempotency-Key '%s' is still being processed; retry later.", key)
+	case old.Response == nil:
+		return ams.Errorf(ams.ECONFLICT, "idempotency_key_answer_lost",
+			"The request with Idempotency-Key '%s' was carried out, but the server stopped before keeping its answer; "+
+				"it will not be carried out again. Find its result with a GET (GET /v1/events lists the changes); "+
+				"use a new key for a new request.", key)
+	}
+	var saved storedResponse
+	if err := json.Unmarshal(old.Response, &saved); err != nil || saved.Status < 200 || saved.Status > 599 {
+		return fmt.Errorf("stored response of idempotency key %q: %w", key, errors.Join(err, errors.New("not a stored response")))
+	}
+	for k, v := range saved.Header {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	w.WriteHeader(saved.Status)
+	_, err := w.Write(saved.Body)
+	return err
 }
 
 // storedResponse is what an idempotency key replays: the first answer's

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/amstest"
@@ -94,7 +95,7 @@ func TestTokenRevokedAcrossProcesses(t *testing.T) {
 
 			at, _ = token()
 			ok(at)
-			if err := sb.DeleteOAuthClient(ctx, h.User.ID, h.Client.ID); err != nil {
+			if err := sb.DeleteOAuthClient(ctx, h.User.ID, h.Client.ID, time.Now()); err != nil {
 				t.Fatal(err)
 			}
 			refused(at, "deleting the client")

@@ -156,7 +156,7 @@ func DeleteClient(ctx context.Context, store ClientStore, userID, id string, now
 		if err != nil {
 			return err
 		}
-		if err := tx.DeleteOAuthClient(ctx, userID, id); ams.IsNotFound(err) {
+		if err := tx.DeleteOAuthClient(ctx, userID, id, now); ams.IsNotFound(err) {
 			return ams.NotFound("OAuth app", id)
 		} else if err != nil {
 			return err
@@ -167,10 +167,11 @@ func DeleteClient(ctx context.Context, store ClientStore, userID, id string, now
 
 // RevokeGrants takes back what the user authorized the client clientID
 // to do: every code, access and refresh token the app holds for the user
-// stops working. An app that holds none is left as it is (no error): the
-// outcome is the same.
-func RevokeGrants(ctx context.Context, store ams.OAuthStore, userID, clientID string) error {
-	if err := store.RevokeGrants(ctx, userID, clientID); err != nil && !ams.IsNotFound(err) {
+// stops working, and the API keys its grants made are revoked at now. An
+// app that holds none is left as it is (no error): the outcome is the
+// same.
+func RevokeGrants(ctx context.Context, store ams.OAuthStore, userID, clientID string, now time.Time) error {
+	if err := store.RevokeGrants(ctx, userID, clientID, now); err != nil && !ams.IsNotFound(err) {
 		return err
 	}
 	return nil

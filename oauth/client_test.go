@@ -146,19 +146,19 @@ func TestManageClients(t *testing.T) {
 	if gs, _ := db.ListGrants(ctx, ann.ID, now); len(gs) != 1 {
 		t.Fatalf("grants %v", gs)
 	}
-	if err := oauth.RevokeGrants(ctx, db, bob.ID, c.ID); err != nil {
+	if err := oauth.RevokeGrants(ctx, db, bob.ID, c.ID, time.Now()); err != nil {
 		t.Errorf("bob revoking (nothing of his): %v", err)
 	}
 	if gs, _ := db.ListGrants(ctx, ann.ID, now); len(gs) != 1 {
 		t.Fatal("bob revoked ann's grant")
 	}
-	if err := oauth.RevokeGrants(ctx, db, ann.ID, c.ID); err != nil {
+	if err := oauth.RevokeGrants(ctx, db, ann.ID, c.ID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if gs, _ := db.ListGrants(ctx, ann.ID, now); len(gs) != 0 {
 		t.Errorf("grants after revoking: %v", gs)
 	}
-	if err := oauth.RevokeGrants(ctx, db, ann.ID, c.ID); err != nil {
+	if err := oauth.RevokeGrants(ctx, db, ann.ID, c.ID, time.Now()); err != nil {
 		t.Errorf("revoking again: %v", err)
 	}
 

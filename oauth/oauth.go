@@ -204,7 +204,7 @@ func (s *Server) AuthenticateToken(ctx context.Context, token string) (*ams.Auth
 	if err != nil {
 		return nil, invalidToken("The access token is not valid.")
 	}
-	a := &ams.Auth{User: user, ClientID: ar.GetClient().GetID(), Permissions: perms}
+	a := &ams.Auth{User: user, ClientID: ar.GetClient().GetID(), GrantID: ar.GetID(), Permissions: perms}
 	if exp := ar.GetSession().GetExpiresAt(fosite.AccessToken); !exp.IsZero() {
 		// fosite's frame is the wall clock's (storage.go): shift the
 		// expiry back into the service clock's.

@@ -292,21 +292,26 @@ func (s *storage) DeleteRefreshTokenSession(ctx context.Context, signature strin
 
 // RotateRefreshToken retires the grant's refresh and access tokens when a
 // refresh token is used; the new pair is stored right after.
+// The grant goes on (its API keys stay), unlike with RevokeRefreshToken.
 func (s *storage) RotateRefreshToken(ctx context.Context, requestID, _ string) error {
-	if err := s.RevokeRefreshToken(ctx, requestID); err != nil {
+	if err := s.store.DeactivateGrant(ctx, ams.TokenRefresh, requestID); err != nil {
 		return err
 	}
-	return s.RevokeAccessToken(ctx, requestID)
-}
-
-// RevokeRefreshToken marks every refresh token of the grant inactive.
-func (s *storage) RevokeRefreshToken(ctx context.Context, requestID string) error {
-	return s.store.DeactivateGrant(ctx, ams.TokenRefresh, requestID)
-}
-
-// RevokeAccessToken marks every access token of the grant inactive.
-func (s *storage) RevokeAccessToken(ctx context.Context, requestID string) error {
 	return s.store.DeactivateGrant(ctx, ams.TokenAccess, requestID)
+}
+
+// RevokeRefreshToken marks every refresh token of the grant inactive and
+// revokes the API keys the grant made. fosite calls it (with
+// RevokeAccessToken) only to end a grant: RFC 7009 revocation, and the
+// reuse of a refresh token or an authorization code.
+func (s *storage) RevokeRefreshToken(ctx context.Context, requestID string) error {
+	return s.store.RevokeGrant(ctx, ams.TokenRefresh, requestID, s.clock.Now())
+}
+
+// RevokeAccessToken marks every access token of the grant inactive and
+// revokes the API keys the grant made (see RevokeRefreshToken).
+func (s *storage) RevokeAccessToken(ctx context.Context, requestID string) error {
+	return s.store.RevokeGrant(ctx, ams.TokenAccess, requestID, s.clock.Now())
 }
 
 // client is an ams.OAuthClient as fosite sees it: every client may use the

@@ -207,7 +207,7 @@ func (s *Server) revokeOAuthGrant(w http.ResponseWriter, r *http.Request, c *Ctx
 	if r.PostForm.Get("confirm") != "yes" {
 		return oauthConfirm{Action: "revoke", Grant: g}, nil
 	}
-	if err := oauth.RevokeGrants(r.Context(), s.Store, c.User.ID, g.ClientID); err != nil {
+	if err := oauth.RevokeGrants(r.Context(), s.Store, c.User.ID, g.ClientID, c.Now); err != nil {
 		return nil, err
 	}
 	c.Flash(FlashSuccess, g.ClientName+" no longer has access to your account. Its tokens stopped working.")

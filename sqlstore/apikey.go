@@ -10,16 +10,18 @@ import (
 	"github.com/amsdev/ams"
 )
 
-const keyCols = `id, user_id, name, hint, hash, permissions, created_at, last_used_at, expires_at, revoked_at`
+const keyCols = `id, user_id, name, hint, hash, permissions, created_at, last_used_at, expires_at, revoked_at, oauth_client_id, oauth_grant_id`
 
 func scanKey(s scanner) (*ams.APIKey, error) {
 	k := &ams.APIKey{Object: "api_key"}
 	var perms string
 	var created int64
 	var used, expires, revoked *int64
-	if err := s.Scan(&k.ID, &k.UserID, &k.Name, &k.Hint, &k.Hash, &perms, &created, &used, &expires, &revoked); err != nil {
+	var client, grant *string
+	if err := s.Scan(&k.ID, &k.UserID, &k.Name, &k.Hint, &k.Hash, &perms, &created, &used, &expires, &revoked, &client, &grant); err != nil {
 		return nil, err
 	}
+	k.OAuthClientID, k.OAuthGrantID = deref(client), deref(grant)
 	ps, err := ams.ParsePermissions(perms)
 	if err != nil {
 		return nil, fmt.Errorf("stored permissions of %s: %w", k.ID, err)
@@ -30,12 +32,59 @@ func scanKey(s scanner) (*ams.APIKey, error) {
 	return k, nil
 }
 
-// CreateKey stores k (with its hash, never its secret).
+// CreateKey stores k (with its hash, never its secret). A key an OAuth
+// grant makes (k.OAuthGrantID) is stored only while the grant holds a
+// live token (an active access or refresh token), which the insert's
+// transaction locks: a revocation of the grant either came first (and
+// the key is refused, EFORBIDDEN grant_revoked) or waits for this
+// transaction and then revokes the key with the grant's others
+// (revokeGrantKeys).
 func (q *Queries) CreateKey(ctx context.Context, k *ams.APIKey) error {
-	_, err := q.exec(ctx, "insert api key", `INSERT INTO api_keys (id, user_id, name, hint, hash, permissions, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		k.ID, k.UserID, k.Name, k.Hint, k.Hash, k.Permissions.String(), MS(k.CreatedAt), nullMS(k.ExpiresAt))
-	return err
+	return q.inTx(ctx, func(q *Queries) error {
+		if k.OAuthGrantID != "" {
+			live, err := collect(ctx, q.w, "oauth grant", func(s scanner) (string, error) {
+				var sig string
+				return sig, s.Scan(&sig)
+			}, `SELECT signature FROM oauth_tokens WHERE request_id = $1 AND user_id = $2 AND kind IN ('access', 'refresh') AND active`+
+				q.lock("FOR SHARE"), k.OAuthGrantID, k.UserID)
+			if err != nil {
+				return err
+			}
+			if len(live) == 0 {
+				return ams.Errorf(ams.EFORBIDDEN, "grant_revoked",
+					"The OAuth grant of this credential has been revoked: it can no longer create keys.")
+			}
+		}
+		_, err := q.exec(ctx, "insert api key", `INSERT INTO api_keys (id, user_id, name, hint, hash, permissions, created_at, expires_at,
+				oauth_client_id, oauth_grant_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			k.ID, k.UserID, k.Name, k.Hint, k.Hash, k.Permissions.String(), MS(k.CreatedAt), nullMS(k.ExpiresAt),
+			nullText(k.OAuthClientID), nullText(k.OAuthGrantID))
+		return err
+	})
+}
+
+// revokeGrantKeys revokes, at now, the live keys that OAuth grants made
+// and that cond (a condition on api_keys with its args) selects, and
+// emits api_key.revoked for each, in q's transaction. The revocation
+// moves the authentication generation (migration 0019's trigger), so no
+// process serves these keys from its cache past the commit.
+func (q *Queries) revokeGrantKeys(ctx context.Context, now time.Time, cond string, args ...any) error {
+	n := len(args)
+	keys, err := collect(ctx, q.w, "revoke grant keys", scanKey, `UPDATE api_keys SET revoked_at = $`+fmt.Sprint(n+1)+`
+		WHERE `+cond+` AND oauth_grant_id IS NOT NULL AND revoked_at IS NULL RETURNING `+keyCols, append(args, MS(now))...)
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	events := make([]*ams.Event, len(keys))
+	for i, k := range keys {
+		events[i] = ams.APIKeyEvent(ams.EventAPIKeyRevoked, k, now)
+	}
+	q.authChanged()
+	return q.Emit(ctx, events...)
 }
 
 // ListKeys returns the user's keys, newest first, revoked ones included.

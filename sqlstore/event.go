@@ -74,6 +74,7 @@ func (q *Queries) Emit(ctx context.Context, events ...*ams.Event) error {
 // fan-out to the subscribed webhooks, in one batch; it counts the jobs
 // queued.
 func (q *Queries) emit(ctx context.Context, stmts []Stmt, events []*ams.Event) error {
+	q.answerFrom(ctx, events)
 	evs, err := q.eventStmts(events, q.tx != nil)
 	if err != nil {
 		return err

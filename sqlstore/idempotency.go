@@ -59,9 +59,11 @@ func (q *Queries) FinishIdempotent(ctx context.Context, rec *ams.IdempotencyReco
 	return err
 }
 
-// ReleaseIdempotent forgets a key whose request did not finish, so that the
-// client may retry it.
+// ReleaseIdempotent forgets a key whose request did not finish, or whose
+// answer is not kept, so that the client may retry it. A key with a
+// stored answer stays.
 func (q *Queries) ReleaseIdempotent(ctx context.Context, userID, key string) error {
-	_, err := q.exec(ctx, "release idempotency key", `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2 AND NOT done`, userID, key)
+	_, err := q.exec(ctx, "release idempotency key", `DELETE FROM idempotency_keys WHERE user_id = $1 AND key = $2
+		AND (NOT done OR body IS NULL)`, userID, key)
 	return err
 }

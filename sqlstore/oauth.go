@@ -98,16 +98,21 @@ func (q *Queries) SetOAuthClientSecret(ctx context.Context, userID, id, hash str
 }
 
 // DeleteOAuthClient removes the user's client; its tokens go with it (the
-// foreign key cascades, through the oauth_tokens_client index).
-func (q *Queries) DeleteOAuthClient(ctx context.Context, userID, id string) error {
-	n, err := q.exec(ctx, "delete oauth client", `DELETE FROM oauth_clients WHERE id = $1 AND user_id = $2`, id, userID)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
+// foreign key cascades, through the oauth_tokens_client index), and the
+// API keys its grants made (of every account) are revoked at now, with their api_key.revoked
+// events, in the same transaction.
+func (q *Queries) DeleteOAuthClient(ctx context.Context, userID, id string, now time.Time) error {
+	return q.inTx(ctx, func(q *Queries) error {
+		n, err := q.exec(ctx, "delete oauth client", `DELETE FROM oauth_clients WHERE id = $1 AND user_id = $2`, id, userID)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return ams.NotFound("oauth_client", id)
+		}
 		q.authChanged()
-	}
-	return affected(n, "oauth_client", id)
+		return q.revokeGrantKeys(ctx, now, "oauth_client_id = $1", id) // every account's grants of it
+	})
 }
 
 // CreateOAuthToken stores a token's state.
@@ -151,6 +156,20 @@ func (q *Queries) DeleteOAuthToken(ctx context.Context, kind, signature string) 
 	_, err := q.exec(ctx, "delete oauth token", `DELETE FROM oauth_tokens WHERE kind = $1 AND signature = $2`, kind, signature)
 	q.accessChanged(kind, err)
 	return err
+}
+
+// RevokeGrant marks every token of the kind in the grant (request id)
+// inactive and revokes at now the API keys the grant made, with their
+// api_key.revoked events, in one transaction: what a revocation of the
+// grant does (RFC 7009, refresh-token reuse), where DeactivateGrant is a
+// refresh's retirement of the tokens it replaces.
+func (q *Queries) RevokeGrant(ctx context.Context, kind, requestID string, now time.Time) error {
+	return q.inTx(ctx, func(q *Queries) error {
+		if err := q.DeactivateGrant(ctx, kind, requestID); err != nil {
+			return err
+		}
+		return q.revokeGrantKeys(ctx, now, "oauth_grant_id = $1", requestID)
+	})
 }
 
 // DeactivateGrant marks every token of the kind in the grant inactive.
@@ -247,15 +266,22 @@ func grantScopes(list string) []string {
 }
 
 // RevokeGrants deactivates the user's codes, access and refresh tokens of
-// the client; ENOTFOUND if there were none.
-func (q *Queries) RevokeGrants(ctx context.Context, userID, clientID string) error {
-	n, err := q.exec(ctx, "revoke oauth grants", `UPDATE oauth_tokens SET active = FALSE
-		WHERE user_id = $1 AND client_id = $2 AND kind IN ('code', 'access', 'refresh') AND active`, userID, clientID)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		q.authChanged()
-	}
-	return affected(n, "oauth_grant", clientID)
+// the client and revokes at now the API keys its grants made (with their
+// api_key.revoked events), in one transaction; ENOTFOUND if there were
+// no live tokens.
+func (q *Queries) RevokeGrants(ctx context.Context, userID, clientID string, now time.Time) error {
+	return q.inTx(ctx, func(q *Queries) error {
+		n, err := q.exec(ctx, "revoke oauth grants", `UPDATE oauth_tokens SET active = FALSE
+			WHERE user_id = $1 AND client_id = $2 AND kind IN ('code', 'access', 'refresh') AND active`, userID, clientID)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			q.authChanged()
+		}
+		if err := q.revokeGrantKeys(ctx, now, "user_id = $1 AND oauth_client_id = $2", userID, clientID); err != nil {
+			return err
+		}
+		return affected(n, "oauth_grant", clientID)
+	})
 }

@@ -112,7 +112,7 @@ type Store struct {
 // secrets.
 func New(eng Engine, d Dialect, sealer *seal.Sealer) *Store {
 	s := &Store{eng: eng, d: d, sealer: sealer, jobs: make(chan struct{}, 1)}
-	s.Queries = &Queries{s: s, r: eng.Reader(), w: eng.Writer()}
+	s.Queries = &Queries{s: s, r: eng.Reader(), w: keyedWriter{Conn: eng.Writer(), s: s}}
 	return s
 }
 
@@ -135,7 +135,8 @@ type Queries struct {
 
 type txState struct {
 	queued int64
-	auth   bool // authentication changed (authgen.go)
+	auth   bool   // authentication changed (authgen.go)
+	answer []byte // the idempotent request's answer made from an event emitted (keyed.go)
 }
 
 // Update runs fn in one transaction; see ams.Tx.
@@ -145,16 +146,34 @@ func (s *Store) Update(ctx context.Context, fn func(tx ams.Tx) error) error {
 
 // inTx runs fn in a transaction: q's own when it is one, else a new one,
 // committed when fn returns nil. Delivery jobs queued in it wake the
-// worker after the commit.
+// worker after the commit. In the context of an idempotent request
+// (keyed.go) a transaction that changed something records the request's
+// key before it commits.
 func (q *Queries) inTx(ctx context.Context, fn func(q *Queries) error) error {
 	if q.tx != nil {
 		return fn(q)
 	}
 	st := &txState{}
+	req := pendingRequest(ctx)
+	marked := false
 	if err := q.s.eng.InTx(ctx, func(c Conn) error {
-		return fn(&Queries{s: q.s, r: c, w: c, tx: st})
+		tc := &tracked{Conn: c}
+		marked = false
+		if err := fn(&Queries{s: q.s, r: tc, w: tc, tx: st}); err != nil {
+			return err
+		}
+		if req != nil && tc.wrote {
+			if err := markIdempotent(ctx, c, req, st.answer); err != nil {
+				return q.fail("record idempotency key", err)
+			}
+			marked = true
+		}
+		return nil
 	}); err != nil {
 		return err
+	}
+	if marked {
+		req.MarkCommitted()
 	}
 	q.s.signalJobs(st.queued)
 	if st.auth {

@@ -76,7 +76,7 @@ func testAuthGeneration(t *testing.T, s ams.Store) {
 	tok(ams.TokenAccess, "r3")
 	step("deactivate a grant's access tokens", s.DeactivateGrant(ctx, ams.TokenAccess, "r3"), true)
 	tok(ams.TokenAccess, "r4")
-	step("revoke the user's grants of the client", s.RevokeGrants(ctx, u.ID, c.ID), true)
+	step("revoke the user's grants of the client", s.RevokeGrants(ctx, u.ID, c.ID, time.Now()), true)
 	tok(ams.TokenAccess, "r5")
-	step("delete the client", s.DeleteOAuthClient(ctx, u.ID, c.ID), true)
+	step("delete the client", s.DeleteOAuthClient(ctx, u.ID, c.ID, time.Now()), true)
 }

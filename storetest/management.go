@@ -174,10 +174,10 @@ func testManagementTx(t *testing.T, s ams.Store) {
 	// Deleting in a transaction; another account's client is ENOTFOUND.
 	other := mustUser(t, s, "mgmt-tx-other@example.com")
 	err = s.Update(ctx, func(tx ams.Tx) error {
-		if err := tx.DeleteOAuthClient(ctx, other.ID, c.ID); !ams.IsNotFound(err) {
+		if err := tx.DeleteOAuthClient(ctx, other.ID, c.ID, time.Now()); !ams.IsNotFound(err) {
 			return errors.Join(errors.New("another account deletes the client"), err)
 		}
-		return tx.DeleteOAuthClient(ctx, u.ID, c.ID)
+		return tx.DeleteOAuthClient(ctx, u.ID, c.ID, time.Now())
 	})
 	if err != nil {
 		t.Fatal(err)

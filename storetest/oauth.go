@@ -303,7 +303,7 @@ func testOAuthManagement(t *testing.T, s ams.Store) {
 	}
 	// Revoking: every token of the user for the client, not another
 	// user's, not another client's.
-	if err := s.RevokeGrants(ctx, u.ID, app.ID); err != nil {
+	if err := s.RevokeGrants(ctx, u.ID, app.ID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for _, tk := range []*ams.OAuthToken{appOld, appAccess, appRefresh} {
@@ -317,10 +317,10 @@ func testOAuthManagement(t *testing.T, s ams.Store) {
 	if grants, _ := s.ListGrants(ctx, u.ID, now); len(grants) != 1 || grants[0].ClientID != theirs.ID {
 		t.Fatalf("grants after revoking app: %+v", grants)
 	}
-	wantKind(t, s.RevokeGrants(ctx, u.ID, app.ID), ams.ENOTFOUND) // nothing left to revoke
-	wantKind(t, s.RevokeGrants(ctx, other.ID, pub.ID), ams.ENOTFOUND)
+	wantKind(t, s.RevokeGrants(ctx, u.ID, app.ID, time.Now()), ams.ENOTFOUND) // nothing left to revoke
+	wantKind(t, s.RevokeGrants(ctx, other.ID, pub.ID, time.Now()), ams.ENOTFOUND)
 	// An unused code is revoked too, so it cannot be exchanged later.
-	if err := s.RevokeGrants(ctx, u.ID, pub.ID); err != nil {
+	if err := s.RevokeGrants(ctx, u.ID, pub.ID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if active(pubCode) {
@@ -329,12 +329,12 @@ func testOAuthManagement(t *testing.T, s ams.Store) {
 
 	// Deleting: only the owner, and every token of the client goes,
 	// whoever's it is.
-	wantKind(t, s.DeleteOAuthClient(ctx, other.ID, app.ID), ams.ENOTFOUND)
+	wantKind(t, s.DeleteOAuthClient(ctx, other.ID, app.ID, time.Now()), ams.ENOTFOUND)
 	if _, err := s.FindOAuthClient(ctx, app.ID); err != nil {
 		t.Fatalf("another account deleted the client: %v", err)
 	}
-	wantKind(t, s.DeleteOAuthClient(ctx, u.ID, "cli_missing"), ams.ENOTFOUND)
-	if err := s.DeleteOAuthClient(ctx, u.ID, app.ID); err != nil {
+	wantKind(t, s.DeleteOAuthClient(ctx, u.ID, "cli_missing", time.Now()), ams.ENOTFOUND)
+	if err := s.DeleteOAuthClient(ctx, u.ID, app.ID, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.FindOAuthClient(ctx, app.ID); !ams.IsNotFound(err) {
@@ -354,5 +354,5 @@ func testOAuthManagement(t *testing.T, s ams.Store) {
 	if l, _ := s.ListOAuthClients(ctx, u.ID); len(l) != 1 || l[0].ID != pub.ID {
 		t.Fatalf("clients after delete: %+v", l)
 	}
-	wantKind(t, s.DeleteOAuthClient(ctx, u.ID, app.ID), ams.ENOTFOUND)
+	wantKind(t, s.DeleteOAuthClient(ctx, u.ID, app.ID, time.Now()), ams.ENOTFOUND)
 }

@@ -20,7 +20,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		fn   func(t *testing.T, s ams.Store)
 	}{
 		{"Users", testUsers},
-		{"APIKeys", testAPIKeys}, {"AuthGeneration", testAuthGeneration},
+		{"APIKeys", testAPIKeys}, {"AuthGeneration", testAuthGeneration}, {"KeyGrants", testKeyGrants},
 		{"KeyReminders", testKeyReminders}, {"KeyRemindersRace", testKeyRemindersRace},
 		{"AccountTokens", testAccountTokens}, {"AccountTokenExpiry", testAccountTokenExpiry}, {"AccountTokenRace", testAccountTokenRace},
 		{"EmailCaps", testEmailCaps}, {"EmailCapRace", testEmailCapRace},
@@ -32,7 +32,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"EventsCatchUp", testEventsCatchUp},
 		{"EventFilters", testEventFilters},
 		{"EventsOrder", testEventsOrder},
-		{"Idempotency", testIdempotency},
+		{"Idempotency", testIdempotency}, {"IdempotencyWithChange", testIdempotencyWithChange},
 		{"Webhooks", testWebhooks},
 		{"DeliveryQueue", testDeliveryQueue},
 		{"SubscribeToAll", testSubscribeToAll},

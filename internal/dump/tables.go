@@ -183,6 +183,9 @@ var Tables = []*Table{
 		colsOf(nullCol, Int, []string{"last_used_at", "expires_at", "revoked_at"}),
 		// The rotation reminders sent (migration 0015; NULL in older dumps).
 		colsOf(nullCol, Int, []string{"expiry_reminded_at", "age_reminded_at"}),
+		// The OAuth grant that made the key (migration 0020 on SQLite,
+		// 0021 on PostgreSQL; NULL in older dumps and for other keys).
+		colsOf(nullCol, Text, []string{"oauth_client_id", "oauth_grant_id"}),
 	)},
 	{Name: "assistants", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},

@@ -424,6 +424,10 @@ class APIKey(Record):
     last_used_at: Optional[str] = None
     expires_at: Optional[str] = None
     revoked_at: Optional[str] = None
+    #: The OAuth app (``cli_...``) whose access token made the key, directly
+    #: or through a key it made; ``None`` for a key the account holder made.
+    #: The key is revoked with that grant.
+    oauth_client_id: Optional[str] = None
     #: The key itself, only in the answer of ``create_api_key``.
     secret: Optional[str] = None
     raw: Dict[str, Any] = _raw()

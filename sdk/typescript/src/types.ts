@@ -612,6 +612,12 @@ export interface APIKey {
   last_used_at: string | null;
   expires_at: string | null;
   revoked_at: string | null;
+  /**
+   * The OAuth app ("cli_…") whose access token made the key, directly or
+   * through a key it made; null for a key the account holder made. The
+   * key is revoked with that grant.
+   */
+  oauth_client_id: string | null;
 }
 
 /** A new API key with its secret, shown this once. */
