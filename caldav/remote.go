@@ -25,22 +25,25 @@ import (
 const Timeout = 30 * time.Second
 
 // MaxResponseBytes bounds the body of one answer of a CalDAV server (a
-// PROPFIND multistatus listing the collection, a calendar-multiget REPORT
-// of 50 objects, one object): a larger answer fails the request, and the
-// sync with it, rather than filling the memory.
-const MaxResponseBytes = 8 << 20
+// PROPFIND multistatus listing the collection, some 15,000 objects; a
+// calendar-multiget REPORT of 50 objects; one object): a larger answer
+// fails the request, and the sync with it, rather than filling the
+// memory (decoding a multistatus allocates some 20 times its size).
+const MaxResponseBytes = 4 << 20
 
 // NewHTTPClient returns the HTTP client CalDAV requests use: connections
 // through the SSRF guard (the server's address is checked at every
 // connection, as for webhooks), at most Timeout per request, answers
 // bounded (headers to ssrf.DefaultMaxHeaderBytes, bodies to
 // MaxResponseBytes), and at most three redirects.
-func NewHTTPClient(g *ssrf.Guard) *http.Client { return NewHTTPClientWithin(g, Timeout) }
+func NewHTTPClient(g *ssrf.Guard) *http.Client {
+	return NewHTTPClientWith(g, ssrf.Limits{Timeout: Timeout, MaxBodyBytes: MaxResponseBytes})
+}
 
-// NewHTTPClientWithin is NewHTTPClient with another time bound per
-// request (tests make it short).
-func NewHTTPClientWithin(g *ssrf.Guard, timeout time.Duration) *http.Client {
-	c := g.Client(ssrf.Limits{Timeout: timeout, MaxBodyBytes: MaxResponseBytes})
+// NewHTTPClientWith is NewHTTPClient with other limits (tests make them
+// small).
+func NewHTTPClientWith(g *ssrf.Guard, l ssrf.Limits) *http.Client {
+	c := g.Client(l)
 	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
 		if len(via) >= 3 {
 			return errors.New("too many redirects")
