@@ -157,7 +157,7 @@ func TestDialBounded(t *testing.T) {
 	}
 	defer conn2.Close()
 	conn2.SetDeadline(time.Now().Add(time.Hour))
-	io.ReadFull(conn2, buf) // the first block
+	io.ReadFull(conn2, buf)  // the first block
 	_, err = conn2.Read(buf) // nothing more comes: the server waits for a byte
 	var ne net.Error
 	if !errors.As(err, &ne) || !ne.Timeout() {
