@@ -69,9 +69,9 @@ func TestCalDAVServer(t *testing.T) {
 		{name: "malformed XML", act: hostile.Answer(207, "application/xml", []byte(`<d:multistatus xmlns:d="DAV:"><d:response><d:href>`)),
 			budget: 4 << 20, want: "could not"},
 	}
+	f := amstest.New(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := amstest.New(t)
 			timeout := tc.timeout
 			if timeout == 0 {
 				timeout = 20 * time.Second
@@ -132,7 +132,7 @@ func TestCalDAVServer(t *testing.T) {
 			for _, e := range evs.Data {
 				if e.Type == ams.EventIntegrationError {
 					b, _ := json.Marshal(e.Data)
-					found = strings.Contains(string(b), id)
+					found = found || strings.Contains(string(b), id)
 				}
 			}
 			if !found {

@@ -116,15 +116,18 @@ func TestSMTPServer(t *testing.T) {
 			budget: 4 << 20, want: "short response"},
 	}
 	ctx := context.Background()
+	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	// The cases share the store and the time: the e-mails of the cases
+	// before are not due again (their retries come a minute later).
+	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-			if err := db.QueueEmail(ctx, &ams.Email{ID: ams.NewID("eml_"), To: "ann@example.com", Subject: "Hello", Text: "Hello, Ann."}, now); err != nil {
+			id := ams.NewID("eml_")
+			if err := db.QueueEmail(ctx, &ams.Email{ID: id, To: "ann@example.com", Subject: "Hello", Text: "Hello, Ann."}, now); err != nil {
 				t.Fatal(err)
 			}
 			peer := hostile.NewLine(t, smtpSession(tc.step, tc.act))
@@ -155,13 +158,13 @@ func TestSMTPServer(t *testing.T) {
 				if tb.Name != "emails" {
 					return nil
 				}
+				row := map[string]any{}
 				for i, c := range tb.Columns {
-					switch c.SQL {
-					case "last_error":
-						lastError, _ = vals[i].(string)
-					case "attempts":
-						attempts, _ = vals[i].(int64)
-					}
+					row[c.SQL] = vals[i]
+				}
+				if row["id"] == id {
+					lastError, _ = row["last_error"].(string)
+					attempts, _ = row["attempts"].(int64)
 				}
 				return nil
 			})
@@ -175,7 +178,7 @@ func TestSMTPServer(t *testing.T) {
 				t.Fatalf("log: %s", log.String())
 			}
 			again, err := db.ClaimEmails(ctx, now.Add(mail.Backoff[0]), time.Minute, 10)
-			if err != nil || len(again) != 1 {
+			if err != nil || len(again) != 1 || again[0].ID != id {
 				t.Fatalf("the e-mail is not retried: %v %v", again, err)
 			}
 		})

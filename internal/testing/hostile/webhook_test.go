@@ -48,9 +48,9 @@ func TestWebhookReceiver(t *testing.T) {
 		{name: "hang", act: hostile.Hang(), budget: 4 << 20, want: "timeout: no answer within 300ms", timeout: 300 * time.Millisecond},
 		{name: "not HTTP", act: hostile.Garbage(), budget: 4 << 20, want: "malformed HTTP"},
 	}
+	f := amstest.New(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			f := amstest.New(t)
 			f.Worker.Timeout = tc.timeout // 0: webhook.Timeout
 			peer := hostile.NewHTTP(t, hostile.Always(tc.act))
 			r := f.Do("POST", "/v1/webhooks", f.Key, fmt.Sprintf(`{"url":%q,"events":["message.created"],"secret":"a-very-secret-signing-key"}`, peer.URL+"/hook"))
@@ -58,6 +58,8 @@ func TestWebhookReceiver(t *testing.T) {
 				t.Fatalf("create webhook: %d %s", r.Status, r.Body)
 			}
 			wh := r.JSON(t)["id"].(string)
+			// The next case's events are not this webhook's.
+			defer f.Do("DELETE", "/v1/webhooks/"+wh, f.Key, "")
 			for i := range deliveries / 2 { // the message and its reply: two message.created
 				r := f.Do("POST", "/v1/messages", f.Key, fmt.Sprintf(`{"assistant_id":%q,"message":"hello %d"}`, f.Assistant.ID, i))
 				if r.Status != 201 {
