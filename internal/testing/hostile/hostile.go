@@ -37,7 +37,7 @@ import (
 )
 
 // Ceiling is where an "endless" peer stops sending, 32 MiB: four times
-// the largest answer ams reads (a CalDAV multistatus, 8 MiB), so that a
+// the largest answer ams reads (a model provider's, 8 MiB), so that a
 // client that reads it all is told apart, and small enough that a client
 // without bounds does not take the test machine down.
 const Ceiling = 32 << 20
