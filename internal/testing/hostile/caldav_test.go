@@ -46,16 +46,7 @@ func TestCalDAVServer(t *testing.T) {
 	if race.Enabled {
 		maxBody = 512 << 10
 	}
-	cases := []struct {
-		name   string
-		act    hostile.Act
-		budget int64
-		want   string // in last_error
-		// timeout bounds each request of the sync: short for the
-		// peers that a time bound stops; the others must be stopped
-		// by a size bound, long before it.
-		timeout time.Duration
-	}{
+	cases := []calDAVCase{
 		{name: "endless multistatus", act: hostile.EndlessBody(207, "application/xml", listingStart, listingItem),
 			budget: 24 * maxBody, want: "its body exceeds the limit of " + ssrf.Size(maxBody)},
 		{name: "gzip bomb", act: hostile.GzipBomb(207, "application/xml", hostile.NewBomb(listingStart, listingItem)),
@@ -69,75 +60,91 @@ func TestCalDAVServer(t *testing.T) {
 		{name: "malformed XML", act: hostile.Answer(207, "application/xml", []byte(`<d:multistatus xmlns:d="DAV:"><d:response><d:href>`)),
 			budget: 4 << 20, want: "could not"},
 	}
-	f := amstest.New(t)
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			timeout := tc.timeout
-			if timeout == 0 {
-				timeout = 20 * time.Second
-			}
-			f.App.Calendars.Client = caldav.NewHTTPClientWith(&ssrf.Guard{AllowPrivate: true}, ssrf.Limits{Timeout: timeout, MaxBodyBytes: maxBody})
-			listed := make(chan struct{}, 1)
-			peer := hostile.NewHTTP(t, func(req *http.Request) hostile.Act {
-				switch {
-				case req.Method == "PROPFIND" && req.Header.Get("Depth") == "0":
-					return hostile.Answer(207, "application/xml; charset=utf-8", []byte(calendarAnswer))
-				case req.Method == "PROPFIND":
-					select {
-					case listed <- struct{}{}:
-					default:
-					}
-					return tc.act
-				}
-				return hostile.Answer(404, "text/plain", []byte("not found"))
-			})
-			r := f.Do("POST", "/v1/integrations", f.Key, `{"provider":"caldav","config":{"url":"`+peer.URL+`/cal/"},"secrets":{"password":"pw"}}`)
-			if r.Status != 201 {
-				t.Fatalf("create integration: %d %s", r.Status, r.Body)
-			}
-			id := r.JSON(t)["id"].(string)
+	onEngines(t, func(t *testing.T, opts ...amstest.Option) {
+		f := amstest.New(t, opts...)
+		for _, tc := range cases {
+			t.Run(tc.name, func(t *testing.T) { testCalDAVServer(t, f, tc, maxBody) })
+		}
+	})
+}
 
-			m := hostile.Measure()
-			r = f.Do("POST", "/v1/integrations/"+id+"/sync", f.Key, "")
-			used := m.Allocated()
-			select {
-			case <-listed:
-			default:
-				t.Fatal("the sync did not list the collection")
-			}
-			t.Logf("the sync allocated %s; the server sent %s", hostile.MiB(used), hostile.MiB(peer.Sent()))
-			if used > tc.budget {
-				t.Errorf("the sync allocated %s, more than %s: the server's answer is not bounded (it sent %s)",
-					hostile.MiB(used), hostile.MiB(tc.budget), hostile.MiB(peer.Sent()))
-			}
+// calDAVCase is a server's behaviour and what it must lead to.
+type calDAVCase struct {
+	name   string
+	act    hostile.Act
+	budget int64
+	want   string // in last_error
+	// timeout bounds each request of the sync: short for the
+	// peers that a time bound stops; the others must be stopped
+	// by a size bound, long before it.
+	timeout time.Duration
+}
 
-			// What the account's owner sees: the integration in error,
-			// saying why, and the integration.error event.
-			if r.Status != 200 {
-				t.Fatalf("sync: %d %s", r.Status, r.Body)
-			}
-			in := r.JSON(t)
-			msg, _ := in["last_error"].(string)
-			if in["status"] != "error" || !strings.Contains(msg, tc.want) {
-				t.Fatalf("integration after the sync: status %v, last_error %q; want error saying %q", in["status"], msg, tc.want)
-			}
-			if got := f.Do("GET", "/v1/integrations/"+id, f.Key, "").JSON(t); got["status"] != "error" || got["last_error"] != msg {
-				t.Fatalf("integration as stored: %v", got)
-			}
-			evs, err := f.Store.ListEvents(context.Background(), f.User.ID, ams.EventFilter{}, ams.ListParams{Limit: 100})
-			if err != nil {
-				t.Fatal(err)
-			}
-			found := false
-			for _, e := range evs.Data {
-				if e.Type == ams.EventIntegrationError {
-					b, _ := json.Marshal(e.Data)
-					found = found || strings.Contains(string(b), id)
-				}
-			}
-			if !found {
-				t.Fatal("no integration.error event")
-			}
-		})
+func testCalDAVServer(t *testing.T, f *amstest.Fixture, tc calDAVCase, maxBody int64) {
+	timeout := tc.timeout
+	if timeout == 0 {
+		timeout = 20 * time.Second
 	}
+	f.App.Calendars.Client = caldav.NewHTTPClientWith(&ssrf.Guard{AllowPrivate: true}, ssrf.Limits{Timeout: timeout, MaxBodyBytes: maxBody})
+	listed := make(chan struct{}, 1)
+	peer := hostile.NewHTTP(t, func(req *http.Request) hostile.Act {
+		switch {
+		case req.Method == "PROPFIND" && req.Header.Get("Depth") == "0":
+			return hostile.Answer(207, "application/xml; charset=utf-8", []byte(calendarAnswer))
+		case req.Method == "PROPFIND":
+			select {
+			case listed <- struct{}{}:
+			default:
+			}
+			return tc.act
+		}
+		return hostile.Answer(404, "text/plain", []byte("not found"))
+	})
+	r := f.Do("POST", "/v1/integrations", f.Key, `{"provider":"caldav","config":{"url":"`+peer.URL+`/cal/"},"secrets":{"password":"pw"}}`)
+	if r.Status != 201 {
+		t.Fatalf("create integration: %d %s", r.Status, r.Body)
+	}
+	id := r.JSON(t)["id"].(string)
+
+	m := hostile.Measure()
+	r = f.Do("POST", "/v1/integrations/"+id+"/sync", f.Key, "")
+	used := m.Allocated()
+	select {
+	case <-listed:
+	default:
+		t.Fatal("the sync did not list the collection")
+	}
+	t.Logf("the sync allocated %s; the server sent %s", hostile.MiB(used), hostile.MiB(peer.Sent()))
+	if used > tc.budget {
+		t.Errorf("the sync allocated %s, more than %s: the server's answer is not bounded (it sent %s)",
+			hostile.MiB(used), hostile.MiB(tc.budget), hostile.MiB(peer.Sent()))
+	}
+
+	// What the account's owner sees: the integration in error,
+	// saying why, and the integration.error event.
+	if r.Status != 200 {
+		t.Fatalf("sync: %d %s", r.Status, r.Body)
+	}
+	in := r.JSON(t)
+	msg, _ := in["last_error"].(string)
+	if in["status"] != "error" || !strings.Contains(msg, tc.want) {
+		t.Fatalf("integration after the sync: status %v, last_error %q; want error saying %q", in["status"], msg, tc.want)
+	}
+	if got := f.Do("GET", "/v1/integrations/"+id, f.Key, "").JSON(t); got["status"] != "error" || got["last_error"] != msg {
+		t.Fatalf("integration as stored: %v", got)
+	}
+	// On PostgreSQL an event is listed once no older transaction runs
+	// (in any test sharing the server): wait for the store to show it.
+	waitFor(t, "the integration.error event", func() bool {
+		evs, err := f.Data.ListEvents(context.Background(), f.User.ID, ams.EventFilter{}, ams.ListParams{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs.Data {
+			if b, _ := json.Marshal(e.Data); e.Type == ams.EventIntegrationError && strings.Contains(string(b), id) {
+				return true
+			}
+		}
+		return false
+	})
 }

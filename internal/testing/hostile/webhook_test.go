@@ -12,6 +12,27 @@ import (
 	"github.com/amsdev/ams/internal/testing/hostile"
 )
 
+// deliveries is the number of deliveries of each case: as many as one
+// webhook has in flight.
+const deliveries = 8
+
+// webhookCase is a receiver's behaviour and what it must lead to.
+type webhookCase struct {
+	name string
+	act  hostile.Act
+	// budget bounds the bytes allocated by the deliveries, all of
+	// them.
+	budget int64
+	// want is in the error of every delivery ("" for a success).
+	want string
+	// excerpt starts the recorded body of a successful delivery.
+	excerpt string
+	// timeout is the worker's bound on a delivery: short for the
+	// receivers that a time bound stops; the others get the production
+	// one, which they must not reach.
+	timeout time.Duration
+}
+
 // TestWebhookReceiver delivers events through the store (a message sent
 // through the API queues message.created; the webhook worker delivers it)
 // to receivers that answer as an attacker would, and checks that each
@@ -20,23 +41,8 @@ import (
 // answering with 10 MB of headers cost ams that much per delivery in
 // flight.
 func TestWebhookReceiver(t *testing.T) {
-	const deliveries = 8 // as many as one webhook has in flight
 	plain := []byte("All work and no play makes Jack a dull boy. ")
-	cases := []struct {
-		name string
-		act  hostile.Act
-		// budget bounds the bytes allocated by the deliveries, all of
-		// them.
-		budget int64
-		// want is in the error of every delivery ("" for a success).
-		want string
-		// excerpt starts the recorded body of a successful delivery.
-		excerpt string
-		// timeout is the worker's bound on a delivery: short for the
-		// receivers that a time bound stops; the others get the
-		// production one, which they must not reach.
-		timeout time.Duration
-	}{
+	cases := []webhookCase{
 		{name: "huge headers", act: hostile.HugeHeaders(200), budget: 8 << 20,
 			want: "its headers exceed the limit of 64 KiB"},
 		{name: "endless body", act: hostile.EndlessBody(200, "text/plain", nil, plain), budget: 4 << 20,
@@ -48,7 +54,12 @@ func TestWebhookReceiver(t *testing.T) {
 		{name: "hang", act: hostile.Hang(), budget: 4 << 20, want: "timeout: no answer within 300ms", timeout: 300 * time.Millisecond},
 		{name: "not HTTP", act: hostile.Garbage(), budget: 4 << 20, want: "malformed HTTP"},
 	}
-	f := amstest.New(t)
+	onEngines(t, func(t *testing.T, opts ...amstest.Option) {
+		testWebhookReceiver(t, amstest.New(t, opts...), cases)
+	})
+}
+
+func testWebhookReceiver(t *testing.T, f *amstest.Fixture, cases []webhookCase) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			f.Worker.Timeout = tc.timeout // 0: webhook.Timeout
