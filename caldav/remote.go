@@ -20,26 +20,37 @@ import (
 	"github.com/emersion/go-webdav/caldav"
 )
 
-// Timeout bounds one request to a CalDAV server.
+// Timeout bounds one request to a CalDAV server, from connecting to the
+// last byte of its answer.
 const Timeout = 30 * time.Second
+
+// MaxResponseBytes bounds the body of one answer of a CalDAV server (a
+// PROPFIND multistatus listing the collection, some 15,000 objects; a
+// calendar-multiget REPORT of 50 objects; one object): a larger answer
+// fails the request, and the sync with it, rather than filling the
+// memory (decoding a multistatus allocates some 20 times its size).
+const MaxResponseBytes = 4 << 20
 
 // NewHTTPClient returns the HTTP client CalDAV requests use: connections
 // through the SSRF guard (the server's address is checked at every
-// connection, as for webhooks), at most 30 s per request, and at most
-// three redirects.
+// connection, as for webhooks), at most Timeout per request, answers
+// bounded (headers to ssrf.DefaultMaxHeaderBytes, bodies to
+// MaxResponseBytes), and at most three redirects.
 func NewHTTPClient(g *ssrf.Guard) *http.Client {
-	t := g.Transport()
-	t.ResponseHeaderTimeout = Timeout
-	return &http.Client{
-		Transport: t,
-		Timeout:   Timeout,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 3 {
-				return errors.New("too many redirects")
-			}
-			return nil
-		},
+	return NewHTTPClientWith(g, ssrf.Limits{Timeout: Timeout, MaxBodyBytes: MaxResponseBytes})
+}
+
+// NewHTTPClientWith is NewHTTPClient with other limits (tests make them
+// small).
+func NewHTTPClientWith(g *ssrf.Guard, l ssrf.Limits) *http.Client {
+	c := g.Client(l)
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 3 {
+			return errors.New("too many redirects")
+		}
+		return nil
 	}
+	return c
 }
 
 // remote is one calendar collection on a CalDAV server.
@@ -351,7 +362,10 @@ func describe(err error) string {
 	var ne net.Error
 	var dnsErr *net.DNSError
 	var urlErr *url.Error
+	var tl *ssrf.TooLargeError
 	switch code := statusOf(err); {
+	case errors.As(err, &tl):
+		return fmt.Sprintf("The CalDAV server's answer was too large: its %s %s the limit of %s.", tl.Part, tl.Verb(), ssrf.Size(tl.Limit))
 	case errors.Is(err, errNotCalendar):
 		return "The URL is not a CalDAV calendar collection."
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:

@@ -6,17 +6,24 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/mail"
 	"net/url"
 	"strconv"
 	"time"
 
+	"github.com/amsdev/ams/ssrf"
 	gomail "github.com/wneessen/go-mail"
 )
 
 // dialTimeout bounds connecting to the SMTP server (through AUTH), and
 // again transferring the message.
 const dialTimeout = 10 * time.Second
+
+// MaxServerBytes bounds what ams reads from the SMTP server in one
+// session (its greeting, its replies, a TLS handshake): a server that
+// sends more, such as an endless reply line, fails the send.
+const MaxServerBytes = 1 << 20
 
 // TLS modes of an smtp:// URL, chosen by its tls query parameter.
 const (
@@ -37,6 +44,12 @@ type SMTP struct {
 	hasAuth  bool
 	from     *mail.Address
 	redacted string
+
+	// Timeout bounds connecting (greeting, STARTTLS, AUTH), and again
+	// transferring the message; the whole session gets at most twice
+	// Timeout, whatever the server does. 0 means 10 s; tests make it
+	// short.
+	Timeout time.Duration
 
 	rootCAs *x509.CertPool // tests only: trusted roots instead of the system's
 }
@@ -139,8 +152,11 @@ func (s *SMTP) String() string { return s.redacted }
 
 // Send delivers m through the SMTP server over a new connection, closed
 // before Send returns. Connecting (greeting, STARTTLS, AUTH) is bounded by
-// ctx and by a 10-second timeout, transferring the message by another 10
-// seconds.
+// ctx and by a 10-second timeout (Timeout), transferring the message by
+// another 10 seconds. The connection is made by ssrf.Operator's
+// DialBounded: the session lasts at most twice the timeout and reads at
+// most MaxServerBytes from the server, so that a server answering with
+// endless lines or trickling them cannot hold ams's memory or time.
 func (s *SMTP) Send(ctx context.Context, m *Message) error {
 	to, err := checkMessage(m)
 	if err != nil {
@@ -170,12 +186,19 @@ func (s *SMTP) Send(ctx context.Context, m *Message) error {
 
 // clientOptions returns the go-mail options for one connection.
 func (s *SMTP) clientOptions() []gomail.Option {
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = dialTimeout
+	}
 	opts := []gomail.Option{
 		gomail.WithPort(s.port),
-		gomail.WithTimeout(dialTimeout),
+		gomail.WithTimeout(timeout),
+		gomail.WithDialContextFunc(s.dialer(timeout)),
 	}
 	switch s.tlsMode {
 	case tlsImplicit:
+		// With a dial function of ours, go-mail leaves implicit TLS to
+		// it (see dialer).
 		opts = append(opts, gomail.WithSSL())
 	case tlsMandatory:
 		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSMandatory))
@@ -185,11 +208,7 @@ func (s *SMTP) clientOptions() []gomail.Option {
 		opts = append(opts, gomail.WithTLSPolicy(gomail.NoTLS))
 	}
 	if s.rootCAs != nil {
-		opts = append(opts, gomail.WithTLSConfig(&tls.Config{
-			ServerName: s.host,
-			RootCAs:    s.rootCAs,
-			MinVersion: tls.VersionTLS12,
-		}))
+		opts = append(opts, gomail.WithTLSConfig(s.tlsConfig()))
 	}
 	if s.hasAuth {
 		opts = append(opts,
@@ -199,4 +218,28 @@ func (s *SMTP) clientOptions() []gomail.Option {
 		)
 	}
 	return opts
+}
+
+// tlsConfig is the TLS configuration of the server's connections.
+func (s *SMTP) tlsConfig() *tls.Config {
+	return &tls.Config{ServerName: s.host, RootCAs: s.rootCAs, MinVersion: tls.VersionTLS12}
+}
+
+// dialer returns go-mail's dial function: a connection bounded by
+// ssrf.Operator().DialBounded (the relay is the operator's, so no address
+// is refused), with TLS from the first byte for smtps://.
+func (s *SMTP) dialer(timeout time.Duration) gomail.DialContextFunc {
+	dial := ssrf.Operator().DialBounded(ssrf.ConnLimits{Timeout: 2 * timeout, MaxReadBytes: MaxServerBytes})
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil || s.tlsMode != tlsImplicit {
+			return conn, err
+		}
+		tc := tls.Client(conn, s.tlsConfig())
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return tc, nil
+	}
 }

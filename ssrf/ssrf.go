@@ -10,12 +10,21 @@
 //
 //   - [Guard.CheckURL] validates a URL when it is set (a webhook or an
 //     integration created or updated), giving the user a readable [URLError];
-//   - [Guard.DialContext] (used by [Guard.Transport]) checks again at connect
-//     time, on the addresses actually resolved and dialled, so that a DNS
-//     answer that changes after the URL was checked (DNS rebinding) cannot
-//     get through.
+//   - [Guard.DialContext] (used by [Guard.Client] and [Guard.DialBounded])
+//     checks again at connect time, on the addresses actually resolved and
+//     dialled, so that a DNS answer that changes after the URL was checked
+//     (DNS rebinding) cannot get through.
 //
 // [Blocked] is the single definition of which addresses are off limits.
+//
+// The package is also the one place outbound connections are made, for
+// users' URLs and the operator's alike ([Operator]): [Guard.Client] bounds
+// every HTTP response ams reads from a peer in header bytes, body bytes
+// (decompressed) and the time of the whole exchange ([Limits]), and
+// [Guard.DialBounded] bounds a line-protocol connection (SMTP) in bytes
+// read and time ([ConnLimits]), so that no peer can make ams use memory or
+// time without bound. internal/archtest checks that no other package
+// builds a transport, a client or a dialer of its own.
 package ssrf
 
 import (
@@ -197,7 +206,7 @@ func excerpt(s string) string {
 //
 // Refusals are returned as *[URLError]; a refusal for an internal address
 // also matches [ErrBlocked] with errors.Is. Passing CheckURL does not make
-// later requests safe on its own: send them with [Guard.Transport], which
+// later requests safe on its own: send them with [Guard.Client], which
 // checks again at connect time.
 func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 	if strings.TrimSpace(raw) == "" {
@@ -378,19 +387,21 @@ func (g *Guard) control(network, address string, _ syscall.RawConn) error {
 	return nil
 }
 
-// Transport returns an http.Transport for guarded requests that dials with
-// [Guard.DialContext] and never uses a proxy (the environment's HTTP_PROXY is
-// ignored). TLS handshakes and waiting for response headers are each limited
-// to 5 s. Callers should still refuse redirects and bound the whole request.
-func (g *Guard) Transport() *http.Transport {
+// transport returns the http.Transport of [Guard.Client]: it dials with
+// [Guard.DialContext] and never uses a proxy (the environment's HTTP_PROXY
+// is ignored). TLS handshakes are limited to 5 s, waiting for response
+// headers to 5 s and their size to DefaultMaxHeaderBytes; Client sets the
+// last two from its Limits.
+func (g *Guard) transport() *http.Transport {
 	return &http.Transport{
-		Proxy:                 nil,
-		DialContext:           g.DialContext,
-		TLSHandshakeTimeout:   5 * time.Second,
-		ResponseHeaderTimeout: 5 * time.Second,
-		MaxIdleConns:          100,
-		MaxIdleConnsPerHost:   64, // as many as deliveries in flight: reuse connections to busy receivers
-		IdleConnTimeout:       90 * time.Second,
-		ForceAttemptHTTP2:     true,
+		Proxy:                  nil,
+		DialContext:            g.DialContext,
+		TLSHandshakeTimeout:    5 * time.Second,
+		ResponseHeaderTimeout:  5 * time.Second,
+		MaxResponseHeaderBytes: DefaultMaxHeaderBytes,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    64, // as many as deliveries in flight: reuse connections to busy receivers
+		IdleConnTimeout:        90 * time.Second,
+		ForceAttemptHTTP2:      true,
 	}
 }

@@ -260,7 +260,7 @@ func TestDialContextLoopback(t *testing.T) {
 
 	t.Run("refused through http.Client", func(t *testing.T) {
 		g := &Guard{}
-		tr := g.Transport()
+		tr := g.transport()
 		defer tr.CloseIdleConnections()
 		_, err := (&http.Client{Transport: tr}).Get(srv.URL)
 		if !errors.Is(err, ErrBlocked) {
@@ -276,7 +276,7 @@ func TestDialContextLoopback(t *testing.T) {
 		}
 		conn.Close()
 
-		tr := g.Transport()
+		tr := g.transport()
 		defer tr.CloseIdleConnections()
 		resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
 		if err != nil {
@@ -291,7 +291,7 @@ func TestDialContextLoopback(t *testing.T) {
 	t.Run("hostname allowed in dev", func(t *testing.T) {
 		g := &Guard{AllowPrivate: true, Resolve: fakeResolver(map[string][]string{"hooks.test": {"127.0.0.1"}})}
 		_, port, _ := net.SplitHostPort(addr)
-		tr := g.Transport()
+		tr := g.transport()
 		defer tr.CloseIdleConnections()
 		resp, err := (&http.Client{Transport: tr}).Get("http://hooks.test:" + port + "/")
 		if err != nil {
@@ -346,7 +346,7 @@ func TestDNSRebinding(t *testing.T) {
 		t.Fatalf("CheckURL: %v", err)
 	}
 
-	tr := g.Transport()
+	tr := g.transport()
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr}
 	for _, target := range []string{u, "http://rebind.test:" + port + "/hook"} {
@@ -422,7 +422,7 @@ func TestControlRefusesBlocked(t *testing.T) {
 func TestTransport(t *testing.T) {
 	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1")
 	t.Setenv("HTTP_PROXY", "http://127.0.0.1:1")
-	tr := (&Guard{}).Transport()
+	tr := (&Guard{}).transport()
 	if tr.Proxy != nil {
 		t.Error("Proxy is set")
 	}

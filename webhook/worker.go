@@ -46,17 +46,21 @@ func ParseSchedule(s string) ([]time.Duration, error) {
 	return out, nil
 }
 
+// MaxResponseBytes bounds the body of a receiver's answer that a delivery
+// reads: the excerpt it records (ams.MaxResponseExcerpt) and what it
+// drains after it so that the connection can be reused.
+const MaxResponseBytes = ams.MaxResponseExcerpt + 64<<10
+
 // NewClient returns the HTTP client deliveries use: connections through the
-// SSRF guard, a 5 s limit on the whole exchange, and redirects not followed
-// (a 3xx answer is a failed attempt).
+// SSRF guard, a 5 s limit on the whole exchange, answers bounded (headers
+// to ssrf.DefaultMaxHeaderBytes, the body to MaxResponseBytes), and
+// redirects not followed (a 3xx answer is a failed attempt).
 func NewClient(g *ssrf.Guard) *http.Client {
-	return &http.Client{
-		Transport: g.Transport(),
-		Timeout:   Timeout,
-		CheckRedirect: func(*http.Request, []*http.Request) error {
-			return http.ErrUseLastResponse
-		},
+	c := g.Client(ssrf.Limits{Timeout: Timeout, MaxBodyBytes: MaxResponseBytes})
+	c.CheckRedirect = func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
 	}
+	return c
 }
 
 // Users finds a webhook owner, for the failing e-mail.
@@ -465,9 +469,12 @@ func RetryDelay(schedule []time.Duration, attempt int, retryAfter time.Duration)
 func describe(err error, timeout time.Duration) string {
 	var ne net.Error
 	var ue *url.Error
+	var tl *ssrf.TooLargeError
 	switch {
 	case errors.Is(err, ssrf.ErrBlocked):
 		return "the URL resolves to an internal address, which webhooks may not reach"
+	case errors.As(err, &tl):
+		return fmt.Sprintf("the receiver's answer was refused: its %s %s the limit of %s", tl.Part, tl.Verb(), ssrf.Size(tl.Limit))
 	case errors.As(err, &ne) && ne.Timeout():
 		return fmt.Sprintf("timeout: no answer within %s", timeout)
 	case errors.As(err, &ue):

@@ -38,6 +38,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/ssrf"
 )
 
 // Defaults of Config.
@@ -48,6 +49,10 @@ const (
 	// MaxToolCallsPerRound bounds the tool calls the model may ask for in
 	// one answer; more fails the reply.
 	MaxToolCallsPerRound = 16
+	// DefaultMaxResponseBytes bounds the body of one answer of the
+	// provider: the JSON of a completion, or all the events of a
+	// streamed one (some 40,000 chunks).
+	DefaultMaxResponseBytes = 8 << 20
 )
 
 // Error codes of the engine's *ams.Error values (kind EUPSTREAM, HTTP 502).
@@ -67,8 +72,15 @@ type Config struct {
 	// APIKey is sent as "Authorization: Bearer <APIKey>"; empty sends none
 	// (local servers). Nothing is read from OPENAI_* variables.
 	APIKey string
-	// HTTPClient sends the requests; nil uses a client of the engine's own.
+	// HTTPClient sends the requests; nil uses a client of the engine's
+	// own, made by ssrf.Operator().Client with Timeout and
+	// MaxResponseBytes as its limits (answers' headers bounded to
+	// ssrf.DefaultMaxHeaderBytes). Tests only.
 	HTTPClient *http.Client
+	// MaxResponseBytes bounds the body of one answer of the provider
+	// (decompressed); a longer one fails the reply with engine_error. 0
+	// means DefaultMaxResponseBytes.
+	MaxResponseBytes int64
 	// Timeout bounds one call to the provider, its retries included; 0
 	// means DefaultTimeout. The caller's context bounds the whole reply.
 	Timeout time.Duration
@@ -111,11 +123,16 @@ func New(cfg Config) (*Engine, error) {
 	case cfg.MaxRetries < 0:
 		cfg.MaxRetries = 0
 	}
+	if cfg.MaxResponseBytes <= 0 {
+		cfg.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.ResponseHeaderTimeout = cfg.Timeout
-		hc = &http.Client{Transport: t}
+		// The operator's server (often on loopback, as Ollama is): no
+		// address is refused, but its answers are bounded. The call's
+		// context bounds each call (Timeout, retries included); the
+		// client's own bound is the same, for one attempt.
+		hc = ssrf.Operator().Client(ssrf.Limits{Timeout: cfg.Timeout, MaxBodyBytes: cfg.MaxResponseBytes})
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -282,7 +299,10 @@ func (e *Engine) fail(ctx, cctx context.Context, err error, model string) error 
 	e.log.Warn("model provider call failed", "model", model, "err", err)
 	var streamErr *ssestream.StreamError
 	var netErr net.Error
+	var tl *ssrf.TooLargeError
 	switch {
+	case errors.As(err, &tl):
+		return upstream(CodeError, "its model provider's answer was too large (its %s %s the limit of %s).", tl.Part, tl.Verb(), ssrf.Size(tl.Limit))
 	case errors.As(err, &streamErr):
 		return upstream(CodeError, "its model provider reported an error while answering.")
 	case errors.Is(err, errCutOff), errors.Is(err, io.ErrUnexpectedEOF):

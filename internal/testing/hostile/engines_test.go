@@ -1,0 +1,30 @@
+package hostile_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/pgtest"
+)
+
+// onEngines runs fn on a server of each storage engine: SQLite, and
+// PostgreSQL when AMS_TEST_DATABASE_URL is set (pgtest skips it
+// otherwise). Where a failure is recorded is the store's.
+func onEngines(t *testing.T, fn func(t *testing.T, opts ...amstest.Option)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t) })
+	t.Run("postgres", func(t *testing.T) { fn(t, amstest.OnStore(pgtest.New(t))) })
+}
+
+// waitFor polls the store through cond until it holds, or fails the test
+// after 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
