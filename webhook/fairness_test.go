@@ -107,12 +107,9 @@ func noisyNeighbour(t *testing.T, s ams.Store) {
 			t.Fatal(err)
 		}
 	}
-	// No timeout on the client or its transport; the worker's outlasts
-	// the test.
-	tr := (&ssrf.Guard{AllowPrivate: true}).Transport()
-	tr.ResponseHeaderTimeout = 0
-	client := &http.Client{Transport: tr,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// The client's and the worker's timeouts outlast the test.
+	client := (&ssrf.Guard{AllowPrivate: true}).Client(ssrf.Limits{Timeout: time.Hour})
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	w := &webhook.Worker{Queue: s, Users: s, Client: client, Clock: time.Now,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Timeout: time.Hour, PerAccount: perAccount}
 	runCtx, cancel := context.WithCancel(ctx)
