@@ -18,7 +18,10 @@ package sqlstore
 import (
 	"context"
 	"errors"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -79,6 +82,13 @@ type Dialect struct {
 	// BadText reports whether err says that a text value cannot be
 	// stored (PostgreSQL refuses NUL characters, which SQLite keeps).
 	BadText func(err error) bool
+	// Unavailable reports whether err says that the database cannot be
+	// reached or cannot write (connection refused or lost, the server
+	// shutting down, a full disk): answered 503, as ams.Unavailable.
+	Unavailable func(err error) bool
+	// Timeout reports whether err is the engine's own timeout (a
+	// statement timeout); a context's deadline is one on every engine.
+	Timeout func(err error) bool
 	// Schema describes the engine's tables for export and import.
 	Schema Schema
 	// EventsVisible is a condition on rows of events that holds for the
@@ -101,6 +111,10 @@ type Store struct {
 	jobs   chan struct{} // signalled when a commit queued webhook jobs
 	queued func()        // called too, to tell other processes (OnJobsQueued)
 	auth   func()        // called after a commit that changed authentication (OnAuthChanged)
+	// writeDown is set when a write failed because the database could
+	// not write (ams.IsStorageUnavailable), and cleared by the next write
+	// that succeeds: the process is not ready meanwhile (CheckWrites).
+	writeDown atomic.Bool
 }
 
 // New returns a store over eng; sealer seals webhook and integration
@@ -149,8 +163,9 @@ func (q *Queries) inTx(ctx context.Context, fn func(q *Queries) error) error {
 	if err := q.s.eng.InTx(ctx, func(c Conn) error {
 		return fn(&Queries{s: q.s, r: c, w: c, tx: st})
 	}); err != nil {
-		return err
+		return q.s.wrote(q.s.fault(err))
 	}
+	q.s.wrote(nil)
 	q.s.signalJobs(st.queued)
 	if st.auth {
 		q.s.signalAuth()
@@ -221,7 +236,65 @@ func (s *Store) fail(op string, err error) error {
 	if s.d.BadText != nil && s.d.BadText(err) {
 		return ams.Errorf(ams.EINVALID, "parameter_invalid", "Text must not contain NUL characters (\\u0000).")
 	}
-	return fmt.Errorf("%s: %w", op, err)
+	return s.fault(fmt.Errorf("%s: %w", op, err))
+}
+
+// fault returns err as ams.Unavailable when it says the database cannot
+// be reached or cannot write, as ams.TimedOut when a deadline or the
+// statement timeout ran out, else err as it is.
+func (s *Store) fault(err error) error {
+	var ae *ams.Error
+	switch {
+	case err == nil || errors.As(err, &ae) || errors.Is(err, context.Canceled):
+		return err // a caller that went away is no fault of the database
+	case errors.Is(err, context.DeadlineExceeded) || (s.d.Timeout != nil && s.d.Timeout(err)):
+		return ams.TimedOut(err)
+	case s.d.Unavailable != nil && s.d.Unavailable(err):
+		return ams.Unavailable(err)
+	}
+	return err
+}
+
+// wrote records the outcome of a write: err (returned as it is) marks
+// the process's writes down when it is ams.IsStorageUnavailable; a
+// success (nil) clears the mark.
+func (s *Store) wrote(err error) error {
+	switch {
+	case err == nil:
+		if s.writeDown.Load() {
+			s.writeDown.Store(false)
+		}
+	case ams.IsStorageUnavailable(err):
+		s.writeDown.Store(true)
+	}
+	return err
+}
+
+// probeName is the oauth_locks row a write probe inserts and deletes.
+const probeName = "ams.write-probe"
+
+// CheckWrites reports whether this process can write: nil unless its
+// last write failed because the database could not write (a full disk,
+// the server gone; ams.IsStorageUnavailable). Then it tries a probe
+// write — a transaction that inserts a row of some kilobytes, which
+// needs new pages, and deletes it — and reports its error, or nil, and
+// clears the mark, when it succeeds. GET /readyz calls it, so that a
+// process whose writes fail is taken out of the load balancer and comes
+// back once writes succeed again.
+func (s *Store) CheckWrites(ctx context.Context) error {
+	if !s.writeDown.Load() {
+		return nil
+	}
+	// Random, so that the row needs pages of its own whatever compresses.
+	filler := probeFiller()
+	name := probeName + "." + ams.NewSecret("")
+	return s.inTx(ctx, func(q *Queries) error {
+		if _, err := q.exec(ctx, "probe write", `INSERT INTO oauth_locks (name, owner, expires_at) VALUES ($1, $2, 0)`, name, filler); err != nil {
+			return err
+		}
+		_, err := q.exec(ctx, "probe write", `DELETE FROM oauth_locks WHERE name = $1`, name)
+		return err
+	})
 }
 
 // Fail is fail for the engines' own statements.
@@ -234,9 +307,19 @@ func (q *Queries) isUnique(err error) bool { return err != nil && q.s.d.IsUnique
 func (q *Queries) exec(ctx context.Context, op, query string, args ...any) (int64, error) {
 	n, err := q.w.Exec(ctx, query, args...)
 	if err != nil {
-		return 0, q.fail(op, err)
+		return 0, q.wroteOutside(q.fail(op, err))
 	}
+	q.wroteOutside(nil)
 	return n, nil
+}
+
+// wroteOutside records the outcome of a write made outside a transaction
+// (inTx records those of transactions, at their end).
+func (q *Queries) wroteOutside(err error) error {
+	if q.tx != nil {
+		return err
+	}
+	return q.s.wrote(err)
 }
 
 // batch runs stmts on the writer, pipelined where the engine can.
@@ -246,8 +329,9 @@ func (q *Queries) batch(ctx context.Context, stmts []Stmt) ([]int64, error) {
 	}
 	n, i, err := q.w.Batch(ctx, stmts)
 	if err != nil {
-		return nil, q.fail(stmts[i].Op, err)
+		return nil, q.wroteOutside(q.fail(stmts[i].Op, err))
 	}
+	q.wroteOutside(nil)
 	return n, nil
 }
 
@@ -311,4 +395,12 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
 	err := s.r.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
 	return v, err
+}
+
+// probeFiller returns 16 KiB of random hex text: a value that needs
+// pages of its own (SQLite overflow pages; incompressible for TOAST).
+func probeFiller() string {
+	b := make([]byte, 8<<10)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }
