@@ -99,6 +99,7 @@ type options struct {
 	proxies  clientaddr.Proxies
 	logger   *slog.Logger
 	cors     []string
+	timeout  time.Duration
 }
 
 // WithThrottle makes the sign-in and sign-up throttles store their
@@ -144,6 +145,12 @@ func WithUsage() Option {
 // fixture's database (to inject failures), instead of the database itself.
 func WithStore(wrap func(*sqlite.DB) ams.Store) Option {
 	return func(o *options) { o.wrap = wrap }
+}
+
+// WithRequestTimeout bounds each API request to d, as ams serve
+// --request-timeout does (default: no bound).
+func WithRequestTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = d }
 }
 
 // WithEngine makes every assistant answer with e instead of the built-in
@@ -198,6 +205,7 @@ func New(t testing.TB, opts ...Option) *Fixture {
 		Throttle:           o.throttle,
 		TrustedProxies:     o.proxies,
 		CORSAllowedOrigins: o.cors,
+		RequestTimeout:     o.timeout,
 	})
 	if err != nil {
 		srv.Close()
