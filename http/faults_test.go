@@ -261,7 +261,11 @@ func proxiedStore(t *testing.T, opts ...amstest.Option) (*amstest.Fixture, *cutP
 	schema := pgtest.FreshSchema(t, raw)
 	db := pgtest.Open(t, u.String(), schema)
 	t.Cleanup(func() { p.set("up") }) // before the store closes (cleanups run last first)
-	return amstest.New(t, append(opts, amstest.OnStore(db))...), p
+	f := amstest.New(t, append(opts, amstest.OnStore(db))...)
+	// And before the server closes, which waits for the requests in
+	// flight: one that hangs on a stalled connection ends with it.
+	t.Cleanup(func() { p.set("up") })
+	return f, p
 }
 
 // TestDatabaseGoneAnswers503 (PostgreSQL): the server goes away
