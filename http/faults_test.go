@@ -15,6 +15,8 @@ import (
 
 	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/postgres"
+	"github.com/jackc/pgx/v5"
 )
 
 // Faults answer cleanly (issue 26, point 8; L2, L3): a database that
@@ -331,5 +333,49 @@ func TestDatabasePartitionTimesOut(t *testing.T) {
 	}
 	if r.Status != 201 {
 		t.Fatalf("create after the partition: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestStatementTimeoutAnswers503 (PostgreSQL): a statement that waits
+// longer than the statement timeout (here for a lock another session
+// holds, well inside the request's deadline) is cancelled by the server,
+// and the request answers 503 request_timeout.
+func TestStatementTimeoutAnswers503(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.URL(t)
+	schema := pgtest.FreshSchema(t, url)
+	db := pgtest.Open(t, url, schema, postgres.WithStatementTimeout(200*time.Millisecond))
+	f := amstest.New(t, amstest.OnStore(db), amstest.WithRequestTimeout(time.Minute))
+	if r := f.Do("POST", "/v1/tasks", f.Key, task(f, "before")); r.Status != 201 {
+		t.Fatalf("create: %d %s", r.Status, r.Body)
+	}
+	other, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	tx, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+pgx.Identifier{schema, "tasks"}.Sanitize()+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Timeout: 50 * time.Second} // without a statement timeout the request waits for the lock
+	req, _ := http.NewRequest("POST", f.Server.URL+"/v1/tasks", strings.NewReader(task(f, "blocked")))
+	req.Header.Set("Authorization", "Bearer "+f.Key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		tx.Rollback(ctx)
+		t.Fatalf("a write waiting for a lock: %v", err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	tx.Rollback(ctx)
+	wantUnavailable(t, "a write waiting for a lock", &amstest.Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, "request_timeout")
+	if n := countTasks(t, f); n != 1 {
+		t.Fatalf("%d tasks listed, want 1", n)
 	}
 }
