@@ -166,7 +166,7 @@ type cutProxy struct {
 	ln      net.Listener
 	backend string
 	mu      sync.Mutex
-	mode    string // "up", "down" or "stall"
+	mode    string                // "up", "down" or "stall"
 	clients map[net.Conn]net.Conn // client side -> backend side (nil while stalled)
 	wg      sync.WaitGroup
 }
