@@ -27,7 +27,9 @@ import (
 // leave the process deaf while it believes itself listening, so the
 // listener reads the counter on its connection whenever it has heard
 // nothing for authPing: a connection that cannot answer is dropped, and a
-// change missed meanwhile is caught up.
+// change missed meanwhile is caught up. And the memory is trusted only
+// while the listener was alive within ackWait (fresh): a process that was
+// paused longer reads the table until its listener has run again.
 type authWatch struct {
 	pool    *pgxpool.Pool
 	channel string
