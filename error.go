@@ -43,6 +43,9 @@ type Error struct {
 func (e *Error) Unwrap() error { return e.cause }
 
 func (e *Error) Error() string {
+	if e.cause != nil { // for the log: the caller is shown Message only
+		return fmt.Sprintf("ams %s: %s: %v", e.Code, e.Message, e.cause)
+	}
 	if e.Param != "" {
 		return fmt.Sprintf("ams %s: %s (param %s)", e.Code, e.Message, e.Param)
 	}
