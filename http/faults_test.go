@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/internal/pgtest"
 	"github.com/amsdev/ams/postgres"
@@ -377,5 +379,68 @@ func TestStatementTimeoutAnswers503(t *testing.T) {
 	wantUnavailable(t, "a write waiting for a lock", &amstest.Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, "request_timeout")
 	if n := countTasks(t, f); n != 1 {
 		t.Fatalf("%d tasks listed, want 1", n)
+	}
+}
+
+// TestStreamOutlivesRequestDeadline: the request deadline bounds a
+// stream only until it begins. GET /v1/turns/{id}/events follows a turn
+// past --request-timeout (here 300 ms): it is open across five
+// keep-alives 100 ms apart before the turn ends, and ends with
+// message.completed.
+func TestStreamOutlivesRequestDeadline(t *testing.T) {
+	release := make(chan struct{})
+	f := &fixture{amstest.New(t, amstest.WithRequestTimeout(300*time.Millisecond),
+		amstest.WithEngine(engineFunc(func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
+			<-release
+			return &ams.Reply{Content: "Late answer."}, nil
+		})))}
+	f.API.KeepAlive = 100 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	defer func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	}()
+	post := f.openStream(ctx, t, http.DefaultClient, f.streamBody("hi"))
+	defer post.Body.Close()
+	turn := post.Header.Get("X-Turn-Id")
+	if post.StatusCode != 200 || turn == "" {
+		t.Fatalf("stream: %d, turn %q", post.StatusCode, turn)
+	}
+	req, _ := http.NewRequestWithContext(ctx, "GET", f.Server.URL+"/v1/turns/"+turn+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+f.Key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET events: %d %s", resp.StatusCode, b)
+	}
+	br := bufio.NewReader(resp.Body)
+	for alive := 0; alive < 5; {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("the stream ended before the turn did, after %d keep-alives: %v", alive, err)
+		}
+		if strings.HasPrefix(line, ": keep-alive") {
+			alive++
+		}
+	}
+	close(release)
+	var last string
+	for {
+		ev, err := readEvent(br)
+		if err != nil {
+			break
+		}
+		last = ev.name
+	}
+	if last != "message.completed" {
+		t.Fatalf("the stream past the request deadline ended with %q", last)
 	}
 }
