@@ -18,6 +18,7 @@ package sqlstore
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -121,7 +122,7 @@ type Store struct {
 // secrets.
 func New(eng Engine, d Dialect, sealer *seal.Sealer) *Store {
 	s := &Store{eng: eng, d: d, sealer: sealer, jobs: make(chan struct{}, 1)}
-	s.Queries = &Queries{s: s, r: eng.Reader(), w: eng.Writer()}
+	s.Queries = &Queries{s: s, r: eng.Reader(), w: trackedWriter{eng.Writer(), s}}
 	return s
 }
 
@@ -307,19 +308,58 @@ func (q *Queries) isUnique(err error) bool { return err != nil && q.s.d.IsUnique
 func (q *Queries) exec(ctx context.Context, op, query string, args ...any) (int64, error) {
 	n, err := q.w.Exec(ctx, query, args...)
 	if err != nil {
-		return 0, q.wroteOutside(q.fail(op, err))
+		return 0, q.fail(op, err)
 	}
-	q.wroteOutside(nil)
 	return n, nil
 }
 
-// wroteOutside records the outcome of a write made outside a transaction
-// (inTx records those of transactions, at their end).
-func (q *Queries) wroteOutside(err error) error {
-	if q.tx != nil {
-		return err
+// trackedWriter is the engine's writer as the store uses it outside
+// transactions: it records the outcome of every write (Store.wrote;
+// inTx records those of transactions, at their end).
+type trackedWriter struct {
+	Conn
+	s *Store
+}
+
+func (w trackedWriter) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	n, err := w.Conn.Exec(ctx, query, args...)
+	w.s.track(err)
+	return n, err
+}
+
+func (w trackedWriter) Batch(ctx context.Context, stmts []Stmt) ([]int64, int, error) {
+	n, i, err := w.Conn.Batch(ctx, stmts)
+	w.s.track(err)
+	return n, i, err
+}
+
+func (w trackedWriter) QueryRow(ctx context.Context, query string, args ...any) Row {
+	return trackedRow{w.Conn.QueryRow(ctx, query, args...), w.s}
+}
+
+// trackedRow records the outcome of a write that returns a row
+// (INSERT … RETURNING, on the writer).
+type trackedRow struct {
+	Row
+	s *Store
+}
+
+func (r trackedRow) Scan(dest ...any) error {
+	err := r.Row.Scan(dest...)
+	if !errors.Is(err, sql.ErrNoRows) {
+		r.s.track(err)
 	}
-	return q.s.wrote(err)
+	return err
+}
+
+// track records the outcome of a write outside a transaction: err as
+// the engine returned it.
+func (s *Store) track(err error) {
+	if err == nil {
+		s.wrote(nil)
+	} else if ams.IsStorageUnavailable(s.fault(err)) {
+		s.writeDown.Store(true)
+	}
 }
 
 // batch runs stmts on the writer, pipelined where the engine can.
@@ -329,9 +369,8 @@ func (q *Queries) batch(ctx context.Context, stmts []Stmt) ([]int64, error) {
 	}
 	n, i, err := q.w.Batch(ctx, stmts)
 	if err != nil {
-		return nil, q.wroteOutside(q.fail(stmts[i].Op, err))
+		return nil, q.fail(stmts[i].Op, err)
 	}
-	q.wroteOutside(nil)
 	return n, nil
 }
 
