@@ -33,9 +33,19 @@ type Error struct {
 	Code    string // machine-readable code, e.g. "resource_missing"
 	Message string // human-readable, safe to show
 	Param   string // the request parameter at fault, if any
+
+	cause error // what went wrong inside, for the log (Unavailable); never shown
 }
 
+// Unwrap returns the internal cause of an error made by Unavailable or
+// TimedOut (nil for others), so that the log keeps it and errors.Is sees
+// through it.
+func (e *Error) Unwrap() error { return e.cause }
+
 func (e *Error) Error() string {
+	if e.cause != nil { // for the log: the caller is shown Message only
+		return fmt.Sprintf("ams %s: %s: %v", e.Code, e.Message, e.cause)
+	}
 	if e.Param != "" {
 		return fmt.Sprintf("ams %s: %s (param %s)", e.Code, e.Message, e.Param)
 	}
@@ -57,6 +67,38 @@ func ParamError(code, param, format string, args ...any) *Error {
 // another account.
 func NotFound(object, id string) *Error {
 	return &Error{Kind: ENOTFOUND, Code: "resource_missing", Message: fmt.Sprintf("No such %s: '%s'", object, Clip(id))}
+}
+
+// Codes of the EUNAVAILABLE errors of a store that cannot serve (the API
+// answers them 503 with Retry-After).
+const (
+	// CodeUnavailable: the database cannot be reached or cannot write (it
+	// is down, restarting or unreachable, or its disk is full).
+	CodeUnavailable = "service_unavailable"
+	// CodeTimeout: the request ran out of time (its deadline, or the
+	// database's statement timeout).
+	CodeTimeout = "request_timeout"
+)
+
+// Unavailable returns the EUNAVAILABLE error of a database that cannot be
+// reached or cannot write; cause is kept for the log, never shown.
+func Unavailable(cause error) *Error {
+	return &Error{Kind: EUNAVAILABLE, Code: CodeUnavailable, cause: cause,
+		Message: "The service is temporarily unavailable. Retry later."}
+}
+
+// TimedOut returns the EUNAVAILABLE error of a request that ran out of
+// time; cause is kept for the log, never shown.
+func TimedOut(cause error) *Error {
+	return &Error{Kind: EUNAVAILABLE, Code: CodeTimeout, cause: cause,
+		Message: "The request took too long and was stopped. Retry later."}
+}
+
+// IsStorageUnavailable reports whether err is Unavailable's: the database
+// could not be reached or could not write.
+func IsStorageUnavailable(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Kind == EUNAVAILABLE && e.Code == CodeUnavailable
 }
 
 // ErrorKindOf returns the kind of err, or EINTERNAL if err is not an *Error.

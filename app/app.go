@@ -9,6 +9,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -65,6 +66,10 @@ type Config struct {
 	EngineFor func(a *ams.Assistant) (ams.Engine, error)
 	// EngineTimeout bounds one reply (0: messaging's default).
 	EngineTimeout time.Duration
+	// RequestTimeout bounds each API request (amshttp.Server's; 0: no
+	// bound); requests that wait for a reply or a sync get EngineTimeout
+	// more.
+	RequestTimeout time.Duration
 	// BaseURL is the service's public URL, without a trailing slash
 	// (links, e-mails, the OAuth issuer). Required.
 	BaseURL string
@@ -169,22 +174,23 @@ func New(cfg Config) (*App, error) {
 		return nil, err
 	}
 	a.API = &amshttp.Server{
-		Store:    a.Store,
-		Limiter:  limiter,
-		Messages: a.Messages,
-		World:    a.World,
-		Webhooks: a.Webhooks,
-		Accounts: a.Accounts,
-		Clock:    cfg.Clock,
-		Logger:   logger,
-		OpenAPI:  doc,
-		Metrics:  metrics.New(),
-		Ready:    cfg.Store.Ping,
-		BaseURL:  base,
-
+		Store:               a.Store,
+		Limiter:             limiter,
+		Messages:            a.Messages,
+		World:               a.World,
+		Webhooks:            a.Webhooks,
+		Accounts:            a.Accounts,
+		Clock:               cfg.Clock,
+		Logger:              logger,
+		OpenAPI:             doc,
+		Metrics:             metrics.New(),
+		Ready:               ready(cfg.Store),
+		BaseURL:             base,
 		TrustedProxies:      cfg.TrustedProxies,
 		ClientAddressHeader: cfg.ClientAddressHeader,
 		CORSOrigins:         cfg.CORSAllowedOrigins,
+		RequestTimeout:      cfg.RequestTimeout,
+		UpstreamTimeout:     cmp.Or(cfg.EngineTimeout, 60*time.Second),
 	}
 	// Usage metering: requests are counted in memory and added to the
 	// store every 10 s and at shutdown (Usage.Run, a background worker).
@@ -267,5 +273,23 @@ func (a *App) janitor(ctx context.Context) error {
 			return nil
 		case <-t.C:
 		}
+	}
+}
+
+// ready returns GET /readyz's check of store: it answers (Ping), and, on
+// an engine that tracks it (CheckWrites), its writes do not fail for want
+// of a database that can write (a full disk, the server gone).
+func ready(store ams.Store) func(ctx context.Context) error {
+	w, _ := store.(interface {
+		CheckWrites(ctx context.Context) error
+	})
+	return func(ctx context.Context) error {
+		if err := store.Ping(ctx); err != nil {
+			return err
+		}
+		if w != nil {
+			return w.CheckWrites(ctx)
+		}
+		return nil
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"os"
+	"strconv"
 	"syscall"
 
 	"github.com/amsdev/ams"
@@ -38,6 +39,10 @@ var kindStatus = map[ams.ErrorKind]int{
 	ams.EUNAVAILABLE:     http.StatusServiceUnavailable,
 }
 
+// retryAfterUnavailable is the Retry-After, in seconds, of a 503: the
+// database could not serve, or the request ran out of time.
+const retryAfterUnavailable = 5
+
 // errorType returns the error body's type for an HTTP status.
 func errorType(status int) string {
 	switch {
@@ -67,7 +72,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	var e *ams.Error
 	if !errors.As(err, &e) {
-		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		if errors.Is(err, context.DeadlineExceeded) && r.Context().Err() != nil {
+			// The request's deadline (Server.RequestTimeout) ran out.
+			e = ams.TimedOut(err)
+		} else if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 			// The client went away; there is no one to answer.
 			s.Logger.Info("request canceled by client", "request_id", requestID(r.Context()), "path", r.URL.Path)
 			e = &ams.Error{Kind: ams.EUNAVAILABLE, Code: "request_canceled", Message: "The request was canceled."}
@@ -81,6 +89,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	switch status {
 	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	case http.StatusServiceUnavailable:
+		if cause := errors.Unwrap(e); cause != nil {
+			// The database could not serve (ams.Unavailable, ams.TimedOut):
+			// the cause is for the log, the caller sees the code.
+			s.Logger.Warn("request failed: the database could not serve", "request_id", requestID(r.Context()),
+				"method", r.Method, "path", r.URL.Path, "code", e.Code, "err", cause)
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(retryAfterUnavailable))
 	}
 	writeJSON(w, status, errorBody{
 		Error:     errorDetail{Type: errorType(status), Code: e.Code, Message: e.Message, Param: e.Param},

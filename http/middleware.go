@@ -27,7 +27,8 @@ import (
 type reqState struct {
 	id   string
 	auth *ams.Auth
-	resp *statusWriter // the answer as written to the connection
+	resp *statusWriter   // the answer as written to the connection
+	base context.Context // the request's context without its deadline (withDeadline)
 }
 
 type reqStateKey struct{}
@@ -122,8 +123,10 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request) error) http.Han
 
 // endpoint wraps a route's handler with authentication, rate limiting, the
 // permission check, body checks and idempotency.
+//
+// The request runs under a deadline (withDeadline).
 func (s *Server) endpoint(rt Route) http.Handler {
-	return s.wrap(func(w http.ResponseWriter, r *http.Request) error {
+	return s.withDeadline(rt, s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		if rt.Permissions == nil {
 			return rt.Handler(w, r)
 		}
@@ -157,7 +160,47 @@ func (s *Server) endpoint(rt Route) http.Handler {
 			return s.idempotent(w, r, auth, key, rt)
 		}
 		return rt.Handler(w, r)
+	}))
+}
+
+// Routes whose requests wait for a peer (an assistant's reply, a CalDAV
+// server) get Server.UpstreamTimeout beside Server.RequestTimeout; a
+// stream's deadline bounds only what precedes it.
+var (
+	upstreamRoutes = map[string]bool{"POST /v1/messages": true, "POST /v1/assistants/{id}/actions": true,
+		"POST /v1/integrations": true, "POST /v1/integrations/{id}/sync": true}
+	streamRoutes = map[string]bool{"GET /v1/turns/{id}/events": true}
+)
+
+// withDeadline runs next under the deadline of rt's requests
+// (Server.RequestTimeout): when it runs out, what the request waits for —
+// a database that does not answer, a connection from the pool — gives
+// up, and writeError answers 503 request_timeout. A stream's handler
+// runs without it (streamed): the stream lasts as long as its turn.
+func (s *Server) withDeadline(rt Route, next http.Handler) http.Handler {
+	if s.RequestTimeout <= 0 || rt.Permissions == nil {
+		return next
+	}
+	limit := s.RequestTimeout
+	if upstreamRoutes[rt.Method+" "+rt.Pattern] {
+		limit += s.UpstreamTimeout
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), limit)
+		defer cancel()
+		stateOf(r.Context()).base = r.Context()
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// streamed returns h run without the request's deadline (withDeadline).
+func streamed(h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if base := stateOf(r.Context()).base; base != nil {
+			r = r.WithContext(base)
+		}
+		return h(w, r)
+	}
 }
 
 // checkText refuses a request whose path parameters (the {name}s of

@@ -86,6 +86,17 @@ type Server struct {
 	// KeepAlive is the interval of keep-alive comments in event streams;
 	// 0 means DefaultKeepAlive (15 s).
 	KeepAlive time.Duration
+	// RequestTimeout bounds each /v1 request (0: no bound): when it runs
+	// out, what the request waits for — a database that does not answer,
+	// a connection from the pool — gives up and the request is answered
+	// 503 request_timeout with Retry-After. The routes that wait for a
+	// peer (an assistant's reply, a CalDAV server) get UpstreamTimeout
+	// more; a stream (GET /v1/turns/{id}/events) is bounded only until it
+	// begins. Set it before the first request.
+	RequestTimeout time.Duration
+	// UpstreamTimeout is what the routes that wait for a peer get beside
+	// RequestTimeout: how long a reply or a sync may take.
+	UpstreamTimeout time.Duration
 	// StreamPoll is how often GET /v1/turns/{id}/events reads the store
 	// for a turn running in another process; 0 means 250 ms.
 	StreamPoll time.Duration
@@ -207,6 +218,9 @@ func (s *Server) init() {
 		s.mux = http.NewServeMux()
 		s.known = http.NewServeMux()
 		for _, rt := range s.routes {
+			if streamRoutes[rt.Method+" "+rt.Pattern] {
+				rt.Handler = streamed(rt.Handler)
+			}
 			s.mux.Handle(rt.Method+" "+rt.Pattern, s.endpoint(rt))
 			s.known.Handle(rt.Method+" "+rt.Pattern, http.NotFoundHandler())
 		}

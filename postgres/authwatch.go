@@ -27,7 +27,9 @@ import (
 // leave the process deaf while it believes itself listening, so the
 // listener reads the counter on its connection whenever it has heard
 // nothing for authPing: a connection that cannot answer is dropped, and a
-// change missed meanwhile is caught up.
+// change missed meanwhile is caught up. And the memory is trusted only
+// while the listener was alive within ackWait (fresh): a process that was
+// paused longer reads the table until its listener has run again.
 type authWatch struct {
 	pool    *pgxpool.Pool
 	channel string
@@ -47,13 +49,39 @@ type authWatch struct {
 	heard           atomic.Int64  // the highest generation the listener has heard of
 	registered      atomic.Bool   // this process has a row in auth_listeners
 
+	// The listener's last sign of life: the time, on now since epoch,
+	// when it last returned from waiting for a notification (with one,
+	// or after authBeat of silence). A process that was paused (SIGSTOP,
+	// a VM frozen, a long GC stall) resumes with it old: a change made
+	// meanwhile may be waiting unread on the listening connection, the
+	// process that made it having given up waiting for this one's
+	// acknowledgement after ackWait. So the memory is trusted only while
+	// the listener was heard from within ackWait.
+	now   func() time.Time
+	epoch time.Time
+	alive atomic.Int64 // a time.Duration since epoch
+	pause func()       // tests: called when the listener wakes, to hold it there
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 }
 
-// authPing is how long the listener waits for a notification before it
-// checks its connection by reading the counter on it.
+// authBeat is how often a silent listener wakes to show it is alive;
+// well under ackWait, so that a listener that runs is never taken for
+// one that was paused.
+const authBeat = ackWait / 4
+
+// beat records that the listener is alive now.
+func (w *authWatch) beat() { w.alive.Store(int64(w.now().Sub(w.epoch))) }
+
+// fresh reports whether the listener was alive within ackWait.
+func (w *authWatch) fresh() bool {
+	return w.now().Sub(w.epoch)-time.Duration(w.alive.Load()) <= ackWait
+}
+
+// authPing is how long the listener goes without a notification before
+// it checks its connection by reading the counter on it.
 const authPing = 10 * time.Second
 
 func newAuthWatch(pool *pgxpool.Pool, schema string, store *sqlstore.Store, logger *slog.Logger) *authWatch {
@@ -62,18 +90,20 @@ func newAuthWatch(pool *pgxpool.Pool, schema string, store *sqlstore.Store, logg
 	if len(channel) > 63 { // as the triggers cut it (left(…, 63))
 		channel = channel[:63]
 	}
-	return &authWatch{pool: pool, channel: channel, process: ams.NewID("prc_"), store: store, logger: logger, ctx: ctx, cancel: cancel}
+	return &authWatch{pool: pool, channel: channel, process: ams.NewID("prc_"), store: store, logger: logger, ctx: ctx, cancel: cancel,
+		now: time.Now, epoch: time.Now()}
 }
 
 // generation returns the authentication generation: from memory while
-// the listener is live, else read from the table.
+// the listener is live and was alive within ackWait, else read from the
+// table.
 func (w *authWatch) generation(ctx context.Context) (int64, error) {
 	w.start.Do(func() {
 		w.wg.Add(1)
 		go w.listener()
 	})
 	mine := w.changed.Load()
-	if w.live.Load() && w.caught.Load() >= mine {
+	if w.live.Load() && w.caught.Load() >= mine && w.fresh() {
 		return w.gen.Load(), nil
 	}
 	g, err := w.store.AuthGeneration(ctx)
@@ -200,11 +230,16 @@ func (w *authWatch) listenOnce() error {
 	if err := w.read(conn); err != nil {
 		return err
 	}
+	read := w.now()
+	w.beat()
 	w.live.Store(true)
 	for {
-		ctx, cancel := context.WithTimeout(w.ctx, authPing)
+		ctx, cancel := context.WithTimeout(w.ctx, authBeat)
 		n, err := conn.WaitForNotification(ctx)
 		cancel()
+		if w.pause != nil {
+			w.pause()
+		}
 		switch {
 		case err == nil:
 			g, perr := strconv.ParseInt(n.Payload, 10, 64)
@@ -221,12 +256,17 @@ func (w *authWatch) listenOnce() error {
 		case w.ctx.Err() != nil:
 			return nil
 		case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():
+			if w.now().Sub(read) < authPing {
+				break
+			}
 			if err := w.read(conn); err != nil {
 				return err
 			}
+			read = w.now()
 		default:
 			return err
 		}
+		w.beat()
 	}
 }
 

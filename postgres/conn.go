@@ -3,6 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"github.com/amsdev/ams/sqlstore"
 	"github.com/jackc/pgx/v5"
@@ -15,7 +19,35 @@ const (
 	codeUniqueViolation     = "23505"
 	codeBadCharacter        = "22021" // character_not_in_repertoire: a NUL byte in text
 	codeUntranslatableChars = "22P05" // untranslatable_character: \u0000 in JSON
+	codeQueryCanceled       = "57014" // query_canceled: statement_timeout ran out
+	codeLockNotAvailable    = "55P03" // lock_not_available: lock_timeout ran out
 )
+
+// unavailable reports whether err says that the server cannot be reached
+// or cannot write: a failed connect, a connection refused, reset or
+// closed under a query, the server shutting down (57P01 admin_shutdown,
+// 57P02 crash_shutdown, 57P03 cannot_connect_now), a connection exception
+// (class 08), insufficient resources (class 53: 53100 disk_full, 53200
+// out_of_memory, 53300 too_many_connections) or an I/O error (58030).
+func unavailable(err error) bool {
+	if c := pgCode(err); c != "" {
+		return strings.HasPrefix(c, "08") || strings.HasPrefix(c, "53") ||
+			c == "57P01" || c == "57P02" || c == "57P03" || c == "58030"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// timeout reports whether err is a timeout: the statement_timeout or
+// lock_timeout ran out on the server, or pgx's own (a context's deadline,
+// a network timeout).
+func timeout(err error) bool {
+	c := pgCode(err)
+	return c == codeQueryCanceled || c == codeLockNotAvailable || pgconn.Timeout(err)
+}
 
 // pgCode returns the SQLSTATE of err.
 func pgCode(err error) string {
@@ -38,6 +70,8 @@ var dialect = sqlstore.Dialect{
 		c := pgCode(err)
 		return c == codeBadCharacter || c == codeUntranslatableChars
 	},
+	Unavailable: unavailable,
+	Timeout:     timeout,
 	// Every transaction id below the xmin of the statement's snapshot
 	// belongs to a transaction that has ended; every transaction still
 	// running or yet to start has one at or above it (migration 0009).

@@ -64,7 +64,21 @@ type openOptions struct {
 	maxConns  int32
 	tracer    pgx.QueryTracer
 	logger    *slog.Logger
+	stmt      time.Duration
 }
+
+// DefaultConnectTimeout bounds each connection attempt when the URL does
+// not (connect_timeout): a server that does not answer fails the attempt,
+// and the request that waited for it answers 503, instead of waiting as
+// long as the network does.
+const DefaultConnectTimeout = 10 * time.Second
+
+// WithStatementTimeout sets PostgreSQL's statement_timeout on every
+// connection, when the URL does not set statement_timeout: a statement
+// that runs longer (waiting for a lock held elsewhere, say) is cancelled
+// by the server, and the request answers 503 request_timeout. Migrations
+// run without it. 0: the server's setting.
+func WithStatementTimeout(d time.Duration) Option { return func(o *openOptions) { o.stmt = d } }
 
 // WithLogger sets where the store reports trouble it recovers from (the
 // connection that listens for other processes' jobs). Default: slog.Default().
@@ -116,6 +130,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*DB, error) {
 	}
 	if o.tracer != nil {
 		cfg.ConnConfig.Tracer = o.tracer
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !set && o.stmt > 0 {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(max(1, o.stmt.Milliseconds()), 10)
 	}
 	if o.schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()
@@ -202,6 +222,11 @@ func (db *DB) migrate(ctx context.Context, schema string) error {
 		return fmt.Errorf("postgres: begin migration: %w", err)
 	}
 	defer tx.Rollback(ctx)
+	// Migrations (and the wait for another process's) may take longer
+	// than a request's statement: no statement timeout for them.
+	if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+		return fmt.Errorf("postgres: begin migration: %w", err)
+	}
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext('ams.migrate'), hashtext($1))`, schema); err != nil {
 		return fmt.Errorf("postgres: lock migrations: %w", err)
 	}

@@ -3,11 +3,14 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/amsdev/ams/sqlstore"
+	"modernc.org/sqlite"
 )
 
 // dialect is SQLite's: one writer at a time, so no row locks.
@@ -16,6 +19,37 @@ var dialect = sqlstore.Dialect{
 	RowLocks: false,
 	Schema:   schema,
 	IsUnique: func(err error) bool { return strings.Contains(err.Error(), "UNIQUE constraint failed") },
+	Unavailable: func(err error) bool {
+		switch sqliteCode(err) {
+		case codeFull, codeIOErr, codeCantOpen, codeNoMem:
+			return true
+		}
+		return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EIO)
+	},
+	Timeout: func(err error) bool {
+		c := sqliteCode(err)
+		return c == codeBusy || c == codeInterrupt
+	},
+}
+
+// SQLite's primary result codes that the dialect tells apart.
+const (
+	codeBusy      = 5  // SQLITE_BUSY: the busy timeout ran out
+	codeNoMem     = 7  // SQLITE_NOMEM
+	codeInterrupt = 9  // SQLITE_INTERRUPT: a context ended the statement
+	codeIOErr     = 10 // SQLITE_IOERR (and its extended codes)
+	codeFull      = 13 // SQLITE_FULL: the disk (or max_page_count) is full
+	codeCantOpen  = 14 // SQLITE_CANTOPEN
+)
+
+// sqliteCode returns the primary result code of err, 0 if it is none of
+// the driver's.
+func sqliteCode(err error) int {
+	var e *sqlite.Error
+	if errors.As(err, &e) {
+		return e.Code() & 0xff
+	}
+	return 0
 }
 
 // execer is what *sql.DB, *sql.Tx and *sql.Stmt-backed readers share.

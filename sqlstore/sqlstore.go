@@ -17,8 +17,12 @@ package sqlstore
 
 import (
 	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -84,6 +88,13 @@ type Dialect struct {
 	// acting on one key (such as an e-mail recipient's count) take their
 	// turns; empty where writers are serialized anyway (SQLite).
 	KeyLock string
+	// Unavailable reports whether err says that the database cannot be
+	// reached or cannot write (connection refused or lost, the server
+	// shutting down, a full disk): answered 503, as ams.Unavailable.
+	Unavailable func(err error) bool
+	// Timeout reports whether err is the engine's own timeout (a
+	// statement timeout); a context's deadline is one on every engine.
+	Timeout func(err error) bool
 	// Schema describes the engine's tables for export and import.
 	Schema Schema
 	// EventsVisible is a condition on rows of events that holds for the
@@ -106,13 +117,17 @@ type Store struct {
 	jobs   chan struct{} // signalled when a commit queued webhook jobs
 	queued func()        // called too, to tell other processes (OnJobsQueued)
 	auth   func()        // called after a commit that changed authentication (OnAuthChanged)
+	// writeDown is set when a write failed because the database could
+	// not write (ams.IsStorageUnavailable), and cleared by the next write
+	// that succeeds: the process is not ready meanwhile (CheckWrites).
+	writeDown atomic.Bool
 }
 
 // New returns a store over eng; sealer seals webhook and integration
 // secrets.
 func New(eng Engine, d Dialect, sealer *seal.Sealer) *Store {
 	s := &Store{eng: eng, d: d, sealer: sealer, jobs: make(chan struct{}, 1)}
-	s.Queries = &Queries{s: s, r: eng.Reader(), w: keyedWriter{Conn: eng.Writer(), s: s}}
+	s.Queries = &Queries{s: s, r: eng.Reader(), w: trackedWriter{keyedWriter{Conn: eng.Writer(), s: s}, s}}
 	return s
 }
 
@@ -170,11 +185,12 @@ func (q *Queries) inTx(ctx context.Context, fn func(q *Queries) error) error {
 		}
 		return nil
 	}); err != nil {
-		return err
+		return q.s.wrote(q.s.fault(err))
 	}
 	if marked {
 		req.MarkCommitted()
 	}
+	q.s.wrote(nil)
 	q.s.signalJobs(st.queued)
 	if st.auth {
 		q.s.signalAuth()
@@ -245,7 +261,65 @@ func (s *Store) fail(op string, err error) error {
 	if s.d.BadText != nil && s.d.BadText(err) {
 		return ams.Errorf(ams.EINVALID, "parameter_invalid", "Text must not contain NUL characters (\\u0000).")
 	}
-	return fmt.Errorf("%s: %w", op, err)
+	return s.fault(fmt.Errorf("%s: %w", op, err))
+}
+
+// fault returns err as ams.Unavailable when it says the database cannot
+// be reached or cannot write, as ams.TimedOut when a deadline or the
+// statement timeout ran out, else err as it is.
+func (s *Store) fault(err error) error {
+	var ae *ams.Error
+	switch {
+	case err == nil || errors.As(err, &ae) || errors.Is(err, context.Canceled):
+		return err // a caller that went away is no fault of the database
+	case errors.Is(err, context.DeadlineExceeded) || (s.d.Timeout != nil && s.d.Timeout(err)):
+		return ams.TimedOut(err)
+	case s.d.Unavailable != nil && s.d.Unavailable(err):
+		return ams.Unavailable(err)
+	}
+	return err
+}
+
+// wrote records the outcome of a write: err (returned as it is) marks
+// the process's writes down when it is ams.IsStorageUnavailable; a
+// success (nil) clears the mark.
+func (s *Store) wrote(err error) error {
+	switch {
+	case err == nil:
+		if s.writeDown.Load() {
+			s.writeDown.Store(false)
+		}
+	case ams.IsStorageUnavailable(err):
+		s.writeDown.Store(true)
+	}
+	return err
+}
+
+// probeName is the oauth_locks row a write probe inserts and deletes.
+const probeName = "ams.write-probe"
+
+// CheckWrites reports whether this process can write: nil unless its
+// last write failed because the database could not write (a full disk,
+// the server gone; ams.IsStorageUnavailable). Then it tries a probe
+// write — a transaction that inserts a row of some kilobytes, which
+// needs new pages, and deletes it — and reports its error, or nil, and
+// clears the mark, when it succeeds. GET /readyz calls it, so that a
+// process whose writes fail is taken out of the load balancer and comes
+// back once writes succeed again.
+func (s *Store) CheckWrites(ctx context.Context) error {
+	if !s.writeDown.Load() {
+		return nil
+	}
+	// Random, so that the row needs pages of its own whatever compresses.
+	filler := probeFiller()
+	name := probeName + "." + ams.NewSecret("")
+	return s.inTx(ctx, func(q *Queries) error {
+		if _, err := q.exec(ctx, "probe write", `INSERT INTO oauth_locks (name, owner, expires_at) VALUES ($1, $2, 0)`, name, filler); err != nil {
+			return err
+		}
+		_, err := q.exec(ctx, "probe write", `DELETE FROM oauth_locks WHERE name = $1`, name)
+		return err
+	})
 }
 
 // Fail is fail for the engines' own statements.
@@ -261,6 +335,55 @@ func (q *Queries) exec(ctx context.Context, op, query string, args ...any) (int6
 		return 0, q.fail(op, err)
 	}
 	return n, nil
+}
+
+// trackedWriter is the engine's writer as the store uses it outside
+// transactions: it records the outcome of every write (Store.wrote;
+// inTx records those of transactions, at their end).
+type trackedWriter struct {
+	Conn
+	s *Store
+}
+
+func (w trackedWriter) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	n, err := w.Conn.Exec(ctx, query, args...)
+	w.s.track(err)
+	return n, err
+}
+
+func (w trackedWriter) Batch(ctx context.Context, stmts []Stmt) ([]int64, int, error) {
+	n, i, err := w.Conn.Batch(ctx, stmts)
+	w.s.track(err)
+	return n, i, err
+}
+
+func (w trackedWriter) QueryRow(ctx context.Context, query string, args ...any) Row {
+	return trackedRow{w.Conn.QueryRow(ctx, query, args...), w.s}
+}
+
+// trackedRow records the outcome of a write that returns a row
+// (INSERT … RETURNING, on the writer).
+type trackedRow struct {
+	Row
+	s *Store
+}
+
+func (r trackedRow) Scan(dest ...any) error {
+	err := r.Row.Scan(dest...)
+	if !errors.Is(err, sql.ErrNoRows) {
+		r.s.track(err)
+	}
+	return err
+}
+
+// track records the outcome of a write outside a transaction: err as
+// the engine returned it.
+func (s *Store) track(err error) {
+	if err == nil {
+		s.wrote(nil)
+	} else if ams.IsStorageUnavailable(s.fault(err)) {
+		s.writeDown.Store(true)
+	}
 }
 
 // batch runs stmts on the writer, pipelined where the engine can.
@@ -344,4 +467,12 @@ func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
 	var v int
 	err := s.r.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v)
 	return v, err
+}
+
+// probeFiller returns 16 KiB of random hex text: a value that needs
+// pages of its own (SQLite overflow pages; incompressible for TOAST).
+func probeFiller() string {
+	b := make([]byte, 8<<10)
+	rand.Read(b)
+	return hex.EncodeToString(b)
 }

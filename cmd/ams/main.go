@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/spf13/cobra"
@@ -59,6 +60,9 @@ type storeFlags struct {
 	// --data-dir without one, so that a mistyped directory is an error
 	// rather than a new, empty store.
 	create bool
+	// statementTimeout is PostgreSQL's statement_timeout (set by serve's
+	// --database-statement-timeout; 0: the server's).
+	statementTimeout time.Duration
 }
 
 func newRoot() *cobra.Command {

@@ -61,6 +61,7 @@ type serveConfig struct {
 	trustedProxies  string
 	clientAddrHdr   string
 	corsOrigins     string
+	requestTimeout  time.Duration
 }
 
 func newServeCmd(sf *storeFlags) *cobra.Command {
@@ -106,6 +107,8 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.StringVar(&cfg.llmBaseURL, "llm-base-url", "", "OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM, llama.cpp) that runs assistants whose model is not builtin, such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (env AMS_LLM_BASE_URL; empty: only the built-in engine)")
 	f.StringVar(&cfg.llmAPIKey, "llm-api-key", "", "API key sent to --llm-base-url as a bearer token (env AMS_LLM_API_KEY; empty: none)")
 	f.DurationVar(&cfg.llmTimeout, "llm-timeout", 60*time.Second, "how long one reply may take, a model's tool calls included (env AMS_LLM_TIMEOUT)")
+	f.DurationVar(&cfg.requestTimeout, "request-timeout", 30*time.Second, "how long one API request may take before it is answered 503 request_timeout (a database that does not answer, say); requests that wait for a reply or a CalDAV sync get --llm-timeout more, a stream is bounded only until it begins; 0: no bound (env AMS_REQUEST_TIMEOUT)")
+	f.DurationVar(&sf.statementTimeout, "database-statement-timeout", 30*time.Second, "PostgreSQL's statement_timeout on every connection, unless the URL sets statement_timeout; 0: the server's setting (env AMS_DATABASE_STATEMENT_TIMEOUT)")
 	f.StringSliceVar(&cfg.llmModels, "llm-models", nil, "the models assistants may use on --llm-base-url, comma-separated (env AMS_LLM_MODELS; empty: any)")
 	return cmd
 }
@@ -234,6 +237,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 			return nil, ams.Errorf(ams.EINVALID, "model_not_supported", "Assistant '%s' uses model '%s', which this server does not run.", a.ID, a.Model)
 		},
 		EngineTimeout:       cfg.llmTimeout,
+		RequestTimeout:      cfg.requestTimeout,
 		BaseURL:             base,
 		OAuthSecret:         tokenKey,
 		Mail:                sender,

@@ -66,7 +66,8 @@ func openStore(ctx context.Context, sf *storeFlags) (engineStore, error) {
 		if key == nil {
 			return nil, errors.New("--secret-key (AMS_SECRET_KEY) is required with PostgreSQL: a base64 32-byte key, the same in every process (make one with: openssl rand -base64 32)")
 		}
-		return postgres.Open(ctx, sf.databaseURL, postgres.WithSecretKey(key), postgres.WithDefaultMaxConns(defaultPGConns))
+		return postgres.Open(ctx, sf.databaseURL, postgres.WithSecretKey(key), postgres.WithDefaultMaxConns(defaultPGConns),
+			postgres.WithStatementTimeout(sf.statementTimeout))
 	}
 	path := filepath.Join(sf.dataDir, "ams.db")
 	if !sf.create {

@@ -100,6 +100,7 @@ type options struct {
 	header   string
 	logger   *slog.Logger
 	cors     []string
+	timeout  time.Duration
 }
 
 // WithThrottle makes the sign-in and sign-up throttles store their
@@ -153,6 +154,12 @@ func WithStore(wrap func(*sqlite.DB) ams.Store) Option {
 	return func(o *options) { o.wrap = wrap }
 }
 
+// WithRequestTimeout bounds each API request to d, as ams serve
+// --request-timeout does (default: no bound).
+func WithRequestTimeout(d time.Duration) Option {
+	return func(o *options) { o.timeout = d }
+}
+
 // WithEngine makes every assistant answer with e instead of the built-in
 // engine (to script replies and tool calls).
 func WithEngine(e ams.Engine) Option {
@@ -194,18 +201,18 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	// built with its base URL, as ams serve builds it after listening.
 	srv := httptest.NewUnstartedServer(nil)
 	a, err := app.New(app.Config{
-		Store:              store,
-		Clock:              clock.Now,
-		Logger:             logger,
-		Limiter:            ratelimit.NewMemory(),
-		Guard:              &ssrf.Guard{AllowPrivate: true},
-		EngineFor:          func(*ams.Assistant) (ams.Engine, error) { return engine, nil },
-		BaseURL:            "http://" + srv.Listener.Addr().String(),
-		OAuthSecret:        secret,
-		Throttle:           o.throttle,
-		TrustedProxies:     o.proxies,
-		CORSAllowedOrigins: o.cors,
-
+		Store:               store,
+		Clock:               clock.Now,
+		Logger:              logger,
+		Limiter:             ratelimit.NewMemory(),
+		Guard:               &ssrf.Guard{AllowPrivate: true},
+		EngineFor:           func(*ams.Assistant) (ams.Engine, error) { return engine, nil },
+		BaseURL:             "http://" + srv.Listener.Addr().String(),
+		OAuthSecret:         secret,
+		Throttle:            o.throttle,
+		TrustedProxies:      o.proxies,
+		CORSAllowedOrigins:  o.cors,
+		RequestTimeout:      o.timeout,
 		ClientAddressHeader: o.header,
 	})
 	if err != nil {
