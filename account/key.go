@@ -84,8 +84,11 @@ func (s *Service) CheckKey(in NewKey) (ams.Permissions, error) {
 			f.fail("permissions", "Choose at least one permission: "+err.Error()+".")
 		}
 	}
-	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.Clock.Now()) {
+	switch {
+	case in.ExpiresAt != nil && !in.ExpiresAt.After(s.Clock.Now()):
 		f.fail("expires_at", "The expiry date must be in the future.")
+	case in.ExpiresAt != nil && in.ExpiresAt.UTC().Year() > 9999: // checked in UTC, as stored
+		f.fail("expires_at", "The expiry date must be before the year 10000 (in UTC).")
 	}
 	return perms, f.err()
 }

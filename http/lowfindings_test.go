@@ -1,0 +1,41 @@
+package http_test
+
+import (
+	"context"
+	"net/url"
+	"testing"
+
+	"github.com/amsdev/ams"
+)
+
+// Issue 26, the low findings (L4 to L8 and the last two), over HTTP on
+// both engines.
+
+// TestTimeRangeCheckedInUTC (L4): a time whose year is 9999 as written
+// but 10000 in UTC ("9999-12-31T23:59:59-23:59"), or 1969 in UTC
+// ("1970-01-01T00:00:00+01:00"), is refused with 400 naming the field or
+// query parameter, and nothing is stored.
+func TestTimeRangeCheckedInUTC(t *testing.T) {
+	onBothEngines(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		for _, v := range []string{"9999-12-31T23:59:59-23:59", "1970-01-01T00:00:00+01:00"} {
+			body := `{"assistant_id":"` + f.Assistant.ID + `","title":"Far away","due_at":"` + v + `"}`
+			wantError(t, f.do("POST", "/v1/tasks", body), 400, "invalid_request_error", "parameter_invalid", "due_at")
+			body = `{"assistant_id":"` + f.Assistant.ID + `","title":"Far away","starts_at":"` + v + `","ends_at":"9999-12-31T00:00:00Z"}`
+			wantError(t, f.do("POST", "/v1/calendar/events", body), 400, "invalid_request_error", "parameter_invalid", "starts_at")
+			wantError(t, f.do("GET", "/v1/tasks?due_after="+url.QueryEscape(v), ""), 400, "invalid_request_error", "parameter_invalid", "due_after")
+			body = `{"name":"far","permissions":["read"],"expires_at":"` + v + `"}`
+			r := f.Do("POST", "/v1/keys", f.NewKey(f.User, "admin"), body)
+			wantError(t, &response{r.Status, r.Header, r.Body}, 400, "invalid_request_error", "parameter_invalid", "expires_at")
+		}
+		tasks, err := f.Data.ListTasks(ctx, f.User.ID, ams.TaskFilter{}, ams.ListParams{Limit: 100})
+		if err != nil || len(tasks.Data) != 0 {
+			t.Fatalf("tasks stored: %v %v", tasks, err)
+		}
+		// The last instant in range is accepted.
+		body := `{"assistant_id":"` + f.Assistant.ID + `","title":"Last day","due_at":"9999-12-31T23:59:59+01:00"}`
+		if r := f.do("POST", "/v1/tasks", body); r.status != 201 || r.json(t)["due_at"] != "9999-12-31T22:59:59.000Z" {
+			t.Fatalf("last day: %d %s", r.status, r.body)
+		}
+	})
+}
