@@ -2,10 +2,12 @@ package http_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"net/url"
 	"testing"
 
 	"github.com/amsdev/ams"
+	amshttp "github.com/amsdev/ams/http"
 )
 
 // Issue 26, the low findings (L4 to L8 and the last two), over HTTP on
@@ -38,4 +40,24 @@ func TestTimeRangeCheckedInUTC(t *testing.T) {
 			t.Fatalf("last day: %d %s", r.status, r.body)
 		}
 	})
+}
+
+// TestHSTSWithHTTPSBaseURL (L6): with an https base URL every answer
+// (the API, its errors, the health check) carries Strict-Transport-Security;
+// with an http one, none does.
+func TestHSTSWithHTTPSBaseURL(t *testing.T) {
+	for _, c := range []struct{ base, want string }{
+		{"https://ams.example.com", amshttp.HSTS},
+		{"HTTPS://ams.example.com/", amshttp.HSTS},
+		{"http://127.0.0.1:8080", ""},
+	} {
+		s := &amshttp.Server{BaseURL: c.base}
+		for _, path := range []string{"/healthz", "/v1/assistants", "/v1/nothing"} {
+			rec := httptest.NewRecorder()
+			s.Handler().ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+			if got := rec.Header().Get("Strict-Transport-Security"); got != c.want {
+				t.Errorf("%s %s: Strict-Transport-Security %q, want %q", c.base, path, got, c.want)
+			}
+		}
+	}
 }

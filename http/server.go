@@ -217,7 +217,7 @@ func perms(p ...ams.Permission) []ams.Permission { return p }
 // Handler returns the HTTP handler of the whole API.
 func (s *Server) Handler() http.Handler {
 	s.init()
-	return s.withRequestID(s.withCORS(s.compressAPI(s.mux)))
+	return s.withHSTS(s.withRequestID(s.withCORS(s.compressAPI(s.mux))))
 }
 
 // gzipAPI compresses the answers of the API (/v1) for clients that accept
