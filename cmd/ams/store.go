@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"io"
 	"crypto/hmac"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
