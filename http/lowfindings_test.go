@@ -61,3 +61,53 @@ func TestHSTSWithHTTPSBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyAndClientCaps (L7): an account with ams.MaxAPIKeys keys in use
+// gets 409 api_key_limit_reached from POST /v1/keys, one with
+// ams.MaxOAuthClients apps 409 oauth_client_limit_reached from POST
+// /v1/oauth/clients; nothing is stored and no event emitted. Revoking a
+// key frees its place.
+func TestKeyAndClientCaps(t *testing.T) {
+	onBothEngines(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		admin := f.NewKey(f.User, "admin")
+		for n := 2; n < ams.MaxAPIKeys; n++ { // the fixture's key and admin are two
+			f.NewKey(f.User, "read")
+		}
+		call := func(method, path, body string) *response {
+			r := f.Do(method, path, admin, body)
+			return &response{r.Status, r.Header, r.Body}
+		}
+		events := func() int {
+			p, err := f.Data.ListEvents(ctx, f.User.ID, ams.EventFilter{}, ams.ListParams{Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return len(p.Data)
+		}
+		before := events()
+		wantError(t, call("POST", "/v1/keys", `{"name":"one too many","permissions":["read"]}`), 409, "invalid_request_error", "api_key_limit_reached", "")
+		keys, _ := f.Data.ListKeys(ctx, f.User.ID)
+		if len(keys) != ams.MaxAPIKeys || events() != before {
+			t.Fatalf("%d keys, %d events after the refusal (%d before)", len(keys), events(), before)
+		}
+		if r := call("POST", "/v1/keys/"+keys[0].ID+"/revoke", ""); r.status != 200 {
+			t.Fatalf("revoke: %d %s", r.status, r.body)
+		}
+		if r := call("POST", "/v1/keys", `{"name":"in the freed place","permissions":["read"]}`); r.status != 201 {
+			t.Fatalf("key after a revocation: %d %s", r.status, r.body)
+		}
+		for n := 0; n < ams.MaxOAuthClients; n++ {
+			c := &ams.OAuthClient{ID: ams.NewID(ams.PrefixClient), Object: "oauth_client", UserID: f.User.ID, Name: "App",
+				RedirectURIs: []string{"https://app.example/cb"}, SecretHash: ams.HashSecret("s"), CreatedAt: f.Clock.Now(), UpdatedAt: f.Clock.Now()}
+			if err := f.Data.CreateOAuthClient(ctx, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before = events()
+		wantError(t, call("POST", "/v1/oauth/clients", `{"name":"c","redirect_uris":["https://example.com/cb"]}`), 409, "invalid_request_error", "oauth_client_limit_reached", "")
+		if cs, _ := f.Data.ListOAuthClients(ctx, f.User.ID); len(cs) != ams.MaxOAuthClients || events() != before {
+			t.Fatalf("%d clients, %d events after the refusal", len(cs), events())
+		}
+	})
+}

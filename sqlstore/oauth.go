@@ -259,3 +259,16 @@ func (q *Queries) RevokeGrants(ctx context.Context, userID, clientID string) err
 	}
 	return affected(n, "oauth_grant", clientID)
 }
+
+// CountOAuthClients counts the user's clients, after locking the user's
+// row (lockUser) in a transaction.
+func (q *Queries) CountOAuthClients(ctx context.Context, userID string) (int, error) {
+	if err := q.lockUser(ctx, userID); err != nil {
+		return 0, err
+	}
+	var n int
+	if err := q.r.QueryRow(ctx, `SELECT count(*) FROM oauth_clients WHERE user_id = $1`, userID).Scan(&n); err != nil {
+		return 0, q.fail("count oauth clients", err)
+	}
+	return n, nil
+}

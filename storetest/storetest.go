@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Purge", testPurge},
 		{"Recovery", testRecovery},
 		{"WebhookCap", testWebhookCap},
+		{"ManagementCaps", testManagementCaps},
 		{"OpsEvents", testOpsEvents},
 		{"OpsEventsConcurrent", testOpsEventsConcurrent},
 		{"OAuth", testOAuth},
