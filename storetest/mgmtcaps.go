@@ -110,4 +110,3 @@ func testManagementCaps(t *testing.T, s ams.Store) {
 		t.Fatalf("clients: %d created, %d refused, %d stored (%v); want %d, %d, %d", ok, refused, len(clients), err, max, 12-max, max)
 	}
 }
-
