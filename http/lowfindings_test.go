@@ -4,7 +4,9 @@ import (
 	"context"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/amsdev/ams"
 	amshttp "github.com/amsdev/ams/http"
@@ -108,6 +110,88 @@ func TestKeyAndClientCaps(t *testing.T) {
 		wantError(t, call("POST", "/v1/oauth/clients", `{"name":"c","redirect_uris":["https://example.com/cb"]}`), 409, "invalid_request_error", "oauth_client_limit_reached", "")
 		if cs, _ := f.Data.ListOAuthClients(ctx, f.User.ID); len(cs) != ams.MaxOAuthClients || events() != before {
 			t.Fatalf("%d clients, %d events after the refusal", len(cs), events())
+		}
+	})
+}
+
+// TestManagementEventsNeedAdmin (L8): api_key.*, oauth_client.* and
+// account.updated events are read only with admin: GET /v1/events leaves
+// them out for a credential without it, and answers 403 when asked for
+// one by type or id. A webhook made without admin may not name them (403,
+// nothing stored) and does not receive them through "*"; one made with
+// admin does. A credential without admin may not change a webhook that
+// receives them.
+func TestManagementEventsNeedAdmin(t *testing.T) {
+	onBothEngines(t, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		admin := f.NewKey(f.User, "admin")
+		as := func(key, method, path, body string) *response {
+			r := f.Do(method, path, key, body)
+			return &response{r.Status, r.Header, r.Body}
+		}
+		const hook = `"url":"https://127.0.0.1:9/hook","secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"`
+		theirs := f.create("/v1/webhooks", `{`+hook+`,"events":["*"]}`)["id"].(string) // without admin
+		mine := as(admin, "POST", "/v1/webhooks", `{`+hook+`,"events":["*"]}`).json(t)["id"].(string)
+		for _, events := range []string{`["api_key.created"]`, `["task.created","oauth_client.deleted"]`, `["account.updated"]`} {
+			r := f.do("POST", "/v1/webhooks", `{`+hook+`,"events":`+events+`}`)
+			wantError(t, r, 403, "permission_error", "insufficient_scope", "events")
+			wantError(t, f.do("PATCH", "/v1/webhooks/"+theirs, `{"events":`+events+`}`), 403, "permission_error", "insufficient_scope", "events")
+		}
+		if p, _ := f.Data.ListWebhooks(ctx, f.User.ID, ams.ListParams{Limit: 100}); len(p.Data) != 2 {
+			t.Fatalf("%d webhooks stored, want 2", len(p.Data))
+		}
+		wantError(t, f.do("PATCH", "/v1/webhooks/"+mine, `{"metadata":{"a":"b"}}`), 403, "permission_error", "insufficient_scope", "")
+
+		created := as(admin, "POST", "/v1/keys", `{"name":"audited","permissions":["read"]}`)
+		if created.status != 201 {
+			t.Fatalf("create key: %d %s", created.status, created.body)
+		}
+		f.do("POST", "/v1/tasks", `{"assistant_id":"`+f.Assistant.ID+`","title":"Not an audit event"}`)
+		var id string
+		for deadline := time.Now().Add(5 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			// On PostgreSQL an event is listed a moment after its commit.
+			p, err := f.Data.ListEvents(ctx, f.User.ID, ams.EventFilter{}, ams.ListParams{Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Data) == 2 {
+				id = p.Data[1].ID
+			}
+		}
+
+		types := func(key string) []string {
+			var out []string
+			for _, e := range as(key, "GET", "/v1/events?limit=100", "").json(t)["data"].([]any) {
+				out = append(out, e.(map[string]any)["type"].(string))
+			}
+			return out
+		}
+		if got := types(f.Key); len(got) != 1 || got[0] != ams.EventTaskCreated {
+			t.Fatalf("events read without admin: %v", got)
+		}
+		if got := types(admin); len(got) != 2 {
+			t.Fatalf("events read with admin: %v", got)
+		}
+		r := f.do("GET", "/v1/events?type=api_key.created", "")
+		wantError(t, r, 403, "permission_error", "insufficient_scope", "type")
+		wantError(t, f.do("GET", "/v1/events/"+id, ""), 403, "permission_error", "insufficient_scope", "")
+		if r := as(admin, "GET", "/v1/events/"+id, ""); r.status != 200 {
+			t.Fatalf("event with admin: %d", r.status)
+		}
+
+		// Deliveries: the admin's "*" webhook gets api_key.created, the
+		// other "*" webhook only task.created.
+		jobs, err := f.Data.ClaimJobs(ctx, f.Clock.Now().Add(time.Minute), ams.Claim{Lease: time.Minute, Limit: 100, PerWebhook: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string][]string{}
+		for _, j := range jobs {
+			got[j.WebhookID] = append(got[j.WebhookID], j.Event.Type)
+		}
+		slices.Sort(got[mine])
+		if !slices.Equal(got[theirs], []string{ams.EventTaskCreated}) || !slices.Equal(got[mine], []string{ams.EventAPIKeyCreated, ams.EventTaskCreated}) {
+			t.Fatalf("deliveries queued: without admin %v, with admin %v", got[theirs], got[mine])
 		}
 	})
 }

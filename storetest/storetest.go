@@ -42,6 +42,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Recovery", testRecovery},
 		{"WebhookCap", testWebhookCap},
 		{"ManagementCaps", testManagementCaps},
+		{"ManagementEvents", testManagementEvents},
 		{"OpsEvents", testOpsEvents},
 		{"OpsEventsConcurrent", testOpsEventsConcurrent},
 		{"OAuth", testOAuth},
