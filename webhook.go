@@ -74,9 +74,9 @@ type WebhookUpdate struct {
 	// ManagementEventTypes (Webhook.ManagementEvents).
 	ManagementEvents *bool
 	URL              *string
-	Events []string // nil: keep
-	Active *bool
-	Secret *string
+	Events           []string // nil: keep
+	Active           *bool
+	Secret           *string
 	// PreviousSecretOverlap is how long the replaced secret keeps signing
 	// beside the new one, from the update's time (0: not at all). With
 	// Secret, nil means DefaultSecretOverlap; a Secret equal to the current
