@@ -85,6 +85,9 @@ type Config struct {
 	// CalDAVInterval is how often each CalDAV integration is synced (0:
 	// caldav.DefaultInterval).
 	CalDAVInterval time.Duration
+	// MaxConcurrentTurns is how many turns and streams one account may
+	// have in flight in this process (0: amshttp.DefaultMaxConcurrentTurns).
+	MaxConcurrentTurns int
 	// CORSAllowedOrigins are the origins (amshttp.ParseOrigins) whose
 	// pages may call the API from a browser, beside those of the public
 	// OAuth clients' redirect URIs (nil: only those).
@@ -177,6 +180,8 @@ func New(cfg Config) (*App, error) {
 
 		TrustedProxies: cfg.TrustedProxies,
 		CORSOrigins:    cfg.CORSAllowedOrigins,
+
+		MaxConcurrentTurns: cfg.MaxConcurrentTurns,
 	}
 	// Usage metering: requests are counted in memory and added to the
 	// store every 10 s and at shutdown (Usage.Run, a background worker).

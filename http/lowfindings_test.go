@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/amstest"
 	amshttp "github.com/amsdev/ams/http"
 )
 
@@ -194,4 +195,56 @@ func TestManagementEventsNeedAdmin(t *testing.T) {
 			t.Fatalf("deliveries queued: without admin %v, with admin %v", got[theirs], got[mine])
 		}
 	})
+}
+
+// TestConcurrentTurnsCap: an account holding MaxConcurrentTurns turns in
+// progress gets 429 concurrent_turns_exceeded with Retry-After for a
+// further send or turn stream, and nothing is stored; another account is
+// not held back; once a turn ends its slot is free again.
+func TestConcurrentTurnsCap(t *testing.T) {
+	started, release := make(chan string, 10), make(chan struct{})
+	f := &fixture{amstest.New(t, amstest.WithEngine(engineFunc(func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
+		started <- req.Assistant.ID
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &ams.Reply{Content: "Done."}, nil
+	})))}
+	f.API.MaxConcurrentTurns = 2
+	send := func(key, assistant string) <-chan *response {
+		out := make(chan *response, 1)
+		go func() {
+			r := f.Do("POST", "/v1/messages", key, `{"assistant_id":"`+assistant+`","message":"hi"}`)
+			out <- &response{r.Status, r.Header, r.Body}
+		}()
+		return out
+	}
+	first, second := send(f.Key, f.Assistant.ID), send(f.Key, f.Assistant.ID)
+	<-started
+	<-started
+	before := f.counts()
+	r := f.do("POST", "/v1/messages", `{"assistant_id":"`+f.Assistant.ID+`","message":"one too many"}`)
+	wantError(t, r, 429, "rate_limit_error", "concurrent_turns_exceeded", "")
+	if r.header.Get("Retry-After") != amshttp.TurnRetryAfter {
+		t.Fatalf("Retry-After %q", r.header.Get("Retry-After"))
+	}
+	wantError(t, f.do("GET", "/v1/turns/turn_0VcAm4Oj9AVKjIltY3xVRRv9/events", ""), 429, "rate_limit_error", "concurrent_turns_exceeded", "")
+	if f.counts() != before {
+		t.Fatalf("a refused send stored data: %v, was %v", f.counts(), before)
+	}
+	// Another account's turn starts.
+	bob := f.NewUser("bob@example.com", ams.PlanStandard)
+	third := send(f.NewKey(bob, "messages"), f.NewAssistant(bob, "Bob's").ID)
+	<-started
+	close(release)
+	for _, c := range []<-chan *response{first, second, third} {
+		if r := <-c; r.status != 201 {
+			t.Fatalf("held turn: %d %s", r.status, r.body)
+		}
+	}
+	if r := f.do("POST", "/v1/messages", `{"assistant_id":"`+f.Assistant.ID+`","message":"again"}`); r.status != 201 {
+		t.Fatalf("after the turns ended: %d %s", r.status, r.body)
+	}
 }
