@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
 	amshttp "github.com/amsdev/ams/http"
+	"github.com/amsdev/ams/internal/amstest"
 )
 
 // Issue 26, the low findings (L4 to L8 and the last two), over HTTP on
