@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -246,5 +247,45 @@ func TestConcurrentTurnsCap(t *testing.T) {
 	}
 	if r := f.do("POST", "/v1/messages", `{"assistant_id":"`+f.Assistant.ID+`","message":"again"}`); r.status != 201 {
 		t.Fatalf("after the turns ended: %d %s", r.status, r.body)
+	}
+}
+
+// TestCalendarFeedRateLimited: an account's calendar feed answers
+// amshttp.FeedLimits.PerMinute fetches a minute, then 429 with
+// Retry-After until the window moves on; fetches with a wrong token (404)
+// do not count against it, and another account's feed is not held back.
+func TestCalendarFeedRateLimited(t *testing.T) {
+	f := setup(t)
+	feed := func(key string) string {
+		r := f.Do("POST", "/v1/calendar/feed", key, "")
+		if r.Status != 201 {
+			t.Fatalf("create feed: %d %s", r.Status, r.Body)
+		}
+		return r.JSON(t)["url"].(string)
+	}
+	url := feed(f.Key)
+	wrong := url[:len(url)-len("xxxx.ics")] + "xxxx.ics"
+	for i := 0; i < 2*amshttp.FeedLimits.PerMinute; i++ {
+		if status, _, _ := getFeed(t, wrong); status != 404 {
+			t.Fatalf("wrong token: %d", status)
+		}
+	}
+	for i := 0; i < amshttp.FeedLimits.PerMinute; i++ {
+		if status, _, body := getFeed(t, url); status != 200 {
+			t.Fatalf("fetch %d: %d %s", i+1, status, body)
+		}
+	}
+	status, h, _ := getFeed(t, url)
+	if status != 429 || h.Get("Retry-After") == "" || h.Get("Retry-After") == "0" {
+		t.Fatalf("fetch beyond the limit: %d, Retry-After %q", status, h.Get("Retry-After"))
+	}
+	bob := f.NewUser("bob@example.com", ams.PlanStandard)
+	if status, _, _ := getFeed(t, feed(f.NewKey(bob, "integrations"))); status != 200 {
+		t.Fatalf("another account's feed: %d", status)
+	}
+	wait, _ := strconv.Atoi(h.Get("Retry-After"))
+	f.Clock.Add(time.Duration(wait) * time.Second)
+	if status, _, _ := getFeed(t, url); status != 200 {
+		t.Fatalf("after Retry-After (%d s): %d", wait, status)
 	}
 }
