@@ -223,8 +223,13 @@ func (w *clientCORSWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// Unwrap lets http.ResponseController reach the underlying writer (to
-// flush a stream).
+// Flush flushes a stream, once the decision is taken.
+func (w *clientCORSWriter) Flush() {
+	w.decide()
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
 func (w *clientCORSWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // maxPeekForm is how much of a token or revocation request's form
