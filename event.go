@@ -201,6 +201,9 @@ func recordEvent(typ, userID, object string, v any, at time.Time) *Event {
 
 // EventFilter selects events in ListEvents. Zero fields select all.
 type EventFilter struct {
+	// NoManagement leaves out the ManagementEventTypes (a credential
+	// without admin reads the events).
+	NoManagement  bool
 	Type          string     // events of this type only
 	CreatedAfter  *time.Time // created_at > CreatedAfter
 	CreatedBefore *time.Time // created_at < CreatedBefore

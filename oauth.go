@@ -74,9 +74,9 @@ type OAuthStore interface {
 	// clients, else EINVALID.
 	ListOAuthClientPage(ctx context.Context, userID string, p ListParams) (*Page[*OAuthClient], error)
 	// PublicRedirectURIs returns the redirect URIs of every public client
-	// of every account (duplicates possible, in no order): the API's CORS
-	// policy allows their origins (http.Server.CORSOrigins).
-	PublicRedirectURIs(ctx context.Context) ([]string, error)
+	// of every account, by client id: the API's CORS policy allows their
+	// origins for requests that use the client's credentials (http/cors.go).
+	PublicRedirectURIs(ctx context.Context) (map[string][]string, error)
 
 	// Tokens. GetOAuthToken returns ENOTFOUND if no token of the kind has
 	// the signature (inactive ones are returned, with Active false).

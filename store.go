@@ -99,6 +99,15 @@ type ManagementTx interface {
 	FindOAuthClient(ctx context.Context, id string) (*OAuthClient, error)
 	SetOAuthClientSecret(ctx context.Context, userID, id, hash string, now time.Time) (*OAuthClient, error)
 	DeleteOAuthClient(ctx context.Context, userID, id string, now time.Time) error
+	// CountActiveKeys counts the account's API keys that are neither
+	// revoked nor expired at now, and CountOAuthClients its OAuth
+	// clients, for the caps MaxAPIKeys and MaxOAuthClients. Each first
+	// locks the account's row (FOR NO KEY UPDATE on PostgreSQL, which
+	// still lets rows referencing it be inserted; SQLite's single writer
+	// gives the same order), so that two creations in transactions of
+	// any processes count one after the other.
+	CountActiveKeys(ctx context.Context, userID string, now time.Time) (int, error)
+	CountOAuthClients(ctx context.Context, userID string) (int, error)
 }
 
 // RateLimiter counts an account's requests in a per-minute and a per-day

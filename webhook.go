@@ -35,6 +35,11 @@ type Webhook struct {
 	Active bool     `json:"active"`
 	Status string   `json:"status"`
 	Secret string   `json:"-"`
+	// ManagementEvents says whether the webhook receives the
+	// ManagementEventTypes: true when the last credential that created or
+	// changed it held admin (the account holder, through the account
+	// pages, does). Not shown.
+	ManagementEvents bool `json:"-"`
 	// PreviousSecret is the secret the current one replaced; it keeps
 	// signing webhook-signature beside it until PreviousSecretExpiresAt
 	// (nil: no previous secret). Only the expiry is shown.
@@ -65,10 +70,13 @@ func (w *Webhook) ExpirePrevious(now time.Time) {
 // WebhookUpdate lists the fields of a webhook to change; nil fields are kept.
 // Setting Active to true also clears a failing status.
 type WebhookUpdate struct {
-	URL    *string
-	Events []string // nil: keep
-	Active *bool
-	Secret *string
+	// ManagementEvents, when set, says whether the webhook receives the
+	// ManagementEventTypes (Webhook.ManagementEvents).
+	ManagementEvents *bool
+	URL              *string
+	Events           []string // nil: keep
+	Active           *bool
+	Secret           *string
 	// PreviousSecretOverlap is how long the replaced secret keeps signing
 	// beside the new one, from the update's time (0: not at all). With
 	// Secret, nil means DefaultSecretOverlap; a Secret equal to the current

@@ -89,8 +89,11 @@ func (s *Service) CheckKey(in NewKey) (ams.Permissions, error) {
 			f.fail("permissions", "Choose at least one permission: "+err.Error()+".")
 		}
 	}
-	if in.ExpiresAt != nil && !in.ExpiresAt.After(s.Clock.Now()) {
+	switch {
+	case in.ExpiresAt != nil && !in.ExpiresAt.After(s.Clock.Now()):
 		f.fail("expires_at", "The expiry date must be in the future.")
+	case in.ExpiresAt != nil && in.ExpiresAt.UTC().Year() > 9999: // checked in UTC, as stored
+		f.fail("expires_at", "The expiry date must be before the year 10000 (in UTC).")
 	}
 	return perms, f.err()
 }
@@ -100,7 +103,10 @@ func (s *Service) CheckKey(in NewKey) (ams.Permissions, error) {
 // api_key.created event is emitted in the same transaction. An account on
 // the early-access waitlist may not create keys (ams.ErrWaitlisted,
 // EFORBIDDEN, before any field is checked); wrong fields are as CheckKey
-// says, then a key beyond what in.HeldBy holds is as CheckHeld says.
+// says, then a key beyond what in.HeldBy holds is as CheckHeld says; an
+// account that has ams.MaxAPIKeys keys in use (neither revoked nor
+// expired) gets ams.ErrKeyLimit (ECONFLICT api_key_limit_reached),
+// counted in the creating transaction.
 func (s *Service) CreateKey(ctx context.Context, userID string, in NewKey) (string, *ams.APIKey, error) {
 	u, err := s.Store.FindUser(ctx, userID)
 	if err != nil {
@@ -126,6 +132,13 @@ func (s *Service) CreateKey(ctx context.Context, userID string, in NewKey) (stri
 		k.OAuthClientID, k.OAuthGrantID = in.HeldBy.ClientID, in.HeldBy.GrantID
 	}
 	err = s.Store.Update(ctx, func(tx ams.Tx) error {
+		n, err := tx.CountActiveKeys(ctx, u.ID, now) // locks the account's row
+		if err != nil {
+			return err
+		}
+		if n >= ams.MaxAPIKeys {
+			return ams.ErrKeyLimit(ams.MaxAPIKeys)
+		}
 		if err := tx.CreateKey(ctx, k); err != nil {
 			return err
 		}

@@ -97,6 +97,9 @@ type Config struct {
 	// CalDAVInterval is how often each CalDAV integration is synced (0:
 	// caldav.DefaultInterval).
 	CalDAVInterval time.Duration
+	// MaxConcurrentTurns is how many turns and streams one account may
+	// have in flight in this process (0: amshttp.DefaultMaxConcurrentTurns).
+	MaxConcurrentTurns int
 	// CORSAllowedOrigins are the origins (amshttp.ParseOrigins) whose
 	// pages may call the API from a browser, beside those of the public
 	// OAuth clients' redirect URIs (nil: only those).
@@ -191,6 +194,7 @@ func New(cfg Config) (*App, error) {
 		CORSOrigins:         cfg.CORSAllowedOrigins,
 		RequestTimeout:      cfg.RequestTimeout,
 		UpstreamTimeout:     cmp.Or(cfg.EngineTimeout, 60*time.Second),
+		MaxConcurrentTurns:  cfg.MaxConcurrentTurns,
 	}
 	// Usage metering: requests are counted in memory and added to the
 	// store every 10 s and at shutdown (Usage.Run, a background worker).

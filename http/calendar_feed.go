@@ -8,6 +8,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/caldav"
+	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/world"
 )
 
@@ -37,6 +38,15 @@ const (
 
 // maxFeedEvents bounds the events of one feed.
 const maxFeedEvents = 10_000
+
+// FeedLimits bound how often one account's calendar feed is fetched
+// (issue 26): calendar apps poll a subscription every few minutes to
+// hours, a few devices at most, while one fetch reads up to
+// maxFeedEvents events. They are counted by the shared rate limiter
+// (across processes, like the API's limits) under the key
+// "calendar_feed:<account id>", apart from the account's API requests.
+// Beyond them a fetch gets 429 with Retry-After.
+var FeedLimits = ams.Limits{PerMinute: 10, PerDay: 2000}
 
 // calendarFeed is the answer of POST /v1/calendar/feed.
 type calendarFeed struct {
@@ -126,6 +136,20 @@ func (s *Server) serveCalendarFeed(w http.ResponseWriter, r *http.Request) {
 	if want := secrets[feedSecret]; want == "" || !ams.SecretsEqual(ams.HashSecret(token), want) {
 		notFound()
 		return
+	}
+	if s.Limiter != nil {
+		now := s.now()
+		d, err := s.Limiter.Take(ctx, "calendar_feed:"+userID, FeedLimits, now)
+		if err != nil {
+			s.feedError(w, r, err)
+			return
+		}
+		if !d.Allowed {
+			w.Header().Set("Retry-After", strconv.FormatInt(max(1, ratelimit.RetryAfter(d, now)), 10))
+			w.Header().Set("Cache-Control", "no-store")
+			http.Error(w, "This calendar feed was fetched too often: retry later.", http.StatusTooManyRequests)
+			return
+		}
 	}
 	var events []*ams.CalendarEvent
 	p := ams.ListParams{Limit: 100, Order: ams.OrderAsc}

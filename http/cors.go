@@ -1,8 +1,11 @@
 package http
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,9 +18,18 @@ import (
 
 // CORS (DESIGN.md, Browsers). A page of another origin may call the API
 // (/v1) and the OAuth token and revocation endpoints from a browser when
-// its origin is one of Server.CORSOrigins (--cors-allowed-origins) or the
-// origin of a redirect URI of a registered public OAuth client (a browser
-// app). The allowed origins are an explicit list, never "*": the API's
+// its origin is one of Server.CORSOrigins (--cors-allowed-origins), or
+// when it is the origin of a redirect URI of a registered public OAuth
+// client (a browser app) and the request uses that client's credentials:
+// an API request authenticated by an access token of the client, a token
+// or revocation request naming the client (client_id). Such an origin may
+// also read the answers that hold no account's data (a request without
+// valid credentials, the authorization server's metadata), so that the
+// app sees its 401s; never an answer to a request authenticated by an API
+// key or another client's token (issue 26, L7: registering a public
+// client does not widen the CORS policy of every account). A preflight,
+// which carries no credentials, is allowed for all these origins. The
+// allowed origins are an explicit list, never "*": the API's
 // credentials are bearer tokens, never cookies, so a page can only use a
 // token it already holds, but a list keeps the browser's same-origin
 // policy for every other page. Access-Control-Allow-Credentials is never
@@ -140,9 +152,9 @@ func (s *Server) withCORS(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		allowed := s.originAllowed(r.Context(), origin)
+		allowed, clients := s.originAllowed(r.Context(), origin)
 		if preflight {
-			if !allowed {
+			if !allowed && clients == nil {
 				s.writeError(w, r, ams.Errorf(ams.EFORBIDDEN, "origin_not_allowed",
 					"The origin %s may not call this API from a browser. Allowed are the origins of --cors-allowed-origins and of the redirect URIs of public OAuth clients.", origin))
 				return
@@ -154,24 +166,114 @@ func (s *Server) withCORS(next http.Handler) http.Handler {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
-		if allowed {
+		switch {
+		case allowed:
 			h.Set("Access-Control-Allow-Origin", origin)
 			h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+		case clients == nil:
+		case r.URL.Path == "/.well-known/oauth-authorization-server":
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+		case strings.HasPrefix(r.URL.Path, "/v1/"):
+			// Decided when the answer starts: by then the request is
+			// authenticated (or refused).
+			w = &clientCORSWriter{ResponseWriter: w, r: r, origin: origin, clients: clients}
+		default: // /oauth/token, /oauth/revoke
+			if clients[formClientID(r)] {
+				h.Set("Access-Control-Allow-Origin", origin)
+				h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+			}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
+// clientCORSWriter allows a public client's origin to read an API answer
+// when the request was authenticated by one of the clients (an access
+// token of theirs) or by nothing; the decision is taken when the answer
+// starts.
+type clientCORSWriter struct {
+	http.ResponseWriter
+	r       *http.Request
+	origin  string
+	clients map[string]bool
+	decided bool
+}
+
+func (w *clientCORSWriter) decide() {
+	if w.decided {
+		return
+	}
+	w.decided = true
+	a := auth(w.r)
+	if a == nil || a.ClientID != "" && w.clients[a.ClientID] {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", w.origin)
+		h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+	}
+}
+
+func (w *clientCORSWriter) WriteHeader(code int) {
+	w.decide()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *clientCORSWriter) Write(b []byte) (int, error) {
+	w.decide()
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush flushes a stream, once the decision is taken.
+func (w *clientCORSWriter) Flush() {
+	w.decide()
+	http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *clientCORSWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// maxPeekForm is how much of a token or revocation request's form
+// formClientID reads to find its client_id: more than any such request
+// needs.
+const maxPeekForm = 16 << 10
+
+// formClientID returns the client_id of a form-encoded POST (the OAuth
+// token and revocation requests of a public client, which has no secret
+// and so names itself there), reading at most maxPeekForm bytes of the
+// body and putting them back for the handler; "" when there is none.
+func formClientID(r *http.Request) string {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return ""
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		return ""
+	}
+	head, err := io.ReadAll(io.LimitReader(r.Body, maxPeekForm+1))
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+	if err != nil || len(head) > maxPeekForm {
+		return ""
+	}
+	v, err := url.ParseQuery(string(head))
+	if err != nil || len(v["client_id"]) != 1 {
+		return ""
+	}
+	return v.Get("client_id")
+}
+
 // originAllowed reports whether origin (an Origin header) may call the
-// API from a browser: one of CORSOrigins, or the origin of a public
-// client's redirect URI.
-func (s *Server) originAllowed(ctx context.Context, origin string) bool {
+// API from a browser whatever the credentials (one of CORSOrigins), and
+// else the public clients whose redirect URIs have that origin (nil:
+// none), whose credentials it may use.
+func (s *Server) originAllowed(ctx context.Context, origin string) (bool, map[string]bool) {
 	for _, o := range s.CORSOrigins {
 		if o == origin {
-			return true
+			return true, nil
 		}
 	}
-	return s.public.allowed(ctx, s, origin)
+	return false, s.public.clients(ctx, s, origin)
 }
 
 // publicOrigins caches the origins of the public OAuth clients' redirect
@@ -187,15 +289,17 @@ type publicOrigins struct {
 
 type originSet struct {
 	loaded time.Time
-	set    map[string]bool
+	set    map[string]map[string]bool // origin -> ids of the public clients with it
 }
 
-func (p *publicOrigins) allowed(ctx context.Context, s *Server, origin string) bool {
+// clients returns the public clients whose redirect URIs have origin
+// (nil: none).
+func (p *publicOrigins) clients(ctx context.Context, s *Server, origin string) map[string]bool {
 	now := s.now()
 	cur := p.cur.Load()
 	if cur != nil {
 		age := now.Sub(cur.loaded)
-		if age < PublicOriginsMaxAge && (cur.set[origin] || age < PublicOriginsMinAge) {
+		if age < PublicOriginsMaxAge && (cur.set[origin] != nil || age < PublicOriginsMinAge) {
 			return cur.set[origin]
 		}
 	}
@@ -204,7 +308,7 @@ func (p *publicOrigins) allowed(ctx context.Context, s *Server, origin string) b
 	if c := p.cur.Load(); c != cur && c != nil { // reloaded while waiting
 		return c.set[origin]
 	}
-	next := &originSet{loaded: now, set: map[string]bool{}}
+	next := &originSet{loaded: now, set: map[string]map[string]bool{}}
 	uris, err := s.Store.PublicRedirectURIs(context.WithoutCancel(ctx))
 	if err != nil {
 		s.Logger.Error("load the origins of public OAuth clients for CORS", "err", err)
@@ -212,9 +316,14 @@ func (p *publicOrigins) allowed(ctx context.Context, s *Server, origin string) b
 			next.set = cur.set
 		}
 	}
-	for _, u := range uris {
-		if o, ok := OriginOf(u); ok {
-			next.set[o] = true
+	for id, list := range uris {
+		for _, u := range list {
+			if o, ok := OriginOf(u); ok {
+				if next.set[o] == nil {
+					next.set[o] = map[string]bool{}
+				}
+				next.set[o][id] = true
+			}
 		}
 	}
 	p.cur.Store(next)

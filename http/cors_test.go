@@ -201,8 +201,15 @@ func TestCORSPublicClients(t *testing.T) {
 			t.Fatalf("preflight from %s: %d, want %d", origin, r.status, want)
 		}
 	}
-	if r := f.do("GET", "/v1/assistants", "", "Origin", "http://localhost:5173"); r.header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" {
-		t.Fatalf("GET from a public client's origin: %v", r.header)
+	// An answer to a request with an API key is not the public client's
+	// to read (issue 26, L7; oauth's TestCORSOnlyWithTheClientsCredentials
+	// shows its own tokens' answers are); an answer without credentials is.
+	if r := f.do("GET", "/v1/assistants", "", "Origin", "http://localhost:5173"); r.status != 200 || r.header.Get("Access-Control-Allow-Origin") != "" {
+		t.Fatalf("GET with an API key from a public client's origin: %v", r.header)
+	}
+	if r := f.do("GET", "/v1/assistants", "", "Origin", "http://localhost:5173", "Authorization", ""); r.status != 401 ||
+		r.header.Get("Access-Control-Allow-Origin") != "http://localhost:5173" {
+		t.Fatalf("GET without credentials from a public client's origin: %d %v", r.status, r.header)
 	}
 
 	// Registered now: allowed once the set may be reloaded for an origin

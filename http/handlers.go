@@ -255,6 +255,12 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if f.Type != "" && !ams.IsEventType(f.Type) && f.Type != ams.EventWebhookPing {
 		return ams.ParamError("parameter_invalid", "type", "Unknown event type '%s'.", ams.Clip(f.Type))
 	}
+	if !auth(r).Permissions.Allows(ams.PermAdmin) { // management events are admin's (ams.ManagementEventTypes)
+		if ams.IsManagementEvent(f.Type) {
+			return needAdmin(w, ams.ErrManagementEventsNeedAdmin("type", f.Type))
+		}
+		f.NoManagement = true
+	}
 	if f.CreatedAfter, err = queryTime(r, "created_after"); err != nil {
 		return err
 	}
@@ -280,7 +286,17 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if ams.IsManagementEvent(e.Type) && !auth(r).Permissions.Allows(ams.PermAdmin) {
+		return needAdmin(w, ams.ErrManagementEventsNeedAdmin("", e.Type))
+	}
 	return writeJSON(w, http.StatusOK, e)
+}
+
+// needAdmin returns err, a 403 for want of admin, after setting the
+// WWW-Authenticate challenge of RFC 6750 that names the scope.
+func needAdmin(w http.ResponseWriter, err error) error {
+	w.Header().Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="admin"`)
+	return err
 }
 
 func (s *Server) getTurn(w http.ResponseWriter, r *http.Request) error {

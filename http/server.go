@@ -61,6 +61,12 @@ type Server struct {
 	// Ready reports whether the process can serve (the database answers,
 	// migrations applied) for GET /readyz; nil means always ready.
 	Ready func(ctx context.Context) error
+	// MaxConcurrentTurns is how many turns and streams (POST /v1/messages,
+	// GET /v1/turns/{id}/events) one account may have in flight in this
+	// process (0: DefaultMaxConcurrentTurns); beyond it, 429
+	// concurrent_turns_exceeded.
+	MaxConcurrentTurns int
+	turns              turnSlots
 	// BaseURL is the service's public URL, for the links answered (the
 	// calendar feed's); "" takes the request's host.
 	BaseURL string
@@ -159,14 +165,14 @@ func (s *Server) init() {
 			{"POST", "/v1/assistants/{id}/actions", perms(msgs), s.runAction},
 			{"GET", "/v1/assistants/{id}/actions", perms(read, msgs), s.listActions},
 			{"GET", "/v1/assistants/{id}/actions/{action_id}", perms(read, msgs), s.getAction},
-			{"POST", "/v1/messages", perms(msgs), s.createMessage},
+			{"POST", "/v1/messages", perms(msgs), s.withTurnSlot(s.createMessage)},
 			{"GET", "/v1/messages/{id}", perms(read, msgs), s.getMessage},
 			{"PATCH", "/v1/messages/{id}", perms(msgs), s.updateMessage},
 			{"DELETE", "/v1/messages/{id}", perms(msgs), s.deleteMessage},
 			{"POST", "/v1/messages/{id}/cancel", perms(msgs), s.cancelMessage},
 			{"GET", "/v1/turns", perms(read, msgs), s.listTurns},
 			{"GET", "/v1/turns/{id}", perms(read, msgs), s.getTurn},
-			{"GET", "/v1/turns/{id}/events", perms(read, msgs), s.streamTurn},
+			{"GET", "/v1/turns/{id}/events", perms(read, msgs), s.withTurnSlot(s.streamTurn)},
 			{"POST", "/v1/turns/{id}/cancel", perms(msgs), s.cancelTurn},
 			{"POST", "/v1/tasks", perms(write), s.createTask},
 			{"GET", "/v1/tasks", perms(read), s.listTasks},
@@ -239,7 +245,7 @@ func perms(p ...ams.Permission) []ams.Permission { return p }
 // Handler returns the HTTP handler of the whole API.
 func (s *Server) Handler() http.Handler {
 	s.init()
-	return s.withRequestID(s.withCORS(s.compressAPI(s.mux)))
+	return s.withHSTS(s.withRequestID(s.withCORS(s.compressAPI(s.mux))))
 }
 
 // gzipAPI compresses the answers of the API (/v1) for clients that accept

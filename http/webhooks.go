@@ -33,7 +33,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	wh, err := s.Webhooks.Create(r.Context(), auth(r).User.ID, req.input())
+	wh, err := s.Webhooks.Create(r.Context(), auth(r).User.ID, req.input(r))
 	if err != nil {
 		return err
 	}
@@ -42,9 +42,10 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 // input returns the request as the service's input.
-func (req *webhookRequest) input() webhook.Input {
+func (req *webhookRequest) input(r *http.Request) webhook.Input {
 	return webhook.Input{URL: req.URL, Events: req.Events, Secret: req.Secret, Active: req.Active,
-		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn, Metadata: req.Metadata}
+		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn, Metadata: req.Metadata,
+		Admin: auth(r).Permissions.Allows(ams.PermAdmin)}
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
@@ -90,7 +91,7 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	wh, err := s.Webhooks.Update(r.Context(), auth(r).User.ID, id, req.input())
+	wh, err := s.Webhooks.Update(r.Context(), auth(r).User.ID, id, req.input(r))
 	if err != nil {
 		return err
 	}

@@ -761,3 +761,22 @@ func TestFromConfig(t *testing.T) {
 		t.Error("FromConfig accepted an invalid from address")
 	}
 }
+
+// TestOutboxTightensWiderFolder (issue 26, L5): an outbox folder that
+// exists with a mode that lets others in is tightened to 0700 by the next
+// Send; its e-mails hold sign-in and reset links.
+func TestOutboxTightensWiderFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "outbox")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewOutbox(dir, "").Send(context.Background(), &Message{To: "bob@example.com", Subject: testSubject, Text: testText}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("outbox folder: %v %v, want 0700", fi.Mode().Perm(), err)
+	}
+}

@@ -25,7 +25,9 @@ type Outbox struct {
 }
 
 // NewOutbox returns an outbox writing into dir, created (mode 0700) on the
-// first Send if missing, with from as the sender address (DefaultFrom when
+// first Send if missing (an existing one that lets others in is
+// tightened to 0700: the folder is ams's own and the e-mails hold sign-in
+// links), with from as the sender address (DefaultFrom when
 // empty). An invalid from makes every Send fail.
 func NewOutbox(dir, from string) *Outbox {
 	addr, err := parseFrom(from)
@@ -54,6 +56,9 @@ func (o *Outbox) Send(ctx context.Context, m *Message) error {
 	}
 	if err := os.MkdirAll(o.dir, 0o700); err != nil {
 		return fmt.Errorf("create outbox: %w", err)
+	}
+	if err := restrictDir(o.dir); err != nil {
+		return err
 	}
 	name := fmt.Sprintf("%s-%s.eml", now.Format("20060102T150405.000000000Z"), randomHex(8))
 	return writeFileAtomic(filepath.Join(o.dir, name), data)
@@ -130,6 +135,21 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	}
 	if err = os.Rename(f.Name(), path); err != nil {
 		return fmt.Errorf("rename mail file: %w", err)
+	}
+	return nil
+}
+
+// restrictDir tightens dir to 0700 when its mode lets the group or others
+// in.
+func restrictDir(dir string) error {
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("outbox: %w", err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return fmt.Errorf("outbox: restrict %s to its owner: %w", dir, err)
+		}
 	}
 	return nil
 }

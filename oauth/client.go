@@ -72,13 +72,22 @@ type ClientStore interface {
 // CreateClient registers a client made by NewClient in store and returns it
 // with its secret ("" for a public client); oauth_client.created is
 // emitted in the same transaction. The account pages, `ams oauth-clients
-// create` and POST /v1/oauth/clients all call it.
+// create` and POST /v1/oauth/clients all call it. An account that has
+// ams.MaxOAuthClients clients gets ams.ErrOAuthClientLimit (ECONFLICT
+// oauth_client_limit_reached), counted in the creating transaction.
 func CreateClient(ctx context.Context, store ClientStore, p ClientParams, now time.Time) (*ams.OAuthClient, string, error) {
 	c, secret, err := NewClient(p, now)
 	if err != nil {
 		return nil, "", err
 	}
 	err = store.Update(ctx, func(tx ams.Tx) error {
+		n, err := tx.CountOAuthClients(ctx, c.UserID) // locks the account's row
+		if err != nil {
+			return err
+		}
+		if n >= ams.MaxOAuthClients {
+			return ams.ErrOAuthClientLimit(ams.MaxOAuthClients)
+		}
 		if err := tx.CreateOAuthClient(ctx, c); err != nil {
 			return err
 		}

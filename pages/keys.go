@@ -1,6 +1,7 @@
 package pages
 
 import (
+	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -135,6 +136,10 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request, c *Ctx) (any,
 		c.Fail("", "Your account is on the early-access waitlist: you can create API keys once it is approved.")
 		return s.keysPage(r, c, f)
 	} else if failKeyForm(c, err, "") {
+		return s.keysPage(r, c, f)
+	} else if e := (*ams.Error)(nil); errors.As(err, &e) && e.Code == "api_key_limit_reached" {
+		c.Status = http.StatusConflict
+		c.Fail("", e.Message)
 		return s.keysPage(r, c, f)
 	} else if err != nil {
 		return nil, err

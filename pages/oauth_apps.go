@@ -90,6 +90,9 @@ func (s *Server) createOAuthApp(w http.ResponseWriter, r *http.Request, c *Ctx) 
 		switch {
 		case errors.As(err, &e) && e.Kind == ams.EINVALID && (e.Param == "name" || e.Param == "redirect_uris"):
 			c.Fail(e.Param, e.Message)
+		case errors.As(err, &e) && e.Code == "oauth_client_limit_reached":
+			c.Status = http.StatusConflict
+			c.Fail("", e.Message)
 		case err != nil:
 			return nil, err
 		}

@@ -175,7 +175,7 @@ func failWebhookForm(c *Ctx, err error, f *webhookForm, secret string) error {
 func (s *Server) readWebhookForm(r *http.Request, f *webhookForm, isNew bool) (webhook.Input, string) {
 	f.URL = strings.TrimSpace(r.PostForm.Get("url"))
 	f.Events = r.PostForm["events"]
-	in := webhook.Input{URL: &f.URL, Events: &f.Events}
+	in := webhook.Input{URL: &f.URL, Events: &f.Events, Admin: true} // the account holder
 	var secret string
 	if isNew {
 		f.SecretMode = r.PostForm.Get("secret_mode")

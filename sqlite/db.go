@@ -69,6 +69,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: resolve path: %w", err)
 	}
+	if err := secureFiles(abs); err != nil {
+		return nil, err
+	}
 	var o openOptions
 	for _, opt := range opts {
 		opt(&o)

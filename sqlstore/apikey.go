@@ -223,3 +223,17 @@ func (q *Queries) RemindKey(ctx context.Context, keyID string, reason ams.KeyRem
 	}
 	return done, nil
 }
+
+// CountActiveKeys counts the user's keys neither revoked nor expired at
+// now, after locking the user's row (lockUser) in a transaction.
+func (q *Queries) CountActiveKeys(ctx context.Context, userID string, now time.Time) (int, error) {
+	if err := q.lockUser(ctx, userID); err != nil {
+		return 0, err
+	}
+	var n int
+	if err := q.r.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE user_id = $1 AND revoked_at IS NULL
+		AND (expires_at IS NULL OR expires_at > $2)`, userID, MS(now)).Scan(&n); err != nil {
+		return 0, q.fail("count api keys", err)
+	}
+	return n, nil
+}

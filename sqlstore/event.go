@@ -44,6 +44,9 @@ func (q *Queries) ListEvents(ctx context.Context, userID string, f ams.EventFilt
 	if f.Type != "" {
 		w.add("type = $?", f.Type)
 	}
+	if f.NoManagement {
+		w.where += " AND type NOT IN (" + ams.ManagementEventList() + ")"
+	}
 	// Times are whole milliseconds: created_at > t is created_at > t
 	// rounded down, created_at < t is created_at < t rounded up.
 	if f.CreatedAfter != nil {
@@ -125,7 +128,9 @@ const eventsPerStatement = 16
 // fanOut queues a delivery job for every active webhook subscribed to
 // the type of one of n events (id, time, user, type), or to every type
 // ("*", which never takes a webhook.ping: pings are queued for their
-// webhook only), the jobs of the first event first. Within a transaction
+// webhook only), the jobs of the first event first. A management event
+// (ams.ManagementEventTypes) goes only to webhooks with
+// management_events. Within a transaction
 // (tx) on PostgreSQL it share-locks those webhooks: a concurrent
 // deactivation (UpdateWebhook, or a final failure) either waits for this
 // transaction and then cancels its jobs, or commits first and is seen
@@ -144,6 +149,7 @@ func (q *Queries) fanOut(n int, tx bool) string {
 	}
 	b.WriteString(`) AS e JOIN webhook_subscriptions s ON s.user_id = e.column3
 		AND s.event_type IN (e.column4, CASE WHEN e.column4 = 'webhook.ping' THEN e.column4 ELSE '*' END)
-	JOIN webhooks w ON w.id = s.webhook_id WHERE w.active ORDER BY e.column5, w.seq` + q.lockIf(tx, "FOR SHARE OF w"))
+	JOIN webhooks w ON w.id = s.webhook_id WHERE w.active
+		AND (w.management_events OR e.column4 NOT IN (` + ams.ManagementEventList() + `)) ORDER BY e.column5, w.seq` + q.lockIf(tx, "FOR SHARE OF w"))
 	return b.String()
 }

@@ -56,22 +56,27 @@ func (q *Queries) ListOAuthClients(ctx context.Context, userID string) ([]*ams.O
 	return collect(ctx, q.r, "oauth clients", scanClient, `SELECT `+clientCols+` FROM oauth_clients WHERE user_id = $1 ORDER BY seq DESC`, userID)
 }
 
-// PublicRedirectURIs returns the redirect URIs of every public client.
-func (q *Queries) PublicRedirectURIs(ctx context.Context) ([]string, error) {
-	lists, err := collect(ctx, q.r, "public redirect uris", func(s scanner) ([]string, error) {
+// PublicRedirectURIs returns the redirect URIs of every public client,
+// by client id.
+func (q *Queries) PublicRedirectURIs(ctx context.Context) (map[string][]string, error) {
+	type client struct {
+		id   string
+		uris []string
+	}
+	list, err := collect(ctx, q.r, "public redirect uris", func(s scanner) (client, error) {
+		var c client
 		var raw []byte
-		if err := s.Scan(&raw); err != nil {
-			return nil, err
+		if err := s.Scan(&c.id, &raw); err != nil {
+			return c, err
 		}
-		var uris []string
-		return uris, json.Unmarshal(raw, &uris)
-	}, `SELECT redirect_uris FROM oauth_clients WHERE public`)
+		return c, json.Unmarshal(raw, &c.uris)
+	}, `SELECT id, redirect_uris FROM oauth_clients WHERE public`)
 	if err != nil {
 		return nil, err
 	}
-	var out []string
-	for _, l := range lists {
-		out = append(out, l...)
+	out := make(map[string][]string, len(list))
+	for _, c := range list {
+		out[c.id] = c.uris
 	}
 	return out, nil
 }
@@ -284,4 +289,17 @@ func (q *Queries) RevokeGrants(ctx context.Context, userID, clientID string, now
 		}
 		return affected(n, "oauth_grant", clientID)
 	})
+}
+
+// CountOAuthClients counts the user's clients, after locking the user's
+// row (lockUser) in a transaction.
+func (q *Queries) CountOAuthClients(ctx context.Context, userID string) (int, error) {
+	if err := q.lockUser(ctx, userID); err != nil {
+		return 0, err
+	}
+	var n int
+	if err := q.r.QueryRow(ctx, `SELECT count(*) FROM oauth_clients WHERE user_id = $1`, userID).Scan(&n); err != nil {
+		return 0, q.fail("count oauth clients", err)
+	}
+	return n, nil
 }

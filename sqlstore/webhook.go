@@ -16,7 +16,7 @@ import (
 // webhookCols are a webhook's columns and its subscribed event types,
 // joined with commas.
 const webhookCols = `id, user_id, url, secret_sealed, active, status, created_at, updated_at,
-	previous_secret_sealed, previous_secret_expires_at, metadata,
+	previous_secret_sealed, previous_secret_expires_at, metadata, management_events,
 	(SELECT string_agg(s.event_type, ',') FROM webhook_subscriptions s WHERE s.webhook_id = webhooks.id)`
 
 // sortEvents puts event types in their canonical order, dropping blanks,
@@ -42,7 +42,7 @@ func (q *Queries) scanWebhook(s scanner) (*ams.Webhook, error) {
 	var prevSealed *string
 	var prevExpires *int64
 	var meta string
-	if err := s.Scan(&w.ID, &w.UserID, &w.URL, &sealed, &w.Active, &w.Status, &c, &u, &prevSealed, &prevExpires, &meta, &events); err != nil {
+	if err := s.Scan(&w.ID, &w.UserID, &w.URL, &sealed, &w.Active, &w.Status, &c, &u, &prevSealed, &prevExpires, &meta, &w.ManagementEvents, &events); err != nil {
 		return nil, err
 	}
 	var err error
@@ -90,9 +90,9 @@ func (q *Queries) sealPrevious(w *ams.Webhook) (*string, *int64) {
 func (q *Queries) CreateWebhook(ctx context.Context, w *ams.Webhook) error {
 	w.Events = sortEvents(w.Events)
 	return q.inTx(ctx, func(q *Queries) error {
-		if _, err := q.exec(ctx, "insert webhook", `INSERT INTO webhooks (id, user_id, url, secret_sealed, active, status, created_at, updated_at, metadata)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, w.ID, w.UserID, w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status,
-			MS(w.CreatedAt), MS(w.UpdatedAt), ams.EncodeMetadata(w.Metadata)); err != nil {
+		if _, err := q.exec(ctx, "insert webhook", `INSERT INTO webhooks (id, user_id, url, secret_sealed, active, status, created_at, updated_at, metadata, management_events)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, w.ID, w.UserID, w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status,
+			MS(w.CreatedAt), MS(w.UpdatedAt), ams.EncodeMetadata(w.Metadata), w.ManagementEvents); err != nil {
 			return err
 		}
 		return q.setSubscriptions(ctx, w)
@@ -187,6 +187,9 @@ func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.
 		if upd.URL != nil {
 			w.URL = *upd.URL
 		}
+		if upd.ManagementEvents != nil {
+			w.ManagementEvents = *upd.ManagementEvents
+		}
 		rotate(w, upd, now)
 		if upd.Events != nil {
 			w.Events = sortEvents(upd.Events)
@@ -207,8 +210,8 @@ func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.
 		w.UpdatedAt = now
 		prevSealed, prevExpires := q.sealPrevious(w)
 		_, err = q.exec(ctx, "update webhook", `UPDATE webhooks SET url = $1, secret_sealed = $2, active = $3, status = $4, updated_at = $5,
-			previous_secret_sealed = $6, previous_secret_expires_at = $7, metadata = $8 WHERE id = $9`,
-			w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status, MS(now), prevSealed, prevExpires, ams.EncodeMetadata(w.Metadata), w.ID)
+			previous_secret_sealed = $6, previous_secret_expires_at = $7, metadata = $8, management_events = $9 WHERE id = $10`,
+			w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status, MS(now), prevSealed, prevExpires, ams.EncodeMetadata(w.Metadata), w.ManagementEvents, w.ID)
 		if err != nil || !enabled {
 			return err
 		}
@@ -364,6 +367,7 @@ func (q *Queries) EnqueueRecovery(ctx context.Context, userID, webhookID string,
 			WHERE e.user_id = $1 AND e.created_at >= $3 AND e.created_at < $4
 				AND (e.type IN (SELECT s.event_type FROM webhook_subscriptions s WHERE s.webhook_id = $2)
 					OR (e.type <> 'webhook.ping' AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.webhook_id = $2 AND s.event_type = '*')))
+				AND (e.type NOT IN (`+ams.ManagementEventList()+`) OR EXISTS (SELECT 1 FROM webhooks w WHERE w.id = $2 AND w.management_events))
 				AND NOT EXISTS (SELECT 1 FROM webhook_jobs j WHERE j.event_id = e.id AND j.webhook_id = $2 AND j.state IN ('pending', 'succeeded'))
 			ORDER BY e.created_at, e.seq`,
 			userID, webhookID, MS(from), MS(until), MS(now))

@@ -42,6 +42,8 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Purge", testPurge},
 		{"Recovery", testRecovery},
 		{"WebhookCap", testWebhookCap},
+		{"ManagementCaps", testManagementCaps},
+		{"ManagementEvents", testManagementEvents},
 		{"OpsEvents", testOpsEvents},
 		{"OpsEventsConcurrent", testOpsEventsConcurrent},
 		{"OAuth", testOAuth},

@@ -73,6 +73,28 @@ type Input struct {
 	PreviousSecretExpiresIn *int64
 	// Metadata is merged into the webhook's (ams.MetadataPatch).
 	Metadata ams.MetadataPatch
+	// Admin says that the credential creating or changing the webhook
+	// holds admin (the account holder, through the account pages, does).
+	// Only then may it name management event types
+	// (ams.ManagementEventTypes) or change a webhook that receives them,
+	// and only a webhook last saved so receives them, through "*" too
+	// (ams.Webhook.ManagementEvents). Otherwise the answer is EFORBIDDEN
+	// insufficient_scope.
+	Admin bool
+}
+
+// checkManagement refuses, for a credential without admin, events that
+// name a management event type.
+func checkManagement(in Input, events []string) error {
+	if in.Admin {
+		return nil
+	}
+	for _, t := range events {
+		if ams.IsManagementEvent(t) {
+			return ams.ErrManagementEventsNeedAdmin("events", t)
+		}
+	}
+	return nil
 }
 
 // PreviousSecretParam is the request parameter of Input.PreviousSecretExpiresIn.
@@ -183,8 +205,11 @@ func (s *Service) Create(ctx context.Context, userID string, in Input) (*ams.Web
 	if err := ams.JoinFieldErrors(errs); err != nil {
 		return nil, err
 	}
+	if err := checkManagement(in, events); err != nil {
+		return nil, err
+	}
 	now := s.Clock.Now()
-	wh := &ams.Webhook{Metadata: md,
+	wh := &ams.Webhook{Metadata: md, ManagementEvents: in.Admin,
 		ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: userID, URL: *in.URL, Events: events,
 		Active: in.Active == nil || *in.Active, Status: ams.WebhookActive, Secret: *in.Secret, CreatedAt: now, UpdatedAt: now,
 	}
@@ -220,7 +245,17 @@ func (s *Service) Update(ctx context.Context, userID, id string, in Input) (*ams
 	if err := ams.JoinFieldErrors(errs); err != nil {
 		return nil, err
 	}
+	if err := checkManagement(in, events); err != nil {
+		return nil, err
+	}
+	if wh.ManagementEvents && !in.Admin {
+		return nil, ams.Errorf(ams.EFORBIDDEN, "insufficient_scope",
+			"This webhook receives management audit events (api_key.*, oauth_client.*, account.updated): changing it needs the admin permission.")
+	}
 	upd := ams.WebhookUpdate{URL: in.URL, Events: events, Secret: in.Secret, Active: in.Active, Metadata: in.Metadata}
+	if in.Admin {
+		upd.ManagementEvents = &in.Admin
+	}
 	if in.PreviousSecretExpiresIn != nil {
 		upd.PreviousSecretOverlap = ptr(time.Duration(*in.PreviousSecretExpiresIn) * time.Second)
 	}

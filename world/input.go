@@ -192,16 +192,19 @@ func (o *object) enum(name string, values ...string) string {
 
 // ParseTime reads an RFC 3339 time (fractional seconds allowed) and
 // returns it in UTC, truncated to the millisecond the stores keep. Years
-// outside 1970..9999 are refused.
+// outside 1970..9999 are refused, checked in UTC, after the offset is
+// applied: "9999-12-31T23:59:59-23:59" is in the year 10000 and refused,
+// as "1970-01-01T00:00:00+01:00" (1969) is.
 func ParseTime(s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(s))
 	if err != nil {
 		return time.Time{}, err
 	}
+	t = t.UTC()
 	if t.Year() < 1970 || t.Year() > 9999 {
-		return time.Time{}, fmt.Errorf("year %d out of range", t.Year())
+		return time.Time{}, fmt.Errorf("year %d (in UTC) out of range", t.Year())
 	}
-	return t.UTC().Truncate(time.Millisecond), nil
+	return t.Truncate(time.Millisecond), nil
 }
 
 // clip shortens s for an error message.

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -122,5 +123,39 @@ func TestServeCORSOrigins(t *testing.T) {
 	err = serve()
 	if err == nil || !strings.Contains(err.Error(), "--cors-allowed-origins") || !strings.Contains(err.Error(), "https://app.example.com/callback") {
 		t.Fatalf("a URL with a path accepted from the environment, or unclear: %v", err)
+	}
+}
+
+// TestDataDirModes (issue 26, L5): a data directory ams creates is 0700;
+// one that exists with a wider mode is kept as it is (the operator chose
+// it), with a warning on stderr naming it and the command that fixes it.
+func TestDataDirModes(t *testing.T) {
+	var warned stringWriter
+	warnings = &warned
+	t.Cleanup(func() { warnings = os.Stderr })
+	run := func(dir string) {
+		t.Helper()
+		root := newRoot()
+		root.SetArgs([]string{"users", "create", "--email", "ann@example.com", "--data-dir", dir})
+		root.SetOut(&stringWriter{})
+		if _, err := root.ExecuteC(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "new")
+	run(dir)
+	if st, err := os.Stat(dir); err != nil || st.Mode().Perm() != 0o700 || warned.s != "" {
+		t.Fatalf("new data directory: %v %v, warned %q", st.Mode().Perm(), err, warned.s)
+	}
+	wide := t.TempDir()
+	if err := os.Chmod(wide, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run(wide)
+	if !strings.Contains(warned.s, wide) || !strings.Contains(warned.s, "chmod 700") {
+		t.Fatalf("warning %q", warned.s)
+	}
+	if st, _ := os.Stat(filepath.Join(wide, "ams.db")); st.Mode().Perm() != 0o600 {
+		t.Fatalf("ams.db mode %v", st.Mode().Perm())
 	}
 }

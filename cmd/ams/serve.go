@@ -52,6 +52,7 @@ type serveConfig struct {
 	webhookPerAcct  int
 	webhookPoll     time.Duration
 	maxWebhooks     int
+	maxTurns        int
 	redisURL        string
 	llmBaseURL      string
 	llmAPIKey       string
@@ -99,6 +100,8 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.IntVar(&cfg.webhookPerAcct, "webhook-concurrency-per-account", webhook.DefaultPerAccount, "deliveries in flight of one account at most, across all processes (env AMS_WEBHOOK_CONCURRENCY_PER_ACCOUNT)")
 	f.IntVar(&cfg.maxWebhooks, "max-webhooks-per-account", ams.DefaultMaxWebhooks,
 		"webhooks one account may have; an enterprise account's own cap (ams users update --max-webhooks) overrides it (env AMS_MAX_WEBHOOKS_PER_ACCOUNT)")
+	f.IntVar(&cfg.maxTurns, "max-concurrent-turns-per-account", amshttp.DefaultMaxConcurrentTurns,
+		"turns and streams (POST /v1/messages, GET /v1/turns/{id}/events) one account may have in progress in this process; beyond it 429 concurrent_turns_exceeded (env AMS_MAX_CONCURRENT_TURNS_PER_ACCOUNT)")
 	f.DurationVar(&cfg.caldavInterval, "caldav-sync-interval", caldav.DefaultInterval, "how often each CalDAV integration is synced with its server (env AMS_CALDAV_SYNC_INTERVAL)")
 	f.StringVar(&cfg.trustedProxies, "trusted-proxies", "", "networks of the reverse proxies or load balancers in front of ams, comma-separated CIDRs: from them, --client-address-header (or Forwarded or X-Forwarded-For) tells the client's address (env AMS_TRUSTED_PROXIES; empty: none, the connecting address is the client)")
 	f.StringVar(&cfg.clientAddrHdr, "client-address-header", "", "the one header the --trusted-proxies set to the client's address, such as X-Forwarded-For, Forwarded, X-Real-IP or CF-Connecting-IP: only it is read, walked from the right past trusted proxies (env AMS_CLIENT_ADDRESS_HEADER; empty: Forwarded or X-Forwarded-For, and a request with both is refused, 400 client_address_ambiguous)")
@@ -152,6 +155,9 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	}
 	if cfg.webhookWorkers < 0 || cfg.webhookPerHook < 1 || cfg.webhookPerAcct < 1 {
 		return errors.New("--webhook-concurrency must be 0 or more, --webhook-concurrency-per-webhook and --webhook-concurrency-per-account 1 or more")
+	}
+	if cfg.maxTurns < 1 {
+		return errors.New("--max-concurrent-turns-per-account must be 1 or more")
 	}
 	if cfg.maxWebhooks < 1 {
 		return fmt.Errorf("--max-webhooks-per-account must be 1 or more")
@@ -253,6 +259,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		TrustedProxies:      proxies,
 		CORSAllowedOrigins:  corsOrigins,
 		ClientAddressHeader: addrHeader,
+		MaxConcurrentTurns:  cfg.maxTurns,
 	})
 	if err != nil {
 		ln.Close()

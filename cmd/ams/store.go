@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,6 +80,7 @@ func openStore(ctx context.Context, sf *storeFlags) (engineStore, error) {
 	if err := os.MkdirAll(sf.dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data directory: %w", err)
 	}
+	warnWideDataDir(warnings, sf.dataDir)
 	var opts []sqlite.Option
 	if key != nil {
 		opts = append(opts, sqlite.WithSecretKey(key))
@@ -115,4 +117,21 @@ func withEngine(ctx context.Context, sf *storeFlags, fn func(store engineStore) 
 	}
 	defer store.Close()
 	return fn(store)
+}
+
+// warnings is where the commands write warnings that are not errors.
+var warnings io.Writer = os.Stderr
+
+// warnWideDataDir warns on w when the data directory lets the group or
+// others in. ams creates it with mode 0700 and its files with 0600 (the
+// sqlite package tightens them at every start), but does not change the
+// mode of a directory it did not create: the operator may have chosen one
+// that others share on purpose (docs/operations.md, "Files").
+func warnWideDataDir(w io.Writer, dir string) {
+	st, err := os.Stat(dir)
+	if err != nil || st.Mode().Perm()&0o077 == 0 {
+		return
+	}
+	fmt.Fprintf(w, "ams: warning: the data directory %s has mode %v: other users can list its files "+
+		"(the files themselves are readable by their owner only); make it private with: chmod 700 %s\n", dir, st.Mode().Perm(), dir)
 }

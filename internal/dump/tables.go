@@ -269,6 +269,9 @@ var Tables = []*Table{
 		[]Column{{Name: "previous_secret", SQL: "previous_secret_sealed", Kind: Secret, Null: true, AAD: "id"},
 			nullCol("previous_secret_expires_at", Int)},
 		metadataCol(),
+		// Receives the management audit events (SQLite migration 0024,
+		// PostgreSQL 0025; false in older dumps).
+		[]Column{col("management_events", Bool)},
 	)},
 	{Name: "webhook_subscriptions", OrderBy: []string{"webhook_id", "event_type"}, Columns: cols(Text, "webhook_id", "user_id", "event_type")},
 	{Name: "webhook_jobs", Seq: true, OrderBy: []string{"seq"}, Columns: join(

@@ -56,6 +56,13 @@ func ParseKey(s string) ([]byte, error) {
 func LoadOrCreateKeyFile(path string) ([]byte, error) {
 	b, err := os.ReadFile(path)
 	if err == nil {
+		// A key file that lets the group or others in is tightened to
+		// 0600: it is ams's own, and reveals what it seals (issue 26).
+		if st, err := os.Stat(path); err == nil && st.Mode().Perm()&0o077 != 0 {
+			if err := os.Chmod(path, 0o600); err != nil {
+				return nil, fmt.Errorf("seal: restrict %s to its owner: %w", path, err)
+			}
+		}
 		return ParseKey(string(b))
 	}
 	if !errors.Is(err, os.ErrNotExist) {

@@ -49,3 +49,23 @@ func TestKeyFile(t *testing.T) {
 		t.Fatal("short key accepted")
 	}
 }
+
+// TestKeyFileTightened (issue 26, L5): an existing key file that lets the
+// group or others in is tightened to 0600 when it is loaded.
+func TestKeyFileTightened(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "oauth.key")
+	key, err := LoadOrCreateKeyFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	again, err := LoadOrCreateKeyFile(path)
+	if err != nil || string(again) != string(key) {
+		t.Fatalf("reload: %v", err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %v %v, want 0600", st.Mode().Perm(), err)
+	}
+}

@@ -115,8 +115,10 @@ class NotFoundError(InvalidRequestError):
 class ConflictError(InvalidRequestError):
     """409: for example ``idempotency_key_reused`` (the key was used for
     another request), ``webhook_inactive`` (ping, redeliver or recover a
-    webhook that is off) or ``webhook_limit_reached`` (the account has as
-    many webhooks as it may)."""
+    webhook that is off), ``webhook_limit_reached`` (the account has as
+    many webhooks as it may), ``api_key_limit_reached`` or
+    ``oauth_client_limit_reached`` (as many API keys in use, or OAuth
+    clients, as it may)."""
 
 
 class AuthenticationError(AmsError):
@@ -137,7 +139,9 @@ PermissionDeniedError = PermissionError_
 
 class RateLimitError(AmsError):
     """``rate_limit_error`` (429): over the plan's requests per minute or per
-    day; ``retry_after`` says how long to wait. Raised once the client's own
+    day (``rate_limit_exceeded``), or as many turns and streams in progress
+    as the account may have at once (``concurrent_turns_exceeded``);
+    ``retry_after`` says how long to wait. Raised once the client's own
     retries are exhausted or the wait is longer than it waits by itself."""
 
 

@@ -88,13 +88,13 @@ export class AmsError extends Error {
 export class InvalidRequestError extends AmsError {}
 /** `invalid_request_error` with status 404: the record does not exist (or belongs to another account). */
 export class NotFoundError extends InvalidRequestError {}
-/** `invalid_request_error` with status 409: a conflict, such as an Idempotency-Key reused with another body. */
+/** `invalid_request_error` with status 409: a conflict, such as an Idempotency-Key reused with another body, or a cap reached (`webhook_limit_reached`, `api_key_limit_reached`, `oauth_client_limit_reached`). */
 export class ConflictError extends InvalidRequestError {}
 /** `authentication_error`, 401: no, unknown, revoked or expired credential. */
 export class AuthenticationError extends AmsError {}
 /** `permission_error`, 403: the key or token lacks the permission (scope) the endpoint needs. */
 export class PermissionDeniedError extends AmsError {}
-/** `rate_limit_error`, 429: the account's per-minute or per-day limit is reached; see `retryAfter`. */
+/** `rate_limit_error`, 429: the account's per-minute or per-day limit is reached (`rate_limit_exceeded`), or it has as many turns and streams in progress as it may (`concurrent_turns_exceeded`); see `retryAfter`. */
 export class RateLimitError extends AmsError {}
 /** `api_error`, 5xx (and answers without an error body): the server failed. */
 export class APIError extends AmsError {}
