@@ -94,6 +94,10 @@ type Worker struct {
 	// OnAttempt, when set, is called after each recorded attempt with
 	// "succeeded", "retry" or "failed" (for metrics).
 	OnAttempt func(outcome string)
+	// OnLeaseExpired, when set, is called for each claimed job whose
+	// earlier lease ran out with no attempt recorded (ams.Job's
+	// LeaseExpired; for metrics). While no process dies there are none.
+	OnLeaseExpired func()
 
 	mu    sync.Mutex
 	total int
@@ -219,6 +223,13 @@ func (w *Worker) fill(ctx context.Context) (claimed, free int, err error) {
 	w.total += len(jobs)
 	w.mu.Unlock()
 	for _, j := range jobs {
+		if j.LeaseExpired {
+			w.Logger.Warn("webhook delivery claimed again: an earlier lease ran out with no attempt recorded", "webhook", j.WebhookID,
+				"event", j.Event.ID, "attempt", j.Attempts+1)
+			if w.OnLeaseExpired != nil {
+				w.OnLeaseExpired()
+			}
+		}
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
