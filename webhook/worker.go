@@ -10,10 +10,12 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -399,7 +401,7 @@ func (w *Worker) post(ctx context.Context, j *ams.Job, d *ams.Delivery, body []b
 	h.Set("Webhook-Id", j.Event.ID)
 	h.Set("Webhook-Timestamp", strconv.FormatInt(ts, 10))
 	h.Set("Webhook-Signature", StandardSignatures(j.Secrets(at), j.Event.ID, ts, body))
-	resp, err := w.Client.Do(req)
+	resp, err := w.send(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -423,6 +425,48 @@ func (w *Worker) post(ctx context.Context, j *ams.Job, d *ams.Delivery, body []b
 		return resp.StatusCode, retryAfter, fmt.Errorf("the receiver answered %d", resp.StatusCode)
 	}
 	return resp.StatusCode, retryAfter, nil
+}
+
+// maxStaleResends bounds how many times one attempt is sent again after
+// a kept-alive connection failed it (see send).
+const maxStaleResends = 3
+
+// send sends req, and sends it again (at most maxStaleResends times, within
+// req's context) when it failed, with no answer, on a connection kept
+// alive from an earlier delivery. A receiver closes an idle connection
+// when its keep-alive timeout ends (5 s for Node.js, uvicorn and
+// hypercorn); a delivery that takes that connection just then is written
+// to a socket the receiver has closed, and fails with EOF or a reset
+// before the receiver read it. net/http sends such a request again
+// itself only if it is idempotent, which a POST is not; an attempt that
+// failed so would be retried only after the schedule's next delay (a
+// minute by default), though the receiver never saw it. Sending it again
+// at once may deliver it twice if the receiver read it and then dropped
+// the connection without answering: deliveries are at least once, and
+// receivers tell them apart by Webhook-Id.
+func (w *Worker) send(req *http.Request) (*http.Response, error) {
+	for resend := 0; ; resend++ {
+		var reused atomic.Bool
+		r := req
+		if resend > 0 {
+			body, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			r = req.Clone(req.Context())
+			r.Body = body
+		}
+		r = r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
+			GotConn: func(c httptrace.GotConnInfo) { reused.Store(c.Reused) },
+		}))
+		resp, err := w.Client.Do(r)
+		var ne net.Error
+		if err == nil || !reused.Load() || resend == maxStaleResends || req.Context().Err() != nil ||
+			(errors.As(err, &ne) && ne.Timeout()) {
+			return resp, err
+		}
+		w.Logger.Debug("webhook delivery sent again: a kept-alive connection failed it", "url", req.URL.Redacted(), "err", err)
+	}
 }
 
 // ParseRetryAfter reads a Retry-After header value at now: delta-seconds
