@@ -107,7 +107,10 @@ type Worker struct {
 	// recorder gathers the attempts that finish together (see record);
 	// set by defaults, before any delivery starts.
 	recorder *batch.Batcher[attemptRecord, error]
-	wg       sync.WaitGroup
+	// fresh is Client (freshOf) on connections not kept alive (see
+	// send); set by defaults.
+	fresh, freshOf *http.Client
+	wg    sync.WaitGroup
 }
 
 // DefaultPerAccount is the default cap on one account's deliveries in
@@ -142,6 +145,9 @@ func (w *Worker) defaults() {
 	}
 	if w.freed == nil {
 		w.freed = make(chan struct{}, 1)
+	}
+	if w.Client != nil && w.freshOf != w.Client {
+		w.fresh, w.freshOf = freshClient(w.Client), w.Client
 	}
 	if w.recorder == nil {
 		w.recorder = &batch.Batcher[attemptRecord, error]{Max: maxRecordBatch, Run: w.recordBatch}
@@ -427,46 +433,56 @@ func (w *Worker) post(ctx context.Context, j *ams.Job, d *ams.Delivery, body []b
 	return resp.StatusCode, retryAfter, nil
 }
 
-// maxStaleResends bounds how many times one attempt is sent again after
-// a kept-alive connection failed it (see send).
-const maxStaleResends = 3
-
-// send sends req, and sends it again (at most maxStaleResends times, within
-// req's context) when it failed, with no answer, on a connection kept
-// alive from an earlier delivery. A receiver closes an idle connection
-// when its keep-alive timeout ends (5 s for Node.js, uvicorn and
-// hypercorn); a delivery that takes that connection just then is written
-// to a socket the receiver has closed, and fails with EOF or a reset
-// before the receiver read it. net/http sends such a request again
-// itself only if it is idempotent, which a POST is not; an attempt that
-// failed so would be retried only after the schedule's next delay (a
-// minute by default), though the receiver never saw it. Sending it again
-// at once may deliver it twice if the receiver read it and then dropped
-// the connection without answering: deliveries are at least once, and
-// receivers tell them apart by Webhook-Id.
+// send sends req, and sends it again once, at once, on a new connection
+// that is not kept alive, when it failed with no answer on a connection
+// kept alive from an earlier delivery. A receiver closes an idle
+// connection when its keep-alive timeout ends (5 s for Node.js, uvicorn
+// and hypercorn); a delivery that takes that connection just then (a
+// window that a loaded machine widens: the client has not yet read the
+// receiver's close) is written to a socket the receiver has closed, and
+// fails with EOF or a reset before the receiver read it. net/http sends
+// such a request again itself only if it is idempotent, which a POST is
+// not; so the attempt failed, and the receiver got the event only at the
+// next attempt, a minute later by default. Sending it again may deliver
+// it twice if the receiver read it and then dropped the connection
+// without answering: deliveries are at least once, and receivers tell
+// them apart by Webhook-Id.
 func (w *Worker) send(req *http.Request) (*http.Response, error) {
-	for resend := 0; ; resend++ {
-		var reused atomic.Bool
-		r := req
-		if resend > 0 {
-			body, err := req.GetBody()
-			if err != nil {
-				return nil, err
-			}
-			r = req.Clone(req.Context())
-			r.Body = body
-		}
-		r = r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
-			GotConn: func(c httptrace.GotConnInfo) { reused.Store(c.Reused) },
-		}))
-		resp, err := w.Client.Do(r)
-		var ne net.Error
-		if err == nil || !reused.Load() || resend == maxStaleResends || req.Context().Err() != nil ||
-			(errors.As(err, &ne) && ne.Timeout()) {
-			return resp, err
-		}
-		w.Logger.Debug("webhook delivery sent again: a kept-alive connection failed it", "url", req.URL.Redacted(), "err", err)
+	var reused atomic.Bool
+	resp, err := w.Client.Do(req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(c httptrace.GotConnInfo) { reused.Store(c.Reused) },
+	})))
+	var ne net.Error
+	if err == nil || !reused.Load() || req.Context().Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
+		return resp, err
 	}
+	body, berr := req.GetBody()
+	if berr != nil {
+		return resp, err
+	}
+	w.Logger.Debug("webhook delivery sent again on a new connection: a kept-alive one failed it", "url", req.URL.Redacted(), "err", err)
+	again := req.Clone(req.Context())
+	again.Body = body
+	return w.fresh.Do(again)
+}
+
+// freshClient returns c on connections that are not kept alive (c itself
+// if its transport cannot be told so), for send's second try: the pool's
+// other idle connections to the receiver may be as stale as the first.
+func freshClient(c *http.Client) *http.Client {
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	t, ok := rt.(*http.Transport)
+	if !ok {
+		return c
+	}
+	t = t.Clone()
+	t.DisableKeepAlives = true
+	f := *c
+	f.Transport = t
+	return &f
 }
 
 // ParseRetryAfter reads a Retry-After header value at now: delta-seconds
