@@ -110,7 +110,7 @@ type Worker struct {
 	// fresh is Client (freshOf) on connections not kept alive (see
 	// send); set by defaults.
 	fresh, freshOf *http.Client
-	wg    sync.WaitGroup
+	wg             sync.WaitGroup
 }
 
 // DefaultPerAccount is the default cap on one account's deliveries in
