@@ -20,6 +20,9 @@ type staleReceiver struct {
 	URL     string
 	mu      sync.Mutex
 	ids     []string // Webhook-Id of each answered request
+	// answered receives the path and Webhook-Id of each answered
+	// request, "path id" (dropped when full).
+	answered chan string
 	dropped int      // requests read on a reused connection and not answered
 	conns   []net.Conn
 	closed  bool
@@ -30,7 +33,7 @@ func newStaleReceiver(t *testing.T) *staleReceiver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := &staleReceiver{URL: "http://" + ln.Addr().String() + "/hook"}
+	rc := &staleReceiver{URL: "http://" + ln.Addr().String() + "/hook", answered: make(chan string, 1024)}
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		ln.Close()
@@ -70,6 +73,10 @@ func newStaleReceiver(t *testing.T) *staleReceiver {
 				rc.ids = append(rc.ids, req.Header.Get("Webhook-Id"))
 				rc.mu.Unlock()
 				io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				select {
+				case rc.answered <- req.URL.Path + " " + req.Header.Get("Webhook-Id"):
+				default:
+				}
 				if _, err := http.ReadRequest(br); err == nil {
 					rc.mu.Lock()
 					rc.dropped++
