@@ -17,15 +17,15 @@ import (
 // a delivery reuses the connection (the race behind issue 27's late
 // deliveries, made certain).
 type staleReceiver struct {
-	URL     string
-	mu      sync.Mutex
-	ids     []string // Webhook-Id of each answered request
+	URL string
+	mu  sync.Mutex
+	ids []string // Webhook-Id of each answered request
 	// answered receives the path and Webhook-Id of each answered
 	// request, "path id" (dropped when full).
 	answered chan string
-	dropped int      // requests read on a reused connection and not answered
-	conns   []net.Conn
-	closed  bool
+	dropped  int // requests read on a reused connection and not answered
+	conns    []net.Conn
+	closed   bool
 }
 
 func newStaleReceiver(t *testing.T) *staleReceiver {
