@@ -161,6 +161,11 @@ type Job struct {
 	// job: RecordAttempt stores the attempt only while this lease is the
 	// job's and has not run out.
 	LeaseUntil time.Time
+	// LeaseExpired is set by ClaimJobs when the job had been claimed
+	// before and that lease ran out with no attempt recorded: its worker
+	// died, or lost the claim's answer, or could not record the attempt.
+	// The worker counts such jobs (ams_webhook_leases_expired_total).
+	LeaseExpired bool
 	// PreviousSecret signs beside Secret at attempts before
 	// PreviousSecretExpiresAt ("" and zero: none); see Secrets.
 	PreviousSecret          string
@@ -293,7 +298,8 @@ type DeliveryQueue interface {
 	// of c counted over all leased jobs, taking the accounts' oldest jobs
 	// in turn (the oldest job of each account with due work, then the
 	// second, ...). A job whose lease ran out (its worker died) is due
-	// again. Claims of several processes take disjoint jobs.
+	// again; the claim that takes it again sets its LeaseExpired. Claims of
+	// several processes take disjoint jobs.
 	ClaimJobs(ctx context.Context, now time.Time, c Claim) ([]*Job, error)
 	// RecordAttempt stores the attempt and the job's new state in one
 	// transaction, if the job's lease is still r.Job's and has not run out

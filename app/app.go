@@ -221,7 +221,8 @@ func New(cfg Config) (*App, error) {
 	if !cfg.NoWebhookWorker {
 		a.Webhook = &webhook.Worker{Queue: cfg.Store, Users: cfg.Store, Client: webhook.NewClient(guard), Clock: cfg.Clock, Logger: logger,
 			Schedule: cfg.WebhookSchedule, Lease: cfg.WebhookLease, Concurrency: cfg.WebhookConcurrency, PerWebhook: cfg.WebhookPerWebhook,
-			PerAccount: cfg.WebhookPerAccount, PollInterval: cfg.WebhookPollInterval, BaseURL: base, OnAttempt: a.API.Metrics.Delivery}
+			PerAccount: cfg.WebhookPerAccount, PollInterval: cfg.WebhookPollInterval, BaseURL: base, OnAttempt: a.API.Metrics.Delivery,
+			OnLeaseExpired: a.API.Metrics.LeaseExpired}
 	}
 	a.KeyReminders = &account.KeyReminders{Store: cfg.Store, Clock: cfg.Clock, Logger: logger, BaseURL: base}
 	if cfg.Mail != nil {

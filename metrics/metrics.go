@@ -1,6 +1,7 @@
 // Package metrics exposes ams's Prometheus metrics: API requests by route,
-// method and status with their latency, webhook deliveries by outcome, and
-// the delivery queue's depth and oldest pending age.
+// method and status with their latency, webhook deliveries by outcome,
+// the leases that ran out unrecorded, and the delivery queue's depth and
+// oldest pending age.
 package metrics
 
 import (
@@ -24,6 +25,7 @@ type Metrics struct {
 	requests   *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
 	deliveries *prometheus.CounterVec
+	expired    prometheus.Counter
 }
 
 // New returns the metrics of a process, with the Go runtime and process
@@ -44,8 +46,12 @@ func New() *Metrics {
 			Name: "ams_webhook_deliveries_total",
 			Help: "Webhook delivery attempts by outcome: succeeded, retry (failed, will be retried), failed (last attempt failed or 410; webhook marked failing).",
 		}, []string{"outcome"}),
+		expired: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ams_webhook_leases_expired_total",
+			Help: "Webhook jobs claimed again after their lease ran out with no attempt recorded (the claiming worker died, or its claim or record was lost); counted by the process that claims them again. 0 while no process dies.",
+		}),
 	}
-	m.reg.MustRegister(m.requests, m.latency, m.deliveries,
+	m.reg.MustRegister(m.requests, m.latency, m.deliveries, m.expired,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -63,6 +69,10 @@ func (m *Metrics) ObserveRequest(route, method string, status int, d time.Durati
 
 // Delivery counts one webhook delivery attempt by outcome.
 func (m *Metrics) Delivery(outcome string) { m.deliveries.WithLabelValues(outcome).Inc() }
+
+// LeaseExpired counts one job claimed again after its lease ran out with
+// no attempt recorded.
+func (m *Metrics) LeaseExpired() { m.expired.Inc() }
 
 // WatchQueue adds gauges read from stats at each scrape.
 func (m *Metrics) WatchQueue(stats QueueStats) {

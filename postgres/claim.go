@@ -27,7 +27,9 @@ import (
 // account's candidates oldest first and keeps those within the account's
 // free slots; takes $5 of them, every account's first before any
 // account's second (as sqlstore.InFlight.Pick does for SQLite); sets their
-// lease ($2) and returns them with their webhook and event.
+// lease ($2) and returns them with their webhook and event, and whether
+// an earlier lease of theirs ran out unrecorded (it was not 0: see
+// ams.Job's LeaseExpired).
 //
 // Its cost grows with the number of active webhooks, not with the backlog
 // of a slow one.
@@ -38,12 +40,12 @@ WITH busy AS (` + sqlstore.InFlightQuery + `
 ), account_busy AS (
   SELECT user_id, sum(count)::int AS n FROM busy GROUP BY user_id
 ), cand AS (
-  SELECT j.seq, j.next_at, w.user_id
+  SELECT j.seq, j.next_at, j.lease_until, w.user_id
   FROM webhooks w
   LEFT JOIN hook_busy hb ON hb.webhook_id = w.id
   LEFT JOIN account_busy ab ON ab.user_id = w.user_id
   CROSS JOIN LATERAL (
-    SELECT q.seq, q.next_at FROM webhook_jobs q
+    SELECT q.seq, q.next_at, q.lease_until FROM webhook_jobs q
     WHERE q.webhook_id = w.id AND q.state = 'pending' AND q.next_at <= $1 AND q.lease_until <= $1
     ORDER BY q.next_at, q.seq
     LIMIT least($3 - coalesce(hb.n, 0), $4 - coalesce(ab.n, 0), $5)
@@ -51,18 +53,18 @@ WITH busy AS (` + sqlstore.InFlightQuery + `
   ) j
   WHERE w.active AND $3 - coalesce(hb.n, 0) > 0 AND $4 - coalesce(ab.n, 0) > 0
 ), ranked AS (
-  SELECT c.seq, c.next_at,
+  SELECT c.seq, c.next_at, c.lease_until,
          row_number() OVER (PARTITION BY c.user_id ORDER BY c.next_at, c.seq) AS rank,
          $4 - coalesce(ab.n, 0) AS free
   FROM cand c LEFT JOIN account_busy ab ON ab.user_id = c.user_id
 ), pick AS (
-  SELECT seq FROM ranked WHERE rank <= free ORDER BY rank, next_at, seq LIMIT $5
+  SELECT seq, lease_until FROM ranked WHERE rank <= free ORDER BY rank, next_at, seq LIMIT $5
 ), leased AS (
   UPDATE webhook_jobs j SET lease_until = $2 FROM pick WHERE j.seq = pick.seq
-  RETURNING j.seq, j.user_id, j.webhook_id, j.attempts, j.next_at, j.event_id
+  RETURNING j.seq, j.user_id, j.webhook_id, j.attempts, j.next_at, j.event_id, pick.lease_until > 0 AS expired
 )
 SELECT l.seq, l.user_id, l.webhook_id, l.attempts, w.url, w.secret_sealed, e.id, e.type, e.data, e.created_at,
-  w.previous_secret_sealed, w.previous_secret_expires_at
+  w.previous_secret_sealed, w.previous_secret_expires_at, l.expired
 FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events e ON e.id = l.event_id
 ORDER BY l.next_at, l.seq`
 
@@ -120,7 +122,7 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 		var prevSealed *string
 		var prevExpires *int64
 		if err := rows.Scan(&j.Seq, &j.UserID, &j.WebhookID, &j.Attempts, &j.URL, &sealed, &j.Event.ID, &j.Event.Type, &data, &created,
-			&prevSealed, &prevExpires); err != nil {
+			&prevSealed, &prevExpires, &j.LeaseExpired); err != nil {
 			return nil, fmt.Errorf("scan job: %w", err)
 		}
 		j.Event.UserID, j.Event.CreatedAt = j.UserID, sqlstore.FromMS(created)

@@ -23,7 +23,7 @@ WHERE w.active = 1 AND EXISTS (
 
 // webhookJobsQuery reads one webhook's oldest due jobs through its index.
 const webhookJobsQuery = `
-SELECT q.seq, q.user_id, q.attempts, q.next_at, e.id, e.type, e.data, e.created_at
+SELECT q.seq, q.user_id, q.attempts, q.next_at, q.lease_until, e.id, e.type, e.data, e.created_at
 FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due JOIN events e ON e.id = q.event_id
 WHERE q.webhook_id = ?1 AND q.state = 'pending' AND q.next_at <= ?2 AND q.lease_until <= ?2
 ORDER BY q.next_at, q.seq LIMIT ?3`
@@ -89,13 +89,14 @@ func (db *DB) claimJobs(ctx context.Context, cn sqlstore.Conn, now time.Time, c 
 		}
 		for rows.Next() {
 			j := &ams.Job{WebhookID: h.id, URL: h.url, Event: &ams.Event{Object: "event"}}
-			var next, created int64
+			var next, lease, created int64
 			var data string
-			if err := rows.Scan(&j.Seq, &j.UserID, &j.Attempts, &next, &j.Event.ID, &j.Event.Type, &data, &created); err != nil {
+			if err := rows.Scan(&j.Seq, &j.UserID, &j.Attempts, &next, &lease, &j.Event.ID, &j.Event.Type, &data, &created); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("scan job: %w", err)
 			}
 			j.Event.UserID, j.Event.CreatedAt = j.UserID, sqlstore.FromMS(created)
+			j.LeaseExpired = lease > 0 // a record or a new job leaves 0
 			if err := db.OpenJob(j, []byte(data), h.sealed); err != nil {
 				rows.Close()
 				return nil, err

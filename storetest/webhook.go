@@ -95,6 +95,9 @@ func testDeliveryQueue(t *testing.T, s ams.Store) {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
 	j := jobs[0]
+	if jobs[0].LeaseExpired || jobs[1].LeaseExpired {
+		t.Fatal("a job claimed for the first time has LeaseExpired set")
+	}
 	if j.WebhookID != w.ID || j.URL != w.URL || j.Secret != w.Secret || j.Attempts != 0 || j.Event.ID != x.Events[0].ID ||
 		j.Event.Type != ams.EventMessageCreated || j.Event.Data["message_id"] != x.Inbound.ID || !j.Event.CreatedAt.Equal(t0) {
 		t.Fatalf("claimed job: %+v event %+v", j, j.Event)
@@ -128,6 +131,11 @@ func testDeliveryQueue(t *testing.T, s ams.Store) {
 	for _, d := range due {
 		if d.Seq == jobs[0].Seq && d.Attempts != 1 {
 			t.Fatalf("retried job has %d attempts", d.Attempts)
+		}
+		// Only the job whose worker died comes back with its lease expired:
+		// the retry's lease was released by its record.
+		if d.LeaseExpired != (d.Seq == jobs[1].Seq) {
+			t.Fatalf("job %d (of the dead worker: %v): LeaseExpired %v", d.Seq, d.Seq == jobs[1].Seq, d.LeaseExpired)
 		}
 	}
 	// The last attempt fails: the webhook is failing, its queue canceled,

@@ -10,10 +10,12 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -98,6 +100,10 @@ type Worker struct {
 	// OnAttempt, when set, is called after each recorded attempt with
 	// "succeeded", "retry" or "failed" (for metrics).
 	OnAttempt func(outcome string)
+	// OnLeaseExpired, when set, is called for each claimed job whose
+	// earlier lease ran out with no attempt recorded (ams.Job's
+	// LeaseExpired; for metrics). While no process dies there are none.
+	OnLeaseExpired func()
 
 	mu    sync.Mutex
 	total int
@@ -105,7 +111,10 @@ type Worker struct {
 	// recorder gathers the attempts that finish together (see record);
 	// set by defaults, before any delivery starts.
 	recorder *batch.Batcher[attemptRecord, error]
-	wg       sync.WaitGroup
+	// fresh is Client (freshOf) on connections not kept alive (see
+	// send); set by defaults.
+	fresh, freshOf *http.Client
+	wg             sync.WaitGroup
 }
 
 // DefaultPerAccount is the default cap on one account's deliveries in
@@ -140,6 +149,9 @@ func (w *Worker) defaults() {
 	}
 	if w.freed == nil {
 		w.freed = make(chan struct{}, 1)
+	}
+	if w.Client != nil && w.freshOf != w.Client {
+		w.fresh, w.freshOf = freshClient(w.Client), w.Client
 	}
 	if w.recorder == nil {
 		w.recorder = &batch.Batcher[attemptRecord, error]{Max: maxRecordBatch, Run: w.recordBatch}
@@ -223,6 +235,13 @@ func (w *Worker) fill(ctx context.Context) (claimed, free int, err error) {
 	w.total += len(jobs)
 	w.mu.Unlock()
 	for _, j := range jobs {
+		if j.LeaseExpired {
+			w.Logger.Warn("webhook delivery claimed again: an earlier lease ran out with no attempt recorded", "webhook", j.WebhookID,
+				"event", j.Event.ID, "attempt", j.Attempts+1)
+			if w.OnLeaseExpired != nil {
+				w.OnLeaseExpired()
+			}
+		}
 		w.wg.Add(1)
 		go func() {
 			defer w.wg.Done()
@@ -392,7 +411,7 @@ func (w *Worker) post(ctx context.Context, j *ams.Job, d *ams.Delivery, body []b
 	h.Set("Webhook-Id", j.Event.ID)
 	h.Set("Webhook-Timestamp", strconv.FormatInt(ts, 10))
 	h.Set("Webhook-Signature", StandardSignatures(j.Secrets(at), j.Event.ID, ts, body))
-	resp, err := w.Client.Do(req)
+	resp, err := w.send(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -416,6 +435,58 @@ func (w *Worker) post(ctx context.Context, j *ams.Job, d *ams.Delivery, body []b
 		return resp.StatusCode, retryAfter, fmt.Errorf("the receiver answered %d", resp.StatusCode)
 	}
 	return resp.StatusCode, retryAfter, nil
+}
+
+// send sends req, and sends it again once, at once, on a new connection
+// that is not kept alive, when it failed with no answer on a connection
+// kept alive from an earlier delivery. A receiver closes an idle
+// connection when its keep-alive timeout ends (5 s for Node.js, uvicorn
+// and hypercorn); a delivery that takes that connection just then (a
+// window that a loaded machine widens: the client has not yet read the
+// receiver's close) is written to a socket the receiver has closed, and
+// fails with EOF or a reset before the receiver read it. net/http sends
+// such a request again itself only if it is idempotent, which a POST is
+// not; so the attempt failed, and the receiver got the event only at the
+// next attempt, a minute later by default. Sending it again may deliver
+// it twice if the receiver read it and then dropped the connection
+// without answering: deliveries are at least once, and receivers tell
+// them apart by Webhook-Id.
+func (w *Worker) send(req *http.Request) (*http.Response, error) {
+	var reused atomic.Bool
+	resp, err := w.Client.Do(req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(c httptrace.GotConnInfo) { reused.Store(c.Reused) },
+	})))
+	var ne net.Error
+	if err == nil || !reused.Load() || req.Context().Err() != nil || (errors.As(err, &ne) && ne.Timeout()) {
+		return resp, err
+	}
+	body, berr := req.GetBody()
+	if berr != nil {
+		return resp, err
+	}
+	w.Logger.Debug("webhook delivery sent again on a new connection: a kept-alive one failed it", "url", req.URL.Redacted(), "err", err)
+	again := req.Clone(req.Context())
+	again.Body = body
+	return w.fresh.Do(again)
+}
+
+// freshClient returns c on connections that are not kept alive (c itself
+// if its transport cannot be told so), for send's second try: the pool's
+// other idle connections to the receiver may be as stale as the first.
+func freshClient(c *http.Client) *http.Client {
+	rt := c.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	t, ok := rt.(*http.Transport)
+	if !ok {
+		return c
+	}
+	t = t.Clone()
+	t.DisableKeepAlives = true
+	f := *c
+	f.Transport = t
+	return &f
 }
 
 // ParseRetryAfter reads a Retry-After header value at now: delta-seconds

@@ -501,7 +501,8 @@ func TestSlowReceiverDoesNotDelayOthers(t *testing.T) {
 // clock jumps past it while the receiver answers, as a stalled process
 // would see) is not recorded: no delivery log entry, no attempt counted;
 // the job is attempted again and recorded once, as attempt 1, by the
-// worker that then holds it.
+// worker that then holds it, and counted in
+// ams_webhook_leases_expired_total.
 func TestLateAttemptNotRecorded(t *testing.T) {
 	f := amstest.New(t)
 	var calls sync.WaitGroup
@@ -535,6 +536,10 @@ func TestLateAttemptNotRecorded(t *testing.T) {
 	}
 	if n := runOnce(t, f); n != 0 {
 		t.Fatalf("the delivered job was attempted again: %d", n)
+	}
+	// The job taken again after its lease ran out unrecorded is counted.
+	if m := metric(t, f, "ams_webhook_leases_expired_total"); m != "ams_webhook_leases_expired_total 1" {
+		t.Fatalf("after one lease ran out: %s", m)
 	}
 }
 
