@@ -433,6 +433,8 @@ func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now t
 			if _, err := q.exec(ctx, "lock webhook", `SELECT 1 FROM webhooks WHERE id = $1`+lock, r.Job.WebhookID); err != nil {
 				return err
 			}
+		} else if err := q.shareWebhooks(ctx, r.Job.WebhookID); err != nil {
+			return err
 		}
 		d := r.Delivery
 		state, next := "succeeded", int64(0)
@@ -495,6 +497,23 @@ func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now t
 	return failed, nil
 }
 
+// shareWebhooks key-share-locks the webhooks, in the order of their ids,
+// where the engine takes row locks: what the insert of an attempt would
+// take through its foreign key, but before the attempt's job is locked.
+// A transaction that deletes or changes a webhook locks the webhook before
+// its jobs; an attempt's record that locked its job first and then waited
+// for the webhook could deadlock with it (PostgreSQL's 40P01, a 500 for
+// DELETE /v1/webhooks/{id}, or a batch of attempts not recorded).
+func (q *Queries) shareWebhooks(ctx context.Context, ids ...string) error {
+	lock := q.lock("FOR KEY SHARE")
+	if lock == "" {
+		return nil
+	}
+	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
+	_, err := q.exec(ctx, "lock webhooks", `SELECT 1 FROM webhooks WHERE id = ANY($1) ORDER BY id`+lock, ids)
+	return err
+}
+
 // RecordAttempts records attempts whose outcome is JobSucceeded or
 // JobRetry as RecordAttempt would one by one, in one transaction of two
 // statements per 16 attempts: one UPDATE of their jobs, fenced by each
@@ -514,8 +533,15 @@ func (q *Queries) RecordAttempts(ctx context.Context, rs []*ams.AttemptResult, n
 		return errs, nil
 	}
 	matched := make(map[int64]bool, len(rs))
+	hooks := make([]string, len(rs))
+	for i, r := range rs {
+		hooks[i] = r.Job.WebhookID
+	}
 	err = q.inTx(ctx, func(q *Queries) error {
 		clear(matched)
+		if err := q.shareWebhooks(ctx, hooks...); err != nil {
+			return err
+		}
 		for c := range slices.Chunk(rs, attemptsPerStatement) {
 			if err := q.recordAttemptChunk(ctx, c, now, matched); err != nil {
 				return err
