@@ -319,6 +319,7 @@ func TestDiedSyncIsNotRerunAtOnce(t *testing.T) {
 		}
 	})
 }
+
 // A panic in one integration's sync is that sync's failure (status
 // error, integration.error), not the end of the process; the other
 // integrations are synced.
