@@ -217,7 +217,8 @@ func (e CalendarEvent) MarshalJSON() ([]byte, error) {
 		RemindAt  *JSONTime `json:"remind_at"`
 		CreatedAt JSONTime  `json:"created_at"`
 		UpdatedAt JSONTime  `json:"updated_at"`
-	}{plain(e), JSONTime(e.StartsAt), JSONTime(e.EndsAt), jsonTimePtr(e.RemindAt), JSONTime(e.CreatedAt), JSONTime(e.UpdatedAt)})
+		DeletedAt *JSONTime `json:"deleted_at,omitempty"`
+	}{plain(e), JSONTime(e.StartsAt), JSONTime(e.EndsAt), jsonTimePtr(e.RemindAt), JSONTime(e.CreatedAt), JSONTime(e.UpdatedAt), jsonTimePtr(e.DeletedAt)})
 }
 
 // MarshalJSON implements json.Marshaler (timestamps as TimeFormat).

@@ -339,8 +339,9 @@ func (s *Service) UpdateEvent(ctx context.Context, userID, id string, input json
 
 // DeleteEvent deletes calendar event id and emits event.deleted (an
 // addition to the interface's event types), whose data is the event as it
-// was. The event stays restorable (RestoreEvent) for ams.EventRetention,
-// as a deletion by a calendar sync does.
+// was, with deleted_at and deleted_by. The event stays restorable
+// (RestoreEvent) for ams.EventRetention, as a deletion by a calendar sync
+// does.
 func (s *Service) DeleteEvent(ctx context.Context, userID, id string) error {
 	return s.Store.Update(ctx, func(tx ams.Tx) error {
 		e, err := tx.FindCalendarEvent(ctx, userID, id)
@@ -351,6 +352,8 @@ func (s *Service) DeleteEvent(ctx context.Context, userID, id string) error {
 		if err := tx.DeleteCalendarEvent(ctx, userID, id, ams.DeletedByAPI, now); err != nil {
 			return err
 		}
+		// The data says it is restorable: deleted_at and deleted_by.
+		e.DeletedAt, e.DeletedBy = &now, ams.DeletedByAPI
 		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventDeleted, e, now))
 	})
 }
