@@ -60,15 +60,15 @@ type CalendarEvent struct {
 	ExternalUID   string `json:"-"`
 	ExternalPath  string `json:"-"`
 	ExternalETag  string `json:"-"`
-	// DeletedAt is when the event was deleted; nil for a live event. A
-	// deleted event is hidden from every read but the list of deleted
-	// events (GET /v1/calendar/events?deleted=true), can be restored
-	// (POST /v1/calendar/events/{id}/restore) for EventRetention, and is
-	// purged after that. Shown only on deleted events.
-	DeletedAt *time.Time `json:"deleted_at,omitempty"`
-	// DeletedBy is who deleted it: DeletedByAPI or DeletedBySync; "" for
-	// a live event.
-	DeletedBy string `json:"deleted_by,omitempty"`
+	// DeletedAt is when the event was deleted; nil (null) for a live
+	// event. A deleted event is hidden from every read but the list of
+	// deleted events (GET /v1/calendar/events?deleted=true), can be
+	// restored (POST /v1/calendar/events/{id}/restore) for
+	// EventRetention, and is purged after that.
+	DeletedAt *time.Time `json:"deleted_at"`
+	// DeletedBy is who deleted it: DeletedByAPI or DeletedBySync; ""
+	// (null) for a live event.
+	DeletedBy string `json:"deleted_by"`
 }
 
 // Who deleted a calendar event (CalendarEvent.DeletedBy).
