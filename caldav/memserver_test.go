@@ -213,3 +213,18 @@ func (f *fixture) integration(id string) *ams.Integration {
 	}
 	return in
 }
+
+// emittedN is emitted, once it lists at least n events: on PostgreSQL an
+// event is listed a moment after its commit (once no older transaction
+// of the database is open), so the test waits for it, up to 10 s.
+func (f *fixture) emittedN(n int, types ...string) []string {
+	f.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := f.emitted(types...)
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -266,6 +266,7 @@ func (f *fixture) lastEvent(typ string) map[string]any {
 
 func (f *fixture) emitted(types ...string) []string {
 	f.t.Helper()
+
 	var out []string
 	page, err := f.db.ListEvents(context.Background(), f.user.ID, ams.EventFilter{}, ams.ListParams{Limit: 100, Order: ams.OrderAsc})
 	if err != nil {

@@ -84,7 +84,7 @@ func TestConfirmedMassDeletionIsRestorable(t *testing.T) {
 		if n := len(f.events()); n != 0 {
 			t.Fatalf("a confirmed deletion left %d events", n)
 		}
-		if ev := f.emitted(ams.EventEventDeleted); len(ev) != 5 {
+		if ev := f.emittedN(5, ams.EventEventDeleted); len(ev) != 5 {
 			t.Fatalf("event.deleted: %v", ev)
 		}
 		if got.LastError != nil || got.Status != ams.IntegrationConnected {
@@ -105,7 +105,7 @@ func TestConfirmedMassDeletionIsRestorable(t *testing.T) {
 		if err != nil || e2.DeletedAt != nil || e2.Title != "E2" {
 			t.Fatalf("restore: %+v, %v", e2, err)
 		}
-		if ev := f.emitted(ams.EventEventRestored); strings.Join(ev, "|") != "event.restored E2" {
+		if ev := f.emittedN(1, ams.EventEventRestored); strings.Join(ev, "|") != "event.restored E2" {
 			t.Fatalf("event.restored: %v", ev)
 		}
 		f.sync(in)
@@ -116,7 +116,7 @@ func TestConfirmedMassDeletionIsRestorable(t *testing.T) {
 			t.Fatalf("events after the restore's sync: %v", f.events())
 		}
 		// And in step: the next sync changes nothing.
-		before := len(f.emitted(ams.EventEventCreated, ams.EventEventUpdated, ams.EventEventDeleted))
+		before := len(f.emittedN(10, ams.EventEventCreated, ams.EventEventUpdated, ams.EventEventDeleted))
 		f.sync(in)
 		if n := len(f.emitted(ams.EventEventCreated, ams.EventEventUpdated, ams.EventEventDeleted)); n != before {
 			t.Fatalf("the restored event moved again: %v", f.emitted(ams.EventEventCreated, ams.EventEventUpdated, ams.EventEventDeleted))
@@ -229,7 +229,7 @@ func TestFailingIntegrationBacksOff(t *testing.T) {
 		if got := f.integration(in.ID); got.SyncFailures != 5 || got.Status != ams.IntegrationError {
 			t.Fatalf("after 5 failures: %+v", got)
 		}
-		if ev := f.emitted(ams.EventIntegrationError, ams.EventIntegrationConnected); strings.Join(ev, "|") != "integration.connected connected|integration.error error" {
+		if ev := f.emittedN(2, ams.EventIntegrationError, ams.EventIntegrationConnected); strings.Join(ev, "|") != "integration.connected connected|integration.error error" {
 			t.Fatalf("5 failures emitted %v, want one integration.error", ev)
 		}
 
@@ -242,7 +242,7 @@ func TestFailingIntegrationBacksOff(t *testing.T) {
 		if got.Status != ams.IntegrationConnected || got.LastError != nil || got.SyncFailures != 0 || got.NextSyncAt != nil {
 			t.Fatalf("after recovery: %+v", got)
 		}
-		if ev := f.emitted(ams.EventIntegrationError, ams.EventIntegrationConnected); len(ev) != 3 || ev[2] != "integration.connected connected" {
+		if ev := f.emittedN(3, ams.EventIntegrationError, ams.EventIntegrationConnected); len(ev) != 3 || ev[2] != "integration.connected connected" {
 			t.Fatalf("recovery emitted %v", ev)
 		}
 		// Healthy again: synced every Interval.
@@ -311,7 +311,7 @@ func TestDiedSyncIsNotRerunAtOnce(t *testing.T) {
 		if got.Status != ams.IntegrationError || got.SyncFailures != 2 || got.NextSyncAt == nil || !got.NextSyncAt.Equal(f.clock.Now().Add(10*time.Minute)) {
 			t.Fatalf("after the run that followed: %+v", got)
 		}
-		if ev := f.emitted(ams.EventIntegrationError); len(ev) != 1 {
+		if ev := f.emittedN(1, ams.EventIntegrationError); len(ev) != 1 {
 			t.Fatalf("integration.error: %v", ev)
 		}
 		if d := f.lastEvent(ams.EventIntegrationError); !strings.Contains(fmt.Sprint(d["last_error"]), "did not finish") {
