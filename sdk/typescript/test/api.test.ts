@@ -492,6 +492,7 @@ const EVENT_TYPES: Record<EventType, true> = {
   "event.updated": true,
   "event.reminder": true,
   "event.deleted": true,
+  "event.restored": true,
   "integration.connected": true,
   "integration.disconnected": true,
   "integration.error": true,
