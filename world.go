@@ -171,6 +171,10 @@ type CalendarStore interface {
 	// Purge removes it (EventRetention after at). ENOTFOUND if there is
 	// no such live event.
 	DeleteCalendarEvent(ctx context.Context, userID, id, by string, at time.Time) error
+	// FindDeletedCalendarEventByUID finds the event a calendar sync
+	// deleted (DeletedBySync) last among the integration's events under
+	// an iCalendar UID, locked in a transaction; ENOTFOUND if none.
+	FindDeletedCalendarEventByUID(ctx context.Context, userID, integrationID, uid string) (*CalendarEvent, error)
 	// RestoreCalendarEvent brings back the user's deleted event and
 	// returns it, with updated_at = at and its remote object's path and
 	// ETag cleared (a calendar sync writes it back under its UID). A

@@ -228,3 +228,16 @@ func (f *fixture) emittedN(n int, types ...string) []string {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// put writes an iCalendar object into the calendar, as another client of
+// the server would.
+func (m *memServer) put(t *testing.T, name, ics string) {
+	t.Helper()
+	cal, err := ical.NewDecoder(strings.NewReader(strings.ReplaceAll(strings.TrimSpace(ics), "\n", "\r\n") + "\r\n")).Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (*memBackend)(m).PutCalendarObject(context.Background(), calendarPath+name, cal, &caldav.PutCalendarObjectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -368,3 +368,55 @@ func (h hostPanics) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return h.next.RoundTrip(req)
 }
+
+// The objects of a confirmed mass deletion are listed again (the server
+// came back from its move): the events come back, restored, with
+// event.restored, and nothing is deleted on the server or imported twice.
+func TestListedAgainIsRestored(t *testing.T) {
+	onEngines(t, func(t *testing.T, f *fixture) {
+		srv := newMemServer(t)
+		in := f.connect(srv.url(), "", "")
+		for i := range 4 {
+			f.createEvent(fmt.Sprintf(`{"title":"E%d","starts_at":"2026-11-2%dT09:00:00Z"}`, i, i+2))
+		}
+		srv.put(t, "remote.ics", strings.NewReplacer("UID:lunch-1@example.com", "UID:remote-1", "SUMMARY:Lunch with Bob", "SUMMARY:Remote").Replace(remoteEvent))
+		f.sync(in)
+		if n := len(f.events()); n != 5 || len(srv.paths()) != 5 {
+			t.Fatalf("%d events, %d objects", n, len(srv.paths()))
+		}
+		srv.listNothing.Store(true)
+		f.sync(in)
+		f.clock.Add(caldav.DefaultConfirmDelay)
+		f.sync(in)
+		if n := len(f.events()); n != 0 || len(f.emittedN(5, ams.EventEventDeleted)) != 5 {
+			t.Fatalf("after the confirmed deletion: %d events", n)
+		}
+
+		srv.listNothing.Store(false)
+		f.clock.Add(time.Hour)
+		if got := f.sync(in); got.Status != ams.IntegrationConnected || got.LastError != nil {
+			t.Fatalf("after the listing came back: %+v", got)
+		}
+		if ev := f.events(); len(ev) != 5 || ev["Remote"] == nil || ev["E3"] == nil {
+			t.Fatalf("events after the listing came back: %v", ev)
+		}
+		if len(f.deleted()) != 0 {
+			t.Fatalf("still deleted: %v", f.deleted())
+		}
+		if p := srv.paths(); len(p) != 5 {
+			t.Fatalf("objects on the server: %v", p)
+		}
+		if n := len(f.emittedN(5, ams.EventEventRestored)); n != 5 {
+			t.Fatalf("%d event.restored", n)
+		}
+		if n := len(f.emitted(ams.EventEventCreated)); n != 5 {
+			t.Fatalf("%d event.created: imported twice", n)
+		}
+		// In step: the next sync changes nothing.
+		before := len(f.emitted(ams.EventEventCreated, ams.EventEventUpdated, ams.EventEventDeleted, ams.EventEventRestored))
+		f.sync(in)
+		if n := len(f.emitted(ams.EventEventCreated, ams.EventEventUpdated, ams.EventEventDeleted, ams.EventEventRestored)); n != before {
+			t.Fatal("the restored events moved again")
+		}
+	})
+}

@@ -10,8 +10,10 @@
 //     and the account's events;
 //  3. fetches (calendar-multiget) the objects that are new or whose ETag
 //     changed, and creates or updates the events they hold, emitting
-//     event.created and event.updated; an object whose UID is the cev_ id
-//     of an event deleted here is deleted on the server;
+//     event.created and event.updated; an object whose event a sync
+//     deleted is listed again: the event is restored (event.restored); an
+//     object whose UID is the cev_ id of an event deleted here otherwise
+//     is deleted on the server;
 //  4. deletes here the events whose object is gone from the server
 //     (restorable for the events' retention), unless that is a mass
 //     deletion not yet confirmed by a later listing (see MassDeletion);
@@ -70,6 +72,7 @@ type Result struct {
 	Pushed, DeletedThere          int // objects written on the server
 	Refused                       int // events the server refused (see refusal)
 	Held                          int // events gone from the server, kept until a later listing confirms it
+	Restored                      int // events a sync deleted, restored because the server lists their objects again
 }
 
 // refusal is an event whose write the server refused: its PUT (or the GET
@@ -276,6 +279,18 @@ func (s *Syncer) runOnce(ctx context.Context, in *ams.Integration, deletions []d
 			continue // a second object with the UID: the first one wins
 		}
 		if e == nil {
+			// An object whose event a sync deleted (it was not listed)
+			// is listed again: the event comes back.
+			back, err := s.restoreListed(ctx, in, uid)
+			if err != nil {
+				return res, nil, err
+			}
+			if back != nil {
+				res.Restored++
+				e = back
+			}
+		}
+		if e == nil {
 			gone, ours, err := s.deletedHere(ctx, in.UserID, uid)
 			if err != nil {
 				return res, nil, err
@@ -402,6 +417,34 @@ func (s *Syncer) inactiveIntegrations(ctx context.Context, in *ams.Integration, 
 		out[other.ID] = other.Status == ams.IntegrationDisconnected
 	}
 	return out, nil
+}
+
+// restoreListed restores the event of the integration that a sync
+// deleted last under uid (its object was not listed, and now is), and
+// emits event.restored; nil if there is none, or if a live event took
+// the UID meanwhile. Events deleted through the API stay deleted (and
+// their objects are deleted on the server, see deletedHere).
+func (s *Syncer) restoreListed(ctx context.Context, in *ams.Integration, uid string) (*ams.CalendarEvent, error) {
+	var out *ams.CalendarEvent
+	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+		out = nil
+		gone, err := tx.FindDeletedCalendarEventByUID(ctx, in.UserID, in.ID, uid)
+		if ams.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		now := s.now()
+		e, err := tx.RestoreCalendarEvent(ctx, in.UserID, gone.ID, now)
+		if ams.ErrorKindOf(err) == ams.ECONFLICT {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		out = e
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventRestored, e, now))
+	})
+	return out, err
 }
 
 // deletedHere reports whether uid is the id of an event of this account
@@ -781,6 +824,6 @@ func (s *Syncer) release(ctx context.Context, claimed, prev *ams.Integration) er
 
 // String describes a result for logs and tests.
 func (r Result) String() string {
-	return fmt.Sprintf("created %d, updated %d, deleted here %d, pushed %d, deleted there %d, refused %d, held %d",
-		r.Created, r.Updated, r.DeletedHere, r.Pushed, r.DeletedThere, r.Refused, r.Held)
+	return fmt.Sprintf("created %d, updated %d, deleted here %d, pushed %d, deleted there %d, refused %d, held %d, restored %d",
+		r.Created, r.Updated, r.DeletedHere, r.Pushed, r.DeletedThere, r.Refused, r.Held, r.Restored)
 }

@@ -273,6 +273,17 @@ func (q *Queries) DeleteCalendarEvent(ctx context.Context, userID, id, by string
 	return affected(n, "calendar_event", id)
 }
 
+// FindDeletedCalendarEventByUID returns the event that a sync of the
+// integration deleted last under uid (locked in a transaction);
+// ENOTFOUND if none.
+func (q *Queries) FindDeletedCalendarEventByUID(ctx context.Context, userID, integrationID, uid string) (*ams.CalendarEvent, error) {
+	return findOne(ctx, q, scanCalendarEvent, "calendar_event", uid,
+		`SELECT `+calendarEventCols+` FROM calendar_events
+		WHERE user_id = $1 AND integration_id = $2 AND external_uid = $3 AND external_uid <> ''
+		AND deleted_at IS NOT NULL AND deleted_by = '`+ams.DeletedBySync+`' ORDER BY deleted_at DESC, seq DESC LIMIT 1`+q.lock("FOR UPDATE"),
+		userID, integrationID, uid)
+}
+
 // RestoreCalendarEvent brings back the user's deleted calendar event; see
 // ams.CalendarStore.
 func (q *Queries) RestoreCalendarEvent(ctx context.Context, userID, id string, at time.Time) (*ams.CalendarEvent, error) {

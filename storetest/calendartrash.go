@@ -76,6 +76,20 @@ func testCalendarDeletion(t *testing.T, s ams.Store) {
 	pg, err = s.ListCalendarEvents(ctx, other.ID, ams.CalendarFilter{Deleted: true}, asc)
 	wantIDs(t, ids(t, pg, err, eventID))
 
+	// A sync's deletion is found by its UID (for the object listed
+	// again); an API deletion is not.
+	update(t, s, func(tx ams.Tx) error {
+		got, err := tx.FindDeletedCalendarEventByUID(ctx, u.ID, in.ID, "uid-1@example.com")
+		if err != nil || got.ID != synced.ID || got.DeletedBy != ams.DeletedBySync {
+			t.Errorf("deleted by UID: %+v %v", got, err)
+		}
+		_, err = tx.FindDeletedCalendarEventByUID(ctx, other.ID, in.ID, "uid-1@example.com")
+		wantKind(t, err, ams.ENOTFOUND)
+		_, err = tx.FindDeletedCalendarEventByUID(ctx, u.ID, in.ID, "uid-2@example.com")
+		wantKind(t, err, ams.ENOTFOUND)
+		return nil
+	})
+
 	// A deleted event does not remind.
 	if n, err := s.FireReminders(ctx, t0.Add(3*time.Hour), 10); err != nil || n != 0 {
 		t.Fatalf("reminders of deleted events: %d %v", n, err)
@@ -119,6 +133,24 @@ func testCalendarDeletion(t *testing.T, s ams.Store) {
 	// integration, without its object's path and ETag (the sync writes it
 	// back).
 	update(t, s, func(tx ams.Tx) error { return tx.DeleteCalendarEvent(ctx, u.ID, back.ID, ams.DeletedBySync, t2) })
+	update(t, s, func(tx ams.Tx) error {
+		_, err := tx.FindDeletedCalendarEventByUID(ctx, u.ID, in.ID, "uid-1@example.com")
+		if err != nil {
+			t.Errorf("deleted by UID, with a live twin: %v", err)
+		}
+		// An API deletion of the integration's event is not a sync's.
+		api := newCalendarEvent(u, nil, "By hand", t0, time.Hour)
+		api.IntegrationID, api.ExternalUID, api.ExternalPath = in.ID, "uid-3@example.com", "/cal/uid-3.ics"
+		if err := tx.CreateCalendarEvent(ctx, api); err != nil {
+			return err
+		}
+		if err := tx.DeleteCalendarEvent(ctx, u.ID, api.ID, ams.DeletedByAPI, t2); err != nil {
+			return err
+		}
+		_, err = tx.FindDeletedCalendarEventByUID(ctx, u.ID, in.ID, "uid-3@example.com")
+		wantKind(t, err, ams.ENOTFOUND)
+		return nil
+	})
 	got, err = s.RestoreCalendarEvent(ctx, u.ID, synced.ID, t2)
 	if err != nil || got.IntegrationID != in.ID || got.ExternalUID != "uid-1@example.com" || got.ExternalPath != "" || got.ExternalETag != "" {
 		t.Fatalf("restored synced event %+v, %v", got, err)
