@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -44,14 +45,25 @@ type memServer struct {
 	fail atomic.Int32
 	// listings counts the listings of the calendar.
 	listings atomic.Int32
+	// hang, when set, makes listings wait for the client to go away;
+	// hung is told of each such listing.
+	hang atomic.Bool
+	hung chan struct{}
 }
 
 func newMemServer(t *testing.T) *memServer {
-	m := &memServer{objs: map[string]caldav.CalendarObject{}}
+	m := &memServer{objs: map[string]caldav.CalendarObject{}, hung: make(chan struct{}, 8)}
 	h := &caldav.Handler{Backend: (*memBackend)(m)}
 	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == "PROPFIND" && r.Header.Get("Depth") == "1" {
 			m.listings.Add(1)
+			if m.hang.Load() {
+				// Read the body, so that the server sees the client go.
+				io.Copy(io.Discard, r.Body)
+				m.hung <- struct{}{}
+				<-r.Context().Done()
+				return
+			}
 		}
 		if code := m.fail.Load(); code != 0 {
 			http.Error(w, "down", int(code))

@@ -420,3 +420,76 @@ func TestListedAgainIsRestored(t *testing.T) {
 		}
 	})
 }
+
+// A run stopped by a graceful shutdown is not a failure: its claim's
+// count and back-off are given back, and the next process syncs at once.
+func TestStoppedRunIsNotAFailure(t *testing.T) {
+	srv := newMemServer(t)
+	f := newFixture(t)
+	in := f.connect(srv.url(), "", "")
+	f.sync(in)
+	srv.hang.Store(true)
+	f.clock.Add(5 * time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.worker.SyncDue(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done }) // before the server's Close
+	<-srv.hung // the run is listing
+	if got := f.integration(in.ID); got.SyncFailures != 1 {
+		t.Fatalf("claimed run: %+v", got)
+	}
+	cancel()
+	<-done
+	got := f.integration(in.ID)
+	if got.SyncFailures != 0 || got.NextSyncAt != nil || got.Status != ams.IntegrationConnected {
+		t.Fatalf("after a stopped run: %+v", got)
+	}
+	if ev := f.emitted(ams.EventIntegrationError); len(ev) != 0 {
+		t.Fatalf("a stopped run emitted %v", ev)
+	}
+}
+
+// A change made here while a run is in flight (in another process) is
+// still synced at once; once failures are recorded, changes wait for the
+// back-off too.
+func TestNotifiedRunAndBackoff(t *testing.T) {
+	srv := newMemServer(t)
+	f := newFixture(t)
+	in := f.connect(srv.url(), "", "")
+	f.sync(in)
+	// Another process claimed a run, in flight.
+	other := f.newWorker()
+	srv.hang.Store(true)
+	f.clock.Add(5 * time.Minute)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { other.SyncDue(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done }) // before the server's Close
+	<-srv.hung
+	srv.hang.Store(false)
+	e := f.createEvent(`{"title":"Now","starts_at":"2026-11-22T09:00:00Z"}`)
+	if _, err := f.worker.SyncNotified(context.Background(), f.user.ID); err != nil {
+		t.Fatal(err)
+	}
+	if p := srv.paths(); len(p) != 1 || p[0] != calendarPath+e.ID+".ics" {
+		t.Fatalf("objects after the change: %v", p)
+	}
+	cancel()
+	<-done
+
+	// Failing: a change waits for the back-off.
+	srv.fail.Store(http.StatusServiceUnavailable)
+	f.clock.Add(5 * time.Minute)
+	f.worker.SyncDue(context.Background())
+	if got := f.integration(in.ID); got.Status != ams.IntegrationError {
+		t.Fatalf("after a failure: %+v", got)
+	}
+	before := srv.listings.Load()
+	f.createEvent(`{"title":"Later","starts_at":"2026-11-22T10:00:00Z"}`)
+	if _, err := f.worker.SyncNotified(context.Background(), f.user.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.listings.Load() - before; n != 0 {
+		t.Fatalf("a change ran %d syncs during the back-off", n)
+	}
+}

@@ -760,8 +760,8 @@ const errDied = "The last sync did not finish (the service stopped during it). I
 // updated_at and counts the run failed until it finishes (SyncFailures,
 // and NextSyncAt after the back-off; see Backoff), unless the integration
 // is disconnected, or (minAge > 0) a run started less than minAge ago,
-// or (background) its back-off is not over, in which case it returns
-// false. When the last run started at least runTimeout ago and never
+// or (background) its back-off is not over (see backingOff below), in
+// which case it returns false. When the last run started at least runTimeout ago and never
 // recorded its outcome, the claim first sets the status error (and emits
 // integration.error). The row lock of FindIntegration makes the check and
 // the write one step, so that of several processes looking at once only
@@ -782,7 +782,12 @@ func (s *Syncer) claim(ctx context.Context, in *ams.Integration, minAge time.Dur
 		if minAge > 0 && now.Sub(c.UpdatedAt) < minAge {
 			return nil
 		}
-		if background && c.NextSyncAt != nil && now.Before(*c.NextSyncAt) {
+		// The back-off holds periodic runs; a run after a local change
+		// (minAge 0) only once a failure is recorded or two runs in a row
+		// did not finish, so that a change made while another process's
+		// run is in flight is still pushed at once.
+		backingOff := minAge > 0 || c.Status == ams.IntegrationError || c.SyncFailures >= 2
+		if background && backingOff && c.NextSyncAt != nil && now.Before(*c.NextSyncAt) {
 			return nil
 		}
 		p := *c
@@ -814,8 +819,8 @@ func (s *Syncer) release(ctx context.Context, claimed, prev *ams.Integration) er
 		if err != nil {
 			return err
 		}
-		if cur.SyncFailures != claimed.SyncFailures || !cur.UpdatedAt.Equal(claimed.UpdatedAt) {
-			return nil
+		if cur.SyncFailures != claimed.SyncFailures || cur.UpdatedAt.UnixMilli() != claimed.UpdatedAt.UnixMilli() {
+			return nil // claimed again since
 		}
 		cur.SyncFailures, cur.NextSyncAt = prev.SyncFailures, prev.NextSyncAt
 		return tx.UpdateIntegration(ctx, cur)
