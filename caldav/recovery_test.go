@@ -434,7 +434,7 @@ func TestStoppedRunIsNotAFailure(t *testing.T) {
 	done := make(chan struct{})
 	go func() { f.worker.SyncDue(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done }) // before the server's Close
-	<-srv.hung // the run is listing
+	<-srv.hung                             // the run is listing
 	if got := f.integration(in.ID); got.SyncFailures != 1 {
 		t.Fatalf("claimed run: %+v", got)
 	}
