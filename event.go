@@ -79,6 +79,10 @@ const (
 const (
 	EventTaskDeleted  = "task.deleted"
 	EventEventDeleted = "event.deleted"
+	// EventEventRestored: a deleted calendar event was restored (POST
+	// /v1/calendar/events/{id}/restore); its data is the event as it is
+	// again.
+	EventEventRestored = "event.restored"
 )
 
 // Audit event types of the management API, additions beyond the
@@ -131,7 +135,7 @@ var EventTypes = []string{
 	EventEventCreated, EventEventUpdated, EventEventReminder,
 	EventIntegrationConnected, EventIntegrationDisconnected, EventIntegrationError,
 	EventWebhookFailing, EventWebhookEnabled,
-	EventTaskDeleted, EventEventDeleted,
+	EventTaskDeleted, EventEventDeleted, EventEventRestored,
 	EventAPIKeyCreated, EventAPIKeyRevoked,
 	EventOAuthClientCreated, EventOAuthClientSecretRotated, EventOAuthClientDeleted,
 	EventAccountUpdated,

@@ -31,6 +31,14 @@ func (t JSONTime) MarshalJSON() ([]byte, error) {
 }
 
 // jsonTimePtr returns p as a *JSONTime (nil stays nil and encodes as null).
+// nonEmpty is s, or nil (null) when s is "".
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 func jsonTimePtr(p *time.Time) *JSONTime {
 	if p == nil {
 		return nil
@@ -217,7 +225,10 @@ func (e CalendarEvent) MarshalJSON() ([]byte, error) {
 		RemindAt  *JSONTime `json:"remind_at"`
 		CreatedAt JSONTime  `json:"created_at"`
 		UpdatedAt JSONTime  `json:"updated_at"`
-	}{plain(e), JSONTime(e.StartsAt), JSONTime(e.EndsAt), jsonTimePtr(e.RemindAt), JSONTime(e.CreatedAt), JSONTime(e.UpdatedAt)})
+		DeletedAt *JSONTime `json:"deleted_at"`
+		DeletedBy *string   `json:"deleted_by"` // null for a live event
+	}{plain(e), JSONTime(e.StartsAt), JSONTime(e.EndsAt), jsonTimePtr(e.RemindAt), JSONTime(e.CreatedAt), JSONTime(e.UpdatedAt),
+		jsonTimePtr(e.DeletedAt), nonEmpty(e.DeletedBy)})
 }
 
 // MarshalJSON implements json.Marshaler (timestamps as TimeFormat).

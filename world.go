@@ -60,7 +60,25 @@ type CalendarEvent struct {
 	ExternalUID   string `json:"-"`
 	ExternalPath  string `json:"-"`
 	ExternalETag  string `json:"-"`
+	// DeletedAt is when the event was deleted; nil (null) for a live
+	// event. A deleted event is hidden from every read but the list of
+	// deleted events (GET /v1/calendar/events?deleted=true), can be
+	// restored (POST /v1/calendar/events/{id}/restore) for
+	// EventRetention, and is purged after that.
+	DeletedAt *time.Time `json:"deleted_at"`
+	// DeletedBy is who deleted it: DeletedByAPI or DeletedBySync; ""
+	// (null) for a live event.
+	DeletedBy string `json:"deleted_by"`
 }
+
+// Who deleted a calendar event (CalendarEvent.DeletedBy).
+const (
+	// DeletedByAPI: through the API, the pages or an assistant's tool.
+	DeletedByAPI = "api"
+	// DeletedBySync: by a calendar sync, because the object was gone from
+	// the calendar server in two listings (see package caldav).
+	DeletedBySync = "sync"
+)
 
 // Action statuses.
 const (
@@ -110,6 +128,9 @@ type TaskFilter struct {
 // overlap [StartsAfter, StartsBefore) when both are set; with one only,
 // events ending after StartsAfter or starting before StartsBefore.
 type CalendarFilter struct {
+	// Deleted lists the deleted events still restorable instead of the
+	// live ones.
+	Deleted      bool
 	AssistantID  string
 	StartsAfter  *time.Time // ends_at > StartsAfter
 	StartsBefore *time.Time // starts_at < StartsBefore
@@ -145,7 +166,24 @@ type CalendarStore interface {
 	// UpdateCalendarEvent writes every field but the assistant and the
 	// creation time; RemindedAt as UpdateTask does.
 	UpdateCalendarEvent(ctx context.Context, e *CalendarEvent) error
-	DeleteCalendarEvent(ctx context.Context, userID, id string) error
+	// DeleteCalendarEvent deletes the user's live event: it is kept,
+	// hidden, with DeletedAt = at and DeletedBy = by, restorable until
+	// Purge removes it (EventRetention after at). ENOTFOUND if there is
+	// no such live event.
+	DeleteCalendarEvent(ctx context.Context, userID, id, by string, at time.Time) error
+	// FindDeletedCalendarEventByUID finds the event a calendar sync
+	// deleted (DeletedBySync) last among the integration's events under
+	// an iCalendar UID, locked in a transaction; ENOTFOUND if none.
+	FindDeletedCalendarEventByUID(ctx context.Context, userID, integrationID, uid string) (*CalendarEvent, error)
+	// RestoreCalendarEvent brings back the user's deleted event and
+	// returns it, with updated_at = at and its remote object's path and
+	// ETag cleared (a calendar sync writes it back under its UID). A
+	// reminder that came due meanwhile is taken as fired. ENOTFOUND if
+	// there is no deleted event with the id (or it was purged);
+	// ECONFLICT (calendar_event_not_deleted) if the event is live;
+	// ECONFLICT (calendar_event_uid_taken) if its integration keeps
+	// another live event under its UID by now.
+	RestoreCalendarEvent(ctx context.Context, userID, id string, at time.Time) (*CalendarEvent, error)
 }
 
 // ActionFilter selects actions in ListActions. Zero fields do not filter.

@@ -149,7 +149,7 @@ var start = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 // fixture is an account on a SQLite store with a CalDAV worker.
 type fixture struct {
 	t         *testing.T
-	db        *sqlite.DB
+	db        ams.Store
 	clock     *clock
 	user      *ams.User
 	assistant *ams.Assistant
@@ -164,6 +164,12 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
+	return newFixtureOn(t, db)
+}
+
+// newFixtureOn is newFixture on store db.
+func newFixtureOn(t *testing.T, db ams.Store) *fixture {
+	t.Helper()
 	f := &fixture{t: t, db: db, clock: &clock{t: start}}
 	ctx := context.Background()
 	f.user = &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "ann@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: start, UpdatedAt: start}
@@ -260,6 +266,7 @@ func (f *fixture) lastEvent(typ string) map[string]any {
 
 func (f *fixture) emitted(types ...string) []string {
 	f.t.Helper()
+
 	var out []string
 	page, err := f.db.ListEvents(context.Background(), f.user.ID, ams.EventFilter{}, ams.ListParams{Limit: 100, Order: ams.OrderAsc})
 	if err != nil {

@@ -10,12 +10,17 @@
 //     and the account's events;
 //  3. fetches (calendar-multiget) the objects that are new or whose ETag
 //     changed, and creates or updates the events they hold, emitting
-//     event.created and event.updated; an object whose UID is the cev_ id
-//     of an event deleted here is deleted on the server;
-//  4. deletes here the events whose object is gone from the server;
+//     event.created and event.updated; an object whose event a sync
+//     deleted is listed again: the event is restored (event.restored); an
+//     object whose UID is the cev_ id of an event deleted here otherwise
+//     is deleted on the server;
+//  4. deletes here the events whose object is gone from the server
+//     (restorable for the events' retention), unless that is a mass
+//     deletion not yet confirmed by a later listing (see MassDeletion);
 //  5. writes to the server the events that changed here (GET, change only
 //     the properties ams holds, PUT with If-Match) and the events that
-//     live only here (PUT with If-None-Match: *, UID = the cev_ id).
+//     live only here (PUT with If-None-Match: *, UID = the cev_ id), or
+//     that were restored here (PUT with If-None-Match: *, their UID).
 //
 // Each event of an integration keeps, in ExternalETag, the object's ETag
 // and a hash of its fields as of the last run: a new ETag is a change on
@@ -55,6 +60,10 @@ type Syncer struct {
 	Client *http.Client
 	Clock  ams.Clock
 	Logger *slog.Logger
+	// ConfirmDelay is the least time between a listing that would delete
+	// a mass of events and the later listing that confirms it
+	// (DefaultConfirmDelay).
+	ConfirmDelay time.Duration
 }
 
 // Result counts what a run did.
@@ -62,6 +71,8 @@ type Result struct {
 	Created, Updated, DeletedHere int // events written here
 	Pushed, DeletedThere          int // objects written on the server
 	Refused                       int // events the server refused (see refusal)
+	Held                          int // events gone from the server, kept until a later listing confirms it
+	Restored                      int // events a sync deleted, restored because the server lists their objects again
 }
 
 // refusal is an event whose write the server refused: its PUT (or the GET
@@ -135,13 +146,23 @@ func (s *Syncer) connect(ctx context.Context, in *ams.Integration) (*remote, err
 // run syncs integration in once (see the package comment). It returns
 // the events the server refused too: skipped, the run went on without
 // them.
-func (s *Syncer) run(ctx context.Context, in *ams.Integration, deletions []deletion) (Result, []refusal, error) {
-	res, refusals, err := s.runOnce(ctx, in, deletions)
+// The pending mass deletion it returns is the integration's new
+// PendingDeletion ("" for none).
+func (s *Syncer) run(ctx context.Context, in *ams.Integration, deletions []deletion) (Result, []refusal, string, error) {
+	var pending string
+	res, refusals, err := s.runOnce(ctx, in, deletions, &pending)
 	res.Refused = len(refusals)
-	return res, refusals, err
+	return res, refusals, pending, err
 }
 
-func (s *Syncer) runOnce(ctx context.Context, in *ams.Integration, deletions []deletion) (res Result, refusals []refusal, err error) {
+func (s *Syncer) confirmDelay() time.Duration {
+	if s.ConfirmDelay > 0 {
+		return s.ConfirmDelay
+	}
+	return DefaultConfirmDelay
+}
+
+func (s *Syncer) runOnce(ctx context.Context, in *ams.Integration, deletions []deletion, pending *string) (res Result, refusals []refusal, err error) {
 	rc, err := s.connect(ctx, in)
 	if err != nil {
 		return res, nil, err
@@ -202,11 +223,14 @@ func (s *Syncer) runOnce(ctx context.Context, in *ams.Integration, deletions []d
 	mine := map[string]*ams.CalendarEvent{}  // by path: the integration's events
 	byUID := map[string]*ams.CalendarEvent{} // by UID: the integration's and adoptable events
 	var localOnly []*ams.CalendarEvent
+	var restored []*ams.CalendarEvent // the integration's, restored here: no object known
 	for _, e := range events {
 		switch {
 		case e.IntegrationID == in.ID:
 			if e.ExternalPath != "" {
 				mine[e.ExternalPath] = e
+			} else {
+				restored = append(restored, e)
 			}
 			byUID[e.ExternalUID] = e
 		case e.IntegrationID == "":
@@ -255,6 +279,18 @@ func (s *Syncer) runOnce(ctx context.Context, in *ams.Integration, deletions []d
 			continue // a second object with the UID: the first one wins
 		}
 		if e == nil {
+			// An object whose event a sync deleted (it was not listed)
+			// is listed again: the event comes back.
+			back, err := s.restoreListed(ctx, in, uid)
+			if err != nil {
+				return res, nil, err
+			}
+			if back != nil {
+				res.Restored++
+				e = back
+			}
+		}
+		if e == nil {
 			gone, ours, err := s.deletedHere(ctx, in.UserID, uid)
 			if err != nil {
 				return res, nil, err
@@ -290,11 +326,34 @@ func (s *Syncer) runOnce(ctx context.Context, in *ams.Integration, deletions []d
 		}
 	}
 
-	// Objects gone from the server.
+	// Objects gone from the server: a mass deletion waits for a later
+	// listing to confirm it.
+	var gone []*ams.CalendarEvent
 	for path, e := range mine {
 		if _, ok := etags[path]; ok || matched[e.ID] {
 			continue
 		}
+		gone = append(gone, e)
+	}
+	if MassDeletion(len(gone), len(mine)) {
+		now := s.now()
+		seen := newPendingDeletion(gone, now)
+		prev, ok := parsePendingDeletion(in.PendingDeletion)
+		if !ok || prev.Hash != seen.Hash || now.Sub(prev.Since) < s.confirmDelay() {
+			if ok && prev.Hash == seen.Hash {
+				seen.Since = prev.Since
+			}
+			*pending = seen.String()
+			res.Held = len(gone)
+			s.Logger.Warn("caldav: the server no longer lists many of the calendar's events; they are kept until a later listing confirms it",
+				"integration_id", in.ID, "gone", len(gone), "synced", len(mine))
+			gone = nil
+		} else {
+			s.Logger.Warn("caldav: a second listing confirms that the server no longer lists the events; they are deleted here (restorable)",
+				"integration_id", in.ID, "gone", len(gone), "synced", len(mine))
+		}
+	}
+	for _, e := range gone {
 		deleted, err := s.deleteHere(ctx, in, e)
 		if err != nil {
 			return res, nil, err
@@ -310,7 +369,7 @@ func (s *Syncer) runOnce(ctx context.Context, in *ams.Integration, deletions []d
 			return res, refusals, err
 		}
 	}
-	for _, e := range localOnly {
+	for _, e := range append(localOnly, restored...) {
 		if matched[e.ID] {
 			continue
 		}
@@ -358,6 +417,34 @@ func (s *Syncer) inactiveIntegrations(ctx context.Context, in *ams.Integration, 
 		out[other.ID] = other.Status == ams.IntegrationDisconnected
 	}
 	return out, nil
+}
+
+// restoreListed restores the event of the integration that a sync
+// deleted last under uid (its object was not listed, and now is), and
+// emits event.restored; nil if there is none, or if a live event took
+// the UID meanwhile. Events deleted through the API stay deleted (and
+// their objects are deleted on the server, see deletedHere).
+func (s *Syncer) restoreListed(ctx context.Context, in *ams.Integration, uid string) (*ams.CalendarEvent, error) {
+	var out *ams.CalendarEvent
+	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+		out = nil
+		gone, err := tx.FindDeletedCalendarEventByUID(ctx, in.UserID, in.ID, uid)
+		if ams.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		now := s.now()
+		e, err := tx.RestoreCalendarEvent(ctx, in.UserID, gone.ID, now)
+		if ams.ErrorKindOf(err) == ams.ECONFLICT {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		out = e
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventRestored, e, now))
+	})
+	return out, err
 }
 
 // deletedHere reports whether uid is the id of an event of this account
@@ -452,7 +539,8 @@ func (s *Syncer) pull(ctx context.Context, in *ams.Integration, e *ams.CalendarE
 // deleteHere deletes event e, whose object is gone from the server,
 // unless it changed hands meanwhile, and emits event.deleted (an
 // addition to the interface's types) with the event as it was, in the
-// same transaction.
+// same transaction. The event stays restorable (DeletedBySync) for the
+// events' retention.
 func (s *Syncer) deleteHere(ctx context.Context, in *ams.Integration, e *ams.CalendarEvent) (bool, error) {
 	deleted := false
 	err := s.Store.Update(ctx, func(tx ams.Tx) error {
@@ -466,11 +554,13 @@ func (s *Syncer) deleteHere(ctx context.Context, in *ams.Integration, e *ams.Cal
 		if cur.IntegrationID != in.ID || cur.ExternalPath != e.ExternalPath {
 			return nil
 		}
-		if err := tx.DeleteCalendarEvent(ctx, cur.UserID, cur.ID); err != nil {
+		now := s.now()
+		if err := tx.DeleteCalendarEvent(ctx, cur.UserID, cur.ID, ams.DeletedBySync, now); err != nil {
 			return err
 		}
 		deleted = true
-		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventDeleted, cur, s.now()))
+		cur.DeletedAt, cur.DeletedBy = &now, ams.DeletedBySync
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventDeleted, cur, now))
 	})
 	return deleted, err
 }
@@ -505,9 +595,13 @@ func (s *Syncer) pushUpdate(ctx context.Context, rc *remote, e *ams.CalendarEven
 }
 
 // pushNew writes event e, which lives only here, as a new object whose
-// UID is its id, and makes it the integration's.
+// UID is its id, and makes it the integration's; an event of the
+// integration restored here keeps its UID.
 func (s *Syncer) pushNew(ctx context.Context, rc *remote, in *ams.Integration, e *ams.CalendarEvent) (bool, error) {
 	uid := e.ID
+	if e.IntegrationID == in.ID && e.ExternalUID != "" {
+		uid = e.ExternalUID
+	}
 	path := rc.objectPath(uid)
 	etag, err := rc.put(ctx, path, "", newCalendar(e, uid, s.now()))
 	if isStatus(err, http.StatusPreconditionFailed) {
@@ -540,13 +634,15 @@ func (s *Syncer) saveState(ctx context.Context, e *ams.CalendarEvent, integratio
 
 // finish records the outcome of a run: a failure of the server sets the
 // status error with a safe last_error and emits integration.error when
-// the status changes to it; a success after failures sets it connected
-// again and emits integration.connected. A run that went through but
-// whose server refused some events (refusals) is a success: the status
-// is connected, and last_error names the events refused (no event is
-// emitted for that); a run with no refusal clears last_error. A
-// disconnected integration is left alone.
-func (s *Syncer) finish(ctx context.Context, in *ams.Integration, runErr error, refusals []refusal) (*ams.Integration, error) {
+// the status changes to it (the back-off the claim set stays); a success
+// after failures sets it connected again and emits integration.connected,
+// and a success resets the back-off. A run that went through but whose
+// server refused some events (refusals) is a success: the status is
+// connected, and last_error names the events refused (no event is
+// emitted for that); so does a run that held back a mass deletion
+// (held, until when pending says); a run with neither clears last_error.
+// A disconnected integration is left alone.
+func (s *Syncer) finish(ctx context.Context, in *ams.Integration, runErr error, refusals []refusal, res Result, pending string) (*ams.Integration, error) {
 	var re *remoteError
 	if runErr != nil && !errors.As(runErr, &re) {
 		return nil, runErr // the store's failure says nothing of the server
@@ -563,39 +659,58 @@ func (s *Syncer) finish(ctx context.Context, in *ams.Integration, runErr error, 
 		}
 		now := s.now()
 		if runErr == nil {
-			var msg *string
+			var notes []string
+			if res.Held > 0 {
+				if p, ok := parsePendingDeletion(pending); ok {
+					notes = append(notes, describeHeld(res.Held, p.Since.Add(s.confirmDelay())))
+				}
+			}
 			if len(refusals) > 0 {
-				m := describeRefusals(refusals)
+				notes = append(notes, describeRefusals(refusals))
+			}
+			var msg *string
+			if len(notes) > 0 {
+				m := strings.Join(notes, " ")
 				msg = &m
 			}
-			if cur.Status == ams.IntegrationConnected {
-				if equalPtr(cur.LastError, msg) {
-					return nil
-				}
-				cur.LastError, cur.UpdatedAt = msg, now
-				return tx.UpdateIntegration(ctx, cur)
+			wasError := cur.Status == ams.IntegrationError
+			if !wasError && equalPtr(cur.LastError, msg) && cur.SyncFailures == 0 && cur.NextSyncAt == nil && cur.PendingDeletion == pending {
+				return nil
 			}
-			cur.Status, cur.LastError, cur.UpdatedAt = ams.IntegrationConnected, msg, now
+			if wasError || !equalPtr(cur.LastError, msg) {
+				cur.UpdatedAt = now
+			}
+			cur.Status, cur.LastError = ams.IntegrationConnected, msg
+			cur.SyncFailures, cur.NextSyncAt, cur.PendingDeletion = 0, nil, pending
 			if err := tx.UpdateIntegration(ctx, cur); err != nil {
 				return err
 			}
-			return tx.Emit(ctx, ams.IntegrationEvent(ams.EventIntegrationConnected, cur, now))
-		}
-		msg := describe(runErr)
-		if cur.Status == ams.IntegrationError {
-			if cur.LastError != nil && *cur.LastError == msg {
+			if !wasError {
 				return nil
 			}
-			cur.LastError, cur.UpdatedAt = &msg, now // another failure: no new event
-			return tx.UpdateIntegration(ctx, cur)
+			return tx.Emit(ctx, ams.IntegrationEvent(ams.EventIntegrationConnected, cur, now))
 		}
-		cur.Status, cur.LastError, cur.UpdatedAt = ams.IntegrationError, &msg, now
-		if err := tx.UpdateIntegration(ctx, cur); err != nil {
-			return err
-		}
-		return tx.Emit(ctx, ams.IntegrationEvent(ams.EventIntegrationError, cur, now))
+		return s.failed(ctx, tx, cur, describe(runErr), now)
 	})
 	return out, err
+}
+
+// failed sets integration cur's status error with last_error msg, and
+// emits integration.error when the status changes to it (once per change,
+// not per failed run).
+func (s *Syncer) failed(ctx context.Context, tx ams.Tx, cur *ams.Integration, msg string, now time.Time) error {
+	if cur.Status == ams.IntegrationError {
+		if cur.LastError != nil && *cur.LastError == msg {
+			return nil
+		}
+		cur.LastError, cur.UpdatedAt = &msg, now // another failure: no new event
+		return tx.UpdateIntegration(ctx, cur)
+	}
+	cur.Status, cur.LastError, cur.UpdatedAt = ams.IntegrationError, &msg, now
+	if err := tx.UpdateIntegration(ctx, cur); err != nil {
+		return err
+	}
+	return tx.Emit(ctx, ams.IntegrationEvent(ams.EventIntegrationError, cur, now))
 }
 
 func equalPtr(a, b *string) bool {
@@ -637,37 +752,83 @@ func describeRefusals(rs []refusal) string {
 		what, strings.Join(codes, ", "), list)
 }
 
+// errDied is the last_error of an integration whose last run started
+// and never recorded its outcome: the process running it stopped.
+const errDied = "The last sync did not finish (the service stopped during it). It is retried with a growing delay."
+
 // claim takes integration in for a run: it records the run's start in
-// updated_at, unless the integration is disconnected or (minAge > 0) a
-// run started less than minAge ago, in which case it returns false. The
-// row lock of FindIntegration makes the check and the write one step, so
-// that of several processes looking at once only one takes the run.
-func (s *Syncer) claim(ctx context.Context, in *ams.Integration, minAge time.Duration) (*ams.Integration, bool, error) {
-	var out *ams.Integration
-	ok := false
-	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+// updated_at and counts the run failed until it finishes (SyncFailures,
+// and NextSyncAt after the back-off; see Backoff), unless the integration
+// is disconnected, or (minAge > 0) a run started less than minAge ago,
+// or (background) its back-off is not over (see backingOff below), in
+// which case it returns false. When the last run started at least runTimeout ago and never
+// recorded its outcome, the claim first sets the status error (and emits
+// integration.error). The row lock of FindIntegration makes the check and
+// the write one step, so that of several processes looking at once only
+// one takes the run. prev is the sync state before the claim, for
+// release.
+func (s *Syncer) claim(ctx context.Context, in *ams.Integration, minAge time.Duration, background bool, b backoff) (cur *ams.Integration, prev *ams.Integration, ok bool, err error) {
+	err = s.Store.Update(ctx, func(tx ams.Tx) error {
 		ok = false
-		cur, err := tx.FindIntegration(ctx, in.UserID, in.ID)
+		c, err := tx.FindIntegration(ctx, in.UserID, in.ID)
 		if err != nil {
 			return err
 		}
-		out = cur
+		cur = c
 		now := s.now()
-		if cur.Status == ams.IntegrationDisconnected || cur.Provider != Provider {
+		if c.Status == ams.IntegrationDisconnected || c.Provider != Provider {
 			return nil
 		}
-		if minAge > 0 && now.Sub(cur.UpdatedAt) < minAge {
+		if minAge > 0 && now.Sub(c.UpdatedAt) < minAge {
 			return nil
 		}
-		cur.UpdatedAt = now
+		// The back-off holds periodic runs; a run after a local change
+		// (minAge 0) only once a failure is recorded or two runs in a row
+		// did not finish, so that a change made while another process's
+		// run is in flight is still pushed at once.
+		backingOff := minAge > 0 || c.Status == ams.IntegrationError || c.SyncFailures >= 2
+		if background && backingOff && c.NextSyncAt != nil && now.Before(*c.NextSyncAt) {
+			return nil
+		}
+		p := *c
+		prev = &p
+		if c.SyncFailures > 0 && c.Status == ams.IntegrationConnected && now.Sub(c.UpdatedAt) >= b.runTimeout {
+			if err := s.failed(ctx, tx, c, errDied, now); err != nil {
+				return err
+			}
+		}
+		c.UpdatedAt = now
+		c.SyncFailures++
+		next := now.Add(Backoff(c.SyncFailures, b.base, b.max))
+		c.NextSyncAt = &next
 		ok = true
+		return tx.UpdateIntegration(ctx, c)
+	})
+	return cur, prev, ok, err
+}
+
+// backoff is the worker's back-off settings.
+type backoff struct{ base, max, runTimeout time.Duration }
+
+// release gives back the claim of a run stopped by a graceful shutdown:
+// the failure it counted and its back-off, unless another run claimed the
+// integration since.
+func (s *Syncer) release(ctx context.Context, claimed, prev *ams.Integration) error {
+	return s.Store.Update(ctx, func(tx ams.Tx) error {
+		cur, err := tx.FindIntegration(ctx, claimed.UserID, claimed.ID)
+		if err != nil {
+			return err
+		}
+		if cur.SyncFailures != claimed.SyncFailures || cur.UpdatedAt.UnixMilli() != claimed.UpdatedAt.UnixMilli() {
+			return nil // claimed again since
+		}
+		cur.SyncFailures, cur.NextSyncAt = prev.SyncFailures, prev.NextSyncAt
 		return tx.UpdateIntegration(ctx, cur)
 	})
-	return out, ok, err
 }
 
 // String describes a result for logs and tests.
 func (r Result) String() string {
-	return fmt.Sprintf("created %d, updated %d, deleted here %d, pushed %d, deleted there %d, refused %d",
-		r.Created, r.Updated, r.DeletedHere, r.Pushed, r.DeletedThere, r.Refused)
+	return fmt.Sprintf("created %d, updated %d, deleted here %d, pushed %d, deleted there %d, refused %d, held %d, restored %d",
+		r.Created, r.Updated, r.DeletedHere, r.Pushed, r.DeletedThere, r.Refused, r.Held, r.Restored)
 }

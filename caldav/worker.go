@@ -3,9 +3,11 @@ package caldav
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
@@ -38,6 +40,12 @@ type Worker struct {
 	Debounce time.Duration
 	// Concurrency bounds the runs in flight (default 4).
 	Concurrency int
+	// RetryMax caps the back-off of a failing integration (see Backoff,
+	// whose base is Interval): DefaultRetryMax.
+	RetryMax time.Duration
+	// RunTimeout bounds one run (DefaultRunTimeout); a run that started
+	// this long ago and never recorded its outcome died with its process.
+	RunTimeout time.Duration
 
 	once      sync.Once
 	mu        sync.Mutex
@@ -62,6 +70,12 @@ func (w *Worker) init() {
 		}
 		if w.Concurrency <= 0 {
 			w.Concurrency = 4
+		}
+		if w.RetryMax <= 0 {
+			w.RetryMax = DefaultRetryMax
+		}
+		if w.RunTimeout <= 0 {
+			w.RunTimeout = DefaultRunTimeout
 		}
 		if w.Logger == nil {
 			w.Logger = slog.Default()
@@ -126,8 +140,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 }
 
+// SyncDue runs, at once, every integration Run would run now (its last
+// run started an Interval ago or more, and its back-off is over), and
+// waits for them. It is for tests and tools: not while Run runs.
+func (w *Worker) SyncDue(ctx context.Context) {
+	w.init()
+	w.syncDue(ctx)
+	w.wg.Wait()
+}
+
 // syncDue starts a run of every integration whose last run started an
-// Interval ago or more.
+// Interval ago or more and whose back-off is over.
 func (w *Worker) syncDue(ctx context.Context) {
 	ins, err := w.Store.ActiveIntegrations(ctx, Provider)
 	if err != nil {
@@ -138,7 +161,7 @@ func (w *Worker) syncDue(ctx context.Context) {
 	}
 	now := w.now()
 	for _, in := range ins {
-		if now.Sub(in.UpdatedAt) >= w.Interval {
+		if now.Sub(in.UpdatedAt) >= w.Interval && (in.NextSyncAt == nil || !now.Before(*in.NextSyncAt)) {
 			w.start(ctx, in, w.Interval)
 		}
 	}
@@ -197,22 +220,31 @@ func (w *Worker) start(ctx context.Context, in *ams.Integration, minAge time.Dur
 			delete(w.running, in.ID)
 			w.mu.Unlock()
 		}()
+		defer func() {
+			// A panic outside the run itself (which syncOne recovers)
+			// stops this run, not the process.
+			if p := recover(); p != nil {
+				w.Logger.Error("caldav sync panicked", "integration_id", in.ID, "panic", p, "stack", string(debug.Stack()))
+			}
+		}()
 		select {
 		case w.sem <- struct{}{}:
 		case <-ctx.Done():
 			return
 		}
 		defer func() { <-w.sem }()
-		if _, _, err := w.syncOne(ctx, in, minAge); err != nil && ctx.Err() == nil {
+		if _, _, err := w.syncOne(ctx, in, minAge, true); err != nil && ctx.Err() == nil {
 			w.Logger.Error("caldav sync", "integration_id", in.ID, "err", err)
 		}
 	}()
 }
 
 // syncOne claims and runs one sync, with the deletions waiting for it.
-// Deletions of a failed run wait for the next.
-func (w *Worker) syncOne(ctx context.Context, in *ams.Integration, minAge time.Duration) (*ams.Integration, Result, error) {
-	cur, ok, err := w.claim(ctx, in, minAge)
+// Deletions of a failed run wait for the next. A background run waits
+// for the integration's back-off; SyncNow does not. A panic during the
+// run is its failure (status error), not the process's end.
+func (w *Worker) syncOne(ctx context.Context, in *ams.Integration, minAge time.Duration, background bool) (*ams.Integration, Result, error) {
+	cur, prev, ok, err := w.claim(ctx, in, minAge, background, backoff{w.Interval, w.RetryMax, w.RunTimeout})
 	if err != nil || !ok {
 		return cur, Result{}, err
 	}
@@ -221,16 +253,24 @@ func (w *Worker) syncOne(ctx context.Context, in *ams.Integration, minAge time.D
 	delete(w.deletions, in.ID)
 	w.mu.Unlock()
 	start := time.Now()
-	res, refusals, runErr := w.run(ctx, cur, dels)
+	runCtx, cancel := context.WithTimeout(ctx, w.RunTimeout)
+	res, refusals, pending, runErr := w.runSafely(runCtx, cur, dels)
+	cancel()
 	if runErr != nil && len(dels) > 0 {
 		w.mu.Lock()
 		w.deletions[in.ID] = append(dels, w.deletions[in.ID]...)
 		w.mu.Unlock()
 	}
 	if ctx.Err() != nil {
+		// Stopped (a shutdown), not failed: the claim's count goes back.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := w.release(rctx, cur, prev); err != nil {
+			w.Logger.Warn("caldav: release a stopped run", "integration_id", in.ID, "err", err)
+		}
 		return cur, res, ctx.Err()
 	}
-	out, err := w.finish(ctx, cur, runErr, refusals)
+	out, err := w.finish(ctx, cur, runErr, refusals, res, pending)
 	if err != nil {
 		return nil, res, err
 	}
@@ -247,8 +287,19 @@ func (w *Worker) syncOne(ctx context.Context, in *ams.Integration, minAge time.D
 // the server failed. The error is the store's.
 func (w *Worker) SyncNow(ctx context.Context, in *ams.Integration) (*ams.Integration, error) {
 	w.init()
-	out, _, err := w.syncOne(ctx, in, 0)
+	out, _, err := w.syncOne(ctx, in, 0, false)
 	return out, err
+}
+
+// runSafely is run, with a panic turned into the run's failure.
+func (w *Worker) runSafely(ctx context.Context, in *ams.Integration, dels []deletion) (res Result, refusals []refusal, pending string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.Logger.Error("caldav sync panicked", "integration_id", in.ID, "panic", p, "stack", string(debug.Stack()))
+			res, refusals, pending, err = Result{}, nil, "", remoteErr(fmt.Errorf("caldav: sync panicked: %v", p))
+		}
+	}()
+	return w.run(ctx, in, dels)
 }
 
 // Connected starts the first sync of a new integration.

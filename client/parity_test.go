@@ -51,6 +51,7 @@ var operations = map[string]string{
 	"getCalendarEvent":         "GetCalendarEvent",
 	"updateCalendarEvent":      "UpdateCalendarEvent",
 	"deleteCalendarEvent":      "DeleteCalendarEvent",
+	"restoreCalendarEvent":     "RestoreCalendarEvent",
 	"createIntegration":        "CreateIntegration",
 	"listIntegrations":         "ListIntegrations",
 	"getIntegration":           "GetIntegration",

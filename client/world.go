@@ -50,7 +50,21 @@ type CalendarEvent struct {
 	Metadata    Metadata   `json:"metadata"`
 	CreatedAt   time.Time  `json:"created_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
+	// DeletedAt is when the event was deleted: nil for a live event. A
+	// deleted event (ListCalendarEventsParams.Deleted, the data of
+	// event.deleted) can be restored with RestoreCalendarEvent for 30
+	// days.
+	DeletedAt *time.Time `json:"deleted_at"`
+	// DeletedBy is DeletedByAPI or DeletedBySync on a deleted event, ""
+	// on a live one.
+	DeletedBy string `json:"deleted_by"`
 }
+
+// Who deleted a calendar event (CalendarEvent.DeletedBy).
+const (
+	DeletedByAPI  = "api"  // through the API, an assistant's tool or the pages
+	DeletedBySync = "sync" // by a calendar sync: the CalDAV server no longer listed it
+)
 
 // Action statuses.
 const (
@@ -383,6 +397,9 @@ type ListCalendarEventsParams struct {
 	AssistantID  string     // only the events of this assistant
 	StartsAfter  *time.Time // only events that end after this time
 	StartsBefore *time.Time // only events that start before this time
+	// Deleted lists the deleted events still restorable instead of the
+	// live ones.
+	Deleted bool
 }
 
 func (p *ListCalendarEventsParams) query() url.Values {
@@ -393,6 +410,9 @@ func (p *ListCalendarEventsParams) query() url.Values {
 	setQuery(q, "assistant_id", p.AssistantID)
 	setQueryTime(q, "starts_after", p.StartsAfter)
 	setQueryTime(q, "starts_before", p.StartsBefore)
+	if p.Deleted {
+		q.Set("deleted", "true")
+	}
 	return q
 }
 
@@ -449,9 +469,26 @@ func (c *Client) UpdateCalendarEvent(ctx context.Context, id string, p UpdateCal
 	return patch[CalendarEvent](ctx, c, "/calendar/events", id, body)
 }
 
-// DeleteCalendarEvent deletes the calendar event with id.
+// DeleteCalendarEvent deletes the calendar event with id; it can be
+// restored with RestoreCalendarEvent for 30 days.
 func (c *Client) DeleteCalendarEvent(ctx context.Context, id string) error {
 	return del(ctx, c, "/calendar/events", id)
+}
+
+// RestoreCalendarEvent brings back the calendar event with id, deleted
+// through the API or by a calendar sync within the last 30 days (emits
+// event.restored). An *Error with code "calendar_event_not_deleted" (409)
+// for a live event, "resource_missing" (404) for one that is not a
+// deleted event of the account.
+func (c *Client) RestoreCalendarEvent(ctx context.Context, id string) (*CalendarEvent, error) {
+	if id == "" {
+		return nil, fmt.Errorf("ams: POST /calendar/events/{id}/restore: %w", errEmptyID)
+	}
+	out := new(CalendarEvent)
+	if err := c.Request(ctx, http.MethodPost, "/calendar/events/"+url.PathEscape(id)+"/restore", nil, out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // RunActionParams is a tool for an assistant to run.

@@ -83,7 +83,12 @@ const taskJSON = `{"id":"task_1","object":"task","assistant_id":"ast_1","title":
 	`"due_at":"2026-11-22T09:00:00Z","remind_at":null,"completed_at":null,"created_at":"2026-11-21T10:00:00.123Z","updated_at":"2026-11-21T10:00:00.123Z"}`
 
 const eventJSON = `{"id":"cev_1","object":"calendar_event","assistant_id":"ast_1","title":"Dentist","description":"","location":"",` +
-	`"starts_at":"2026-11-23T14:00:00Z","ends_at":"2026-11-23T15:00:00Z","remind_at":null,"created_at":"2026-11-21T10:00:00Z","updated_at":"2026-11-21T10:00:00Z"}`
+	`"starts_at":"2026-11-23T14:00:00Z","ends_at":"2026-11-23T15:00:00Z","remind_at":null,"created_at":"2026-11-21T10:00:00Z","updated_at":"2026-11-21T10:00:00Z",` +
+	`"deleted_at":null,"deleted_by":null}`
+
+const deletedEventJSON = `{"id":"cev_1","object":"calendar_event","assistant_id":"","title":"Standup","description":"","location":"",` +
+	`"starts_at":"2026-11-23T14:00:00Z","ends_at":"2026-11-23T15:00:00Z","remind_at":null,"created_at":"2026-11-21T10:00:00Z","updated_at":"2026-11-21T10:00:00Z",` +
+	`"deleted_at":"2026-11-22T08:00:00.000Z","deleted_by":"sync"}`
 
 const assistantJSON = `{"id":"ast_2","object":"assistant","name":"Trips","description":"","instructions":"","model":"builtin",` +
 	`"created_at":"2026-11-21T10:00:00Z","updated_at":"2026-11-21T10:00:00Z"}`
@@ -197,6 +202,19 @@ func TestWorldRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("DELETE", "/v1/calendar/events/cev_1", "", false)
+	rc.answer(200, `{"object":"list","data":[`+deletedEventJSON+`],"first_id":"cev_1","last_id":"cev_1","has_more":false}`)
+	gone, err := c.ListCalendarEvents(ctx, &client.ListCalendarEventsParams{Deleted: true})
+	if err != nil || len(gone.Data) != 1 || gone.Data[0].DeletedBy != client.DeletedBySync || gone.Data[0].DeletedAt == nil ||
+		!gone.Data[0].DeletedAt.Equal(time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC)) {
+		t.Fatalf("deleted events: %+v %v", gone, err)
+	}
+	check("GET", "/v1/calendar/events?deleted=true", "", false)
+	rc.answer(200, eventJSON)
+	back, err := c.RestoreCalendarEvent(ctx, "cev_1")
+	if err != nil || back.ID != "cev_1" || back.DeletedAt != nil || back.DeletedBy != "" {
+		t.Fatalf("RestoreCalendarEvent: %+v %v", back, err)
+	}
+	check("POST", "/v1/calendar/events/cev_1/restore", "", true)
 
 	rc.answer(201, `{"id":"act_1","object":"action","assistant_id":"ast_1","conversation_id":"","type":"create_task","input":{"title":"Call Bob"},`+
 		`"status":"succeeded","result":`+taskJSON+`,"error":null,"created_at":"2026-11-21T10:00:00Z"}`)
@@ -246,6 +264,7 @@ func TestWorldRequests(t *testing.T) {
 	n := rc.count()
 	for _, err := range []error{
 		c.DeleteTask(ctx, ""), c.DeleteMessage(ctx, ""), c.DeleteAssistant(ctx, ""), c.DeleteCalendarEvent(ctx, ""),
+		func() error { _, err := c.RestoreCalendarEvent(ctx, ""); return err }(),
 		func() error { _, err := c.CompleteTask(ctx, ""); return err }(),
 		func() error { _, err := c.UpdateTask(ctx, "", client.UpdateTaskParams{}); return err }(),
 		func() error { _, err := c.RunAction(ctx, "", client.RunActionParams{Type: "list_tasks"}); return err }(),

@@ -284,6 +284,9 @@ func TestDeletionEvents(t *testing.T) {
 		f.ok(204, "DELETE", "/v1/tasks/"+task["id"].(string), "")
 		f.ok(204, "DELETE", "/v1/calendar/events/"+cev["id"].(string), "")
 		sameRecord(t, f.eventsN("task.deleted", 1)[0], task)
+		// The event as it was, with when and by whom it was deleted (it
+		// can be restored).
+		cev["deleted_at"], cev["deleted_by"] = "2026-11-21T10:01:00.000Z", "api"
 		sameRecord(t, f.eventsN("event.deleted", 1)[0], cev)
 		// Queued for the subscriber only.
 		jobs, err := f.Data.ClaimJobs(t.Context(), f.Clock.Now().Add(time.Hour), ams.Claim{Lease: time.Minute, Limit: 100, PerWebhook: 100})

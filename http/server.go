@@ -185,6 +185,7 @@ func (s *Server) init() {
 			{"GET", "/v1/calendar/events/{id}", perms(read), s.getCalendarEvent},
 			{"PATCH", "/v1/calendar/events/{id}", perms(write), s.updateCalendarEvent},
 			{"DELETE", "/v1/calendar/events/{id}", perms(write), s.deleteCalendarEvent},
+			{"POST", "/v1/calendar/events/{id}/restore", perms(write), s.restoreCalendarEvent},
 			{"GET", "/v1/conversations", perms(read, msgs), s.listConversations},
 			{"POST", "/v1/conversations", perms(msgs), s.createConversation},
 			{"GET", "/v1/conversations/{id}", perms(read, msgs), s.getConversation},

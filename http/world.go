@@ -205,11 +205,18 @@ func (s *Server) createCalendarEvent(w http.ResponseWriter, r *http.Request) err
 }
 
 func (s *Server) listCalendarEvents(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r, "assistant_id", "starts_after", "starts_before")
+	p, err := listParams(r, "assistant_id", "starts_after", "starts_before", "deleted")
 	if err != nil {
 		return err
 	}
 	var f ams.CalendarFilter
+	switch r.URL.Query().Get("deleted") {
+	case "", "false":
+	case "true":
+		f.Deleted = true // the deleted events still restorable
+	default:
+		return ams.ParamError("parameter_invalid", "deleted", "'deleted' must be 'true' or 'false'.")
+	}
 	if f.AssistantID, err = queryAssistant(r); err != nil {
 		return err
 	}
@@ -273,6 +280,23 @@ func (s *Server) deleteCalendarEvent(w http.ResponseWriter, r *http.Request) err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// restoreCalendarEvent brings back a deleted event (through the API or by
+// a calendar sync) still within its retention.
+func (s *Server) restoreCalendarEvent(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "calendar event", ams.PrefixCalendar)
+	if err != nil {
+		return err
+	}
+	if err := noBody(r); err != nil {
+		return err
+	}
+	e, err := s.World.RestoreEvent(r.Context(), auth(r).User.ID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, e)
 }
 
 // Assistant actions.

@@ -87,7 +87,7 @@ var eventTypes = []string{
 	ams.EventEventCreated, ams.EventEventUpdated, ams.EventEventReminder,
 	ams.EventIntegrationConnected, ams.EventIntegrationDisconnected, ams.EventIntegrationError,
 	"webhook.ping", ams.EventWebhookFailing, ams.EventWebhookEnabled,
-	ams.EventTaskDeleted, ams.EventEventDeleted,
+	ams.EventTaskDeleted, ams.EventEventDeleted, ams.EventEventRestored,
 	ams.EventAPIKeyCreated, ams.EventAPIKeyRevoked,
 	ams.EventOAuthClientCreated, ams.EventOAuthClientSecretRotated, ams.EventOAuthClientDeleted,
 	ams.EventAccountUpdated,
@@ -548,7 +548,7 @@ func TestRecordsMatchSchemas(t *testing.T) {
 		"metadata": map[string]any{"order_id": "A-17"}}
 	cev := map[string]any{"id": ams.NewID(ams.PrefixCalendar), "object": "calendar_event", "assistant_id": astID, "title": "Dentist", "description": "", "location": "Main St 1",
 		"starts_at": "2026-11-23T14:00:00.000Z", "ends_at": "2026-11-23T15:00:00.000Z", "remind_at": "2026-11-23T13:00:00.000Z", "created_at": "2026-11-21T10:00:00.123Z", "updated_at": "2026-11-21T10:00:00.123Z",
-		"metadata": map[string]any{}}
+		"metadata": map[string]any{}, "deleted_at": nil, "deleted_by": nil}
 	integData := jsonValue(t, integ)
 	errData := jsonValue(t, &failing).(map[string]any)
 	errData["error"] = lastErr
@@ -556,7 +556,7 @@ func TestRecordsMatchSchemas(t *testing.T) {
 	data := map[string]any{
 		"message.created": msgData, "message.updated": msgData, "message.deleted": msgData,
 		"task.created": task, "task.completed": task, "task.updated": task, "task.reminder": task, "task.deleted": task,
-		"event.created": cev, "event.updated": cev, "event.reminder": cev, "event.deleted": cev,
+		"event.created": cev, "event.updated": cev, "event.reminder": cev, "event.deleted": cev, "event.restored": cev,
 		"integration.connected": integData, "integration.disconnected": integData, "integration.error": errData,
 		"webhook.ping":    map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook)},
 		"webhook.failing": map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook), "url": "https://example.com/hook", "reason": "timeout: no answer within 5s"},

@@ -10,15 +10,19 @@ import (
 	"github.com/amsdev/ams"
 )
 
-const integrationCols = `id, user_id, provider, status, config, last_error, connected_at, created_at, updated_at`
+const integrationCols = `id, user_id, provider, status, config, last_error, connected_at, created_at, updated_at,
+	sync_failures, next_sync_at, pending_deletion`
 
 func scanIntegration(s scanner) (*ams.Integration, error) {
 	in := &ams.Integration{Object: "integration"}
 	var config []byte
 	var conn, c, u int64
-	if err := s.Scan(&in.ID, &in.UserID, &in.Provider, &in.Status, &config, &in.LastError, &conn, &c, &u); err != nil {
+	var next *int64
+	if err := s.Scan(&in.ID, &in.UserID, &in.Provider, &in.Status, &config, &in.LastError, &conn, &c, &u,
+		&in.SyncFailures, &next, &in.PendingDeletion); err != nil {
 		return nil, err
 	}
+	in.NextSyncAt = fromNullMS(next)
 	in.ConnectedAt, in.CreatedAt, in.UpdatedAt = FromMS(conn), FromMS(c), FromMS(u)
 	if err := json.Unmarshal(config, &in.Config); err != nil {
 		return nil, fmt.Errorf("decode integration config %s: %w", in.ID, err)
@@ -67,22 +71,25 @@ func (q *Queries) CreateIntegration(ctx context.Context, in *ams.Integration, se
 		s := q.s.sealer.Seal(string(plain), in.ID)
 		sealed = &s
 	}
-	if _, err := q.w.Exec(ctx, `INSERT INTO integrations (`+integrationCols+`, secrets) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		in.ID, in.UserID, in.Provider, in.Status, config, in.LastError, MS(in.ConnectedAt), MS(in.CreatedAt), MS(in.UpdatedAt), sealed); err != nil {
+	if _, err := q.w.Exec(ctx, `INSERT INTO integrations (`+integrationCols+`, secrets) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		in.ID, in.UserID, in.Provider, in.Status, config, in.LastError, MS(in.ConnectedAt), MS(in.CreatedAt), MS(in.UpdatedAt),
+		in.SyncFailures, nullMS(in.NextSyncAt), in.PendingDeletion, sealed); err != nil {
 		return q.conflict("insert integration", err, "Integration '%s' already exists.", in.ID)
 	}
 	return nil
 }
 
-// UpdateIntegration writes in's status, config, last error, connected_at
-// and updated_at; its secrets stay.
+// UpdateIntegration writes in's status, config, last error, connected_at,
+// updated_at and sync state; its secrets stay.
 func (q *Queries) UpdateIntegration(ctx context.Context, in *ams.Integration) error {
 	config, err := configJSON(in)
 	if err != nil {
 		return err
 	}
-	n, err := q.exec(ctx, "update integration", `UPDATE integrations SET status = $1, config = $2, last_error = $3, connected_at = $4, updated_at = $5
-		WHERE id = $6 AND user_id = $7`, in.Status, config, in.LastError, MS(in.ConnectedAt), MS(in.UpdatedAt), in.ID, in.UserID)
+	n, err := q.exec(ctx, "update integration", `UPDATE integrations SET status = $1, config = $2, last_error = $3, connected_at = $4, updated_at = $5,
+		sync_failures = $6, next_sync_at = $7, pending_deletion = $8
+		WHERE id = $9 AND user_id = $10`, in.Status, config, in.LastError, MS(in.ConnectedAt), MS(in.UpdatedAt),
+		in.SyncFailures, nullMS(in.NextSyncAt), in.PendingDeletion, in.ID, in.UserID)
 	if err != nil {
 		return err
 	}

@@ -653,6 +653,9 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 		{`DELETE FROM webhook_jobs WHERE event_id IN (SELECT id FROM events WHERE created_at < $1)`, MS(events)},
 		{`DELETE FROM webhook_deliveries WHERE created_at < $1`, MS(events)},
 		{`DELETE FROM events WHERE created_at < $1`, MS(events)},
+		// Deleted calendar events are restorable as long as events are
+		// kept (their event.deleted among them).
+		{`DELETE FROM calendar_events WHERE deleted_at IS NOT NULL AND deleted_at < $1`, MS(events)},
 		// A turn's stream events are kept as long as the events (a turn
 		// runs for minutes at most); the turn itself stays.
 		{`DELETE FROM turn_events WHERE created_at < $1`, MS(events)},

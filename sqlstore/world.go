@@ -111,29 +111,30 @@ func (q *Queries) DeleteTask(ctx context.Context, userID, id string) error {
 // calendarEventCols are the columns of calendar_events. assistant_id and
 // integration_id are NULL when empty.
 const calendarEventCols = `id, user_id, assistant_id, title, description, location, starts_at, ends_at, remind_at, reminded_at,
-	integration_id, external_uid, external_path, external_etag, created_at, updated_at, metadata`
+	integration_id, external_uid, external_path, external_etag, created_at, updated_at, metadata, deleted_at, deleted_by`
 
 func scanCalendarEvent(s scanner) (*ams.CalendarEvent, error) {
 	e := &ams.CalendarEvent{Object: "calendar_event"}
 	var assistant, integration *string
-	var remind, reminded *int64
+	var remind, reminded, deleted *int64
 	var starts, ends, c, u int64
 	var meta string
 	if err := s.Scan(&e.ID, &e.UserID, &assistant, &e.Title, &e.Description, &e.Location, &starts, &ends, &remind, &reminded,
-		&integration, &e.ExternalUID, &e.ExternalPath, &e.ExternalETag, &c, &u, &meta); err != nil {
+		&integration, &e.ExternalUID, &e.ExternalPath, &e.ExternalETag, &c, &u, &meta, &deleted, &e.DeletedBy); err != nil {
 		return nil, err
 	}
+	e.DeletedAt = fromNullMS(deleted)
 	e.AssistantID, e.IntegrationID = deref(assistant), deref(integration)
 	e.StartsAt, e.EndsAt, e.CreatedAt, e.UpdatedAt = FromMS(starts), FromMS(ends), FromMS(c), FromMS(u)
 	e.RemindAt, e.RemindedAt = fromNullMS(remind), fromNullMS(reminded)
 	return e, scanMetadata(&e.Metadata, meta, "calendar_event", e.ID)
 }
 
-// FindCalendarEvent returns the user's calendar event (locked in a
-// transaction); ENOTFOUND otherwise.
+// FindCalendarEvent returns the user's live calendar event (locked in a
+// transaction); ENOTFOUND otherwise, a deleted one included.
 func (q *Queries) FindCalendarEvent(ctx context.Context, userID, id string) (*ams.CalendarEvent, error) {
 	return findOne(ctx, q, scanCalendarEvent, "calendar_event", id,
-		`SELECT `+calendarEventCols+` FROM calendar_events WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
+		`SELECT `+calendarEventCols+` FROM calendar_events WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL`+q.lock("FOR UPDATE"), id, userID)
 }
 
 // FindCalendarEventByUID returns the event the integration keeps under
@@ -141,14 +142,17 @@ func (q *Queries) FindCalendarEvent(ctx context.Context, userID, id string) (*am
 func (q *Queries) FindCalendarEventByUID(ctx context.Context, userID, integrationID, uid string) (*ams.CalendarEvent, error) {
 	return findOne(ctx, q, scanCalendarEvent, "calendar_event", uid,
 		`SELECT `+calendarEventCols+` FROM calendar_events
-		WHERE user_id = $1 AND integration_id = $2 AND external_uid = $3 AND external_uid <> ''`+q.lock("FOR UPDATE"),
+		WHERE user_id = $1 AND integration_id = $2 AND external_uid = $3 AND external_uid <> '' AND deleted_at IS NULL`+q.lock("FOR UPDATE"),
 		userID, integrationID, uid)
 }
 
 // ListCalendarEvents returns a page of the user's calendar events that
-// pass f.
+// pass f: the live ones, or with f.Deleted the deleted ones.
 func (q *Queries) ListCalendarEvents(ctx context.Context, userID string, f ams.CalendarFilter, p ams.ListParams) (*ams.Page[*ams.CalendarEvent], error) {
-	w := where("user_id = $1", userID)
+	w := where("user_id = $1 AND deleted_at IS NULL", userID)
+	if f.Deleted {
+		w = where("user_id = $1 AND deleted_at IS NOT NULL", userID)
+	}
 	if f.AssistantID != "" {
 		w.add("assistant_id = $?", f.AssistantID)
 	}
@@ -193,7 +197,7 @@ func (q *Queries) checkEventRefs(ctx context.Context, e *ams.CalendarEvent, assi
 	}
 	if e.ExternalUID != "" {
 		taken, err := q.exists(ctx, "calendar event", `SELECT 1 FROM calendar_events
-			WHERE user_id = $1 AND integration_id = $2 AND external_uid = $3 AND id <> $4`, e.UserID, e.IntegrationID, e.ExternalUID, e.ID)
+			WHERE user_id = $1 AND integration_id = $2 AND external_uid = $3 AND id <> $4 AND deleted_at IS NULL`, e.UserID, e.IntegrationID, e.ExternalUID, e.ID)
 		if err != nil {
 			return err
 		}
@@ -215,7 +219,7 @@ func (q *Queries) CreateCalendarEvent(ctx context.Context, e *ams.CalendarEvent)
 		// ON CONFLICT DO NOTHING: a UID taken by a concurrent transaction
 		// since the check is ECONFLICT with the transaction still usable.
 		n, err := q.exec(ctx, "insert calendar event", `INSERT INTO calendar_events (`+calendarEventCols+`)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) ON CONFLICT DO NOTHING`,
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, NULL, '') ON CONFLICT DO NOTHING`,
 			e.ID, e.UserID, nullText(e.AssistantID), e.Title, e.Description, e.Location, MS(e.StartsAt), MS(e.EndsAt),
 			nullMS(e.RemindAt), nullMS(e.RemindedAt), nullText(e.IntegrationID), e.ExternalUID, e.ExternalPath, e.ExternalETag,
 			MS(e.CreatedAt), MS(e.UpdatedAt), ams.EncodeMetadata(e.Metadata))
@@ -241,7 +245,7 @@ func (q *Queries) UpdateCalendarEvent(ctx context.Context, e *ams.CalendarEvent)
 		var reminded *int64
 		err := q.w.QueryRow(ctx, `UPDATE calendar_events SET title = $1, description = $2, location = $3, starts_at = $4, ends_at = $5,
 			`+keepReminded("$6")+`, integration_id = $7, external_uid = $8, external_path = $9, external_etag = $10, updated_at = $11,
-			metadata = $12 WHERE id = $13 AND user_id = $14 RETURNING reminded_at`,
+			metadata = $12 WHERE id = $13 AND user_id = $14 AND deleted_at IS NULL RETURNING reminded_at`,
 			e.Title, e.Description, e.Location, MS(e.StartsAt), MS(e.EndsAt), nullMS(e.RemindAt),
 			nullText(e.IntegrationID), e.ExternalUID, e.ExternalPath, e.ExternalETag, MS(e.UpdatedAt), ams.EncodeMetadata(e.Metadata),
 			e.ID, e.UserID).Scan(&reminded)
@@ -255,13 +259,69 @@ func (q *Queries) UpdateCalendarEvent(ctx context.Context, e *ams.CalendarEvent)
 	})
 }
 
-// DeleteCalendarEvent deletes the user's calendar event.
-func (q *Queries) DeleteCalendarEvent(ctx context.Context, userID, id string) error {
-	n, err := q.exec(ctx, "delete calendar event", `DELETE FROM calendar_events WHERE id = $1 AND user_id = $2`, id, userID)
+// DeleteCalendarEvent deletes the user's live calendar event: the row
+// stays, marked deleted at at by by, until Purge removes it.
+func (q *Queries) DeleteCalendarEvent(ctx context.Context, userID, id, by string, at time.Time) error {
+	if by != ams.DeletedByAPI && by != ams.DeletedBySync {
+		return fmt.Errorf("delete calendar event: unknown deleter %q", by)
+	}
+	n, err := q.exec(ctx, "delete calendar event", `UPDATE calendar_events SET deleted_at = $1, deleted_by = $2
+		WHERE id = $3 AND user_id = $4 AND deleted_at IS NULL`, MS(at), by, id, userID)
 	if err != nil {
 		return err
 	}
 	return affected(n, "calendar_event", id)
+}
+
+// FindDeletedCalendarEventByUID returns the event that a sync of the
+// integration deleted last under uid (locked in a transaction);
+// ENOTFOUND if none.
+func (q *Queries) FindDeletedCalendarEventByUID(ctx context.Context, userID, integrationID, uid string) (*ams.CalendarEvent, error) {
+	return findOne(ctx, q, scanCalendarEvent, "calendar_event", uid,
+		`SELECT `+calendarEventCols+` FROM calendar_events
+		WHERE user_id = $1 AND integration_id = $2 AND external_uid = $3 AND external_uid <> ''
+		AND deleted_at IS NOT NULL AND deleted_by = '`+ams.DeletedBySync+`' ORDER BY deleted_at DESC, seq DESC LIMIT 1`+q.lock("FOR UPDATE"),
+		userID, integrationID, uid)
+}
+
+// RestoreCalendarEvent brings back the user's deleted calendar event; see
+// ams.CalendarStore.
+func (q *Queries) RestoreCalendarEvent(ctx context.Context, userID, id string, at time.Time) (*ams.CalendarEvent, error) {
+	var out *ams.CalendarEvent
+	err := q.inTx(ctx, func(q *Queries) error {
+		e, err := findOne(ctx, q, scanCalendarEvent, "calendar_event", id,
+			`SELECT `+calendarEventCols+` FROM calendar_events WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
+		if err != nil {
+			return err
+		}
+		if e.DeletedAt == nil {
+			return ams.Errorf(ams.ECONFLICT, "calendar_event_not_deleted", "Calendar event '%s' is not deleted.", id)
+		}
+		if e.ExternalUID != "" {
+			taken, err := q.exists(ctx, "calendar event", `SELECT 1 FROM calendar_events
+				WHERE user_id = $1 AND integration_id = $2 AND external_uid = $3 AND id <> $4 AND deleted_at IS NULL`,
+				userID, e.IntegrationID, e.ExternalUID, e.ID)
+			if err != nil {
+				return err
+			}
+			if taken {
+				return ams.Errorf(ams.ECONFLICT, "calendar_event_uid_taken",
+					"Calendar event '%s' cannot be restored: its calendar object came back from the server as another event.", id)
+			}
+		}
+		e.DeletedAt, e.DeletedBy, e.ExternalPath, e.ExternalETag, e.UpdatedAt = nil, "", "", "", at
+		if e.RemindAt != nil && e.RemindedAt == nil && !e.RemindAt.After(at) {
+			e.RemindedAt = &at // came due while deleted: not rung late
+		}
+		if _, err := q.exec(ctx, "restore calendar event", `UPDATE calendar_events SET deleted_at = NULL, deleted_by = '',
+			external_path = '', external_etag = '', updated_at = $1, reminded_at = $2 WHERE id = $3 AND user_id = $4`,
+			MS(at), nullMS(e.RemindedAt), id, userID); err != nil {
+			return err
+		}
+		out = e
+		return nil
+	})
+	return out, err
 }
 
 const actionCols = `id, user_id, assistant_id, conversation_id, type, input, status, result, error, created_at, turn_id, call_seq`
@@ -386,7 +446,7 @@ func (q *Queries) FireReminders(ctx context.Context, now time.Time, limit int) (
 		slices.SortFunc(tasks, func(a, b *ams.Task) int { return cmp.Compare(MS(*a.RemindAt), MS(*b.RemindAt)) })
 		var evs []*ams.CalendarEvent
 		if len(tasks) < limit {
-			if evs, err = collect(ctx, q.w, "event reminders", scanCalendarEvent, q.fireQuery("calendar_events", calendarEventCols, ""), MS(now), limit-len(tasks)); err != nil {
+			if evs, err = collect(ctx, q.w, "event reminders", scanCalendarEvent, q.fireQuery("calendar_events", calendarEventCols, " AND deleted_at IS NULL"), MS(now), limit-len(tasks)); err != nil {
 				return q.fail("fire event reminders", err)
 			}
 			slices.SortFunc(evs, func(a, b *ams.CalendarEvent) int { return cmp.Compare(MS(*a.RemindAt), MS(*b.RemindAt)) })
@@ -410,7 +470,7 @@ func (q *Queries) NextReminder(ctx context.Context) (time.Time, error) {
 	err := q.r.QueryRow(ctx, `SELECT min(m) FROM (
 		SELECT min(remind_at) AS m FROM tasks WHERE remind_at IS NOT NULL AND reminded_at IS NULL AND status = '`+ams.TaskOpen+`'
 		UNION ALL
-		SELECT min(remind_at) AS m FROM calendar_events WHERE remind_at IS NOT NULL AND reminded_at IS NULL) AS due`).Scan(&next)
+		SELECT min(remind_at) AS m FROM calendar_events WHERE remind_at IS NOT NULL AND reminded_at IS NULL AND deleted_at IS NULL) AS due`).Scan(&next)
 	if err != nil {
 		return time.Time{}, q.fail("next reminder", err)
 	}

@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"WorldIntegrations", testWorldIntegrations},
 		{"WorldActions", testWorldActions},
 		{"WorldReminders", testWorldReminders},
+		{"CalendarDeletion", testCalendarDeletion}, {"IntegrationSyncState", testIntegrationSyncState},
 		{"TxSameInterfaces", testTxSameInterfaces}, {"EmitOutsideTx", testEmitOutsideTx},
 		{"UsageMinutes", testUsageMinutes}, {"UsageDays", testUsageDays}, {"UsagePurge", testUsagePurge}, {"UsageConcurrent", testUsageConcurrent},
 	}

@@ -209,7 +209,7 @@ func testWorldCalendar(t *testing.T, s ams.Store) {
 		stolen := *e
 		stolen.UserID = other.ID
 		wantKind(t, tx.UpdateCalendarEvent(ctx, &stolen), ams.ENOTFOUND)
-		wantKind(t, tx.DeleteCalendarEvent(ctx, other.ID, e.ID), ams.ENOTFOUND)
+		wantKind(t, tx.DeleteCalendarEvent(ctx, other.ID, e.ID, ams.DeletedByAPI, t0), ams.ENOTFOUND)
 		cur, err := tx.FindCalendarEvent(ctx, u.ID, e.ID)
 		if err != nil {
 			return err
@@ -321,7 +321,7 @@ func testWorldCalendar(t *testing.T, s ams.Store) {
 		t.Fatalf("another account lists %v %v", pg, err)
 	}
 
-	update(t, s, func(tx ams.Tx) error { return tx.DeleteCalendarEvent(ctx, u.ID, e.ID) })
+	update(t, s, func(tx ams.Tx) error { return tx.DeleteCalendarEvent(ctx, u.ID, e.ID, ams.DeletedByAPI, t0) })
 	if _, err := s.FindCalendarEvent(ctx, u.ID, e.ID); !ams.IsNotFound(err) {
 		t.Fatalf("deleted event found: %v", err)
 	}

@@ -219,8 +219,18 @@ func (w *watched) UpdateCalendarEvent(ctx context.Context, e *ams.CalendarEvent)
 	return w.Update(ctx, func(tx ams.Tx) error { return tx.UpdateCalendarEvent(ctx, e) })
 }
 
-func (w *watched) DeleteCalendarEvent(ctx context.Context, userID, id string) error {
-	return w.Update(ctx, func(tx ams.Tx) error { return tx.DeleteCalendarEvent(ctx, userID, id) })
+func (w *watched) DeleteCalendarEvent(ctx context.Context, userID, id, by string, at time.Time) error {
+	return w.Update(ctx, func(tx ams.Tx) error { return tx.DeleteCalendarEvent(ctx, userID, id, by, at) })
+}
+
+func (w *watched) RestoreCalendarEvent(ctx context.Context, userID, id string, at time.Time) (*ams.CalendarEvent, error) {
+	var out *ams.CalendarEvent
+	err := w.Update(ctx, func(tx ams.Tx) error {
+		var err error
+		out, err = tx.RestoreCalendarEvent(ctx, userID, id, at)
+		return err
+	})
+	return out, err
 }
 
 // watchTx notes what a transaction writes.
@@ -253,15 +263,27 @@ func (t *watchTx) UpdateCalendarEvent(ctx context.Context, e *ams.CalendarEvent)
 	return t.Tx.UpdateCalendarEvent(ctx, e)
 }
 
-func (t *watchTx) DeleteCalendarEvent(ctx context.Context, userID, id string) error {
+func (t *watchTx) DeleteCalendarEvent(ctx context.Context, userID, id, by string, at time.Time) error {
 	e, err := t.Tx.FindCalendarEvent(ctx, userID, id)
 	if err != nil {
 		return err
 	}
-	if err := t.Tx.DeleteCalendarEvent(ctx, userID, id); err != nil {
+	if err := t.Tx.DeleteCalendarEvent(ctx, userID, id, by, at); err != nil {
 		return err
 	}
 	t.calendarUser = userID
 	t.deleted = append(t.deleted, e)
 	return nil
+}
+
+// RestoreCalendarEvent tells the calendar worker, whose sync writes the
+// event back to its calendar, and the reminder worker.
+func (t *watchTx) RestoreCalendarEvent(ctx context.Context, userID, id string, at time.Time) (*ams.CalendarEvent, error) {
+	e, err := t.Tx.RestoreCalendarEvent(ctx, userID, id, at)
+	if err != nil {
+		return nil, err
+	}
+	t.reminder = t.reminder || e.RemindAt != nil
+	t.calendarUser = userID
+	return e, nil
 }

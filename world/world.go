@@ -339,18 +339,47 @@ func (s *Service) UpdateEvent(ctx context.Context, userID, id string, input json
 
 // DeleteEvent deletes calendar event id and emits event.deleted (an
 // addition to the interface's event types), whose data is the event as it
-// was.
+// was, with deleted_at and deleted_by. The event stays restorable
+// (RestoreEvent) for ams.EventRetention, as a deletion by a calendar sync
+// does.
 func (s *Service) DeleteEvent(ctx context.Context, userID, id string) error {
 	return s.Store.Update(ctx, func(tx ams.Tx) error {
 		e, err := tx.FindCalendarEvent(ctx, userID, id)
 		if err != nil {
 			return err
 		}
-		if err := tx.DeleteCalendarEvent(ctx, userID, id); err != nil {
+		now := s.now()
+		if err := tx.DeleteCalendarEvent(ctx, userID, id, ams.DeletedByAPI, now); err != nil {
 			return err
 		}
-		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventDeleted, e, s.now()))
+		// The data says it is restorable: deleted_at and deleted_by.
+		e.DeletedAt, e.DeletedBy = &now, ams.DeletedByAPI
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventDeleted, e, now))
 	})
+}
+
+// RestoreEvent brings back deleted calendar event id (deleted through the
+// API or by a calendar sync, within ams.EventRetention) and emits
+// event.restored with it, in one transaction. An event of a calendar
+// integration is written back to its calendar by the next sync, under its
+// UID. ENOTFOUND for an unknown, live-and-unknown or purged id; ECONFLICT
+// for a live event (calendar_event_not_deleted) or one whose calendar
+// object came back as another event (calendar_event_uid_taken).
+func (s *Service) RestoreEvent(ctx context.Context, userID, id string) (*ams.CalendarEvent, error) {
+	var out *ams.CalendarEvent
+	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+		now := s.now()
+		e, err := tx.RestoreCalendarEvent(ctx, userID, id, now)
+		if err != nil {
+			return err
+		}
+		out = e
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventRestored, e, now))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func taskEqual(a, b *ams.Task) bool {

@@ -212,6 +212,9 @@ var Tables = []*Table{
 		[]Column{col("config", JSON), nullCol("last_error", Text)},
 		cols(Int, "connected_at", "created_at", "updated_at"),
 		[]Column{{Name: "secrets", SQL: "secrets", Kind: Secret, Null: true, AAD: "id"}},
+		// The sync state (migration 0021/0022; absent from older dumps).
+		[]Column{{Name: "sync_failures", SQL: "sync_failures", Kind: Int, Default: int64(0)}, nullCol("next_sync_at", Int),
+			{Name: "pending_deletion", SQL: "pending_deletion", Kind: Text, Default: ""}},
 	)},
 	{Name: "tasks", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
@@ -231,6 +234,9 @@ var Tables = []*Table{
 		cols(Text, "external_uid", "external_path", "external_etag"),
 		cols(Int, "created_at", "updated_at"),
 		metadataCol(),
+		// Deleted events kept for restoring (migration 0021/0022; absent
+		// from older dumps).
+		[]Column{nullCol("deleted_at", Int), {Name: "deleted_by", SQL: "deleted_by", Kind: Text, Default: ""}},
 	)},
 	{Name: "actions", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},

@@ -696,9 +696,20 @@ class Client:
         after: Optional[str] = None,
         before: Optional[str] = None,
         order: Optional[str] = None,
+        deleted: bool = False,
     ) -> Page[CalendarEvent]:
-        """One page of calendar events."""
-        q = self._list_query(limit, after, before, order, assistant_id=assistant_id, starts_after=starts_after, starts_before=starts_before)
+        """One page of calendar events; with ``deleted=True``, of the deleted
+        ones that can still be restored (30 days)."""
+        q = self._list_query(
+            limit,
+            after,
+            before,
+            order,
+            assistant_id=assistant_id,
+            starts_after=starts_after,
+            starts_before=starts_before,
+            deleted="true" if deleted else None,
+        )
         return self._page(CalendarEvent, "/calendar/events", q)
 
     def iter_calendar_events(
@@ -746,8 +757,17 @@ class Client:
 
     def delete_calendar_event(self, event_id: str) -> None:
         """``DELETE /v1/calendar/events/{id}``; emits ``event.deleted`` with
-        the calendar event as it was."""
+        the calendar event as it was. It can be restored for 30 days
+        (``restore_calendar_event``)."""
         self.request("DELETE", "/calendar/events/" + seg(event_id))
+
+    def restore_calendar_event(self, event_id: str, *, idempotency_key: Optional[str] = None) -> CalendarEvent:
+        """Bring back a calendar event deleted through the API or by a
+        calendar sync in the last 30 days (``POST
+        /v1/calendar/events/{id}/restore``; permission ``write``); emits
+        ``event.restored``. ``ConflictError`` (``calendar_event_not_deleted``)
+        for a live event."""
+        return self._one(CalendarEvent, "POST", "/calendar/events/%s/restore" % seg(event_id), idempotency_key=idempotency_key)
 
     # -- integrations -------------------------------------------------------
 

@@ -211,6 +211,12 @@ class CalendarEvent(Record):
     metadata: Dict[str, str] = field(default_factory=dict)
     created_at: str = ""
     updated_at: str = ""
+    #: When it was deleted; ``None`` for a live event. A deleted event
+    #: (``list_calendar_events(deleted=True)``, ``event.deleted``) can be
+    #: restored for 30 days.
+    deleted_at: Optional[str] = None
+    #: ``"api"`` or ``"sync"`` on a deleted event; ``None`` on a live one.
+    deleted_by: Optional[str] = None
     raw: Dict[str, Any] = _raw()
 
 

@@ -49,6 +49,7 @@ OPERATIONS = {
     "getCalendarEvent": "get_calendar_event",
     "updateCalendarEvent": "update_calendar_event",
     "deleteCalendarEvent": "delete_calendar_event",
+    "restoreCalendarEvent": "restore_calendar_event",
     "createIntegration": "create_integration",
     "listIntegrations": "list_integrations",
     "getIntegration": "get_integration",
@@ -252,6 +253,17 @@ class EndpointsTest(unittest.TestCase):
         c.delete_calendar_event(e.id)
         with self.assertRaises(ams.NotFoundError):
             c.get_calendar_event(e.id)
+        self.assertNotIn(e.id, [x.id for x in c.list_calendar_events()])
+        gone = [x for x in c.list_calendar_events(deleted=True) if x.id == e.id]
+        self.assertEqual(len(gone), 1)
+        self.assertEqual(gone[0].deleted_by, "api")
+        self.assertIsNotNone(gone[0].deleted_at)
+        back = c.restore_calendar_event(e.id)
+        self.assertEqual((back.id, back.title, back.deleted_at, back.deleted_by), (e.id, "Dentist", None, None))
+        self.assertEqual(c.get_calendar_event(e.id).id, e.id)
+        with self.assertRaises(ams.ConflictError) as cm:
+            c.restore_calendar_event(e.id)
+        self.assertEqual(cm.exception.code, "calendar_event_not_deleted")
 
     def test_actions(self):
         c, ast = self.c, self.s.assistant_id

@@ -288,7 +288,7 @@ export class CalendarEvents extends Resource {
   async create(params: CreateCalendarEventParams, options?: RequestOptions): Promise<CalendarEvent> {
     return this.doPost("/calendar/events", params, options);
   }
-  /** The events; with starts_after and starts_before, those overlapping that window. */
+  /** The events; with starts_after and starts_before, those overlapping that window; with deleted: true, the deleted ones still restorable. */
   list(params?: ListCalendarEventsParams, options?: RequestOptions): PagePromise<CalendarEvent> {
     return this.doList(() => "/calendar/events", params, options);
   }
@@ -298,9 +298,17 @@ export class CalendarEvents extends Resource {
   async update(id: string, params: UpdateCalendarEventParams, options?: RequestOptions): Promise<CalendarEvent> {
     return this.doPatch(`/calendar/events/${seg(id)}`, params, options);
   }
-  /** Deletes the event (emits event.deleted with the event as it was). */
+  /** Deletes the event (emits event.deleted with the event as it was); it can be restored for 30 days. */
   async delete(id: string, options?: RequestOptions): Promise<void> {
     return this.doDelete(`/calendar/events/${seg(id)}`, options);
+  }
+  /**
+   * Brings back an event deleted through the API or by a calendar sync in
+   * the last 30 days (emits event.restored). A live event is a
+   * ConflictError with code "calendar_event_not_deleted".
+   */
+  async restore(id: string, options?: RequestOptions): Promise<CalendarEvent> {
+    return this.doPost(`/calendar/events/${seg(id)}/restore`, undefined, options);
   }
 }
 

@@ -101,6 +101,10 @@ export interface CalendarEvent {
   metadata: Metadata;
   created_at: string;
   updated_at: string;
+  /** When it was deleted; null for a live event. A deleted event can be restored for 30 days. */
+  deleted_at: string | null;
+  /** "api" or "sync" on a deleted event; null on a live one. */
+  deleted_by: "api" | "sync" | null;
 }
 
 /** The tools an action may run. */
@@ -196,7 +200,7 @@ export interface CalendarFeed {
 
 /**
  * The event types; "webhook.ping" is sent only by a ping. "webhook.failing",
- * "webhook.enabled", "task.deleted" and "event.deleted" are additions
+ * "webhook.enabled", "task.deleted", "event.deleted" and "event.restored" are additions
  * beyond the interface's 13, sent only to webhooks that subscribe to them.
  */
 export type EventType =
@@ -218,6 +222,7 @@ export type EventType =
   | "webhook.enabled"
   | "task.deleted"
   | "event.deleted"
+  | "event.restored"
   | "api_key.created"
   | "api_key.revoked"
   | "oauth_client.created"
@@ -264,6 +269,8 @@ export interface EventDataMap {
   "task.deleted": Task;
   /** The calendar event as it was before its deletion. */
   "event.deleted": CalendarEvent;
+  /** The calendar event restored, live again. */
+  "event.restored": CalendarEvent;
   /** Audit events of the management API: the record, never a secret. */
   "api_key.created": APIKey;
   "api_key.revoked": APIKey;
@@ -491,6 +498,8 @@ export interface ListCalendarEventsParams extends ListParams {
   starts_after?: TimeInput;
   /** Only events that start before this time. */
   starts_before?: TimeInput;
+  /** true: the deleted events still restorable instead of the live ones. */
+  deleted?: boolean;
 }
 
 export interface RunActionParams {

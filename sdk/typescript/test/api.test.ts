@@ -227,6 +227,17 @@ describe("calendar", () => {
 
     await client.calendar.events.delete(ev.id);
     await assert.rejects(client.calendar.events.get(ev.id), NotFoundError);
+    // Deleted, not gone: listed with deleted: true, and restorable.
+    const gone = (await client.calendar.events.list({ deleted: true })).data.filter((e) => e.id === ev.id);
+    assert.equal(gone.length, 1);
+    assert.equal(gone[0].deleted_by, "api");
+    assert.ok(gone[0].deleted_at);
+    const back = await client.calendar.events.restore(ev.id);
+    assert.equal(back.id, ev.id);
+    assert.equal(back.deleted_at, null);
+    assert.equal(back.deleted_by, null);
+    assert.equal((await client.calendar.events.get(ev.id)).description, "Check-up");
+    await assert.rejects(client.calendar.events.restore(ev.id), (err: unknown) => err instanceof ConflictError && err.code === "calendar_event_not_deleted");
   });
 
   test("feed: created once, listed as an integration", async () => {
@@ -435,6 +446,7 @@ const OPERATIONS: Record<string, (c: Client) => unknown> = {
   getCalendarEvent: (c) => c.calendar.events.get,
   updateCalendarEvent: (c) => c.calendar.events.update,
   deleteCalendarEvent: (c) => c.calendar.events.delete,
+  restoreCalendarEvent: (c) => c.calendar.events.restore,
   createIntegration: (c) => c.integrations.create,
   listIntegrations: (c) => c.integrations.list,
   getIntegration: (c) => c.integrations.get,
@@ -480,6 +492,7 @@ const EVENT_TYPES: Record<EventType, true> = {
   "event.updated": true,
   "event.reminder": true,
   "event.deleted": true,
+  "event.restored": true,
   "integration.connected": true,
   "integration.disconnected": true,
   "integration.error": true,
