@@ -20,6 +20,7 @@ PICK="${2:-.}"
 # fuzz_script_test.go checks that none is missing).
 TARGETS=(
   "./http FuzzDecodeJSON"              # JSON body decoder
+  "./http FuzzCheckJSONAllocations"    # allocations of the JSON checks per input byte
   "./ssrf FuzzCheckURL"                # URL checks of webhooks and CalDAV
   "./ssrf FuzzBlocked"                 # which addresses are internal; the connect-time check
   "./clientaddr FuzzClient"           # the client address behind trusted proxies (Forwarded, X-Forwarded-For)
