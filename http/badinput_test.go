@@ -183,7 +183,7 @@ func newBadFixture(t *testing.T, store ams.Store) *badFixture {
 	f.ids["/v1/webhooks/{id}"] = wh["id"].(string)
 	f.ids["/v1/keys/{id}"] = create("/v1/keys", `{"name":"Seed key","permissions":["read"]}`)["id"].(string)
 	f.ids["/v1/oauth/clients/{id}"] = create("/v1/oauth/clients", `{"name":"Seed app","redirect_uris":["https://example.com/cb"]}`)["id"].(string)
-	create("/v1/webhooks/"+wh["id"].(string)+"/ping", "")
+	lastEvent := create("/v1/webhooks/"+wh["id"].(string)+"/ping", "")["id"].(string) // the last seed
 	var dl struct {
 		Data []struct {
 			ID string `json:"id"`
@@ -199,16 +199,20 @@ func newBadFixture(t *testing.T, store ams.Store) *badFixture {
 			ID string `json:"id"`
 		} `json:"data"`
 	}
-	// An event is listed once every write that began before it has ended
-	// (on PostgreSQL a few milliseconds after its commit).
-	for deadline := time.Now().Add(5 * time.Second); len(evs.Data) == 0 && time.Now().Before(deadline); {
-		json.Unmarshal(f.Do("GET", "/v1/events", f.key, "").Body, &evs)
-		if len(evs.Data) == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
+	// An event is listed once every write that began before it has ended:
+	// on PostgreSQL, every write of the server, other tests' included, so
+	// under load it can take seconds. The matrix's fingerprint must hold
+	// every seed, so wait until the last one is listed (the list's order
+	// is commit order: then every earlier one is listed too).
+	listed := func() bool {
+		evs.Data = nil
+		json.Unmarshal(f.Do("GET", "/v1/events?limit=1", f.key, "").Body, &evs)
+		return len(evs.Data) == 1 && evs.Data[0].ID == lastEvent
 	}
-	if len(evs.Data) == 0 {
-		t.Fatal("no events seeded")
+	for deadline := time.Now().Add(time.Minute); !listed(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the seeded event %s is not listed after a minute", lastEvent)
+		}
 	}
 	f.ids["/v1/events/{id}"] = evs.Data[0].ID
 	return f
