@@ -68,7 +68,10 @@ func TestMultiProcessPerWebhookCap(t *testing.T) {
 	t.Cleanup(rec.Close)
 	flags := make([][]string, procsN)
 	for i := range flags {
-		flags[i] = []string{"--webhook-concurrency", "16", "--webhook-concurrency-per-webhook", strconv.Itoa(perHook)}
+		// The messages are sent all at once: more than the cap on an
+		// account's turns in progress, which is not what this test is about.
+		flags[i] = []string{"--webhook-concurrency", "16", "--webhook-concurrency-per-webhook", strconv.Itoa(perHook),
+			"--max-concurrent-turns-per-account", strconv.Itoa(messages)}
 	}
 	procs, api, asst := mlSetup(t, flags...)
 	mlWebhook(t, api, procs[0], rec.URL)

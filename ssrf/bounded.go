@@ -112,6 +112,27 @@ func (g *Guard) Client(l Limits) *http.Client {
 	}
 }
 
+// WithoutKeepAlives returns a copy of c, a client of [Guard.Client] (or
+// any client on an *http.Transport), whose connections are not kept
+// alive: each request dials a new one, through the same guard and with the
+// same bounds. A client of another kind is returned as it is.
+func WithoutKeepAlives(c *http.Client) *http.Client {
+	f := *c
+	switch t := c.Transport.(type) {
+	case *boundedTransport:
+		nt := t.t.Clone()
+		nt.DisableKeepAlives = true
+		f.Transport = &boundedTransport{t: nt, limits: t.limits}
+	case *http.Transport:
+		nt := t.Clone()
+		nt.DisableKeepAlives = true
+		f.Transport = nt
+	default:
+		return c
+	}
+	return &f
+}
+
 // Operator returns the Guard for destinations the operator configured
 // rather than users (the LLM provider, the SMTP relay): it refuses no
 // address, since such a server is often on loopback or the private

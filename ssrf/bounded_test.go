@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +163,45 @@ func TestDialBounded(t *testing.T) {
 	var ne net.Error
 	if !errors.As(err, &ne) || !ne.Timeout() {
 		t.Fatalf("read after the connection's time: %v, want a timeout", err)
+	}
+}
+
+// TestWithoutKeepAlives: the copy of a bounded client dials a new
+// connection for every request, keeps its bounds, and leaves the
+// original's pool as it was.
+func TestWithoutKeepAlives(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/big" {
+			w.Write(bytes.Repeat([]byte("x"), 2048))
+		}
+	}))
+	t.Cleanup(srv.Close)
+	orig := (&Guard{AllowPrivate: true}).Client(Limits{MaxBodyBytes: 1024})
+	fresh := WithoutKeepAlives(orig)
+	get := func(c *http.Client, path string) (reused bool, err error) {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
+		}))
+		resp, err := c.Do(req)
+		if err != nil {
+			return false, err
+		}
+		defer resp.Body.Close()
+		_, err = io.ReadAll(resp.Body)
+		return reused, err
+	}
+	for i := range 3 {
+		reused, err := get(fresh, "/big")
+		if reused {
+			t.Fatalf("request %d of the copy reused a connection", i)
+		}
+		if !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("request %d of the copy: %v, want the body bound", i, err)
+		}
+	}
+	get(orig, "/")
+	if reused, _ := get(orig, "/"); !reused {
+		t.Fatal("the original client no longer keeps connections alive")
 	}
 }

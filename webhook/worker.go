@@ -473,21 +473,7 @@ func (w *Worker) send(req *http.Request) (*http.Response, error) {
 // freshClient returns c on connections that are not kept alive (c itself
 // if its transport cannot be told so), for send's second try: the pool's
 // other idle connections to the receiver may be as stale as the first.
-func freshClient(c *http.Client) *http.Client {
-	rt := c.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	t, ok := rt.(*http.Transport)
-	if !ok {
-		return c
-	}
-	t = t.Clone()
-	t.DisableKeepAlives = true
-	f := *c
-	f.Transport = t
-	return &f
-}
+func freshClient(c *http.Client) *http.Client { return ssrf.WithoutKeepAlives(c) }
 
 // ParseRetryAfter reads a Retry-After header value at now: delta-seconds
 // (digits only; a value too large to represent is the longest duration)

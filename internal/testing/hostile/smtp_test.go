@@ -3,6 +3,7 @@ package hostile_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -128,10 +129,12 @@ func TestSMTPServer(t *testing.T) {
 	// The cases share the store and the time: the e-mails of the cases
 	// before are not due again (their retries come a minute later).
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	for _, tc := range cases {
+	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			id := ams.NewID("eml_")
-			if err := db.QueueEmail(ctx, &ams.Email{ID: id, To: "ann@example.com", Subject: "Hello", Text: "Hello, Ann."}, now); err != nil {
+			// A recipient per case, so that no per-recipient cap is reached.
+			e := &ams.Email{ID: id, Kind: ams.EmailWebhookFailing, To: fmt.Sprintf("ann+%d@example.com", i), Subject: "Hello", Text: "Hello, Ann."}
+			if err := db.QueueEmail(ctx, e, now); err != nil {
 				t.Fatal(err)
 			}
 			peer := hostile.NewLine(t, smtpSession(tc.step, tc.act))
