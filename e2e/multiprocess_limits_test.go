@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
 )
 
 // mlSetup starts n `ams serve` processes (with the extra flags of each) on
