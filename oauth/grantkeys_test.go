@@ -81,9 +81,11 @@ func TestGrantKeysDieWithGrant(t *testing.T) {
 					}
 				}
 			}
+			// Audit events are read with admin (issue 26, L8).
+			auditor := h.NewKey(h.User, "admin")
 			revokedEvents := func(ids ...string) {
 				t.Helper()
-				r := h.Do("GET", "/v1/events?type=api_key.revoked&limit=100", h.Key, "")
+				r := h.Do("GET", "/v1/events?type=api_key.revoked&limit=100", auditor, "")
 				seen := map[string]bool{}
 				deadline := time.Now().Add(10 * time.Second)
 				for {
@@ -107,7 +109,7 @@ func TestGrantKeysDieWithGrant(t *testing.T) {
 						t.Fatalf("%d of %d keys revoked without an api_key.revoked event", missing, len(ids))
 					}
 					time.Sleep(20 * time.Millisecond)
-					r = h.Do("GET", "/v1/events?type=api_key.revoked&limit=100", h.Key, "")
+					r = h.Do("GET", "/v1/events?type=api_key.revoked&limit=100", auditor, "")
 				}
 			}
 
