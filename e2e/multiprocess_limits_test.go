@@ -109,9 +109,9 @@ func TestMultiProcessPerWebhookCap(t *testing.T) {
 // whose worker polls once an hour (--webhook-poll-interval 1h): only the
 // wake-up that the commit sends across processes (LISTEN/NOTIFY) can start
 // its delivery within the test. Each ping is sent after the previous one
-// arrived, when the worker is idle again, so the first one at least can
-// only have been woken by the notification; a regression to the poll
-// delivers none. How fast the wake-up is, is measured by the benchmark
+// arrived, once the worker is (about to be) idle again: without the
+// notifications the process stalls at the first ping that no claim of its
+// own happened to catch (in practice the first), and the test fails. How fast the wake-up is, is measured by the benchmark
 // (docs/benchmarks.md, "webhook p99, commit → first attempt"), not here.
 func TestMultiProcessWakeUp(t *testing.T) {
 	const pings = 20

@@ -87,8 +87,8 @@ func (w *wakeup) startListening() {
 
 func (w *wakeup) listener() {
 	defer w.wg.Done()
-	for first := true; w.ctx.Err() == nil; first = false {
-		if err := w.listenOnce(!first); err != nil && w.ctx.Err() == nil {
+	for w.ctx.Err() == nil {
+		if err := w.listenOnce(); err != nil && w.ctx.Err() == nil {
 			w.logger.Warn("listen for other processes' webhook jobs; retrying (the worker polls meanwhile)", "err", err)
 			select {
 			case <-w.ctx.Done():
@@ -99,10 +99,12 @@ func (w *wakeup) listener() {
 }
 
 // listenOnce holds one connection listening until it fails or the store
-// closes. On a reconnection it wakes the workers once, for the jobs queued
-// while nobody listened (a worker claims when it starts, so the first
-// connection need not).
-func (w *wakeup) listenOnce(reconnect bool) error {
+// closes. Once it listens it wakes the workers, for the jobs queued while
+// nobody listened: after a reconnection, and on the first connection too,
+// which starts when the worker first waits, after its first claim: a job
+// committed between that claim and the LISTEN would otherwise wait for
+// the poll (TestMultiProcessWakeUp, whose worker polls hourly, saw it).
+func (w *wakeup) listenOnce() error {
 	conn, err := pgx.ConnectConfig(w.ctx, w.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
@@ -111,9 +113,7 @@ func (w *wakeup) listenOnce(reconnect bool) error {
 	if _, err := conn.Exec(w.ctx, "LISTEN "+pgx.Identifier{w.channel}.Sanitize()); err != nil {
 		return err
 	}
-	if reconnect {
-		w.store.WakeWorkers()
-	}
+	w.store.WakeWorkers()
 	for {
 		n, err := conn.WaitForNotification(w.ctx)
 		if err != nil {
