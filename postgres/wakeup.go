@@ -31,9 +31,13 @@ type wakeup struct {
 
 	send   chan struct{}
 	listen sync.Once
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// listening is closed once the listener first listens (and has woken
+	// the workers for what it may have missed): see DB.Listening.
+	listening     chan struct{}
+	listeningOnce sync.Once
+	ctx           context.Context
+	cancel        context.CancelFunc
+	wg            sync.WaitGroup
 }
 
 // notifyRetry is how long the listener waits before reconnecting.
@@ -46,7 +50,7 @@ func startWakeup(pool *pgxpool.Pool, schema string, store *sqlstore.Store, logge
 		channel = channel[:63]
 	}
 	w := &wakeup{pool: pool, channel: channel, token: ams.NewID("prc_"), store: store, logger: logger,
-		send: make(chan struct{}, 1), ctx: ctx, cancel: cancel}
+		send: make(chan struct{}, 1), listening: make(chan struct{}), ctx: ctx, cancel: cancel}
 	store.OnJobsQueued(w.notify)
 	w.wg.Add(1)
 	go w.sender()
@@ -114,6 +118,7 @@ func (w *wakeup) listenOnce() error {
 		return err
 	}
 	w.store.WakeWorkers()
+	w.listeningOnce.Do(func() { close(w.listening) })
 	for {
 		n, err := conn.WaitForNotification(w.ctx)
 		if err != nil {
@@ -128,6 +133,16 @@ func (w *wakeup) listenOnce() error {
 func (w *wakeup) stop() {
 	w.cancel()
 	w.wg.Wait()
+}
+
+// Listening starts the listener for other processes' queued jobs, as
+// JobsReady does, and returns a channel closed once it listens and has
+// woken the workers for the jobs it may have missed: after that, JobsReady
+// is signalled only by commits. Tests wait for it before they watch
+// JobsReady.
+func (db *DB) Listening() <-chan struct{} {
+	db.wake.startListening()
+	return db.wake.listening
 }
 
 // JobsReady is signalled when a commit of this or another process sharing

@@ -11,6 +11,14 @@ import (
 
 // drainJobsReady empties the store's job signal.
 func drainJobsReady(s ams.Store) {
+	// A store whose listener for other processes wakes the workers once
+	// it listens (PostgreSQL): that wake-up comes first.
+	if l, ok := s.(interface{ Listening() <-chan struct{} }); ok {
+		select {
+		case <-l.Listening():
+		case <-time.After(time.Minute):
+		}
+	}
 	select {
 	case <-s.JobsReady():
 	default:

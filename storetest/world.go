@@ -414,9 +414,7 @@ func testWorldEmit(t *testing.T, s ams.Store) {
 	a := mustAssistant(t, s, u, "e")
 	w := mustWebhook(t, s, u, ams.EventTaskCreated, ams.EventTaskCompleted)
 	mustWebhook(t, s, other, ams.EventTaskCreated) // another account's: gets nothing
-	for len(s.JobsReady()) > 0 {
-		<-s.JobsReady()
-	}
+	drainJobsReady(s)
 	tk := newTask(u, a, "Call Bob", nil)
 	created := ams.TaskEvent(ams.EventTaskCreated, tk, t0)
 	updated := ams.TaskEvent(ams.EventTaskUpdated, tk, t0) // no webhook subscribes
