@@ -228,10 +228,10 @@ func (f *fixture) integration(id string) *ams.Integration {
 
 // emittedN is emitted, once it lists at least n events: on PostgreSQL an
 // event is listed a moment after its commit (once no older transaction
-// of the database is open), so the test waits for it, up to 10 s.
+// of the database is open), so the test waits for it, up to a minute.
 func (f *fixture) emittedN(n int, types ...string) []string {
 	f.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		got := f.emitted(types...)
 		if len(got) >= n || time.Now().After(deadline) {

@@ -151,7 +151,7 @@ func TestManagementEventsNeedAdmin(t *testing.T) {
 		}
 		f.do("POST", "/v1/tasks", `{"assistant_id":"`+f.Assistant.ID+`","title":"Not an audit event"}`)
 		var id string
-		for deadline := time.Now().Add(5 * time.Second); id == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(time.Minute); id == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			// On PostgreSQL an event is listed a moment after its commit.
 			p, err := f.Data.ListEvents(ctx, f.User.ID, ams.EventFilter{}, ams.ListParams{Limit: 100})
 			if err != nil {

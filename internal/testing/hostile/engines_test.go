@@ -17,10 +17,10 @@ func onEngines(t *testing.T, fn func(t *testing.T, opts ...amstest.Option)) {
 }
 
 // waitFor polls the store through cond until it holds, or fails the test
-// after 20 s.
+// after a minute.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
