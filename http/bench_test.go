@@ -26,6 +26,7 @@ func benchSetup(b *testing.B) (http.Handler, string, *ams.Assistant, *ams.Messag
 // benchFixture is benchSetup's fixture (with opts), before any request.
 func benchFixture(b *testing.B, opts ...amstest.Option) (*amstest.Fixture, string, *ams.Assistant, *ams.Message) {
 	f := amstest.New(b, opts...)
+	f.API.MaxConcurrentTurns = 1 << 20 // the benchmarks hold more turns at once than the default cap
 	u := f.NewUser("bench@example.com", ams.PlanEnterprise)
 	lim := 1_000_000_000
 	if _, err := f.Data.UpdateUser(context.Background(), u.ID, ams.UserUpdate{RPM: &lim, RPD: &lim}, f.Clock.Now()); err != nil {

@@ -34,7 +34,8 @@ KEY=$("$work/ams" keys create --email bench@example.com --name bench --permissio
 AST=$("$work/ams" assistants create --email bench@example.com --name Bench)
 
 "$work/bare" -addr 127.0.0.1:18090 & 
-"$work/ams" serve --addr 127.0.0.1:18080 --log-level "${LOG_LEVEL:-info}" 2>"$work/serve.log" &
+# The load holds more turns at once than an account may by default.
+AMS_MAX_CONCURRENT_TURNS_PER_ACCOUNT=1000000 "$work/ams" serve --addr 127.0.0.1:18080 --log-level "${LOG_LEVEL:-info}" 2>"$work/serve.log" &
 for _ in $(seq 50); do
   curl -fs -o /dev/null http://127.0.0.1:18080/v1/openapi.json && curl -fs -o /dev/null http://127.0.0.1:18090/v1/messages/x && break
   sleep 0.1

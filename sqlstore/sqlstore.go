@@ -378,13 +378,7 @@ func (r trackedRow) Scan(dest ...any) error {
 
 // track records the outcome of a write outside a transaction: err as
 // the engine returned it.
-func (s *Store) track(err error) {
-	if err == nil {
-		s.wrote(nil)
-	} else if ams.IsStorageUnavailable(s.fault(err)) {
-		s.writeDown.Store(true)
-	}
-}
+func (s *Store) track(err error) { s.wrote(s.fault(err)) }
 
 // batch runs stmts on the writer, pipelined where the engine can.
 func (q *Queries) batch(ctx context.Context, stmts []Stmt) ([]int64, error) {

@@ -151,7 +151,7 @@ func (w *Worker) defaults() {
 		w.freed = make(chan struct{}, 1)
 	}
 	if w.Client != nil && w.freshOf != w.Client {
-		w.fresh, w.freshOf = freshClient(w.Client), w.Client
+		w.fresh, w.freshOf = ssrf.WithoutKeepAlives(w.Client), w.Client
 	}
 	if w.recorder == nil {
 		w.recorder = &batch.Batcher[attemptRecord, error]{Max: maxRecordBatch, Run: w.recordBatch}
@@ -469,11 +469,6 @@ func (w *Worker) send(req *http.Request) (*http.Response, error) {
 	again.Body = body
 	return w.fresh.Do(again)
 }
-
-// freshClient returns c on connections that are not kept alive (c itself
-// if its transport cannot be told so), for send's second try: the pool's
-// other idle connections to the receiver may be as stale as the first.
-func freshClient(c *http.Client) *http.Client { return ssrf.WithoutKeepAlives(c) }
 
 // ParseRetryAfter reads a Retry-After header value at now: delta-seconds
 // (digits only; a value too large to represent is the longest duration)

@@ -233,7 +233,10 @@ func environment(cfg *config, pg bool, work string) ([]string, func(), error) {
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "AMS_DATA_DIR="+work)
+	// The load sends more turns at once than an account may hold by
+	// default (--max-concurrent-turns-per-account): as an environment
+	// variable, which builds older than the flag ignore.
+	env = append(env, "AMS_DATA_DIR="+work, "AMS_MAX_CONCURRENT_TURNS_PER_ACCOUNT=1000000")
 	if !pg {
 		return env, func() {}, nil
 	}

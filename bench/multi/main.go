@@ -264,7 +264,10 @@ func baseEnv() []string {
 			env = append(env, kv)
 		}
 	}
-	return env
+	// The load sends more turns at once than an account may hold by
+	// default (--max-concurrent-turns-per-account): as an environment
+	// variable, which builds older than the flag ignore.
+	return append(env, "AMS_MAX_CONCURRENT_TURNS_PER_ACCOUNT=1000000")
 }
 
 func startProc(ctx context.Context, bin string, env []string, i int, logPath, pprofAddr string, extra []string) (*proc, error) {

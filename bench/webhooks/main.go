@@ -369,7 +369,10 @@ func serverEnv(dataDir string) []string {
 			env = append(env, kv)
 		}
 	}
-	return append(env, "AMS_DATA_DIR="+dataDir)
+	// The load sends more turns at once than an account may hold by
+	// default (--max-concurrent-turns-per-account): as an environment
+	// variable, which builds older than the flag ignore.
+	return append(env, "AMS_DATA_DIR="+dataDir, "AMS_MAX_CONCURRENT_TURNS_PER_ACCOUNT=1000000")
 }
 
 func freePort() (int, error) {
