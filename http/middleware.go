@@ -19,6 +19,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/clientaddr"
 	"github.com/amsdev/ams/ratelimit"
+	"github.com/amsdev/ams/webhook"
 )
 
 // reqState is what the middleware learns about a request: its id and,
@@ -394,45 +395,119 @@ func (w *recorder) Write(b []byte) (int, error) {
 // carry ams.IdempotentRequest.
 var ownKeys = map[string]bool{"/v1/messages": true}
 
-// eventAnswers are the POSTs whose answer an event of their change
-// carries (its data is the record as the API shows it): the answer stored
-// with the key in the change's transaction, replayed should the process
-// die before it stores the answer it gave (ams.IdempotentRequest.Answer).
-// The body holds the same fields and values as the answer given (in
-// another order: the event's data is an object). A POST not listed here
-// answers a retry after such a crash 409 idempotency_key_answer_lost.
-var eventAnswers = map[string]eventAnswer{
-	"/v1/tasks":               {ams.EventTaskCreated, http.StatusCreated, "/v1/tasks/"},
-	"/v1/tasks/{id}/complete": {ams.EventTaskCompleted, http.StatusOK, ""},
-	"/v1/calendar/events":     {ams.EventEventCreated, http.StatusCreated, "/v1/calendar/events/"},
-	"/v1/integrations":        {ams.EventIntegrationConnected, http.StatusCreated, "/v1/integrations/"},
-	"/v1/keys/{id}/revoke":    {ams.EventAPIKeyRevoked, http.StatusOK, ""},
+// storedAnswers are the POSTs whose answer is stored with the key in the
+// transaction of their change, replayed should the process die before it
+// stores the answer it gave (ams.IdempotentRequest.Answer): made from an
+// event the change emits (its data is the record as the API shows it) or
+// from the record the route's service keeps (ams.KeepAnswer). The body
+// holds the same fields and values as the answer given (in another order
+// when made from an event: its data is an object).
+//
+// rerunAnswers are the POSTs that do again what they did and answer with
+// the record as it is: a retry after such a crash runs them again
+// (cancelling a turn that has ended answers it unchanged; a sync syncs
+// again). The others (POST /v1/messages keeps its key on its turn,
+// ownKeys) answer a retry after such a crash 409
+// idempotency_key_answer_lost: those whose answer shows a secret once
+// (secretAnswers), which is never stored.
+var storedAnswers = map[string]answerFunc{
+	"/v1/tasks":                        fromEvent(ams.EventTaskCreated, http.StatusCreated, "/v1/tasks/"),
+	"/v1/tasks/{id}/complete":          fromEvent(ams.EventTaskCompleted, http.StatusOK, ""),
+	"/v1/calendar/events":              fromEvent(ams.EventEventCreated, http.StatusCreated, "/v1/calendar/events/"),
+	"/v1/calendar/events/{id}/restore": fromEvent(ams.EventEventRestored, http.StatusOK, ""),
+	"/v1/integrations":                 fromEvent(ams.EventIntegrationConnected, http.StatusCreated, "/v1/integrations/"),
+	"/v1/keys/{id}/revoke":             fromEvent(ams.EventAPIKeyRevoked, http.StatusOK, ""),
+	"/v1/assistants": fromRecord(http.StatusCreated, func(a *ams.Assistant) (any, string) {
+		return a, "/v1/assistants/" + a.ID
+	}),
+	"/v1/conversations": fromRecord(http.StatusCreated, func(c *ams.Conversation) (any, string) {
+		return c, "/v1/conversations/" + c.ID
+	}),
+	"/v1/assistants/{id}/actions": fromRecord(http.StatusCreated, func(a *ams.Action) (any, string) {
+		return a, "/v1/assistants/" + a.AssistantID + "/actions/" + a.ID
+	}),
+	"/v1/webhooks": fromRecord(http.StatusCreated, func(w *ams.Webhook) (any, string) {
+		return w, "/v1/webhooks/" + w.ID
+	}),
+	"/v1/webhooks/{id}/ping": fromRecord(http.StatusAccepted, func(e *ams.Event) (any, string) {
+		if e.Type != ams.EventWebhookPing {
+			return nil, ""
+		}
+		return e, ""
+	}),
+	"/v1/webhooks/{id}/recover": fromRecord(http.StatusOK, func(r *webhook.Recovery) (any, string) { return r, "" }),
+	"/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver": fromRecord(http.StatusAccepted, func(d *ams.Delivery) (any, string) {
+		return redeliveryOf(d), ""
+	}),
 }
 
-// eventAnswer is how a route answers with the record an event carries:
-// the event's type, the status, and the Location's prefix (before the
-// record's id; "" for none).
-type eventAnswer struct {
-	typ      string
-	status   int
-	location string
+var rerunAnswers = map[string]bool{
+	"/v1/turns/{id}/cancel":      true,
+	"/v1/messages/{id}/cancel":   true,
+	"/v1/integrations/{id}/sync": true,
 }
 
-// answer returns the stored answer made from e, nil when e is not the
-// route's event.
-func (a eventAnswer) answer(e *ams.Event) []byte {
-	if e.Type != a.typ {
-		return nil
+// secretAnswers are the POSTs whose answer shows a secret once (and says
+// Cache-Control: no-store): it is never stored, so a retry runs them
+// again and shows a new secret, or, after a crash between their commit
+// and their answer, is answered 409 idempotency_key_answer_lost.
+var secretAnswers = map[string]bool{
+	"/v1/keys":                             true,
+	"/v1/oauth/clients":                    true,
+	"/v1/oauth/clients/{id}/rotate_secret": true,
+	"/v1/calendar/feed":                    true,
+}
+
+// answerFunc makes a route's stored answer from a value the store offers
+// (ams.IdempotentRequest.Answer), or returns nil for a value the route
+// does not answer with.
+type answerFunc func(v any) []byte
+
+// fromEvent answers with the data of the change's event of type typ, with
+// status and a Location of prefix and the record's id (prefix "": none).
+func fromEvent(typ string, status int, prefix string) answerFunc {
+	return func(v any) []byte {
+		e, ok := v.(*ams.Event)
+		if !ok || e.Type != typ {
+			return nil
+		}
+		loc := ""
+		if id, _ := e.Data["id"].(string); prefix != "" && id != "" {
+			loc = prefix + id
+		}
+		return storedAnswer(status, e.Data, loc)
 	}
+}
+
+// fromRecord answers with status and what show makes of the record of
+// type T its service keeps: the body and its Location ("" for none); a
+// nil body is no answer.
+func fromRecord[T any](status int, show func(T) (any, string)) answerFunc {
+	return func(v any) []byte {
+		rec, ok := v.(T)
+		if !ok {
+			return nil
+		}
+		body, loc := show(rec)
+		if body == nil {
+			return nil
+		}
+		return storedAnswer(status, body, loc)
+	}
+}
+
+// storedAnswer encodes an answer of status with body, as writeJSON does,
+// and its Location (if any).
+func storedAnswer(status int, body any, location string) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // as writeJSON
-	if enc.Encode(e.Data) != nil {
+	if enc.Encode(body) != nil {
 		return nil
 	}
-	saved := storedResponse{Status: a.status, Body: buf.Bytes(), Header: map[string]string{"Content-Type": "application/json"}}
-	if id, _ := e.Data["id"].(string); a.location != "" && id != "" {
-		saved.Header["Location"] = a.location + id
+	saved := storedResponse{Status: status, Body: buf.Bytes(), Header: map[string]string{"Content-Type": "application/json"}}
+	if location != "" {
+		saved.Header["Location"] = location
 	}
 	return mustJSON(saved)
 }
@@ -448,7 +523,9 @@ func (a eventAnswer) answer(e *ams.Event) []byte {
 // done with it (sqlstore/keyed.go), so a crash after the change never lets
 // a retry make it again. The answer is stored right after the commit,
 // whatever its status, as the client got it; should the process die in
-// between, a retry is answered 409 idempotency_key_answer_lost. A request
+// between, a retry replays the answer stored in the transaction
+// (storedAnswers), runs the request again (rerunAnswers), or is answered
+// 409 idempotency_key_answer_lost. A request
 // that committed nothing and failed is forgotten (the key released): it
 // changed nothing and may be retried with the same key.
 func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Auth, key string, rt Route) error {
@@ -469,14 +546,19 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 	if err != nil {
 		return err
 	}
+	rerun := false
 	if old != nil {
-		return replay(w, key, rec, old)
+		if !old.Done || old.Response != nil || !rerunAnswers[rt.Pattern] || !ams.SecretsEqual(old.RequestHash, rec.RequestHash) {
+			return replay(w, key, rec, old)
+		}
+		// Its answer was lost: run it again, and keep this answer.
+		rerun = true
 	}
 	req := &ams.IdempotentRequest{UserID: rec.UserID, Key: key, RequestHash: rec.RequestHash}
-	if a, ok := eventAnswers[rt.Pattern]; ok {
-		req.Answer = a.answer
+	if a, ok := storedAnswers[rt.Pattern]; ok {
+		req.Answer = a
 	}
-	if !ownKeys[rt.Pattern] {
+	if !ownKeys[rt.Pattern] && !rerun {
 		r = r.WithContext(ams.WithIdempotentRequest(r.Context(), req))
 	}
 	rw := &recorder{ResponseWriter: w}
@@ -493,13 +575,16 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 	// died before answering does the record stay done without an answer.
 	secret := strings.Contains(w.Header().Get("Cache-Control"), "no-store")
 	switch {
-	case !secret && !rw.failed && rw.status >= 200 && (req.Committed() || rw.status < 300):
-		saved := storedResponse{Status: rw.status, Body: rw.body.Bytes(),
-			Header: map[string]string{"Content-Type": w.Header().Get("Content-Type")}}
-		if loc := w.Header().Get("Location"); loc != "" {
-			saved.Header["Location"] = loc
+	case rerun:
+		// The record stays done: keep the answer when there is one.
+		if !secret && !rw.failed && rw.status >= 200 && rw.status < 300 {
+			rec.Done, rec.Response = true, mustJSON(savedAnswer(rw, w))
+			if err := s.Store.FinishIdempotent(ctx, rec); err != nil {
+				s.Logger.Error("store idempotent response", "request_id", requestID(ctx), "err", err)
+			}
 		}
-		rec.Done, rec.Response = true, mustJSON(saved)
+	case !secret && !rw.failed && rw.status >= 200 && (req.Committed() || rw.status < 300):
+		rec.Done, rec.Response = true, mustJSON(savedAnswer(rw, w))
 		if err := s.Store.FinishIdempotent(ctx, rec); err != nil {
 			s.Logger.Error("store idempotent response", "request_id", requestID(ctx), "err", err)
 		}
@@ -509,6 +594,16 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 		}
 	}
 	return nil
+}
+
+// savedAnswer is the answer rw recorded, as a key keeps it.
+func savedAnswer(rw *recorder, w http.ResponseWriter) storedResponse {
+	saved := storedResponse{Status: rw.status, Body: rw.body.Bytes(),
+		Header: map[string]string{"Content-Type": w.Header().Get("Content-Type")}}
+	if loc := w.Header().Get("Location"); loc != "" {
+		saved.Header["Location"] = loc
+	}
+	return saved
 }
 
 // replay answers a request whose key has a record: the stored answer,

@@ -18,8 +18,9 @@ import (
 // done: the change is never made twice.
 
 // markIdempotent marks the record of req's key done, in the transaction
-// c is in, with answer: the one made from an event of the change
-// (ams.IdempotentRequest.Answer), or nil. The HTTP layer stores the
+// c is in, with answer: the one made from an event of the change or from
+// the value its service kept (ams.IdempotentRequest.Answer,
+// ams.KeepAnswer), or nil. The HTTP layer stores the
 // answer it gave after the commit (FinishIdempotent).
 func markIdempotent(ctx context.Context, c Conn, req *ams.IdempotentRequest, answer []byte) error {
 	var body any // NULL without an answer
