@@ -89,6 +89,16 @@ func KeepAnswer(ctx context.Context, v any) {
 	}
 }
 
+// SecretAnswer is what a service keeps (KeepAnswer) for a change whose
+// answer shows a secret once: the record made or changed (an *APIKey, an
+// *OAuthClient, an *Integration) and the secret ("" for none, a public
+// OAuth client's). The answer, with the secret, is sealed at rest with
+// the key (IdempotencyStore).
+type SecretAnswer struct {
+	Record any
+	Secret string
+}
+
 // Kept returns the value named by KeepAnswer, or nil.
 func (r *IdempotentRequest) Kept() any {
 	if p := r.kept.Load(); p != nil {

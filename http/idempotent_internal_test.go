@@ -4,7 +4,7 @@ import "testing"
 
 // TestIdempotencyRoutesExist: every POST route of the API has exactly one
 // idempotency rule for a retry whose first answer was lost (ownKeys,
-// storedAnswers, rerunAnswers, secretAnswers), and every route a rule
+// storedAnswers, rerunAnswers), and every route a rule
 // names is a POST route, so that neither a new route nor a renamed one
 // can silently go without.
 func TestIdempotencyRoutesExist(t *testing.T) {
@@ -15,7 +15,7 @@ func TestIdempotencyRoutesExist(t *testing.T) {
 		}
 	}
 	rules := map[string]int{}
-	for name, set := range map[string]map[string]bool{"ownKeys": ownKeys, "rerunAnswers": rerunAnswers, "secretAnswers": secretAnswers} {
+	for name, set := range map[string]map[string]bool{"ownKeys": ownKeys, "rerunAnswers": rerunAnswers} {
 		for p := range set {
 			rules[p]++
 			if !posts[p] {
@@ -31,7 +31,7 @@ func TestIdempotencyRoutesExist(t *testing.T) {
 	}
 	for p := range posts {
 		if rules[p] != 1 {
-			t.Errorf("POST %s has %d idempotency rules, want 1 (ownKeys, storedAnswers, rerunAnswers or secretAnswers)", p, rules[p])
+			t.Errorf("POST %s has %d idempotency rules, want 1 (ownKeys, storedAnswers or rerunAnswers)", p, rules[p])
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"os"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -74,6 +75,8 @@ func TestIdempotentAnswerStoredWithChange(t *testing.T) {
 	if _, err := f.Store.RecordAttempt(ctx, &ams.AttemptResult{Job: j, Delivery: dlv, Outcome: ams.JobSucceeded}, f.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
+	client := f.Do("POST", "/v1/oauth/clients", admin, `{"name":"to rotate","redirect_uris":["https://app.example.com/cb"]}`).JSON(t)["id"].(string)
+	f.Clock.Add(time.Minute) // a new minute of the rate limit
 	count := func(path string) int {
 		t.Helper()
 		r := f.Do("GET", path+"?limit=100", admin, "")
@@ -83,7 +86,7 @@ func TestIdempotentAnswerStoredWithChange(t *testing.T) {
 		return len(r.JSON(t)["data"].([]any))
 	}
 	lists := []string{"/v1/tasks", "/v1/calendar/events", "/v1/assistants", "/v1/conversations", "/v1/webhooks",
-		"/v1/assistants/" + f.Assistant.ID + "/actions", "/v1/events"}
+		"/v1/assistants/" + f.Assistant.ID + "/actions", "/v1/keys", "/v1/oauth/clients", "/v1/integrations", "/v1/events"}
 	before := map[string]int{}
 	for _, l := range lists {
 		before[l] = count(l)
@@ -91,6 +94,7 @@ func TestIdempotentAnswerStoredWithChange(t *testing.T) {
 	pending := f.pending()
 
 	st.dead.Store(true)
+	f.Clock.Add(time.Minute)
 	since := f.Clock.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	for i, c := range []struct{ path, body string }{
 		{"/v1/tasks", `{"assistant_id":"` + f.Assistant.ID + `","title":"keyed","metadata":{"a":"<&>"}}`},
@@ -106,6 +110,11 @@ func TestIdempotentAnswerStoredWithChange(t *testing.T) {
 		{"/v1/webhooks/" + hook + "/ping", ``},
 		{"/v1/webhooks/" + hook + "/recover", `{"since":"` + since + `"}`},
 		{"/v1/webhooks/" + hook + "/deliveries/" + dlv.ID + "/redeliver", ``},
+		{"/v1/keys", `{"name":"keyed","permissions":["read"]}`},
+		{"/v1/oauth/clients", `{"name":"keyed","redirect_uris":["https://app.example.com/cb"]}`},
+		{"/v1/oauth/clients", `{"name":"keyed public","redirect_uris":["https://app.example.com/cb"],"public":true}`},
+		{"/v1/oauth/clients/" + client + "/rotate_secret", ``},
+		{"/v1/calendar/feed", ``},
 	} {
 		key := "dies-" + string(rune('a'+i))
 		first := f.Do("POST", c.path, admin, c.body, "Idempotency-Key", key)
@@ -114,17 +123,19 @@ func TestIdempotentAnswerStoredWithChange(t *testing.T) {
 		}
 		again := f.Do("POST", c.path, admin, c.body, "Idempotency-Key", key)
 		if again.Status != first.Status || again.Header.Get("Idempotent-Replayed") != "true" ||
-			again.Header.Get("Location") != first.Header.Get("Location") || !reflect.DeepEqual(again.JSON(t), first.JSON(t)) {
+			again.Header.Get("Location") != first.Header.Get("Location") || again.Header.Get("Cache-Control") != first.Header.Get("Cache-Control") ||
+			!reflect.DeepEqual(again.JSON(t), first.JSON(t)) {
 			t.Errorf("%s: retry after the answer was lost: %d %v %s\nfirst: %d %v %s", c.path, again.Status, again.Header, again.Body,
 				first.Status, first.Header, first.Body)
 		}
 	}
 	st.dead.Store(false)
+	f.Clock.Add(time.Minute)
 	// Each change was made once: one more task by the API and one by the
 	// action, one calendar event created and one restored, one assistant,
 	// conversation and webhook, one action stored by each tool.
 	want := map[string]int{"/v1/tasks": 2, "/v1/calendar/events": 2, "/v1/assistants": 1, "/v1/conversations": 1, "/v1/webhooks": 1,
-		"/v1/assistants/" + f.Assistant.ID + "/actions": 2}
+		"/v1/assistants/" + f.Assistant.ID + "/actions": 2, "/v1/keys": 1, "/v1/oauth/clients": 2, "/v1/integrations": 1}
 	for _, l := range lists[:len(lists)-1] {
 		if n := count(l); n != before[l]+want[l] {
 			t.Errorf("%s: %d records after the retries, want %d", l, n, before[l]+want[l])
@@ -182,11 +193,27 @@ func TestIdempotentAnswerStoredWithChange(t *testing.T) {
 	if r := f.do("POST", "/v1/tasks", tb, "Idempotency-Key", "fails"); r.status != 201 || r.header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("after a failure the key is free: %d %s", r.status, r.body)
 	}
-	// An answer with a secret is not kept: a retry makes another key.
+	// An answer with a secret is kept, sealed: a retry shows the same key
+	// and secret, and makes no other key.
+	keys := count("/v1/keys")
 	kb := `{"name":"k","permissions":["read"]}`
 	k1 := f.Do("POST", "/v1/keys", admin, kb, "Idempotency-Key", "secret")
 	k2 := f.Do("POST", "/v1/keys", admin, kb, "Idempotency-Key", "secret")
-	if k1.Status != 201 || k2.Status != 201 || k1.JSON(t)["id"] == k2.JSON(t)["id"] {
-		t.Fatalf("keys: %d %s, then %d %s", k1.Status, k1.Body, k2.Status, k2.Body)
+	if k1.Status != 201 || k2.Status != 201 || !bytes.Equal(k1.Body, k2.Body) || k2.Header.Get("Cache-Control") != "no-store" ||
+		k2.Header.Get("Idempotent-Replayed") != "true" || count("/v1/keys") != keys+1 {
+		t.Fatalf("keys: %d %v %s, then %d %v %s", k1.Status, k1.Header, k1.Body, k2.Status, k2.Header, k2.Body)
+	}
+	secret := k1.JSON(t)["secret"].(string)
+	if r := f.Do("GET", "/v1/assistants", secret, ""); r.Status != 200 {
+		t.Fatalf("the replayed key does not work: %d %s", r.Status, r.Body)
+	}
+	for _, name := range []string{st.Path(), st.Path() + "-wal"} {
+		raw, err := os.ReadFile(name)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if bytes.Contains(raw, []byte(secret)) || bytes.Contains(raw, []byte(secret[len(secret)-20:])) {
+			t.Fatalf("the key's secret is in %s in the clear", name)
+		}
 	}
 }

@@ -399,17 +399,15 @@ var ownKeys = map[string]bool{"/v1/messages": true}
 // transaction of their change, replayed should the process die before it
 // stores the answer it gave (ams.IdempotentRequest.Answer): made from an
 // event the change emits (its data is the record as the API shows it) or
-// from the record the route's service keeps (ams.KeepAnswer). The body
-// holds the same fields and values as the answer given (in another order
-// when made from an event: its data is an object).
+// from the record the route's service keeps (ams.KeepAnswer; with the
+// secret it shows once, ams.SecretAnswer, sealed at rest like every kept
+// answer). The body holds the same fields and values as the answer given
+// (in another order when made from an event: its data is an object).
 //
 // rerunAnswers are the POSTs that do again what they did and answer with
 // the record as it is: a retry after such a crash runs them again
 // (cancelling a turn that has ended answers it unchanged; a sync syncs
-// again). The others (POST /v1/messages keeps its key on its turn,
-// ownKeys) answer a retry after such a crash 409
-// idempotency_key_answer_lost: those whose answer shows a secret once
-// (secretAnswers), which is never stored.
+// again). POST /v1/messages keeps its key on its turn (ownKeys).
 var storedAnswers = map[string]answerFunc{
 	"/v1/tasks":                        fromEvent(ams.EventTaskCreated, http.StatusCreated, "/v1/tasks/"),
 	"/v1/tasks/{id}/complete":          fromEvent(ams.EventTaskCompleted, http.StatusOK, ""),
@@ -439,6 +437,18 @@ var storedAnswers = map[string]answerFunc{
 	"/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver": fromRecord(http.StatusAccepted, func(d *ams.Delivery) (any, string) {
 		return redeliveryOf(d), ""
 	}),
+	"/v1/keys": fromSecret(http.StatusCreated, func(s *Server, _ *http.Request, k *ams.APIKey, secret string) (any, string) {
+		return createdKey{APIKeyRecord: k.Record(s.now()), Secret: secret}, "/v1/keys/" + k.ID
+	}),
+	"/v1/oauth/clients": fromSecret(http.StatusCreated, func(_ *Server, _ *http.Request, c *ams.OAuthClient, secret string) (any, string) {
+		return withSecret(c, secret), "/v1/oauth/clients/" + c.ID
+	}),
+	"/v1/oauth/clients/{id}/rotate_secret": fromSecret(http.StatusOK, func(_ *Server, _ *http.Request, c *ams.OAuthClient, secret string) (any, string) {
+		return withSecret(c, secret), ""
+	}),
+	"/v1/calendar/feed": fromSecret(http.StatusCreated, func(s *Server, r *http.Request, in *ams.Integration, token string) (any, string) {
+		return s.feedAnswer(r, in, token), "/v1/integrations/" + in.ID
+	}),
 }
 
 var rerunAnswers = map[string]bool{
@@ -447,26 +457,15 @@ var rerunAnswers = map[string]bool{
 	"/v1/integrations/{id}/sync": true,
 }
 
-// secretAnswers are the POSTs whose answer shows a secret once (and says
-// Cache-Control: no-store): it is never stored, so a retry runs them
-// again and shows a new secret, or, after a crash between their commit
-// and their answer, is answered 409 idempotency_key_answer_lost.
-var secretAnswers = map[string]bool{
-	"/v1/keys":                             true,
-	"/v1/oauth/clients":                    true,
-	"/v1/oauth/clients/{id}/rotate_secret": true,
-	"/v1/calendar/feed":                    true,
-}
-
-// answerFunc makes a route's stored answer from a value the store offers
-// (ams.IdempotentRequest.Answer), or returns nil for a value the route
-// does not answer with.
-type answerFunc func(v any) []byte
+// answerFunc makes a route's stored answer to request r from a value the
+// store offers (ams.IdempotentRequest.Answer), or returns nil for a value
+// the route does not answer with.
+type answerFunc func(s *Server, r *http.Request, v any) []byte
 
 // fromEvent answers with the data of the change's event of type typ, with
 // status and a Location of prefix and the record's id (prefix "": none).
 func fromEvent(typ string, status int, prefix string) answerFunc {
-	return func(v any) []byte {
+	return func(_ *Server, _ *http.Request, v any) []byte {
 		e, ok := v.(*ams.Event)
 		if !ok || e.Type != typ {
 			return nil
@@ -475,7 +474,7 @@ func fromEvent(typ string, status int, prefix string) answerFunc {
 		if id, _ := e.Data["id"].(string); prefix != "" && id != "" {
 			loc = prefix + id
 		}
-		return storedAnswer(status, e.Data, loc)
+		return storedAnswer(status, e.Data, loc, false)
 	}
 }
 
@@ -483,7 +482,7 @@ func fromEvent(typ string, status int, prefix string) answerFunc {
 // type T its service keeps: the body and its Location ("" for none); a
 // nil body is no answer.
 func fromRecord[T any](status int, show func(T) (any, string)) answerFunc {
-	return func(v any) []byte {
+	return func(_ *Server, _ *http.Request, v any) []byte {
 		rec, ok := v.(T)
 		if !ok {
 			return nil
@@ -492,13 +491,31 @@ func fromRecord[T any](status int, show func(T) (any, string)) answerFunc {
 		if body == nil {
 			return nil
 		}
-		return storedAnswer(status, body, loc)
+		return storedAnswer(status, body, loc, false)
+	}
+}
+
+// fromSecret answers, as fromRecord, with what show makes of the record
+// of type T and the secret its service keeps (ams.SecretAnswer); an
+// answer with a secret says Cache-Control: no-store, as the handler's.
+func fromSecret[T any](status int, show func(s *Server, r *http.Request, rec T, secret string) (any, string)) answerFunc {
+	return func(s *Server, r *http.Request, v any) []byte {
+		sa, ok := v.(*ams.SecretAnswer)
+		if !ok {
+			return nil
+		}
+		rec, ok := sa.Record.(T)
+		if !ok {
+			return nil
+		}
+		body, loc := show(s, r, rec, sa.Secret)
+		return storedAnswer(status, body, loc, sa.Secret != "")
 	}
 }
 
 // storedAnswer encodes an answer of status with body, as writeJSON does,
-// and its Location (if any).
-func storedAnswer(status int, body any, location string) []byte {
+// its Location (if any) and, when noStore, Cache-Control: no-store.
+func storedAnswer(status int, body any, location string, noStore bool) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // as writeJSON
@@ -508,6 +525,9 @@ func storedAnswer(status int, body any, location string) []byte {
 	saved := storedResponse{Status: status, Body: buf.Bytes(), Header: map[string]string{"Content-Type": "application/json"}}
 	if location != "" {
 		saved.Header["Location"] = location
+	}
+	if noStore {
+		saved.Header["Cache-Control"] = "no-store"
 	}
 	return mustJSON(saved)
 }
@@ -524,8 +544,9 @@ func storedAnswer(status int, body any, location string) []byte {
 // a retry make it again. The answer is stored right after the commit,
 // whatever its status, as the client got it; should the process die in
 // between, a retry replays the answer stored in the transaction
-// (storedAnswers), runs the request again (rerunAnswers), or is answered
-// 409 idempotency_key_answer_lost. A request
+// (storedAnswers) or runs the request again (rerunAnswers); only a record
+// kept by an older version, or whose sealed answer no longer opens, is
+// answered 409 idempotency_key_answer_lost. A request
 // that committed nothing and failed is forgotten (the key released): it
 // changed nothing and may be retried with the same key.
 func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Auth, key string, rt Route) error {
@@ -556,7 +577,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 	}
 	req := &ams.IdempotentRequest{UserID: rec.UserID, Key: key, RequestHash: rec.RequestHash}
 	if a, ok := storedAnswers[rt.Pattern]; ok {
-		req.Answer = a
+		req.Answer = func(v any) []byte { return a(s, r, v) }
 	}
 	if !ownKeys[rt.Pattern] && !rerun {
 		r = r.WithContext(ams.WithIdempotentRequest(r.Context(), req))
@@ -568,22 +589,20 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 	}
 	ctx := context.WithoutCancel(r.Context())
 	// An answer that shows a secret once (Cache-Control: no-store: a new
-	// API key, an OAuth client's secret, a calendar feed URL) is not kept
-	// for replay: the secret would sit in the idempotency table for 24
-	// hours. The key is released instead, so a retry runs the request
-	// again and shows a new secret (as documented); only when the process
-	// died before answering does the record stay done without an answer.
-	secret := strings.Contains(w.Header().Get("Cache-Control"), "no-store")
+	// API key, an OAuth client's secret, a calendar feed URL) is kept as
+	// any other, sealed at rest (IdempotencyStore): a retry with the key
+	// shows the same secret instead of making another.
+	ok := !rw.failed && rw.status >= 200
 	switch {
 	case rerun:
 		// The record stays done: keep the answer when there is one.
-		if !secret && !rw.failed && rw.status >= 200 && rw.status < 300 {
+		if ok && rw.status < 300 {
 			rec.Done, rec.Response = true, mustJSON(savedAnswer(rw, w))
 			if err := s.Store.FinishIdempotent(ctx, rec); err != nil {
 				s.Logger.Error("store idempotent response", "request_id", requestID(ctx), "err", err)
 			}
 		}
-	case !secret && !rw.failed && rw.status >= 200 && (req.Committed() || rw.status < 300):
+	case ok && (req.Committed() || rw.status < 300):
 		rec.Done, rec.Response = true, mustJSON(savedAnswer(rw, w))
 		if err := s.Store.FinishIdempotent(ctx, rec); err != nil {
 			s.Logger.Error("store idempotent response", "request_id", requestID(ctx), "err", err)
@@ -602,6 +621,9 @@ func savedAnswer(rw *recorder, w http.ResponseWriter) storedResponse {
 		Header: map[string]string{"Content-Type": w.Header().Get("Content-Type")}}
 	if loc := w.Header().Get("Location"); loc != "" {
 		saved.Header["Location"] = loc
+	}
+	if cc := w.Header().Get("Cache-Control"); cc != "" {
+		saved.Header["Cache-Control"] = cc
 	}
 	return saved
 }

@@ -22,10 +22,10 @@ import (
 // the value its service kept (ams.IdempotentRequest.Answer,
 // ams.KeepAnswer), or nil. The HTTP layer stores the
 // answer it gave after the commit (FinishIdempotent).
-func markIdempotent(ctx context.Context, c Conn, req *ams.IdempotentRequest, answer []byte) error {
+func (s *Store) markIdempotent(ctx context.Context, c Conn, req *ams.IdempotentRequest, answer []byte) error {
 	var body any // NULL without an answer
 	if answer != nil {
-		body = answer
+		body = s.sealAnswer(req.UserID, req.Key, answer)
 	}
 	_, err := c.Exec(ctx, `UPDATE idempotency_keys SET done = TRUE, body = $4
 		WHERE user_id = $1 AND key = $2 AND request_hash = $3 AND NOT done`, req.UserID, req.Key, req.RequestHash, body)

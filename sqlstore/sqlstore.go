@@ -184,7 +184,7 @@ func (q *Queries) inTx(ctx context.Context, fn func(q *Queries) error) error {
 					answer = req.Answer(v)
 				}
 			}
-			if err := markIdempotent(ctx, c, req, answer); err != nil {
+			if err := q.s.markIdempotent(ctx, c, req, answer); err != nil {
 				return q.fail("record idempotency key", err)
 			}
 			marked = true
