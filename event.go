@@ -11,12 +11,55 @@ import (
 // listed at GET /v1/events. It is written in the same transaction as the
 // change that caused it.
 type Event struct {
-	ID        string         `json:"id"`
-	Object    string         `json:"object"` // "event"
-	UserID    string         `json:"-"`
-	Type      string         `json:"type"`
-	CreatedAt time.Time      `json:"created_at"`
-	Data      map[string]any `json:"data"`
+	ID        string    `json:"id"`
+	Object    string    `json:"object"` // "event"
+	UserID    string    `json:"-"`
+	Type      string    `json:"type"`
+	CreatedAt time.Time `json:"created_at"`
+	// Request is the API request that made the change (nil for a change
+	// made otherwise: the account pages, a turn's background work, a
+	// reminder, a sync), as Stripe's events carry it. The store sets it
+	// from the context of the transaction that emits the event
+	// (WithRequest).
+	Request *EventRequest `json:"request"`
+	// TurnID is the turn whose messages or tool effects the event records
+	// (nil otherwise).
+	TurnID *string         `json:"turn_id"`
+	Data   map[string]any `json:"data"`
+}
+
+// EventRequest is the API request that caused an event: its X-Request-Id
+// and the Idempotency-Key it was sent with (nil without one).
+type EventRequest struct {
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
+type requestKey struct{}
+
+// WithRequest returns ctx carrying r, the API request whose changes the
+// events emitted in ctx record.
+func WithRequest(ctx context.Context, r *EventRequest) context.Context {
+	return context.WithValue(ctx, requestKey{}, r)
+}
+
+// RequestFrom returns the API request ctx carries, or nil.
+func RequestFrom(ctx context.Context) *EventRequest {
+	r, _ := ctx.Value(requestKey{}).(*EventRequest)
+	return r
+}
+
+// Cause sets what caused e from ctx where e does not say it yet: the API
+// request (WithRequest) and the turn of a tool call (WithToolCall).
+func (e *Event) Cause(ctx context.Context) {
+	if e.Request == nil {
+		e.Request = RequestFrom(ctx)
+	}
+	if e.TurnID == nil {
+		if id := ToolCallFrom(ctx).TurnID; id != "" {
+			e.TurnID = &id
+		}
+	}
 }
 
 // Event types of the interface.

@@ -139,6 +139,14 @@ func (s *Server) endpoint(rt Route) http.Handler {
 		if err := s.rateLimit(w, r, auth); err != nil {
 			return err
 		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// The events of the request's changes name it (ams.EventRequest).
+			er := &ams.EventRequest{ID: requestID(r.Context())}
+			if key := r.Header.Get("Idempotency-Key"); key != "" && r.Method == http.MethodPost {
+				er.IdempotencyKey = &key
+			}
+			r = r.WithContext(ams.WithRequest(r.Context(), er))
+		}
 		if !auth.Permissions.Allows(rt.Permissions...) {
 			scope := make([]string, len(rt.Permissions))
 			for i, p := range rt.Permissions {

@@ -277,7 +277,7 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 	}
 	x.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: userID, AssistantID: a.ID, ConversationID: x.ConversationID,
 		InboundMessageID: x.Inbound.ID, Status: ams.TurnRunning, IdempotencyKey: in.IdempotencyKey, RequestHash: hash,
-		LeaseUntil: now.Add(s.lease()), Attempt: 1, CreatedAt: now, UpdatedAt: now}
+		LeaseUntil: now.Add(s.lease()), Attempt: 1, CreatedAt: now, UpdatedAt: now, Request: ams.RequestFrom(ctx)}
 	x.Events = []*ams.Event{ams.MessageCreatedEvent(x.Inbound)}
 	history = append(history, x.Inbound)
 	if !in.Stream && s.DeferStart >= 0 {
@@ -401,6 +401,7 @@ func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engin
 	if err != nil {
 		return nil, err
 	}
+	t.Request = ams.RequestFrom(ctx)
 	return s.launch(a, engine, t, history, tz, stream, true, last, nil), nil
 }
 
@@ -486,7 +487,7 @@ func (s *Service) launch(a *ams.Assistant, engine ams.Engine, t *ams.Turn, histo
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(ams.WithRequest(context.Background(), t.Request), timeout)
 	r := &Run{Turn: t, s: s, cancel: cancel, done: make(chan struct{}), pending: pending,
 		log: newEventLog(s.Store, s.Clock, s.logger(), t.ID, lastSeq)}
 	s.mu.Lock()

@@ -605,7 +605,21 @@ func TestRecordsMatchSchemas(t *testing.T) {
 		valid = append(valid, struct {
 			schema string
 			value  any
-		}{"Event", map[string]any{"id": ams.NewID(ams.PrefixEvent), "object": "event", "type": typ, "created_at": "2026-11-21T10:00:00.123Z", "data": data[typ]}})
+		}{"Event", map[string]any{"id": ams.NewID(ams.PrefixEvent), "object": "event", "type": typ, "created_at": "2026-11-21T10:00:00.123Z",
+			"request": nil, "turn_id": nil, "data": data[typ]}})
+		// Caused by an API request, with and without an Idempotency-Key,
+		// and by a turn.
+		key, turn := "retry-1", ams.NewID(ams.PrefixTurn)
+		for _, cause := range []map[string]any{
+			{"request": map[string]any{"id": "req_x", "idempotency_key": key}, "turn_id": nil},
+			{"request": map[string]any{"id": "req_x", "idempotency_key": nil}, "turn_id": turn},
+		} {
+			valid = append(valid, struct {
+				schema string
+				value  any
+			}{"Event", map[string]any{"id": ams.NewID(ams.PrefixEvent), "object": "event", "type": typ, "created_at": "2026-11-21T10:00:00.123Z",
+				"request": cause["request"], "turn_id": cause["turn_id"], "data": data[typ]}})
+		}
 	}
 	for _, c := range valid {
 		if err := visit(t, doc, c.schema, jsonValue(t, c.value)); err != nil {

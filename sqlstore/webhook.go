@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -301,9 +300,10 @@ const insertJob = `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next
 // PingWebhook stores e (a webhook.ping event) and queues it for this
 // webhook only.
 func (q *Queries) PingWebhook(ctx context.Context, userID, id string, e *ams.Event) error {
-	data, err := json.Marshal(e.Data)
+	e.Cause(ctx)
+	data, err := encodeEventData(e)
 	if err != nil {
-		return fmt.Errorf("encode event data: %w", err)
+		return err
 	}
 	return q.inTx(ctx, func(q *Queries) error {
 		if err := q.activeWebhook(ctx, userID, id); err != nil {
@@ -723,8 +723,8 @@ func (s *Store) OpenPreviousSecret(j *ams.Job, sealed *string, expires *int64) e
 // OpenJob finishes a job an engine's claim read: it decodes the event's
 // data and unseals the webhook's secret.
 func (s *Store) OpenJob(j *ams.Job, data []byte, sealed string) error {
-	if err := json.Unmarshal(data, &j.Event.Data); err != nil {
-		return fmt.Errorf("decode event %s: %w", j.Event.ID, err)
+	if err := decodeEventData(data, j.Event); err != nil {
+		return err
 	}
 	secret, err := s.sealer.Open(sealed, j.WebhookID)
 	if err != nil {

@@ -262,16 +262,19 @@ func (w *Worker) fill(ctx context.Context) (claimed, free int, err error) {
 
 // envelope is the body of every delivery.
 type envelope struct {
-	ID        string         `json:"id"`
-	Object    string         `json:"object"`
-	Type      string         `json:"type"`
-	CreatedAt ams.JSONTime   `json:"created_at"`
-	Data      map[string]any `json:"data"`
+	ID        string            `json:"id"`
+	Object    string            `json:"object"`
+	Type      string            `json:"type"`
+	CreatedAt ams.JSONTime      `json:"created_at"`
+	Request   *ams.EventRequest `json:"request"`
+	TurnID    *string           `json:"turn_id"`
+	Data      map[string]any    `json:"data"`
 }
 
 // Body returns the exact bytes delivered for e; the same on every attempt.
 func Body(e *ams.Event) ([]byte, error) {
-	return json.Marshal(envelope{ID: e.ID, Object: "event", Type: e.Type, CreatedAt: ams.JSONTime(e.CreatedAt), Data: e.Data})
+	return json.Marshal(envelope{ID: e.ID, Object: "event", Type: e.Type, CreatedAt: ams.JSONTime(e.CreatedAt),
+		Request: e.Request, TurnID: e.TurnID, Data: e.Data})
 }
 
 // deliver makes one attempt of job j and records it.
