@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import http.client
 import json
 import os
 import time
@@ -381,6 +382,8 @@ class Client:
             try:
                 # A server that answered with the plain reply.
                 data = json.loads(resp.read().decode("utf-8"))
+            except (OSError, ValueError, http.client.HTTPException) as e:
+                raise APIConnectionError("POST %s: reading the answer failed: %s" % (url, e)) from e
             finally:
                 resp.close()
             yield StreamEvent(type="message.completed", message=Message.from_dict(data))
@@ -428,8 +431,11 @@ class Client:
                     yield ev
                     if name == "message.completed":
                         return
-                cause: Any = None
-            except (OSError, ValueError) as e:
+                cause: Optional[BaseException] = None
+            except (OSError, ValueError, http.client.HTTPException) as e:
+                # A cut connection: an OSError (reset), an
+                # http.client.IncompleteRead (cut inside a chunk), a
+                # ValueError (a cut chunk-size line or UTF-8 sequence).
                 if isinstance(e, AmsError):
                     raise
                 cause = e
