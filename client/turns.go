@@ -161,8 +161,13 @@ func (st *turnStream) events(ctx context.Context, resp *http.Response) iter.Seq2
 				return
 			}
 			if ctx.Err() != nil || st.turnID == "" || reconnects >= st.c.maxRetries {
-				if err == nil || errors.Is(err, io.EOF) {
+				switch {
+				case err == nil || errors.Is(err, io.EOF):
 					err = io.ErrUnexpectedEOF
+				case ctx.Err() == nil && !errors.Is(err, io.ErrUnexpectedEOF):
+					// A reset or another network failure: still a
+					// stream that ended early, whatever cut it.
+					err = fmt.Errorf("%w (%w)", io.ErrUnexpectedEOF, err)
 				}
 				yield(MessageStreamEvent{}, fmt.Errorf("ams: turn %s: the stream ended before the turn did: %w", st.turnID, err))
 				return
