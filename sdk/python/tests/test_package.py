@@ -55,6 +55,37 @@ def project() -> dict:
     return ams_build.read_project()
 
 
+class ReadmeTest(unittest.TestCase):
+    def test_readme_lists_every_operation(self):
+        # Every operation of the OpenAPI document has a row in the README's
+        # "Every endpoint" table naming an ams.Client method that exists:
+        # | `GET /v1/keys` | `list_api_keys`, `iter_api_keys` |
+        import re
+
+        import ams
+
+        with open(os.path.join(helpers.REPO, "openapi", "openapi.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        with open(os.path.join(SDK_DIR, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        rows = dict(re.findall(r"^\| `((?:GET|POST|PUT|PATCH|DELETE) /v1\S*)` \| (.*) \|$", readme, re.M))
+        n = 0
+        for path, item in doc["paths"].items():
+            for method in item:
+                if method not in ("get", "post", "put", "patch", "delete"):
+                    continue
+                n += 1
+                op = "%s %s" % (method.upper(), path)
+                with self.subTest(op):
+                    self.assertIn(op, rows, "the README's table lacks %s" % op)
+                    names = re.findall(r"`([a-z_]+)`", rows.pop(op))
+                    self.assertTrue(names, op)
+                    for name in [names[0]] + [x for x in names if x.startswith("iter_")]:
+                        self.assertTrue(callable(getattr(ams.Client, name, None)), "%s: ams.Client.%s is not a method" % (op, name))
+        self.assertGreaterEqual(n, 64)
+        self.assertEqual(rows, {}, "rows for operations the OpenAPI document does not have")
+
+
 class BuildTest(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="ams-pkg-")
