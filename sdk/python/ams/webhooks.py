@@ -27,7 +27,7 @@ import hmac
 import json
 import re
 import time
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Iterable, Optional, Protocol, Union
 
 from .errors import WebhookVerificationError
 from .types import Event
@@ -44,6 +44,16 @@ __all__ = [
 DEFAULT_TOLERANCE = 300  # seconds
 
 Payload = Union[bytes, bytearray, memoryview, str]
+
+
+class Headers(Protocol):
+    """Request headers: a ``dict``, any mapping, or a framework's headers
+    object, such as ``http.server``'s (an ``email.message.Message``).
+    Names are looked up case-insensitively."""
+
+    def keys(self) -> Iterable[Any]: ...
+
+    def __getitem__(self, name: str, /) -> Any: ...
 
 _TIMESTAMP = re.compile(r"^[0-9]{1,15}$")
 
@@ -82,7 +92,7 @@ def compute_standard_signature(secret: str, webhook_id: str, timestamp: Union[in
     return "v1," + base64.b64encode(mac.digest()).decode("ascii")
 
 
-def _header(headers: Mapping[str, Any], name: str) -> str:
+def _header(headers: Headers, name: str) -> str:
     """A header of a case-insensitive or plain mapping ('' when absent)."""
     get = getattr(headers, "get", None)
     v = get(name) if get is not None else None
@@ -118,7 +128,7 @@ def verify_signature(payload: Payload, header: Optional[str], secret: str) -> No
 
 def verify_standard_webhook(
     payload: Payload,
-    headers: Mapping[str, Any],
+    headers: Headers,
     secret: str,
     *,
     tolerance: float = DEFAULT_TOLERANCE,
@@ -162,7 +172,7 @@ def verify_standard_webhook(
 
 def construct_event(
     payload: Payload,
-    headers: Mapping[str, Any],
+    headers: Headers,
     secret: str,
     *,
     tolerance: float = DEFAULT_TOLERANCE,
