@@ -118,6 +118,12 @@ func buildRotation() rotationFile {
 	add("overlap expired, old secret", "After the overlap only the new secret signs; a receiver still holding the old secret is refused.", rotOld, after, rotNow, false)
 	add("overlap expired, new secret", "After the overlap only the new secret signs; the receiver holds it.", rotNew, after, rotNow, true)
 	add("X-Service-Signature alone, new secret", "No Standard Webhooks headers (a proxy dropped them): X-Service-Signature is checked, and matches the new secret.", rotNew, without(during, "webhook-id", "webhook-timestamp", "webhook-signature"), rotNow, true)
+	add("empty webhook-signature, new secret", "A webhook-signature header present but empty counts as absent: X-Service-Signature is checked, and matches.", rotNew,
+		func() map[string]string {
+			h := without(during, "webhook-id", "webhook-timestamp")
+			h["webhook-signature"] = ""
+			return h
+		}(), rotNow, true)
 	add("X-Service-Signature alone, old secret", "No Standard Webhooks headers during the overlap: X-Service-Signature is only ever the newest secret's, so a receiver holding the old secret is refused.", rotOld, without(during, "webhook-id", "webhook-timestamp", "webhook-signature"), rotNow, false)
 	return rotationFile{
 		Description:      "Secret-rotation vectors: whole deliveries as the service sends them before, during and after a rotation, and the verdict of every SDK's delivery check and of the standardwebhooks library. See README.md in this folder.",
