@@ -11,6 +11,13 @@ Every delivery is a ``POST`` whose body is the event as JSON, signed twice:
   bytes of a ``whsec_<base64>`` secret. It may list several signatures,
   space-separated; one valid is enough.
 
+During a secret rotation ``webhook-signature`` carries a signature by each
+secret still signing while ``X-Service-Signature`` is only ever the newest
+secret's: ``construct_event`` therefore decides on ``webhook-signature``
+when it is present (a receiver still holding the old secret accepts) and
+checks ``X-Service-Signature`` only when it is absent, as the Go and
+TypeScript SDKs do (sdk/testdata/webhook-rotation.json).
+
 Verify the raw body bytes as received, before parsing them: any
 re-serialization changes the bytes. Both checks compare in constant time and
 raise ``WebhookVerificationError``; the Standard Webhooks check also rejects a
