@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -68,6 +69,12 @@ func cutMidEvent(n int) cut {
 		return -1
 	}
 }
+
+// dropAnswer, returned by a cut, closes the connection before any byte of
+// the answer: the request was sent, its answer never came.
+const dropAnswer = -2
+
+func dropTheAnswer([]byte) int { return dropAnswer }
 
 // cuttingProxy is a TCP proxy on 127.0.0.1 in front of a server. Each
 // answer that is an event stream takes the next cut: its bytes (status
@@ -187,8 +194,10 @@ func (p *cuttingProxy) answers(conn, up net.Conn) {
 			}
 		}
 		if c != nil && start >= 0 {
-			if pos := c(buf[start:]); pos >= 0 {
-				conn.Write(buf[sent : start+pos])
+			if pos := c(buf[start:]); pos >= 0 || pos == dropAnswer {
+				if pos >= 0 {
+					conn.Write(buf[sent : start+pos])
+				}
 				p.mu.Lock()
 				p.done++
 				p.mu.Unlock()
@@ -299,5 +308,29 @@ func TestStreamCutTooOften(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStreamResumeRetriesAFailedReconnect: the stream is cut, and the
+// first resume's answer never comes (the connection closes before it):
+// the next resume goes on from the same event, within the retries.
+func TestStreamResumeRetriesAFailedReconnect(t *testing.T) {
+	f := amstest.New(t)
+	p := newCuttingProxy(t, f.Server.URL, cutBetweenEvents(3), dropTheAnswer)
+	c := client.New(p.URL, f.Key, noWait, client.WithHTTPClient(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}))
+	var ids []string
+	for ev, err := range c.SendMessageStream(context.Background(), client.SendMessageParams{AssistantID: f.Assistant.ID, Message: cutPrompt}) {
+		if err != nil {
+			t.Fatalf("stream: %v (after %v)", err, ids)
+		}
+		ids = append(ids, ev.ID)
+	}
+	if p.cutsDone() != 2 {
+		t.Fatalf("%d cuts", p.cutsDone())
+	}
+	for i, id := range ids {
+		if id != strconv.Itoa(i+1) {
+			t.Fatalf("ids %v", ids)
+		}
 	}
 }
