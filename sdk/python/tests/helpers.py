@@ -340,13 +340,23 @@ def cut_mid_event(n: int) -> Cut:
     return cut
 
 
+DROP_ANSWER = -2
+
+
+def drop_the_answer(body: bytes) -> Optional[int]:
+    """Closes the connection before any byte of the answer: the request
+    was sent, its answer never came."""
+    return DROP_ANSWER
+
+
 class CuttingProxy:
     """A TCP proxy on 127.0.0.1:<free port> in front of ``upstream`` (an
     http:// base URL). Each answer that is an event stream takes the next
     of ``cuts``: the proxy forwards its bytes (status line, headers, chunk
     framing and all) up to the offset in the body that the cut names, then
-    closes both connections, as a dropped network would. Once the cuts are
-    used up, streams pass whole. ``cuts_done`` counts the cuts made."""
+    closes both connections, as a dropped network would (``drop_the_answer``
+    sends none of the answer). Once the cuts are used up, streams pass
+    whole. ``cuts_done`` counts the cuts made."""
 
     def __init__(self, upstream: str, cuts: List[Cut]) -> None:
         host, _, port = upstream.split("://", 1)[1].rstrip("/").partition(":")
@@ -418,7 +428,8 @@ class CuttingProxy:
                 if cut is not None and start >= 0:
                     pos = cut(buf[start:])
                     if pos is not None:
-                        conn.sendall(buf[sent : start + pos])
+                        if pos >= 0:
+                            conn.sendall(buf[sent : start + pos])
                         with self.lock:
                             self.cuts_done += 1
                         self._close(conn, up)

@@ -56,6 +56,14 @@ class CutStreamTest(unittest.TestCase):
                 self.assertEqual(p2.cuts_done, 1)
                 self.assertEqual([e.id for e in rest], [e.id for e in evs[1:]])
 
+    def test_a_failed_resume_is_retried(self):
+        # The stream is cut, and the first resume's answer never comes.
+        p = self.proxy([helpers.cut_between_events(3), helpers.drop_the_answer])
+        c = ams.Client(api_key=self.srv.key, base_url=p.url, sleep=lambda s: None)
+        evs = list(c.send_message_stream(self.srv.assistant_id, PROMPT))
+        self.assertEqual(p.cuts_done, 2)
+        self.check_whole(evs)
+
     def test_cut_every_time_is_a_connection_error(self):
         for name, cut in (
             ("inside a chunk", helpers.cut_inside_chunk),

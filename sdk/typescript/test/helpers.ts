@@ -235,6 +235,12 @@ export function cutMidEvent(n: number): Cut {
   };
 }
 
+/** Returned by a cut: close the connection before any byte of the answer (the request was sent, its answer never came). */
+export const DROP_ANSWER = -2;
+
+/** Drops the whole answer. */
+export const dropTheAnswer: Cut = () => DROP_ANSWER;
+
 /** A TCP proxy that cuts event streams (see cuttingProxy). */
 export interface CuttingProxy {
   url: string;
@@ -286,7 +292,8 @@ export async function cuttingProxy(upstream: string, cuts: Cut[]): Promise<Cutti
         const pos = cut(buf.subarray(start));
         if (pos !== undefined) {
           done++;
-          client.write(buf.subarray(sent, start + pos), () => kill());
+          if (pos === DROP_ANSWER) kill();
+          else client.write(buf.subarray(sent, start + pos), () => kill());
           up.removeAllListeners("data");
           up.pause();
           return;

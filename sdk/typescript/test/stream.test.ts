@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import type { ServerResponse } from "node:http";
 import { after, before, test } from "node:test";
 import { AmsError, APIConnectionError, APIError, Client, InvalidRequestError, NotFoundError, StreamEndedError, parseSSE, type MessageStreamEvent } from "@ams/sdk";
-import { cutBetweenEvents, cutInsideChunk, cutMidEvent, cuttingProxy, listen, startServe, type AmsServer, type Cut, type LocalServer } from "./helpers.js";
+import { cutBetweenEvents, cutInsideChunk, cutMidEvent, cuttingProxy, dropTheAnswer, listen, startServe, type AmsServer, type Cut, type LocalServer } from "./helpers.js";
 
 let srv: AmsServer;
 let client: Client;
@@ -153,6 +153,21 @@ for (const [kind, cut] of cutKinds) {
     }
   });
 }
+
+test("a resume whose answer never comes is retried", async () => {
+  // The stream is cut, and the first resume's answer never comes.
+  const proxy = await cuttingProxy(srv.baseURL, [cutBetweenEvents(3), dropTheAnswer]);
+  try {
+    const c = new Client({ apiKey: srv.apiKey, baseURL: proxy.url });
+    const events: MessageStreamEvent[] = [];
+    for await (const ev of c.messages.stream({ assistant_id: srv.assistantId, message: "Hello! My name is Ada. What can you do?" })) events.push(ev);
+    assert.equal(proxy.cutsDone(), 2);
+    assert.deepEqual(events.map((e) => e.id), events.map((_, i) => String(i + 1)));
+    assert.equal(events.at(-1)!.type, "message.completed");
+  } finally {
+    await proxy.close();
+  }
+});
 
 test("an error before the stream begins is thrown as usual", async () => {
   await assert.rejects(client.messages.stream({ assistant_id: "ast_doesnotexist", message: "Hi" }).finalMessage(), NotFoundError);
