@@ -24,7 +24,7 @@ type Event struct {
 	Request *EventRequest `json:"request"`
 	// TurnID is the turn whose messages or tool effects the event records
 	// (nil otherwise).
-	TurnID *string         `json:"turn_id"`
+	TurnID *string        `json:"turn_id"`
 	Data   map[string]any `json:"data"`
 }
 
