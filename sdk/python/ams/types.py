@@ -337,6 +337,12 @@ class Event(Record):
     object: str = "event"
     type: str = ""
     created_at: str = ""
+    #: The API request that made the change (``{"id", "idempotency_key"}``);
+    #: None for a change made otherwise (pages, CLI, reminders, syncs).
+    request: Optional[Dict[str, Any]] = None
+    #: The turn (``trn_...``) whose messages or tool effects the event
+    #: records; None otherwise.
+    turn_id: Optional[str] = None
     data: Dict[str, Any] = field(default_factory=dict)
     raw: Dict[str, Any] = _raw()
 
