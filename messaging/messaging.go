@@ -231,19 +231,8 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 	}
 	now := s.Clock.Now()
 	hash := RequestHash(in)
-	if in.IdempotencyKey != "" {
-		if r := s.deferredRun(userID, in.IdempotencyKey); r != nil {
-			if !ams.SecretsEqual(r.Turn.RequestHash, hash) {
-				return nil, keyReused(in.IdempotencyKey)
-			}
-			return nil, inProgress(r.Turn.ID)
-		}
-		t, err := s.Store.FindTurnByKey(ctx, userID, in.IdempotencyKey, now.Add(-ams.IdempotencyTTL))
-		if err == nil {
-			return s.retry(ctx, a, t, hash, in)
-		} else if !ams.IsNotFound(err) {
-			return nil, err
-		}
+	if r, found, err := s.sentBefore(ctx, a, userID, hash, in, now); found || err != nil {
+		return r, err
 	}
 	x := &ams.Exchange{ConversationID: in.ConversationID}
 	var history []*ams.Message
@@ -271,10 +260,40 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 		ConversationID: x.ConversationID, Direction: ams.DirectionInbound, Content: in.Message, Metadata: md,
 		CreatedAt: now, UpdatedAt: now,
 	}
+	return s.begin(ctx, a, x, history, hash, in, now)
+}
+
+// sentBefore answers a send whose idempotency key started a turn
+// before (found), in this process or stored: a retry of it.
+func (s *Service) sentBefore(ctx context.Context, a *ams.Assistant, userID, hash string, in SendInput, now time.Time) (*Run, bool, error) {
+	if in.IdempotencyKey == "" {
+		return nil, false, nil
+	}
+	if r := s.deferredRun(userID, in.IdempotencyKey); r != nil {
+		if !ams.SecretsEqual(r.Turn.RequestHash, hash) {
+			return nil, true, keyReused(in.IdempotencyKey)
+		}
+		return nil, true, inProgress(r.Turn.ID)
+	}
+	t, err := s.Store.FindTurnByKey(ctx, userID, in.IdempotencyKey, now.Add(-ams.IdempotencyTTL))
+	if err == nil {
+		r, err := s.retry(ctx, a, t, hash, in)
+		return r, true, err
+	} else if !ams.IsNotFound(err) {
+		return nil, true, err
+	}
+	return nil, false, nil
+}
+
+// begin starts the turn of exchange x (its conversation and inbound
+// message made): its start is stored first, or deferred (see
+// DeferStart) when the reply is not streamed.
+func (s *Service) begin(ctx context.Context, a *ams.Assistant, x *ams.Exchange, history []*ams.Message, hash string, in SendInput, now time.Time) (*Run, error) {
 	engine, err := s.EngineFor(a)
 	if err != nil {
 		return nil, err
 	}
+	userID := x.Inbound.UserID
 	x.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: userID, AssistantID: a.ID, ConversationID: x.ConversationID,
 		InboundMessageID: x.Inbound.ID, Status: ams.TurnRunning, IdempotencyKey: in.IdempotencyKey, RequestHash: hash,
 		LeaseUntil: now.Add(s.lease()), Attempt: 1, CreatedAt: now, UpdatedAt: now}
