@@ -178,7 +178,7 @@ func (toolEngine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply
 // conversation that is not stored.
 func TestToolCallStoresDeferredStart(t *testing.T) {
 	s, db, u, a := setup(t, toolEngine{})
-	s.DeferStart = time.Hour
+	s.EngineTimeout, s.DeferStart = 5*time.Second, time.Hour
 	tools := &recordingTools{db: db, userID: u.ID}
 	s.Tools = func(string, *ams.Assistant, string) ams.Toolbox { return tools }
 	reply, err := s.Send(context.Background(), u.ID, messaging.SendInput{AssistantID: a.ID, Message: "note this"})
