@@ -57,7 +57,7 @@ func (s *Service) CreateConversation(ctx context.Context, userID string, in Conv
 	now := s.Clock.Now().UTC().Truncate(time.Millisecond)
 	c := &ams.Conversation{ID: ams.NewID(ams.PrefixConversation), Object: "conversation", UserID: userID, AssistantID: *in.AssistantID,
 		Title: title, Metadata: md, LastMessageAt: now, CreatedAt: now, UpdatedAt: now}
-	err = s.Store.Update(ctx, func(tx ams.Tx) error {
+	err = s.Store.Update(ctx, func(tx Tx) error {
 		if _, err := tx.FindAssistant(ctx, userID, c.AssistantID); err != nil {
 			return withParam(err, "assistant_id")
 		}
@@ -88,7 +88,7 @@ func (s *Service) UpdateConversation(ctx context.Context, userID, id string, in 
 		return nil, err
 	}
 	var out *ams.Conversation
-	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+	err := s.Store.Update(ctx, func(tx Tx) error {
 		c, err := tx.FindConversation(ctx, userID, id)
 		if err != nil {
 			return err
@@ -123,7 +123,7 @@ func (s *Service) UpdateConversation(ctx context.Context, userID, id string, in 
 // with its id in their conversation_id: they are the record of what the
 // assistant did, and tasks or events they made are not deleted.
 func (s *Service) DeleteConversation(ctx context.Context, userID, id string) error {
-	return s.Store.Update(ctx, func(tx ams.Tx) error {
+	return s.Store.Update(ctx, func(tx Tx) error {
 		if _, err := tx.FindConversation(ctx, userID, id); err != nil {
 			return err
 		}

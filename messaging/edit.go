@@ -58,7 +58,7 @@ func (s *Service) UpdateMessage(ctx context.Context, userID, id string, in Messa
 		return nil, err
 	}
 	var out *ams.Message
-	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+	err := s.Store.Update(ctx, func(tx Tx) error {
 		m, err := tx.FindMessage(ctx, userID, id)
 		if err != nil {
 			return err
@@ -102,7 +102,7 @@ func (s *Service) UpdateMessage(ctx context.Context, userID, id string, in Messa
 // message.deleted (its data is the message as it was), in one
 // transaction. The conversation stays, counted one message fewer.
 func (s *Service) DeleteMessage(ctx context.Context, userID, id string) error {
-	return s.Store.Update(ctx, func(tx ams.Tx) error {
+	return s.Store.Update(ctx, func(tx Tx) error {
 		m, err := tx.FindMessage(ctx, userID, id)
 		if err != nil {
 			return err

@@ -33,7 +33,7 @@ func setup(t *testing.T, e ams.Engine) (*messaging.Service, *sqlite.DB, *ams.Use
 	if err := errors.Join(db.CreateUser(ctx, u), db.CreateAssistant(ctx, a)); err != nil {
 		t.Fatal(err)
 	}
-	s := &messaging.Service{Store: db, Clock: func() time.Time { return now },
+	s := &messaging.Service{Store: ams.Narrow[messaging.Tx](db), Clock: func() time.Time { return now },
 		EngineFor: func(*ams.Assistant) (ams.Engine, error) { return e, nil }, EngineTimeout: 50 * time.Millisecond}
 	return s, db, u, a
 }

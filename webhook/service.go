@@ -40,7 +40,7 @@ type Service struct {
 }
 
 // Store is what the Service needs of the storage engine; ams.Store
-// satisfies it.
+// gives it through ams.Narrow[Tx] (app.New wires it so).
 type Store interface {
 	CreateWebhookCapped(ctx context.Context, w *ams.Webhook, defaultCap int) error
 	FindWebhook(ctx context.Context, userID, id string) (*ams.Webhook, error)
@@ -49,12 +49,17 @@ type Store interface {
 	PingWebhook(ctx context.Context, userID, id string, e *ams.Event) error
 	EnqueueDelivery(ctx context.Context, userID, webhookID, eventID string, now time.Time) error
 	FindDelivery(ctx context.Context, userID, webhookID, id string) (*ams.Delivery, error)
-	EnqueueRecovery(ctx context.Context, userID, webhookID string, since, until, now time.Time) (int64, error)
 	// FindUser reads the account, whose approval (off the waitlist) the
 	// actions that send something need.
 	FindUser(ctx context.Context, id string) (*ams.User, error)
-	// Update runs fn in one transaction (ams.Tx).
-	Update(ctx context.Context, fn func(tx ams.Tx) error) error
+	// Update runs fn in one transaction: it commits when fn returns nil.
+	Update(ctx context.Context, fn func(tx Tx) error) error
+}
+
+// Tx is what the Service writes in one transaction (with the answer it
+// keeps, ams.KeepAnswer); ams.Tx implements it.
+type Tx interface {
+	EnqueueRecovery(ctx context.Context, userID, webhookID string, since, until, now time.Time) (int64, error)
 }
 
 // Input holds the fields of a webhook to create or change; nil fields are
@@ -364,7 +369,7 @@ func (s *Service) Recover(ctx context.Context, userID, id string, since, until *
 		bound = now.Add(time.Millisecond)
 	}
 	var rec *Recovery
-	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+	err := s.Store.Update(ctx, func(tx Tx) error {
 		n, err := tx.EnqueueRecovery(ctx, userID, id, *since, bound, now)
 		if err != nil {
 			return err
