@@ -285,6 +285,7 @@ func (s *Syncer) pull(ctx context.Context, in *ams.Integration, e *ams.CalendarE
 		}
 		now := s.now()
 		changed := !fieldsOf(cur).equal(f)
+		was := ams.CalendarEventEvent(ams.EventEventUpdated, cur, cur.UpdatedAt)
 		if changed {
 			f.apply(cur)
 			cur.UpdatedAt = now
@@ -298,7 +299,7 @@ func (s *Syncer) pull(ctx context.Context, in *ams.Integration, e *ams.CalendarE
 			return nil
 		}
 		updated = true
-		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventUpdated, cur, now))
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventUpdated, cur, now).Since(was))
 	})
 	if ams.ErrorKindOf(err) == ams.ECONFLICT {
 		return false, nil

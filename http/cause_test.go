@@ -54,9 +54,10 @@ func TestEventsNameTheirCause(t *testing.T) {
 			t.Errorf("%s of the turn: turn_id %v, request %v; want %s, %s", e["type"], e["turn_id"], e["request"], turn, rid)
 		}
 	}
-	// The inbound message, the reply and the task the tool created.
-	if turnEvents != 3 {
-		t.Errorf("%d events name the turn, want 3 (two message.created, one task.created)", turnEvents)
+	// The conversation the send made, the inbound message, the reply and
+	// the task the tool created.
+	if turnEvents != 4 {
+		t.Errorf("%d events name the turn, want 4 (conversation.created, two message.created, task.created)", turnEvents)
 	}
 
 	// A change made outside a request names neither.

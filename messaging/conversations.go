@@ -62,7 +62,10 @@ func (s *Service) CreateConversation(ctx context.Context, userID string, in Conv
 			return withParam(err, "assistant_id")
 		}
 		ams.KeepAnswer(ctx, c)
-		return tx.CreateConversation(ctx, c)
+		if err := tx.CreateConversation(ctx, c); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.ConversationEvent(ams.EventConversationCreated, c, now))
 	})
 	if err != nil {
 		return nil, err
@@ -94,6 +97,7 @@ func (s *Service) UpdateConversation(ctx context.Context, userID, id string, in 
 			return err
 		}
 		out = c
+		was := ams.ConversationEvent(ams.EventConversationUpdated, c, c.UpdatedAt)
 		md, err := in.Metadata.Merge(c.Metadata, "metadata")
 		if err != nil {
 			return err
@@ -109,7 +113,10 @@ func (s *Service) UpdateConversation(ctx context.Context, userID, id string, in 
 		if now := s.Clock.Now().UTC().Truncate(time.Millisecond); now.After(c.UpdatedAt) {
 			c.UpdatedAt = now
 		}
-		return tx.UpdateConversation(ctx, c)
+		if err := tx.UpdateConversation(ctx, c); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.ConversationEvent(ams.EventConversationUpdated, c, c.UpdatedAt).Since(was))
 	})
 	if err != nil {
 		return nil, err
@@ -124,21 +131,20 @@ func (s *Service) UpdateConversation(ctx context.Context, userID, id string, in 
 // assistant did, and tasks or events they made are not deleted.
 func (s *Service) DeleteConversation(ctx context.Context, userID, id string) error {
 	return s.Store.Update(ctx, func(tx Tx) error {
-		if _, err := tx.FindConversation(ctx, userID, id); err != nil {
+		c, err := tx.FindConversation(ctx, userID, id)
+		if err != nil {
 			return err
 		}
 		msgs, err := tx.DeleteConversation(ctx, userID, id)
 		if err != nil {
 			return err
 		}
-		if len(msgs) == 0 {
-			return nil
-		}
 		now := s.Clock.Now()
-		events := make([]*ams.Event, len(msgs))
-		for i, m := range msgs {
-			events[i] = ams.MessageEvent(ams.EventMessageDeleted, m, now)
+		events := make([]*ams.Event, 0, len(msgs)+1)
+		for _, m := range msgs {
+			events = append(events, ams.MessageEvent(ams.EventMessageDeleted, m, now))
 		}
+		events = append(events, ams.ConversationEvent(ams.EventConversationDeleted, c, now))
 		return tx.Emit(ctx, events...)
 	})
 }

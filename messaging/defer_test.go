@@ -98,7 +98,7 @@ func TestShortTurnStoredWhole(t *testing.T) {
 	}
 	c, _ := db.FindConversation(ctx, u.ID, tr.ConversationID)
 	e, _ := db.ListEvents(ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10})
-	if c == nil || c.MessageCount != 2 || len(e.Data) != 2 {
+	if c == nil || c.MessageCount != 2 || len(e.Data) != 3 { // conversation.created, two message.created
 		t.Fatalf("conversation %+v, %d events", c, len(e.Data))
 	}
 	// A retry with the key replays the stored reply.
@@ -232,7 +232,7 @@ func TestDeferredKeyAcrossProcesses(t *testing.T) {
 	}
 	c, _ := db.ListConversations(ctx, u.ID, "", ams.ListParams{Limit: 10})
 	e, _ := db.ListEvents(ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10})
-	if len(c.Data) != 1 || c.Data[0].MessageCount != 2 || len(e.Data) != 2 {
+	if len(c.Data) != 1 || c.Data[0].MessageCount != 2 || len(e.Data) != 3 { // conversation.created, two message.created
 		t.Fatalf("stored %d conversations and %d events, want the winner's only", len(c.Data), len(e.Data))
 	}
 }

@@ -64,6 +64,7 @@ func (s *Service) UpdateMessage(ctx context.Context, userID, id string, in Messa
 			return err
 		}
 		out = m
+		was := ams.MessageEvent(ams.EventMessageUpdated, m, m.UpdatedAt)
 		changed := false
 		if in.Content != nil && m.Direction != ams.DirectionInbound {
 			return ams.Errorf(ams.EINVALID, "message_not_editable",
@@ -90,7 +91,7 @@ func (s *Service) UpdateMessage(ctx context.Context, userID, id string, in Messa
 		if err := tx.UpdateMessage(ctx, m); err != nil {
 			return err
 		}
-		return tx.Emit(ctx, ams.MessageEvent(ams.EventMessageUpdated, m, now))
+		return tx.Emit(ctx, ams.MessageEvent(ams.EventMessageUpdated, m, now).Since(was))
 	})
 	if err != nil {
 		return nil, err

@@ -298,6 +298,9 @@ func (s *Service) begin(ctx context.Context, a *ams.Assistant, x *ams.Exchange, 
 		InboundMessageID: x.Inbound.ID, Status: ams.TurnRunning, IdempotencyKey: in.IdempotencyKey, RequestHash: hash,
 		LeaseUntil: now.Add(s.lease()), Attempt: 1, CreatedAt: now, UpdatedAt: now, Request: ams.RequestFrom(ctx)}
 	x.Events = []*ams.Event{ams.MessageCreatedEvent(x.Inbound)}
+	if x.NewConversation != nil {
+		x.Events = append([]*ams.Event{ams.ConversationEvent(ams.EventConversationCreated, x.NewConversation, now)}, x.Events...)
+	}
 	history = append(history, x.Inbound)
 	if !in.Stream && s.DeferStart >= 0 {
 		return s.launch(a, engine, x.Turn, history, in.Timezone, false, false, 0, x), nil

@@ -28,13 +28,14 @@ func scanEvent(s scanner) (*ams.Event, error) {
 }
 
 // An event's envelope fields beyond its data, what caused it (request,
-// turn_id), are kept in its data column, under keys no record has
+// turn_id) and what a change replaced (previous_attributes), are kept in its data column, under keys no record has
 // ("$request", "$turn_id"), so that every reader of the column (the
 // listing, the delivery claims of both engines) gets them with the data:
 // encodeEventData writes them, decodeEventData takes them out again.
 const (
-	keyRequest = "$request"
-	keyTurnID  = "$turn_id"
+	keyRequest  = "$request"
+	keyTurnID   = "$turn_id"
+	keyPrevious = "$previous_attributes"
 )
 
 // encodeEventData returns the data column of e.
@@ -43,7 +44,7 @@ func encodeEventData(e *ams.Event) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode event data: %w", err)
 	}
-	if e.Request == nil && e.TurnID == nil {
+	if e.Request == nil && e.TurnID == nil && e.PreviousAttributes == nil {
 		return data, nil
 	}
 	var head []byte
@@ -62,6 +63,17 @@ func encodeEventData(e *ams.Event) ([]byte, error) {
 		id, _ := json.Marshal(*e.TurnID)
 		head = append(append(append(head, '"'), keyTurnID...), `":`...)
 		head = append(head, id...)
+	}
+	if e.PreviousAttributes != nil {
+		if head != nil {
+			head = append(head, ',')
+		}
+		p, err := json.Marshal(e.PreviousAttributes)
+		if err != nil {
+			return nil, fmt.Errorf("encode event previous_attributes: %w", err)
+		}
+		head = append(append(append(head, '"'), keyPrevious...), `":`...)
+		head = append(head, p...)
 	}
 	if len(data) < 2 || data[0] != '{' {
 		return nil, fmt.Errorf("encode event data: not an object")
@@ -91,6 +103,10 @@ func decodeEventData(data []byte, e *ams.Event) error {
 	if id, ok := e.Data[keyTurnID].(string); ok {
 		e.TurnID = &id
 		delete(e.Data, keyTurnID)
+	}
+	if p, ok := e.Data[keyPrevious].(map[string]any); ok {
+		e.PreviousAttributes = p
+		delete(e.Data, keyPrevious)
 	}
 	return nil
 }

@@ -284,13 +284,14 @@ type envelope struct {
 	CreatedAt ams.JSONTime      `json:"created_at"`
 	Request   *ams.EventRequest `json:"request"`
 	TurnID    *string           `json:"turn_id"`
+	Previous  map[string]any    `json:"previous_attributes,omitempty"`
 	Data      map[string]any    `json:"data"`
 }
 
 // Body returns the exact bytes delivered for e; the same on every attempt.
 func Body(e *ams.Event) ([]byte, error) {
 	return json.Marshal(envelope{ID: e.ID, Object: "event", Type: e.Type, CreatedAt: ams.JSONTime(e.CreatedAt),
-		Request: e.Request, TurnID: e.TurnID, Data: e.Data})
+		Request: e.Request, TurnID: e.TurnID, Previous: e.PreviousAttributes, Data: e.Data})
 }
 
 // deliver makes one attempt of job j and records it.

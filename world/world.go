@@ -128,6 +128,7 @@ func (s *Service) UpdateTask(ctx context.Context, userID, id string, input json.
 			return err
 		}
 		before := *t
+		was := ams.TaskEvent(ams.EventTaskUpdated, t, t.UpdatedAt)
 		if hasTitle {
 			t.Title = strings.TrimSpace(title)
 		}
@@ -152,7 +153,7 @@ func (s *Service) UpdateTask(ctx context.Context, userID, id string, input json.
 		if err := tx.UpdateTask(ctx, t); err != nil {
 			return err
 		}
-		return tx.Emit(ctx, ams.TaskEvent(ams.EventTaskUpdated, t, now))
+		return tx.Emit(ctx, ams.TaskEvent(ams.EventTaskUpdated, t, now).Since(was))
 	})
 	if err != nil {
 		return nil, err
@@ -291,6 +292,7 @@ func (s *Service) UpdateEvent(ctx context.Context, userID, id string, input json
 			return err
 		}
 		before := *e
+		was := ams.CalendarEventEvent(ams.EventEventUpdated, e, e.UpdatedAt)
 		if hasTitle {
 			e.Title = strings.TrimSpace(title)
 		}
@@ -329,7 +331,7 @@ func (s *Service) UpdateEvent(ctx context.Context, userID, id string, input json
 		if err := tx.UpdateCalendarEvent(ctx, e); err != nil {
 			return err
 		}
-		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventUpdated, e, now))
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventUpdated, e, now).Since(was))
 	})
 	if err != nil {
 		return nil, err
