@@ -1,12 +1,3 @@
-// Package sqlite is the embedded storage engine of ams: a SQLite database
-// file under the data directory, opened with the pure-Go modernc.org/sqlite
-// driver. It implements ams.Store.
-//
-// Writes go through one connection (SQLite allows one writer at a time;
-// queueing them in the pool avoids SQLITE_BUSY churn), reads through a pool
-// of read-only connections that WAL mode lets run beside the writer. Other
-// processes (the CLI while a server runs) share the file safely: every
-// connection waits on the busy timeout instead of failing.
 package sqlite
 
 import (
