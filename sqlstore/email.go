@@ -97,4 +97,3 @@ func (q *Queries) FinishEmail(ctx context.Context, id string, sent bool, errText
 	}
 	return err
 }
-
