@@ -3,7 +3,6 @@ package http
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -312,24 +311,13 @@ type actionRequest struct {
 func (s *Server) findAssistant(r *http.Request) (*ams.Assistant, error) {
 	id, err := pathID(r, "assistant", ams.PrefixAssistant)
 	if err != nil {
-		return nil, withParam(err, "id")
+		return nil, ams.WithParam(err, "id")
 	}
 	a, err := s.Store.FindAssistant(r.Context(), auth(r).User.ID, id)
 	if err != nil {
-		return nil, withParam(err, "id")
+		return nil, ams.WithParam(err, "id")
 	}
 	return a, nil
-}
-
-// withParam names param on a not-found error.
-func withParam(err error, param string) error {
-	var e *ams.Error
-	if errors.As(err, &e) && e.Kind == ams.ENOTFOUND {
-		c := *e
-		c.Param = param
-		return &c
-	}
-	return err
 }
 
 func (s *Server) runAction(w http.ResponseWriter, r *http.Request) error {
