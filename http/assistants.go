@@ -3,7 +3,6 @@ package http
 import (
 	"net/http"
 
-	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/world"
 )
 
@@ -12,9 +11,6 @@ import (
 type assistantRequest = world.AssistantInput
 
 func (s *Server) createAssistant(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	var req assistantRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -28,13 +24,7 @@ func (s *Server) createAssistant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateAssistant(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "assistant", ams.PrefixAssistant)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	var req assistantRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -47,13 +37,7 @@ func (s *Server) updateAssistant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteAssistant(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "assistant", ams.PrefixAssistant)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := s.World.DeleteAssistant(r.Context(), auth(r).User.ID, id); err != nil {
 		return err
 	}

@@ -27,13 +27,7 @@ func (s *Server) listAssistants(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "assistant", ams.PrefixAssistant)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	a, err := s.Store.FindAssistant(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -53,9 +47,6 @@ type createMessageRequest struct {
 }
 
 func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	var req createMessageRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -105,13 +96,7 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "message", ams.PrefixMessage)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(queryOf(r), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	m, err := s.Store.FindMessage(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -120,7 +105,7 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r, "assistant_id")
+	p, err := listParams(r)
 	if err != nil {
 		return err
 	}
@@ -136,13 +121,7 @@ func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) getConversation(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "conversation", ams.PrefixConversation)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	c, err := s.Store.FindConversation(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -162,9 +141,6 @@ func (req *conversationRequest) input() messaging.ConversationInput {
 }
 
 func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	var req conversationRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -181,13 +157,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "conversation", ams.PrefixConversation)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	var req conversationRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -200,13 +170,7 @@ func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "conversation", ams.PrefixConversation)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := s.Messages.DeleteConversation(r.Context(), auth(r).User.ID, id); err != nil {
 		return err
 	}
@@ -215,10 +179,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) listConversationMessages(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "conversation", ams.PrefixConversation)
-	if err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	p, err := listParams(r)
 	if err != nil {
 		return err
@@ -247,7 +208,7 @@ func (s *Server) listIntegrations(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r, "type", "created_after", "created_before")
+	p, err := listParams(r)
 	if err != nil {
 		return err
 	}
@@ -275,13 +236,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "event", ams.PrefixEvent)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	e, err := s.Store.FindEvent(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -300,13 +255,7 @@ func needAdmin(w http.ResponseWriter, err error) error {
 }
 
 func (s *Server) getTurn(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "turn", ams.PrefixTurn)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	t, err := s.Messages.Turn(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -315,7 +264,7 @@ func (s *Server) getTurn(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listTurns(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r, "conversation_id")
+	p, err := listParams(r)
 	if err != nil {
 		return err
 	}
@@ -334,13 +283,7 @@ func (s *Server) listTurns(w http.ResponseWriter, r *http.Request) error {
 // it: cancelled, or still running with cancel_requested when another
 // process runs it. A turn that has ended is answered unchanged.
 func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "turn", ams.PrefixTurn)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := noBody(r); err != nil {
 		return err
 	}
@@ -353,13 +296,7 @@ func (s *Server) cancelTurn(w http.ResponseWriter, r *http.Request) error {
 
 // cancelMessage is cancelTurn for the turn of an inbound message.
 func (s *Server) cancelMessage(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "message", ams.PrefixMessage)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(queryOf(r), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := noBody(r); err != nil {
 		return err
 	}

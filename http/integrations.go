@@ -3,7 +3,6 @@ package http
 import (
 	"net/http"
 
-	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/world"
 )
 
@@ -19,9 +18,6 @@ import (
 type Integrator = world.Integrator
 
 func (s *Server) createIntegration(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	var req world.ConnectInput
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -35,13 +31,7 @@ func (s *Server) createIntegration(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) getIntegration(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "integration", ams.PrefixIntegration)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	in, err := s.Store.FindIntegration(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -55,13 +45,7 @@ func (s *Server) getIntegration(w http.ResponseWriter, r *http.Request) error {
 // it brought: they become events of this service only, and a new
 // connection to the same calendar takes them over by their UID.
 func (s *Server) deleteIntegration(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "integration", ams.PrefixIntegration)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := s.World.Disconnect(r.Context(), auth(r).User.ID, id); err != nil {
 		return err
 	}
@@ -73,10 +57,7 @@ func (s *Server) deleteIntegration(w http.ResponseWriter, r *http.Request) error
 // afterwards: a failed sync answers 200 with status error and last_error
 // (the sync itself worked as asked).
 func (s *Server) syncIntegration(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "integration", ams.PrefixIntegration)
-	if err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := noBody(r); err != nil {
 		return err
 	}

@@ -63,9 +63,6 @@ func (s *Server) credential(r *http.Request) (*account.Credential, error) {
 }
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	var req keyRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -116,10 +113,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
 // findKey returns the caller's key of the path's {id}; another account's
 // is 404, as a missing one.
 func (s *Server) findKey(r *http.Request) (*ams.APIKey, error) {
-	id, err := pathID(r, "api_key", ams.PrefixAPIKey)
-	if err != nil {
-		return nil, err
-	}
+	id := r.PathValue("id")
 	k, err := s.Store.FindKey(r.Context(), id)
 	if err == nil && k.UserID != auth(r).User.ID {
 		err = ams.NotFound("api_key", id)
@@ -128,9 +122,6 @@ func (s *Server) findKey(r *http.Request) (*ams.APIKey, error) {
 }
 
 func (s *Server) getKey(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	k, err := s.findKey(r)
 	if err != nil {
 		return err
@@ -143,13 +134,7 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) error {
 // revoked, and is answered with 200. Revoking a revoked key answers it
 // again, unchanged, and emits nothing.
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "api_key", ams.PrefixAPIKey)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := noBody(r); err != nil {
 		return err
 	}
@@ -217,9 +202,6 @@ func withField(rec any, name string, value any) ([]byte, error) {
 }
 
 func (s *Server) createOAuthClient(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	var req clientRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -257,19 +239,8 @@ func (s *Server) listOAuthClients(w http.ResponseWriter, r *http.Request) error 
 	return writeList(w, page, func(c *ams.OAuthClient) string { return c.ID })
 }
 
-// clientID returns the path's {id}: a client id, else 404.
-func clientID(r *http.Request) (string, error) {
-	return pathID(r, "oauth_client", ams.PrefixClient)
-}
-
 func (s *Server) getOAuthClient(w http.ResponseWriter, r *http.Request) error {
-	id, err := clientID(r)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	c, err := oauth.FindClient(r.Context(), s.Store, auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -278,13 +249,7 @@ func (s *Server) getOAuthClient(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) rotateOAuthClientSecret(w http.ResponseWriter, r *http.Request) error {
-	id, err := clientID(r)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := noBody(r); err != nil {
 		return err
 	}
@@ -297,13 +262,7 @@ func (s *Server) rotateOAuthClientSecret(w http.ResponseWriter, r *http.Request)
 }
 
 func (s *Server) deleteOAuthClient(w http.ResponseWriter, r *http.Request) error {
-	id, err := clientID(r)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := oauth.DeleteClient(r.Context(), s.Store, auth(r).User.ID, id, s.now()); err != nil {
 		return err
 	}
@@ -321,9 +280,6 @@ type accountRequest struct {
 }
 
 func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	u, err := s.Store.FindUser(r.Context(), auth(r).User.ID)
 	if err != nil {
 		return err
@@ -332,9 +288,6 @@ func (s *Server) getAccount(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateAccount(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	var req accountRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err

@@ -171,6 +171,9 @@ var (
 	upstreamRoutes = map[string]bool{"POST /v1/messages": true, "POST /v1/assistants/{id}/actions": true,
 		"POST /v1/integrations": true, "POST /v1/integrations/{id}/sync": true}
 	streamRoutes = map[string]bool{"GET /v1/turns/{id}/events": true}
+	// The routes that run or follow a turn hold one of the account's
+	// turn slots (withTurnSlot) from before their prelude.
+	turnRoutes = map[string]bool{"POST /v1/messages": true, "GET /v1/turns/{id}/events": true}
 )
 
 // withDeadline runs next under the deadline of rt's requests

@@ -26,9 +26,6 @@ type webhookRequest struct {
 // shared with the account pages.
 
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	var req webhookRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -64,13 +61,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	wh, err := s.Store.FindWebhook(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -80,13 +71,7 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	var req webhookRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -99,13 +84,7 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := s.Webhooks.Delete(r.Context(), auth(r).User.ID, id); err != nil {
 		return err
 	}
@@ -114,10 +93,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) pingWebhook(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := noBody(r); err != nil {
 		return err
 	}
@@ -137,13 +113,7 @@ type recoverRequest struct {
 // recoverWebhook queues the webhook's missed events again (webhook.Service
 // Recover) and answers how many.
 func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	var req recoverRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -176,11 +146,8 @@ func bodyTime(v *string, name string) (*time.Time, error) {
 }
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
-	p, err := listParams(r, "event_id")
+	id := r.PathValue("id")
+	p, err := listParams(r)
 	if err != nil {
 		return err
 	}
@@ -215,14 +182,8 @@ func redeliveryOf(d *ams.Delivery) redelivery {
 }
 
 func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	dlv := r.PathValue("delivery_id")
-	if !ams.HasPrefixID(dlv, ams.PrefixDelivery) {
-		return ams.NotFound("delivery", dlv)
-	}
 	if err := noBody(r); err != nil {
 		return err
 	}
@@ -233,11 +194,9 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusAccepted, redeliveryOf(d))
 }
 
-// noBody refuses query parameters and any body other than empty or {}.
+// noBody refuses any body other than empty or {} (the route's prelude
+// has refused query parameters).
 func noBody(r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	if r.ContentLength == 0 {
 		return nil
 	}

@@ -73,9 +73,6 @@ func queryAssistant(r *http.Request) (string, error) {
 // Tasks.
 
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	body, err := readObject(r)
 	if err != nil {
 		return err
@@ -92,7 +89,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r, "assistant_id", "status", "due_after", "due_before")
+	p, err := listParams(r)
 	if err != nil {
 		return err
 	}
@@ -119,13 +116,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "task", ams.PrefixTask)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	t, err := s.World.Store.FindTask(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -134,13 +125,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "task", ams.PrefixTask)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	body, err := readObject(r)
 	if err != nil {
 		return err
@@ -153,10 +138,7 @@ func (s *Server) updateTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) completeTask(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "task", ams.PrefixTask)
-	if err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := noBody(r); err != nil {
 		return err
 	}
@@ -168,13 +150,7 @@ func (s *Server) completeTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "task", ams.PrefixTask)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := s.World.DeleteTask(r.Context(), auth(r).User.ID, id); err != nil {
 		return err
 	}
@@ -185,9 +161,6 @@ func (s *Server) deleteTask(w http.ResponseWriter, r *http.Request) error {
 // Calendar events.
 
 func (s *Server) createCalendarEvent(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	body, err := readObject(r)
 	if err != nil {
 		return err
@@ -204,7 +177,7 @@ func (s *Server) createCalendarEvent(w http.ResponseWriter, r *http.Request) err
 }
 
 func (s *Server) listCalendarEvents(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r, "assistant_id", "starts_after", "starts_before", "deleted")
+	p, err := listParams(r)
 	if err != nil {
 		return err
 	}
@@ -233,13 +206,7 @@ func (s *Server) listCalendarEvents(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) getCalendarEvent(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "calendar event", ams.PrefixCalendar)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	e, err := s.World.Store.FindCalendarEvent(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -248,13 +215,7 @@ func (s *Server) getCalendarEvent(w http.ResponseWriter, r *http.Request) error 
 }
 
 func (s *Server) updateCalendarEvent(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "calendar event", ams.PrefixCalendar)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	body, err := readObject(r)
 	if err != nil {
 		return err
@@ -267,13 +228,7 @@ func (s *Server) updateCalendarEvent(w http.ResponseWriter, r *http.Request) err
 }
 
 func (s *Server) deleteCalendarEvent(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "calendar event", ams.PrefixCalendar)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := s.World.DeleteEvent(r.Context(), auth(r).User.ID, id); err != nil {
 		return err
 	}
@@ -284,10 +239,7 @@ func (s *Server) deleteCalendarEvent(w http.ResponseWriter, r *http.Request) err
 // restoreCalendarEvent brings back a deleted event (through the API or by
 // a calendar sync) still within its retention.
 func (s *Server) restoreCalendarEvent(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "calendar event", ams.PrefixCalendar)
-	if err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := noBody(r); err != nil {
 		return err
 	}
@@ -307,13 +259,10 @@ type actionRequest struct {
 }
 
 // findAssistant returns the assistant of the {id} path value; an unknown
-// one is 404 naming param id.
+// one is 404 naming param id (as the route's prelude does for an id that
+// is not an assistant's).
 func (s *Server) findAssistant(r *http.Request) (*ams.Assistant, error) {
-	id, err := pathID(r, "assistant", ams.PrefixAssistant)
-	if err != nil {
-		return nil, ams.WithParam(err, "id")
-	}
-	a, err := s.Store.FindAssistant(r.Context(), auth(r).User.ID, id)
+	a, err := s.Store.FindAssistant(r.Context(), auth(r).User.ID, r.PathValue("id"))
 	if err != nil {
 		return nil, ams.WithParam(err, "id")
 	}
@@ -321,9 +270,6 @@ func (s *Server) findAssistant(r *http.Request) (*ams.Assistant, error) {
 }
 
 func (s *Server) runAction(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	var req actionRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -358,7 +304,7 @@ func toolList() string {
 }
 
 func (s *Server) listActions(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r, "conversation_id")
+	p, err := listParams(r)
 	if err != nil {
 		return err
 	}
@@ -378,17 +324,11 @@ func (s *Server) listActions(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getAction(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	a, err := s.findAssistant(r)
 	if err != nil {
 		return err
 	}
 	id := r.PathValue("action_id")
-	if !ams.HasPrefixID(id, ams.PrefixAction) {
-		return ams.NotFound("action", id)
-	}
 	act, err := s.World.Store.FindAction(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -408,13 +348,7 @@ type updateMessageRequest struct {
 }
 
 func (s *Server) updateMessage(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "message", ams.PrefixMessage)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	var req updateMessageRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -427,13 +361,7 @@ func (s *Server) updateMessage(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteMessage(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "message", ams.PrefixMessage)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := s.Messages.DeleteMessage(r.Context(), auth(r).User.ID, id); err != nil {
 		return err
 	}
