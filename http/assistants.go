@@ -3,12 +3,37 @@ package http
 import (
 	"net/http"
 
+	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/world"
 )
+
+// Assistants over HTTP (/v1/assistants): the world service validates and
+// writes them (world/assistants.go); the handlers read them from the store.
 
 // assistantRequest is the body of POST and PATCH /v1/assistants; the
 // world service validates it.
 type assistantRequest = world.AssistantInput
+
+func (s *Server) listAssistants(w http.ResponseWriter, r *http.Request) error {
+	p, err := listParams(r)
+	if err != nil {
+		return err
+	}
+	page, err := s.Store.ListAssistants(r.Context(), auth(r).User.ID, p)
+	if err != nil {
+		return err
+	}
+	return writeList(w, page, func(a *ams.Assistant) string { return a.ID })
+}
+
+func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	a, err := s.Store.FindAssistant(r.Context(), auth(r).User.ID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, a)
+}
 
 func (s *Server) createAssistant(w http.ResponseWriter, r *http.Request) error {
 	var req assistantRequest

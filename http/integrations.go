@@ -3,6 +3,7 @@ package http
 import (
 	"net/http"
 
+	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/world"
 )
 
@@ -16,6 +17,18 @@ import (
 // Integrator connects and syncs the integrations of one provider; it is
 // the world service's (world.Service.Integrations).
 type Integrator = world.Integrator
+
+func (s *Server) listIntegrations(w http.ResponseWriter, r *http.Request) error {
+	p, err := listParams(r)
+	if err != nil {
+		return err
+	}
+	page, err := s.Store.ListIntegrations(r.Context(), auth(r).User.ID, p)
+	if err != nil {
+		return err
+	}
+	return writeList(w, page, func(i *ams.Integration) string { return i.ID })
+}
 
 func (s *Server) createIntegration(w http.ResponseWriter, r *http.Request) error {
 	var req world.ConnectInput

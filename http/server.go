@@ -423,3 +423,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // now returns the server clock's time.
 func (s *Server) now() time.Time { return s.Clock.Now() }
+
+// getOpenAPI answers the OpenAPI document (Server.OpenAPI).
+func (s *Server) getOpenAPI(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, err := w.Write(s.OpenAPI)
+	return err
+}

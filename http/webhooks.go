@@ -2,12 +2,14 @@ package http
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/webhook"
-	"github.com/amsdev/ams/world"
 )
+
+// Webhooks and their deliveries over HTTP (/v1/webhooks). The webhooks'
+// lifecycle and field rules are package webhook's Service, shared with
+// the account pages.
 
 // webhookRequest is the body of POST and PATCH /v1/webhooks.
 type webhookRequest struct {
@@ -22,8 +24,12 @@ type webhookRequest struct {
 	Metadata ams.MetadataPatch `json:"metadata"`
 }
 
-// The webhooks' lifecycle and field rules are package webhook's Service,
-// shared with the account pages.
+// input returns the request as the service's input.
+func (req *webhookRequest) input(r *http.Request) webhook.Input {
+	return webhook.Input{URL: req.URL, Events: req.Events, Secret: req.Secret, Active: req.Active,
+		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn, Metadata: req.Metadata,
+		Admin: auth(r).Permissions.Allows(ams.PermAdmin)}
+}
 
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	var req webhookRequest
@@ -36,13 +42,6 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Location", "/v1/webhooks/"+wh.ID)
 	return writeJSON(w, http.StatusCreated, wh)
-}
-
-// input returns the request as the service's input.
-func (req *webhookRequest) input(r *http.Request) webhook.Input {
-	return webhook.Input{URL: req.URL, Events: req.Events, Secret: req.Secret, Active: req.Active,
-		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn, Metadata: req.Metadata,
-		Admin: auth(r).Permissions.Allows(ams.PermAdmin)}
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
@@ -133,18 +132,6 @@ func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, rec)
 }
 
-// bodyTime reads an optional RFC 3339 time of a request body.
-func bodyTime(v *string, name string) (*time.Time, error) {
-	if v == nil {
-		return nil, nil
-	}
-	t, err := world.ParseTime(*v)
-	if err != nil {
-		return nil, ams.ParamError("parameter_invalid", name, "'%s' must be an RFC 3339 time such as 2026-11-21T09:00:00Z.", name)
-	}
-	return &t, nil
-}
-
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	p, err := listParams(r)
@@ -192,14 +179,4 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusAccepted, redeliveryOf(d))
-}
-
-// noBody refuses any body other than empty or {} (the route's prelude
-// has refused query parameters).
-func noBody(r *http.Request) error {
-	if r.ContentLength == 0 {
-		return nil
-	}
-	var v struct{}
-	return decodeJSON(r, &v)
 }
