@@ -279,7 +279,7 @@ func (s *Server) touch(ctx context.Context, keyID string, now time.Time) {
 		return
 	}
 	s.touched.Store(keyID, minute)
-	if err := s.Store.TouchKey(context.WithoutCancel(ctx), keyID, now); err != nil {
+	if err := s.Records.TouchKey(context.WithoutCancel(ctx), keyID, now); err != nil {
 		s.Logger.Warn("record key use", "key", keyID, "err", err)
 	}
 }
@@ -566,7 +566,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 	fmt.Fprintf(sum, "%s %s\n", r.Method, r.URL.RequestURI())
 	sum.Write(body)
 	rec := &ams.IdempotencyRecord{UserID: auth.User.ID, Key: key, RequestHash: hex.EncodeToString(sum.Sum(nil)), CreatedAt: s.now()}
-	old, err := s.Store.BeginIdempotent(r.Context(), rec)
+	old, err := s.Records.BeginIdempotent(r.Context(), rec)
 	if err != nil {
 		return err
 	}
@@ -601,17 +601,17 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 		// The record stays done: keep the answer when there is one.
 		if ok && rw.status < 300 {
 			rec.Done, rec.Response = true, mustJSON(savedAnswer(rw, w))
-			if err := s.Store.FinishIdempotent(ctx, rec); err != nil {
+			if err := s.Records.FinishIdempotent(ctx, rec); err != nil {
 				s.Logger.Error("store idempotent response", "request_id", requestID(ctx), "err", err)
 			}
 		}
 	case ok && (req.Committed() || rw.status < 300):
 		rec.Done, rec.Response = true, mustJSON(savedAnswer(rw, w))
-		if err := s.Store.FinishIdempotent(ctx, rec); err != nil {
+		if err := s.Records.FinishIdempotent(ctx, rec); err != nil {
 			s.Logger.Error("store idempotent response", "request_id", requestID(ctx), "err", err)
 		}
 	default:
-		if err := s.Store.ReleaseIdempotent(ctx, auth.User.ID, key); err != nil {
+		if err := s.Records.ReleaseIdempotent(ctx, auth.User.ID, key); err != nil {
 			s.Logger.Error("release idempotency key", "request_id", requestID(ctx), "err", err)
 		}
 	}

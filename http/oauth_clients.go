@@ -55,7 +55,7 @@ func (s *Server) createOAuthClient(w http.ResponseWriter, r *http.Request) error
 	if req.Public != nil {
 		p.Public = *req.Public
 	}
-	c, secret, err := oauth.CreateClient(r.Context(), s.Store, p, s.now())
+	c, secret, err := s.OAuthClients.Create(r.Context(), p, s.now())
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (s *Server) listOAuthClients(w http.ResponseWriter, r *http.Request) error 
 
 func (s *Server) getOAuthClient(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	c, err := oauth.FindClient(r.Context(), s.Store, auth(r).User.ID, id)
+	c, err := s.OAuthClients.Find(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (s *Server) rotateOAuthClientSecret(w http.ResponseWriter, r *http.Request)
 	if err := noBody(r); err != nil {
 		return err
 	}
-	c, secret, err := oauth.RotateClientSecret(r.Context(), s.Store, auth(r).User.ID, id, s.now())
+	c, secret, err := s.OAuthClients.RotateSecret(r.Context(), auth(r).User.ID, id, s.now())
 	if err != nil {
 		return err
 	}
@@ -102,7 +102,7 @@ func (s *Server) rotateOAuthClientSecret(w http.ResponseWriter, r *http.Request)
 
 func (s *Server) deleteOAuthClient(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := oauth.DeleteClient(r.Context(), s.Store, auth(r).User.ID, id, s.now()); err != nil {
+	if err := s.OAuthClients.Delete(r.Context(), auth(r).User.ID, id, s.now()); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

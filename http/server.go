@@ -1,8 +1,9 @@
 // Package http serves the ams API over HTTP: routing, authentication,
 // permissions, rate limits, idempotency and the JSON conventions of
 // DESIGN.md. Handlers are thin: they decode, call a service (or read the
-// store), and encode; they never write to the store themselves (a test,
-// internal/archtest, holds them to it). Every error goes through one
+// store), and encode; they never write to the store themselves: they
+// hold a Reader (store.go), reads only. Each route declares its path ids
+// and query parameters, checked before its handler runs (Route). Every error goes through one
 // function that maps it to the documented error body.
 package http
 
@@ -20,6 +21,7 @@ import (
 	"github.com/amsdev/ams/clientaddr"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/metrics"
+	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/webhook"
 	"github.com/amsdev/ams/world"
 	"github.com/klauspost/compress/gzhttp"
@@ -31,9 +33,11 @@ const MaxBodyBytes = 1 << 20
 
 // Server holds the dependencies of the API handlers.
 type Server struct {
-	// Store is read by the handlers (the services write); the middleware
-	// records key use and idempotency in it.
-	Store    ams.Store
+	// Store is what the handlers read (the services write).
+	Store Reader
+	// Records is what the middleware reads and records: credentials, key
+	// use and idempotency (the same store as Store, in production).
+	Records  RecordStore
 	Limiter  ams.RateLimiter
 	Messages *messaging.Service
 	// World runs the assistant's world: tasks, calendar events, actions,
@@ -44,8 +48,11 @@ type Server struct {
 	// Accounts changes the account and its API keys (the management
 	// API), as the account pages and the CLI do.
 	Accounts *account.Service
-	Clock    ams.Clock
-	Logger   *slog.Logger
+	// OAuthClients registers and changes the account's OAuth clients
+	// (the management API), as the account pages and the CLI do.
+	OAuthClients *oauth.Clients
+	Clock        ams.Clock
+	Logger       *slog.Logger
 	// OpenAPI is the document served at GET /v1/openapi.json.
 	OpenAPI []byte
 	// Tokens authenticates OAuth 2.0 access tokens (ams_at_...); nil

@@ -80,10 +80,13 @@ import (
 
 // Server serves the account pages. Set its fields, then call Register.
 type Server struct {
-	// Store holds the accounts and their records. Handlers read it; they
-	// change records through the services (Accounts, Webhooks, Messages,
-	// and package oauth's client functions).
-	Store ams.Store
+	// Store holds the accounts and their records. Handlers read it
+	// (Reader, reads only); they change records through the services
+	// (Accounts, Webhooks, Messages, OAuthClients).
+	Store Reader
+	// OAuthClients registers and changes the user's OAuth clients and
+	// revokes what the user authorized them to do.
+	OAuthClients *oauth.Clients
 	// Clock is the service clock (nil: the wall clock).
 	Clock ams.Clock
 	// Logger receives internal errors (nil: slog.Default()).
