@@ -64,10 +64,7 @@ func toolList() string {
 }
 
 func (s *Server) listActions(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r)
-	if err != nil {
-		return err
-	}
+	p := listOf(r)
 	conv := r.URL.Query().Get("conversation_id")
 	if conv != "" && !ams.HasPrefixID(conv, ams.PrefixConversation) {
 		return ams.ParamError("parameter_invalid", "conversation_id", "'conversation_id' must be a conversation id (conv_...).")

@@ -15,10 +15,7 @@ import (
 type assistantRequest = world.AssistantInput
 
 func (s *Server) listAssistants(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r)
-	if err != nil {
-		return err
-	}
+	p := listOf(r)
 	page, err := s.Store.ListAssistants(r.Context(), auth(r).User.ID, p)
 	if err != nil {
 		return err

@@ -27,10 +27,8 @@ func (s *Server) createCalendarEvent(w http.ResponseWriter, r *http.Request) err
 }
 
 func (s *Server) listCalendarEvents(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r)
-	if err != nil {
-		return err
-	}
+	p := listOf(r)
+	var err error
 	var f ams.CalendarFilter
 	switch r.URL.Query().Get("deleted") {
 	case "", "false":

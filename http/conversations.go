@@ -22,10 +22,7 @@ func (req *conversationRequest) input() messaging.ConversationInput {
 }
 
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r)
-	if err != nil {
-		return err
-	}
+	p := listOf(r)
 	asst := r.URL.Query().Get("assistant_id")
 	if asst != "" && !ams.HasPrefixID(asst, ams.PrefixAssistant) {
 		return ams.ParamError("parameter_invalid", "assistant_id", "'assistant_id' must be an assistant id (ast_...).")
@@ -86,10 +83,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) erro
 
 func (s *Server) listConversationMessages(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	p, err := listParams(r)
-	if err != nil {
-		return err
-	}
+	p := listOf(r)
 	userID := auth(r).User.ID
 	if _, err := s.Store.FindConversation(r.Context(), userID, id); err != nil {
 		return err

@@ -10,10 +10,8 @@ import (
 // events (ams.ManagementEventTypes) are admin's.
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r)
-	if err != nil {
-		return err
-	}
+	p := listOf(r)
+	var err error
 	f := ams.EventFilter{Type: r.URL.Query().Get("type")}
 	if f.Type != "" && !ams.IsEventType(f.Type) && f.Type != ams.EventWebhookPing {
 		return ams.ParamError("parameter_invalid", "type", "Unknown event type '%s'.", ams.Clip(f.Type))

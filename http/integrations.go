@@ -19,10 +19,7 @@ import (
 type Integrator = world.Integrator
 
 func (s *Server) listIntegrations(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r)
-	if err != nil {
-		return err
-	}
+	p := listOf(r)
 	page, err := s.Store.ListIntegrations(r.Context(), auth(r).User.ID, p)
 	if err != nil {
 		return err

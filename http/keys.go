@@ -81,10 +81,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r)
-	if err != nil {
-		return err
-	}
+	p := listOf(r)
 	page, err := s.Store.ListKeyPage(r.Context(), auth(r).User.ID, p)
 	if err != nil {
 		return err

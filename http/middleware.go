@@ -30,6 +30,7 @@ type reqState struct {
 	auth *ams.Auth
 	resp *statusWriter   // the answer as written to the connection
 	base context.Context // the request's context without its deadline (withDeadline)
+	list ams.ListParams  // a list's page, read by the route's prelude (listOf)
 }
 
 type reqStateKey struct{}
@@ -46,6 +47,10 @@ func requestID(ctx context.Context) string { return stateOf(ctx).id }
 
 // auth returns the authenticated caller of r.
 func auth(r *http.Request) *ams.Auth { return stateOf(r.Context()).auth }
+
+// listOf returns the page a list route was asked for: limit, after,
+// before and order, read and checked by the route's prelude.
+func listOf(r *http.Request) ams.ListParams { return stateOf(r.Context()).list }
 
 // statusWriter records the status code written, for the access log.
 type statusWriter struct {

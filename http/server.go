@@ -173,7 +173,8 @@ type PathID struct {
 // Query lists the query parameters an operation accepts; any other is
 // answered 400 unknown_parameter. The zero Query accepts none.
 type Query struct {
-	// List adds a list's parameters: limit, after, before and order.
+	// List adds a list's parameters: limit, after, before and order,
+	// read before the handler runs (listOf).
 	List bool
 	// Names are the other parameters: a list's filters.
 	Names []string
@@ -185,7 +186,9 @@ type Query struct {
 func listQuery(filters ...string) Query { return Query{List: true, Names: filters} }
 
 // prelude returns rt's handler preceded by the checks rt declares: each
-// path id's prefix, then the query parameters.
+// path id's prefix, then the query parameters, and for a list the page
+// asked for (limit, after, before, order), which the handler reads with
+// listOf.
 func (rt Route) prelude() func(w http.ResponseWriter, r *http.Request) error {
 	if rt.Query.Any && len(rt.IDs) == 0 {
 		return rt.Handler
@@ -202,6 +205,13 @@ func (rt Route) prelude() func(w http.ResponseWriter, r *http.Request) error {
 			if err := checkQuery(queryOf(r), rt.Query.List, rt.Query.Names...); err != nil {
 				return err
 			}
+		}
+		if rt.Query.List {
+			p, err := listParams(r)
+			if err != nil {
+				return err
+			}
+			stateOf(r.Context()).list = p
 		}
 		return rt.Handler(w, r)
 	}

@@ -45,8 +45,8 @@ type Reader interface {
 
 // RecordStore is what the middleware reads and records beside the
 // handlers (Server.Records): credentials (authcache.go), the use of API
-// keys and the idempotency records (middleware.go). The store of app.New satisfies
-// it.
+// keys and the idempotency records (middleware.go). The store of app.New
+// satisfies it.
 type RecordStore interface {
 	AuthenticateKey(ctx context.Context, hash string) (*ams.APIKey, *ams.User, error)
 	AuthGeneration(ctx context.Context) (int64, error)

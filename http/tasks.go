@@ -27,10 +27,8 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r)
-	if err != nil {
-		return err
-	}
+	p := listOf(r)
+	var err error
 	var f ams.TaskFilter
 	if f.AssistantID, err = queryAssistant(r); err != nil {
 		return err

@@ -45,10 +45,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r)
-	if err != nil {
-		return err
-	}
+	p := listOf(r)
 	page, err := s.Store.ListWebhooks(r.Context(), auth(r).User.ID, p)
 	if err != nil {
 		return err
@@ -134,10 +131,7 @@ func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	p, err := listParams(r)
-	if err != nil {
-		return err
-	}
+	p := listOf(r)
 	userID := auth(r).User.ID
 	if _, err := s.Store.FindWebhook(r.Context(), userID, id); err != nil {
 		return err
