@@ -64,7 +64,6 @@ func toolList() string {
 }
 
 func (s *Server) listActions(w http.ResponseWriter, r *http.Request) error {
-	p := listOf(r)
 	conv := r.URL.Query().Get("conversation_id")
 	if conv != "" && !ams.HasPrefixID(conv, ams.PrefixConversation) {
 		return ams.ParamError("parameter_invalid", "conversation_id", "'conversation_id' must be a conversation id (conv_...).")
@@ -73,7 +72,7 @@ func (s *Server) listActions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := s.Store.ListActions(r.Context(), auth(r).User.ID, ams.ActionFilter{AssistantID: a.ID, ConversationID: conv}, p)
+	page, err := s.Store.ListActions(r.Context(), auth(r).User.ID, ams.ActionFilter{AssistantID: a.ID, ConversationID: conv}, listOf(r))
 	if err != nil {
 		return err
 	}

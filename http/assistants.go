@@ -15,8 +15,7 @@ import (
 type assistantRequest = world.AssistantInput
 
 func (s *Server) listAssistants(w http.ResponseWriter, r *http.Request) error {
-	p := listOf(r)
-	page, err := s.Store.ListAssistants(r.Context(), auth(r).User.ID, p)
+	page, err := s.Store.ListAssistants(r.Context(), auth(r).User.ID, listOf(r))
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,6 @@ func (s *Server) createCalendarEvent(w http.ResponseWriter, r *http.Request) err
 }
 
 func (s *Server) listCalendarEvents(w http.ResponseWriter, r *http.Request) error {
-	p := listOf(r)
 	var err error
 	var f ams.CalendarFilter
 	switch r.URL.Query().Get("deleted") {
@@ -46,7 +45,7 @@ func (s *Server) listCalendarEvents(w http.ResponseWriter, r *http.Request) erro
 	if f.StartsBefore, err = queryTime(r, "starts_before"); err != nil {
 		return err
 	}
-	page, err := s.Store.ListCalendarEvents(r.Context(), auth(r).User.ID, f, p)
+	page, err := s.Store.ListCalendarEvents(r.Context(), auth(r).User.ID, f, listOf(r))
 	if err != nil {
 		return err
 	}

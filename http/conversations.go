@@ -22,12 +22,11 @@ func (req *conversationRequest) input() messaging.ConversationInput {
 }
 
 func (s *Server) listConversations(w http.ResponseWriter, r *http.Request) error {
-	p := listOf(r)
 	asst := r.URL.Query().Get("assistant_id")
 	if asst != "" && !ams.HasPrefixID(asst, ams.PrefixAssistant) {
 		return ams.ParamError("parameter_invalid", "assistant_id", "'assistant_id' must be an assistant id (ast_...).")
 	}
-	page, err := s.Store.ListConversations(r.Context(), auth(r).User.ID, asst, p)
+	page, err := s.Store.ListConversations(r.Context(), auth(r).User.ID, asst, listOf(r))
 	if err != nil {
 		return err
 	}
@@ -83,12 +82,11 @@ func (s *Server) deleteConversation(w http.ResponseWriter, r *http.Request) erro
 
 func (s *Server) listConversationMessages(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	p := listOf(r)
 	userID := auth(r).User.ID
 	if _, err := s.Store.FindConversation(r.Context(), userID, id); err != nil {
 		return err
 	}
-	page, err := s.Store.ListMessages(r.Context(), userID, id, p)
+	page, err := s.Store.ListMessages(r.Context(), userID, id, listOf(r))
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 // events (ams.ManagementEventTypes) are admin's.
 
 func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
-	p := listOf(r)
 	var err error
 	f := ams.EventFilter{Type: r.URL.Query().Get("type")}
 	if f.Type != "" && !ams.IsEventType(f.Type) && f.Type != ams.EventWebhookPing {
@@ -28,7 +27,7 @@ func (s *Server) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if f.CreatedBefore, err = queryTime(r, "created_before"); err != nil {
 		return err
 	}
-	page, err := s.Store.ListEvents(r.Context(), auth(r).User.ID, f, p)
+	page, err := s.Store.ListEvents(r.Context(), auth(r).User.ID, f, listOf(r))
 	if err != nil {
 		return err
 	}

@@ -19,8 +19,7 @@ import (
 type Integrator = world.Integrator
 
 func (s *Server) listIntegrations(w http.ResponseWriter, r *http.Request) error {
-	p := listOf(r)
-	page, err := s.Store.ListIntegrations(r.Context(), auth(r).User.ID, p)
+	page, err := s.Store.ListIntegrations(r.Context(), auth(r).User.ID, listOf(r))
 	if err != nil {
 		return err
 	}

@@ -81,8 +81,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
-	p := listOf(r)
-	page, err := s.Store.ListKeyPage(r.Context(), auth(r).User.ID, p)
+	page, err := s.Store.ListKeyPage(r.Context(), auth(r).User.ID, listOf(r))
 	if err != nil {
 		return err
 	}

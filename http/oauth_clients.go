@@ -67,8 +67,7 @@ func (s *Server) createOAuthClient(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) listOAuthClients(w http.ResponseWriter, r *http.Request) error {
-	p := listOf(r)
-	page, err := s.Store.ListOAuthClientPage(r.Context(), auth(r).User.ID, p)
+	page, err := s.Store.ListOAuthClientPage(r.Context(), auth(r).User.ID, listOf(r))
 	if err != nil {
 		return err
 	}

@@ -27,7 +27,6 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
-	p := listOf(r)
 	var err error
 	var f ams.TaskFilter
 	if f.AssistantID, err = queryAssistant(r); err != nil {
@@ -44,7 +43,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) error {
 	if f.DueBefore, err = queryTime(r, "due_before"); err != nil {
 		return err
 	}
-	page, err := s.Store.ListTasks(r.Context(), auth(r).User.ID, f, p)
+	page, err := s.Store.ListTasks(r.Context(), auth(r).User.ID, f, listOf(r))
 	if err != nil {
 		return err
 	}

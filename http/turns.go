@@ -19,12 +19,11 @@ func (s *Server) getTurn(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listTurns(w http.ResponseWriter, r *http.Request) error {
-	p := listOf(r)
 	conv := r.URL.Query().Get("conversation_id")
 	if conv != "" && !ams.HasPrefixID(conv, ams.PrefixConversation) {
 		return ams.ParamError("parameter_invalid", "conversation_id", "'conversation_id' must be a conversation id (conv_...).")
 	}
-	page, err := s.Messages.ListTurns(r.Context(), auth(r).User.ID, conv, p)
+	page, err := s.Messages.ListTurns(r.Context(), auth(r).User.ID, conv, listOf(r))
 	if err != nil {
 		return err
 	}

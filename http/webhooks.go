@@ -45,8 +45,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
-	p := listOf(r)
-	page, err := s.Store.ListWebhooks(r.Context(), auth(r).User.ID, p)
+	page, err := s.Store.ListWebhooks(r.Context(), auth(r).User.ID, listOf(r))
 	if err != nil {
 		return err
 	}
@@ -131,7 +130,6 @@ func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	p := listOf(r)
 	userID := auth(r).User.ID
 	if _, err := s.Store.FindWebhook(r.Context(), userID, id); err != nil {
 		return err
@@ -140,7 +138,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	if eventID != "" && !ams.HasPrefixID(eventID, ams.PrefixEvent) {
 		return ams.ParamError("parameter_invalid", "event_id", "'event_id' must be an event id (evt_...).")
 	}
-	page, err := s.Store.ListDeliveries(r.Context(), userID, id, eventID, p)
+	page, err := s.Store.ListDeliveries(r.Context(), userID, id, eventID, listOf(r))
 	if err != nil {
 		return err
 	}
