@@ -176,8 +176,13 @@ func New(cfg Config) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The API and the account pages read the store (their Reader) and
+	// change OAuth clients through this.
+	clients := &oauth.Clients{Store: a.Store}
 	a.API = &amshttp.Server{
 		Store:               a.Store,
+		Records:             a.Store,
+		OAuthClients:        clients,
 		Limiter:             limiter,
 		Messages:            a.Messages,
 		World:               a.World,
@@ -214,7 +219,7 @@ func New(cfg Config) (*App, error) {
 	a.OAuth = authz
 	a.API.Tokens = authz
 	authz.Register(a.API.Mux())
-	a.Pages = &pages.Server{Store: a.Store, Clock: cfg.Clock, Logger: logger, BaseURL: base, OAuth: authz, Accounts: a.Accounts, Messages: a.Messages,
+	a.Pages = &pages.Server{Store: a.Store, OAuthClients: clients, Clock: cfg.Clock, Logger: logger, BaseURL: base, OAuth: authz, Accounts: a.Accounts, Messages: a.Messages,
 		Webhooks: a.Webhooks, Limiter: limiter, Usage: a.Usage}
 	a.Pages.Register(a.API.Mux())
 

@@ -30,6 +30,7 @@ type reqState struct {
 	auth *ams.Auth
 	resp *statusWriter   // the answer as written to the connection
 	base context.Context // the request's context without its deadline (withDeadline)
+	list ams.ListParams  // a list's page, read by the route's prelude (listOf)
 }
 
 type reqStateKey struct{}
@@ -46,6 +47,10 @@ func requestID(ctx context.Context) string { return stateOf(ctx).id }
 
 // auth returns the authenticated caller of r.
 func auth(r *http.Request) *ams.Auth { return stateOf(r.Context()).auth }
+
+// listOf returns the page a list route was asked for: limit, after,
+// before and order, read and checked by the route's prelude.
+func listOf(r *http.Request) ams.ListParams { return stateOf(r.Context()).list }
 
 // statusWriter records the status code written, for the access log.
 type statusWriter struct {
@@ -179,6 +184,9 @@ var (
 	upstreamRoutes = map[string]bool{"POST /v1/messages": true, "POST /v1/assistants/{id}/actions": true,
 		"POST /v1/integrations": true, "POST /v1/integrations/{id}/sync": true}
 	streamRoutes = map[string]bool{"GET /v1/turns/{id}/events": true}
+	// The routes that run or follow a turn hold one of the account's
+	// turn slots (withTurnSlot) from before their prelude.
+	turnRoutes = map[string]bool{"POST /v1/messages": true, "GET /v1/turns/{id}/events": true}
 )
 
 // withDeadline runs next under the deadline of rt's requests
@@ -284,7 +292,7 @@ func (s *Server) touch(ctx context.Context, keyID string, now time.Time) {
 		return
 	}
 	s.touched.Store(keyID, minute)
-	if err := s.Store.TouchKey(context.WithoutCancel(ctx), keyID, now); err != nil {
+	if err := s.Records.TouchKey(context.WithoutCancel(ctx), keyID, now); err != nil {
 		s.Logger.Warn("record key use", "key", keyID, "err", err)
 	}
 }
@@ -571,7 +579,7 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 	fmt.Fprintf(sum, "%s %s\n", r.Method, r.URL.RequestURI())
 	sum.Write(body)
 	rec := &ams.IdempotencyRecord{UserID: auth.User.ID, Key: key, RequestHash: hex.EncodeToString(sum.Sum(nil)), CreatedAt: s.now()}
-	old, err := s.Store.BeginIdempotent(r.Context(), rec)
+	old, err := s.Records.BeginIdempotent(r.Context(), rec)
 	if err != nil {
 		return err
 	}
@@ -606,17 +614,17 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 		// The record stays done: keep the answer when there is one.
 		if ok && rw.status < 300 {
 			rec.Done, rec.Response = true, mustJSON(savedAnswer(rw, w))
-			if err := s.Store.FinishIdempotent(ctx, rec); err != nil {
+			if err := s.Records.FinishIdempotent(ctx, rec); err != nil {
 				s.Logger.Error("store idempotent response", "request_id", requestID(ctx), "err", err)
 			}
 		}
 	case ok && (req.Committed() || rw.status < 300):
 		rec.Done, rec.Response = true, mustJSON(savedAnswer(rw, w))
-		if err := s.Store.FinishIdempotent(ctx, rec); err != nil {
+		if err := s.Records.FinishIdempotent(ctx, rec); err != nil {
 			s.Logger.Error("store idempotent response", "request_id", requestID(ctx), "err", err)
 		}
 	default:
-		if err := s.Store.ReleaseIdempotent(ctx, auth.User.ID, key); err != nil {
+		if err := s.Records.ReleaseIdempotent(ctx, auth.User.ID, key); err != nil {
 			s.Logger.Error("release idempotency key", "request_id", requestID(ctx), "err", err)
 		}
 	}

@@ -59,7 +59,7 @@ func (s *Service) CreateConversation(ctx context.Context, userID string, in Conv
 		Title: title, Metadata: md, LastMessageAt: now, CreatedAt: now, UpdatedAt: now}
 	err = s.Store.Update(ctx, func(tx Tx) error {
 		if _, err := tx.FindAssistant(ctx, userID, c.AssistantID); err != nil {
-			return withParam(err, "assistant_id")
+			return ams.WithParam(err, "assistant_id")
 		}
 		ams.KeepAnswer(ctx, c)
 		if err := tx.CreateConversation(ctx, c); err != nil {

@@ -209,17 +209,8 @@ func (s *Service) Send(ctx context.Context, userID string, in SendInput) (*ams.M
 // when it was cancelled. Once started, the turn's failures (EUPSTREAM
 // when the engine fails) come from the Run.
 func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run, error) {
-	if strings.TrimSpace(in.Message) == "" {
-		return nil, ams.ParamError("parameter_invalid", "message", "The message must not be empty.")
-	}
-	if len(in.Message) > ams.MaxMessageLength {
-		return nil, ams.ParamError("parameter_invalid", "message", "The message is longer than %d bytes.", ams.MaxMessageLength)
-	}
-	if !utf8.ValidString(in.Message) {
-		return nil, ams.ParamError("parameter_invalid", "message", "The message is not valid UTF-8.")
-	}
-	if strings.ContainsRune(in.Message, 0) {
-		return nil, ams.ParamError("parameter_invalid", "message", "The message must not contain NUL characters.")
+	if err := CheckContent(in.Message, "message"); err != nil {
+		return nil, err
 	}
 	md, err := in.Metadata.Merge(ams.Metadata{}, "metadata")
 	if err != nil {
@@ -227,7 +218,7 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 	}
 	a, err := s.Store.FindAssistant(ctx, userID, in.AssistantID)
 	if err != nil {
-		return nil, withParam(err, "assistant_id")
+		return nil, ams.WithParam(err, "assistant_id")
 	}
 	now := s.Clock.Now()
 	hash := RequestHash(in)
@@ -245,7 +236,7 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 	} else {
 		c, err := s.Store.FindConversation(ctx, userID, in.ConversationID)
 		if err != nil {
-			return nil, withParam(err, "conversation_id")
+			return nil, ams.WithParam(err, "conversation_id")
 		}
 		if c.AssistantID != a.ID {
 			return nil, ams.ParamError("parameter_invalid", "conversation_id",
@@ -583,27 +574,10 @@ func (s *Service) reply(ctx context.Context, r *Run, engine ams.Engine, req *ams
 // apiError is err as the API's error body: the message of an *ams.Error
 // of a client-facing kind, a generic text otherwise.
 func apiError(err error) *ams.ActionError {
-	var e *ams.Error
-	if errors.As(err, &e) && e.Kind != ams.EINTERNAL {
-		return &ams.ActionError{Type: ErrorType(e.Kind), Code: e.Code, Message: e.Message, Param: e.Param}
+	if e := ams.ActionErrorOf(err); e != nil && ams.ErrorKindOf(err) != ams.EINTERNAL {
+		return e
 	}
-	return &ams.ActionError{Type: "api_error", Code: "internal_error", Message: "The turn could not be stored; retry with the same Idempotency-Key."}
-}
-
-// ErrorType is the API's error type for a kind (as in the HTTP error
-// body).
-func ErrorType(k ams.ErrorKind) string {
-	switch k {
-	case ams.ERATELIMIT:
-		return "rate_limit_error"
-	case ams.EUNAUTHENTICATED:
-		return "authentication_error"
-	case ams.EFORBIDDEN:
-		return "permission_error"
-	case ams.EINTERNAL, ams.EUPSTREAM, ams.EUNAVAILABLE:
-		return "api_error"
-	}
-	return "invalid_request_error"
+	return &ams.ActionError{Type: ams.TypeAPI, Code: "internal_error", Message: "The turn could not be stored; retry with the same Idempotency-Key."}
 }
 
 // engineReason says why an engine failed without exposing internal text:
@@ -613,17 +587,6 @@ func engineReason(err error) string {
 		return "it did not answer in time."
 	}
 	return "it failed."
-}
-
-// withParam names param on a not-found error.
-func withParam(err error, param string) error {
-	var e *ams.Error
-	if errors.As(err, &e) && e.Kind == ams.ENOTFOUND {
-		c := *e
-		c.Param = param
-		return &c
-	}
-	return err
 }
 
 // Title returns a conversation title from its first message: the first

@@ -85,7 +85,7 @@ func (s *Service) CreateTask(ctx context.Context, userID, assistantID string, in
 		CreatedAt: now, UpdatedAt: now}
 	err = s.Store.Update(ctx, func(tx ams.Tx) error {
 		if _, err := tx.FindAssistant(ctx, userID, assistantID); err != nil {
-			return withParam(err, prefix+"assistant_id")
+			return ams.WithParam(err, prefix+"assistant_id")
 		}
 		if err := tx.CreateTask(ctx, t); err != nil {
 			return err
@@ -245,7 +245,7 @@ func (s *Service) CreateEvent(ctx context.Context, userID, assistantID string, i
 		CreatedAt: now, UpdatedAt: now}
 	err = s.Store.Update(ctx, func(tx ams.Tx) error {
 		if _, err := tx.FindAssistant(ctx, userID, assistantID); err != nil {
-			return withParam(err, prefix+"assistant_id")
+			return ams.WithParam(err, prefix+"assistant_id")
 		}
 		if err := tx.CreateCalendarEvent(ctx, e); err != nil {
 			return err
@@ -408,14 +408,4 @@ func timeEqual(a, b *time.Time) bool {
 		return a == nil && b == nil
 	}
 	return a.Equal(*b)
-}
-
-// withParam names param on a not-found error.
-func withParam(err error, param string) error {
-	if e, ok := err.(*ams.Error); ok && e.Kind == ams.ENOTFOUND {
-		c := *e
-		c.Param = param
-		return &c
-	}
-	return err
 }
