@@ -43,19 +43,6 @@ func (s *Server) deprecationOf(rt Route) (Deprecation, bool) {
 	return d, ok
 }
 
-// DeprecatedOperations returns the keys ("METHOD pattern") of the
-// operations this server answers as deprecated, for the test that holds
-// them to openapi.json.
-func (s *Server) DeprecatedOperations() []string {
-	var keys []string
-	for _, rt := range s.Routes() {
-		if _, ok := s.deprecationOf(rt); ok {
-			keys = append(keys, rt.Method+" "+rt.Pattern)
-		}
-	}
-	return keys
-}
-
 // withDeprecation sets the deprecation headers of rt, if it is
 // deprecated, on every answer of next: before authentication, so that
 // a client sees them whatever its request's fate.

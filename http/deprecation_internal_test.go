@@ -57,11 +57,6 @@ func TestDeprecationHeaders(t *testing.T) {
 	if r.Code != http.StatusUnauthorized || r.Header().Get("Deprecation") != "" || r.Header().Get("Sunset") != "" {
 		t.Errorf("a route not deprecated: %d Deprecation %q Sunset %q", r.Code, r.Header().Get("Deprecation"), r.Header().Get("Sunset"))
 	}
-
-	got := s.DeprecatedOperations()
-	if len(got) != 2 {
-		t.Errorf("DeprecatedOperations() = %v", got)
-	}
 }
 
 // TestDeprecatedRoutesExist: every key of the package's table names a
