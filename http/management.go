@@ -39,9 +39,9 @@ func (k createdKey) MarshalJSON() ([]byte, error) {
 	return withField(k.APIKeyRecord, "secret", k.Secret)
 }
 
-// noStore marks an answer that shows a secret once: no cache keeps it,
-// and an Idempotency-Key does not replay it (the secret would sit in the
-// idempotency table; a retry runs the request again).
+// noStore marks an answer that shows a secret once: no cache keeps it. An
+// Idempotency-Key replays it (the same secret, sealed at rest with the
+// key for ams.IdempotencyTTL; see storedAnswers).
 func noStore(w http.ResponseWriter) { w.Header().Set("Cache-Control", "no-store") }
 
 // credential returns what the caller's credential holds, for the rule
@@ -169,6 +169,16 @@ type clientRequest struct {
 
 // clientWithSecret is a client with its secret, shown once: on creation
 // (confidential clients) and on rotation.
+// withSecret is c answered with its new secret (none for "": a public
+// client).
+func withSecret(c *ams.OAuthClient, secret string) clientWithSecret {
+	out := clientWithSecret{OAuthClient: c}
+	if secret != "" {
+		out.ClientSecret = &secret
+	}
+	return out
+}
+
 type clientWithSecret struct {
 	*ams.OAuthClient
 	ClientSecret *string `json:"client_secret"`
@@ -228,13 +238,11 @@ func (s *Server) createOAuthClient(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	out := clientWithSecret{OAuthClient: c}
 	if secret != "" {
-		out.ClientSecret = &secret
 		noStore(w)
 	}
 	w.Header().Set("Location", "/v1/oauth/clients/"+c.ID)
-	return writeJSON(w, http.StatusCreated, out)
+	return writeJSON(w, http.StatusCreated, withSecret(c, secret))
 }
 
 func (s *Server) listOAuthClients(w http.ResponseWriter, r *http.Request) error {
@@ -285,7 +293,7 @@ func (s *Server) rotateOAuthClientSecret(w http.ResponseWriter, r *http.Request)
 		return err
 	}
 	noStore(w)
-	return writeJSON(w, http.StatusOK, clientWithSecret{OAuthClient: c, ClientSecret: &secret})
+	return writeJSON(w, http.StatusOK, withSecret(c, secret))
 }
 
 func (s *Server) deleteOAuthClient(w http.ResponseWriter, r *http.Request) error {

@@ -208,6 +208,12 @@ type redelivery struct {
 	Status     string `json:"status"` // "queued"
 }
 
+// redeliveryOf answers the redelivery of d (its webhook's, found by
+// FindDelivery).
+func redeliveryOf(d *ams.Delivery) redelivery {
+	return redelivery{Object: "webhook_redelivery", WebhookID: d.WebhookID, EventID: d.EventID, DeliveryID: d.ID, Status: "queued"}
+}
+
 func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "webhook", ams.PrefixWebhook)
 	if err != nil {
@@ -224,7 +230,7 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusAccepted, redelivery{Object: "webhook_redelivery", WebhookID: id, EventID: d.EventID, DeliveryID: d.ID, Status: "queued"})
+	return writeJSON(w, http.StatusAccepted, redeliveryOf(d))
 }
 
 // noBody refuses query parameters and any body other than empty or {}.

@@ -61,6 +61,7 @@ func (s *Service) CreateConversation(ctx context.Context, userID string, in Conv
 		if _, err := tx.FindAssistant(ctx, userID, c.AssistantID); err != nil {
 			return withParam(err, "assistant_id")
 		}
+		ams.KeepAnswer(ctx, c)
 		return tx.CreateConversation(ctx, c)
 	})
 	if err != nil {

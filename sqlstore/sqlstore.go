@@ -178,7 +178,13 @@ func (q *Queries) inTx(ctx context.Context, fn func(q *Queries) error) error {
 			return err
 		}
 		if req != nil && tc.wrote {
-			if err := markIdempotent(ctx, c, req, st.answer); err != nil {
+			answer := st.answer
+			if answer == nil && req.Answer != nil {
+				if v := req.Kept(); v != nil {
+					answer = req.Answer(v)
+				}
+			}
+			if err := q.s.markIdempotent(ctx, c, req, answer); err != nil {
 				return q.fail("record idempotency key", err)
 			}
 			marked = true

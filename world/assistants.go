@@ -134,7 +134,10 @@ func (s *Service) CreateAssistant(ctx context.Context, userID string, in Assista
 	if err := in.apply(a, true); err != nil {
 		return nil, err
 	}
-	if err := s.Store.Update(ctx, func(tx ams.Tx) error { return tx.CreateAssistant(ctx, a) }); err != nil {
+	if err := s.Store.Update(ctx, func(tx ams.Tx) error {
+		ams.KeepAnswer(ctx, a)
+		return tx.CreateAssistant(ctx, a)
+	}); err != nil {
 		return nil, err
 	}
 	return a, nil

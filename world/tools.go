@@ -93,7 +93,10 @@ func (s *Service) RunAction(ctx context.Context, userID string, a *ams.Assistant
 	if act.CreatedAt.IsZero() {
 		// A read-only tool: its record is stored on its own.
 		act.CreatedAt = s.now()
-		if err := s.Store.Update(ctx, func(tx ams.Tx) error { return tx.CreateAction(ctx, act) }); err != nil {
+		if err := s.Store.Update(ctx, func(tx ams.Tx) error {
+			ams.KeepAnswer(ctx, act)
+			return tx.CreateAction(ctx, act)
+		}); err != nil {
 			return nil, err
 		}
 	}
@@ -192,6 +195,7 @@ func (w *actionStore) Update(ctx context.Context, fn func(tx ams.Tx) error) erro
 			return err
 		}
 		w.act.Result = b
+		ams.KeepAnswer(ctx, w.act)
 		return tx.CreateAction(ctx, w.act)
 	})
 }
