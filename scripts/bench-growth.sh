@@ -83,11 +83,11 @@ done
 echo
 echo "### Table"
 echo
-echo "| engine | rows | accounts | events | seed s | bytes/event | POST/s | POST p50 / p99 ms | claim p50 / p99 ms | drain/s | missing / dup | catch-up p50 / p99 ms | history p50 / p99 ms | purge (1 day) ms / rows | RSS MiB |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
-# scale|engine|rows|accounts|events|seed|bpe|post|p50|p99|c50|c99|drain|miss|dup|k50|k99|h50|h99|purge|purged|rss
-awk -F'|' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s | %s / %s | %s / %s | %s / %s | %s / %s | %s |\n",
-  $2, $1, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22 }' "$rowsfile"
+echo "| engine | rows | accounts | events | seed s | bytes/event | POST/s | POST p50 / p99 ms | claim p50 / p99 ms | drain/s | missing / dup | catch-up p50 / p99 ms | late page p50 / p99 ms | history p50 / p99 ms | purge (1 day) ms / rows | RSS MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+# scale|engine|rows|accounts|events|seed|bpe|post|p50|p99|c50|c99|drain|miss|dup|k50|k99|h50|h99|purge|purged|rss|deep50|deep99
+awk -F'|' '{ printf "| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s | %s / %s | %s / %s | %s / %s | %s / %s | %s / %s | %s |\n",
+  $2, $1, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $23, $24, $18, $19, $20, $21, $22 }' "$rowsfile"
 echo
 for engine in $ENGINES; do
   # The smallest and the largest scale run of the engine.

@@ -36,6 +36,7 @@ type result struct {
 	drainRate                           float64
 	missing, dups                       int
 	catchP50, catchP99, histP50, hist99 time.Duration
+	deepP50, deepP99                    time.Duration
 	purge                               time.Duration
 	purged                              int64
 	rssMiB                              float64
@@ -139,7 +140,6 @@ func run(ctx context.Context, cfg *config) (err error) {
 	purgePlans(ctx, s, stmts)
 	s.db.Close()
 
-
 	// Serve without delivery: the smoke check and the API's figures.
 	srv, err := startServe(ctx, cfg.ams, env, filepath.Join(work, "serve1.log"), "--webhook-concurrency", "0")
 	if err != nil {
@@ -153,6 +153,9 @@ func run(ctx context.Context, cfg *config) (err error) {
 	}
 	if err == nil {
 		r.catchP50, r.catchP99, err = catchUp(ctx, a, 200)
+	}
+	if err == nil {
+		r.deepP50, r.deepP99, err = deepPage(ctx, a, midEvent, 100)
 	}
 	if err == nil {
 		progress("%s: POST /v1/messages, %d connections, %s", label, cfg.postConns, cfg.postFor)
@@ -221,9 +224,10 @@ func run(ctx context.Context, cfg *config) (err error) {
 	r.rssMiB = max(rss1, rss2)
 	progress("%s: drained %d of %d (%d duplicates) at %.0f/s", label, distinct, want, dups, r.drainRate)
 
-	fmt.Printf("\nROW|%s|%d|%d|%d|%.1f|%.0f|%.0f|%s|%s|%s|%s|%.0f|%d|%d|%s|%s|%s|%s|%s|%d|%.0f\n", cfg.engine, cfg.rows, cfg.accounts, r.events,
+	fmt.Printf("\nROW|%s|%d|%d|%d|%.1f|%.0f|%.0f|%s|%s|%s|%s|%.0f|%d|%d|%s|%s|%s|%s|%s|%d|%.0f|%s|%s\n", cfg.engine, cfg.rows, cfg.accounts, r.events,
 		r.seedSecs, r.bytesPerEvent, r.postRate, msStr(r.postP50), msStr(r.postP99), msStr(r.claimP50), msStr(r.claimP99), r.drainRate,
-		r.missing, r.dups, msStr(r.catchP50), msStr(r.catchP99), msStr(r.histP50), msStr(r.hist99), msStr(r.purge), r.purged, r.rssMiB)
+		r.missing, r.dups, msStr(r.catchP50), msStr(r.catchP99), msStr(r.histP50), msStr(r.hist99), msStr(r.purge), r.purged, r.rssMiB,
+		msStr(r.deepP50), msStr(r.deepP99))
 	if r.missing != 0 || r.dups != 0 {
 		return fmt.Errorf("drain: %d missing, %d duplicated deliveries", r.missing, r.dups)
 	}
@@ -451,6 +455,22 @@ func catchUp(ctx context.Context, a *api, n int) (p50, p99 time.Duration, err er
 			continue
 		}
 		after = out.Data[len(out.Data)-1].ID
+	}
+	return pct(lat, 0.5), pct(lat, 0.99), nil
+}
+
+// deepPage reads n times the page of 100 events after event, one near
+// the newest end of the bench account's history: the cost of a catch-up
+// page late in a long history.
+func deepPage(ctx context.Context, a *api, event string, n int) (p50, p99 time.Duration, err error) {
+	var lat []time.Duration
+	for range n {
+		t0 := time.Now()
+		var out listOf
+		if err := a.do(ctx, "GET", "/v1/events?order=asc&limit=100&after="+event, "", &out); err != nil {
+			return 0, 0, err
+		}
+		lat = append(lat, time.Since(t0))
 	}
 	return pct(lat, 0.5), pct(lat, 0.99), nil
 }
