@@ -457,7 +457,7 @@ func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) 
 	if _, err := s.takeRequest(r, c); err != nil {
 		return nil, err
 	}
-	rec, err := s.Webhooks.Recover(r.Context(), c.User.ID, wh.ID, &since, nil)
+	rec, err := s.Webhooks.Recover(r.Context(), c.User.ID, wh.ID, &since, nil, false)
 	var e *ams.Error
 	switch {
 	case errors.As(err, &e) && e.Code == "webhook_inactive":
@@ -471,7 +471,7 @@ func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) 
 	case rec.Queued == 1:
 		c.Flash(FlashSuccess, "1 event since "+format.Time(since, c.Location())+" is queued for delivery again.")
 	default:
-		c.Flash(FlashSuccess, format.Number(rec.Queued)+" events since "+format.Time(since, c.Location())+" are queued for delivery again, oldest first.")
+		c.Flash(FlashSuccess, format.Number(rec.Queued)+" events since "+format.Time(since, c.Location())+" are queued for delivery again, oldest first (they may arrive out of order).")
 	}
 	return c.Redirect("/account/webhooks/" + wh.ID)
 }

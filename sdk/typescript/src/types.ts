@@ -570,6 +570,8 @@ export interface RecoverWebhookParams {
   since: TimeInput;
   /** End of the range (excluded), after `since`. Default: now. */
   until?: TimeInput;
+  /** Also queue the events from before the webhook was created; without it `since` is clamped to the webhook's creation. */
+  include_earlier?: boolean;
 }
 
 /** A piece of a streamed reply. */
