@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"time"
+
+	"github.com/amsdev/ams/tracing"
 )
 
 // Event is a record of something that happened, delivered to webhooks and
@@ -31,6 +33,10 @@ type Event struct {
 	// them (Since); nil on other events.
 	PreviousAttributes map[string]any `json:"previous_attributes,omitempty"`
 	Data               map[string]any `json:"data"`
+	// Trace is the W3C traceparent of the span that emitted the event
+	// (tracing.TraceParent; "" when tracing is off): its deliveries are
+	// spans of that trace. Stored with the event, never shown to clients.
+	Trace string `json:"-"`
 }
 
 // EventRequest is the API request that caused an event: its X-Request-Id
@@ -55,8 +61,12 @@ func RequestFrom(ctx context.Context) *EventRequest {
 }
 
 // Cause sets what caused e from ctx where e does not say it yet: the API
-// request (WithRequest) and the turn of a tool call (WithToolCall).
+// request (WithRequest), the turn of a tool call (WithToolCall) and the
+// span that emits it (Trace).
 func (e *Event) Cause(ctx context.Context) {
+	if e.Trace == "" {
+		e.Trace = tracing.TraceParent(ctx)
+	}
 	if e.Request == nil {
 		e.Request = RequestFrom(ctx)
 	}

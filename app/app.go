@@ -168,7 +168,7 @@ func New(cfg Config) (*App, error) {
 	// The services, all on the one watched store.
 	a.Accounts = &account.Service{Store: a.Store, Clock: cfg.Clock, BaseURL: base}
 	a.World = &world.Service{Store: a.Store, Clock: cfg.Clock, Integrations: map[string]world.Integrator{caldav.Provider: a.Calendars}}
-	a.Messages = &messaging.Service{Store: ams.Narrow[messaging.Tx](a.Store), Clock: cfg.Clock, Tools: a.World.Toolbox, EngineFor: cfg.EngineFor,
+	a.Messages = &messaging.Service{Store: ams.Narrow[messaging.Tx](a.Store), Clock: cfg.Clock, Tools: tracedTools(a.World.Toolbox), EngineFor: tracedEngineFor(cfg.EngineFor),
 		EngineTimeout: cfg.EngineTimeout, Logger: logger}
 	a.Webhooks = &webhook.Service{Store: ams.Narrow[webhook.Tx](a.Store), Guard: guard, Clock: cfg.Clock, MaxPerAccount: cfg.MaxWebhooks}
 

@@ -19,6 +19,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/clientaddr"
 	"github.com/amsdev/ams/ratelimit"
+	"github.com/amsdev/ams/tracing"
 	"github.com/amsdev/ams/webhook"
 )
 
@@ -87,7 +88,8 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		sw := &statusWriter{ResponseWriter: w}
 		st := &reqState{id: id, resp: sw}
 		client, addrErr := clientaddr.Resolver{Proxies: s.TrustedProxies, Header: s.ClientAddressHeader}.Client(r)
-		r = r.WithContext(context.WithValue(clientaddr.With(r.Context(), client), reqStateKey{}, st))
+		ctx, span := tracing.Server(r, id) // the request's span (nil while tracing is off)
+		r = r.WithContext(context.WithValue(clientaddr.With(ctx, client), reqStateKey{}, st))
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -102,6 +104,7 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 				slogString("request_id", id), slogString("method", r.Method), slogString("path", r.URL.Path),
 				slogInt("status", sw.status), slogDuration("duration", time.Since(start)),
 				slogString("account", accountOf(st)), slogString("client", client))
+			span.End(r.Pattern, sw.status, accountOf(st))
 		}()
 		if addrErr != nil {
 			s.refuseMixed(sw, r, client)

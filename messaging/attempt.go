@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/tracing"
 )
 
 // An attempt of a turn runs in named steps (Service.run):
@@ -25,6 +26,8 @@ import (
 // run runs one attempt of a turn to its end: a stored reply (completed),
 // an error (failed) or a cancel (cancelled).
 func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.EngineRequest) {
+	ctx, span := tracing.Start(ctx, "turn", tracing.Account(r.Turn.UserID), tracing.Turn(r.Turn.ID))
+	defer span.End()
 	bg := context.WithoutCancel(ctx)
 	h := s.watch(bg, r)
 	reply, err := s.reply(ctx, r, engine, req)

@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/tracing"
 )
 
 // HistoryLength is how many earlier messages of a conversation an engine
@@ -294,7 +295,7 @@ func (s *Service) begin(ctx context.Context, a *ams.Assistant, x *ams.Exchange, 
 	}
 	history = append(history, x.Inbound)
 	if !in.Stream && s.DeferStart >= 0 {
-		return s.launch(a, engine, x.Turn, history, in.Timezone, false, false, 0, x), nil
+		return s.launch(ctx, a, engine, x.Turn, history, in.Timezone, false, false, 0, x), nil
 	}
 	if err := s.Store.SaveExchange(ctx, x); err != nil {
 		if in.IdempotencyKey != "" && ams.ErrorKindOf(err) != ams.ENOTFOUND {
@@ -305,7 +306,7 @@ func (s *Service) begin(ctx context.Context, a *ams.Assistant, x *ams.Exchange, 
 		}
 		return nil, err
 	}
-	return s.launch(a, engine, x.Turn, history, in.Timezone, in.Stream, false, 0, nil), nil
+	return s.launch(ctx, a, engine, x.Turn, history, in.Timezone, in.Stream, false, 0, nil), nil
 }
 
 // unstored answers a turn whose deferred start could not be stored: when
@@ -415,7 +416,7 @@ func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engin
 		return nil, err
 	}
 	t.Request = ams.RequestFrom(ctx)
-	return s.launch(a, engine, t, history, tz, stream, true, last, nil), nil
+	return s.launch(ctx, a, engine, t, history, tz, stream, true, last, nil), nil
 }
 
 // keyReused answers a send whose idempotency key named another message.
@@ -492,15 +493,17 @@ func (s *Service) running(turnID string) *Run {
 	return s.runs[turnID]
 }
 
-// launch starts turn t in the background, detached from any request.
+// launch starts turn t in the background, detached from the request
+// (parent) that began it.
 // pending is the turn's start when it is deferred (not stored yet).
-func (s *Service) launch(a *ams.Assistant, engine ams.Engine, t *ams.Turn, history []*ams.Message, tz string, stream, resumed bool, lastSeq int64,
+func (s *Service) launch(parent context.Context, a *ams.Assistant, engine ams.Engine, t *ams.Turn, history []*ams.Message, tz string, stream, resumed bool, lastSeq int64,
 	pending *ams.Exchange) *Run {
 	timeout := s.EngineTimeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(ams.WithRequest(context.Background(), t.Request), timeout)
+	// Only the request's span (the parent of the turn's) is kept of parent.
+	ctx, cancel := context.WithTimeout(ams.WithRequest(tracing.Detach(parent), t.Request), timeout)
 	r := &Run{Turn: t, s: s, cancel: cancel, done: make(chan struct{}), pending: pending,
 		log: newEventLog(s.Store, s.Clock, s.logger(), t.ID, lastSeq)}
 	s.mu.Lock()

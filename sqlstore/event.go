@@ -29,13 +29,14 @@ func scanEvent(s scanner) (*ams.Event, error) {
 
 // An event's envelope fields beyond its data, what caused it (request,
 // turn_id) and what a change replaced (previous_attributes), are kept in its data column, under keys no record has
-// ("$request", "$turn_id"), so that every reader of the column (the
+// ("$request", "$turn_id", "$trace"), so that every reader of the column (the
 // listing, the delivery claims of both engines) gets them with the data:
 // encodeEventData writes them, decodeEventData takes them out again.
 const (
 	keyRequest  = "$request"
 	keyTurnID   = "$turn_id"
 	keyPrevious = "$previous_attributes"
+	keyTrace    = "$trace"
 )
 
 // encodeEventData returns the data column of e.
@@ -44,7 +45,7 @@ func encodeEventData(e *ams.Event) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode event data: %w", err)
 	}
-	if e.Request == nil && e.TurnID == nil && e.PreviousAttributes == nil {
+	if e.Request == nil && e.TurnID == nil && e.PreviousAttributes == nil && e.Trace == "" {
 		return data, nil
 	}
 	var head []byte
@@ -75,6 +76,14 @@ func encodeEventData(e *ams.Event) ([]byte, error) {
 		head = append(append(append(head, '"'), keyPrevious...), `":`...)
 		head = append(head, p...)
 	}
+	if e.Trace != "" {
+		if head != nil {
+			head = append(head, ',')
+		}
+		tp, _ := json.Marshal(e.Trace)
+		head = append(append(append(head, '"'), keyTrace...), `":`...)
+		head = append(head, tp...)
+	}
 	if len(data) < 2 || data[0] != '{' {
 		return nil, fmt.Errorf("encode event data: not an object")
 	}
@@ -85,8 +94,8 @@ func encodeEventData(e *ams.Event) ([]byte, error) {
 	return append(out, data[1:]...), nil
 }
 
-// decodeEventData decodes e's data column into e.Data, e.Request and
-// e.TurnID.
+// decodeEventData decodes e's data column into e.Data, e.Request,
+// e.TurnID, e.PreviousAttributes and e.Trace.
 func decodeEventData(data []byte, e *ams.Event) error {
 	if err := json.Unmarshal(data, &e.Data); err != nil {
 		return fmt.Errorf("decode event %s: %w", e.ID, err)
@@ -107,6 +116,10 @@ func decodeEventData(data []byte, e *ams.Event) error {
 	if p, ok := e.Data[keyPrevious].(map[string]any); ok {
 		e.PreviousAttributes = p
 		delete(e.Data, keyPrevious)
+	}
+	if tp, ok := e.Data[keyTrace].(string); ok {
+		e.Trace = tp
+		delete(e.Data, keyTrace)
 	}
 	return nil
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/seal"
+	"github.com/amsdev/ams/tracing"
 )
 
 // Conn runs statements: an engine's pool, or one transaction.
@@ -174,6 +175,8 @@ func (q *Queries) inTx(ctx context.Context, fn func(q *Queries) error) error {
 	if q.tx != nil {
 		return fn(q)
 	}
+	_, span := tracing.Start(ctx, "store.transaction") // the transaction, its commit included
+	defer span.End()
 	st := &txState{}
 	req := pendingRequest(ctx)
 	marked := false

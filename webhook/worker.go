@@ -22,6 +22,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/batch"
 	"github.com/amsdev/ams/ssrf"
+	"github.com/amsdev/ams/tracing"
 )
 
 // Timeout is how long a receiver has to answer one delivery, unless the
@@ -243,10 +244,12 @@ func (w *Worker) fill(ctx context.Context) (claimed, free int, err error) {
 	if free <= 0 || ctx.Err() != nil {
 		return 0, free, nil
 	}
+	start := time.Now()
 	jobs, err := w.Queue.ClaimJobs(ctx, w.Clock.Now(), ams.Claim{Lease: w.Lease, Limit: free, PerWebhook: w.PerWebhook, PerAccount: w.PerAccount})
 	if err != nil {
 		return 0, free, err
 	}
+	ctx = tracing.Claim(ctx, start, len(jobs)) // the deliveries' spans link to the claim's
 	w.mu.Lock()
 	w.total += len(jobs)
 	w.mu.Unlock()
@@ -297,6 +300,8 @@ func Body(e *ams.Event) ([]byte, error) {
 // deliver makes one attempt of job j and records it.
 func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 	attempt := j.Attempts + 1
+	ctx, span := tracing.Delivery(ctx, j.Event.Trace, j.UserID, j.Event.ID, j.Event.Type, j.WebhookID, attempt)
+	defer span.End()
 	d := &ams.Delivery{
 		ID: ams.NewID(ams.PrefixDelivery), Object: "webhook_delivery", UserID: j.UserID, WebhookID: j.WebhookID,
 		EventID: j.Event.ID, EventType: j.Event.Type, Attempt: attempt, URL: j.URL,
@@ -318,6 +323,7 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 		}
 	}
 	d.DurationMS = time.Since(start).Milliseconds()
+	tracing.Attempted(span, d.ID, status, d.Success)
 	now := w.Clock.Now()
 	r := &ams.AttemptResult{Job: j, Delivery: d}
 	switch {
@@ -431,6 +437,7 @@ func (w *Worker) post(ctx context.Context, j *ams.Job, d *ams.Delivery, body []b
 	h.Set("Webhook-Id", j.Event.ID)
 	h.Set("Webhook-Timestamp", strconv.FormatInt(ts, 10))
 	h.Set("Webhook-Signature", StandardSignatures(j.Secrets(at), j.Event.ID, ts, body))
+	tracing.Inject(ctx, h) // traceparent: the delivery's span
 	resp, err := w.send(req)
 	if err != nil {
 		return 0, "", err
