@@ -27,7 +27,6 @@ import (
 // an error (failed) or a cancel (cancelled).
 func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.EngineRequest) {
 	ctx, span := tracing.Start(ctx, "turn", tracing.Account(r.Turn.UserID), tracing.Turn(r.Turn.ID))
-	defer span.End()
 	bg := context.WithoutCancel(ctx)
 	h := s.watch(bg, r)
 	reply, err := s.reply(ctx, r, engine, req)
@@ -35,6 +34,7 @@ func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.E
 	r.cancel()
 	e := s.settle(r, reply, err)
 	s.record(bg, r, e)
+	tracing.End(span, e.err) // before the waiters hear of the end
 	s.release(r, e)
 }
 

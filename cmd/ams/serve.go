@@ -31,6 +31,7 @@ import (
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/ratelimit/redisrate"
 	"github.com/amsdev/ams/ssrf"
+	"github.com/amsdev/ams/tracing"
 	"github.com/amsdev/ams/webhook"
 	"github.com/spf13/cobra"
 )
@@ -63,6 +64,7 @@ type serveConfig struct {
 	clientAddrHdr   string
 	corsOrigins     string
 	requestTimeout  time.Duration
+	otlpEndpoint    string
 }
 
 func newServeCmd(sf *storeFlags) *cobra.Command {
@@ -112,6 +114,7 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.DurationVar(&cfg.llmTimeout, "llm-timeout", 60*time.Second, "how long one reply may take, a model's tool calls included (env AMS_LLM_TIMEOUT)")
 	f.DurationVar(&cfg.requestTimeout, "request-timeout", 30*time.Second, "how long one API request may take before it is answered 503 request_timeout (a database that does not answer, say); requests that wait for a reply or a CalDAV sync get --llm-timeout more, a stream is bounded only until it begins; 0: no bound (env AMS_REQUEST_TIMEOUT)")
 	f.DurationVar(&sf.statementTimeout, "database-statement-timeout", 30*time.Second, "PostgreSQL's statement_timeout on every connection, unless the URL sets statement_timeout; 0: the server's setting (env AMS_DATABASE_STATEMENT_TIMEOUT)")
+	f.StringVar(&cfg.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry collector to export traces to over OTLP/HTTP, such as http://127.0.0.1:4318 (/v1/traces is added to a URL without a path) (env AMS_OTLP_ENDPOINT; empty: no tracing)")
 	f.StringSliceVar(&cfg.llmModels, "llm-models", nil, "the models assistants may use on --llm-base-url, comma-separated (env AMS_LLM_MODELS; empty: any)")
 	return cmd
 }
@@ -187,6 +190,19 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	if err != nil {
 		return fmt.Errorf("--cors-allowed-origins: %w", err)
 	}
+	// Tracing (docs/operations.md) is on only with --otlp-endpoint; its
+	// last spans are sent after the background work stops.
+	stopTracing, err := tracing.Setup(ctx, cfg.otlpEndpoint, ams.Version)
+	if err != nil {
+		return fmt.Errorf("--otlp-endpoint: %w", err)
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := stopTracing(sctx); err != nil {
+			logger.Warn("tracing: spans not exported at shutdown", "err", err)
+		}
+	}()
 	sender, err := mail.FromConfig(cfg.smtpURL, sf.dataDir, cfg.mailFrom)
 	if err != nil {
 		return fmt.Errorf("--smtp-url: %w", err)
