@@ -5,13 +5,18 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/tracing"
@@ -282,4 +287,212 @@ func names(spans []span) string {
 		fmt.Fprintf(&b, "\n  %s %s<-%s %s %v", s.TraceID[:8], s.SpanID, s.ParentID, s.Name, s.Attrs)
 	}
 	return b.String()
+}
+
+// TestSpansReachJaeger is TestSpansReachOTLPReceiver against Jaeger (an
+// all-in-one build of github.com/jaegertracing/jaeger/cmd/jaeger, which
+// scripts/tracing-jaeger.sh makes): the spans are exported to its OTLP
+// receiver and read back from its query API. It runs only when
+// AMS_TEST_JAEGER names the binary.
+func TestSpansReachJaeger(t *testing.T) {
+	bin := os.Getenv("AMS_TEST_JAEGER")
+	if bin == "" {
+		t.Skip("AMS_TEST_JAEGER is not set (scripts/tracing-jaeger.sh builds Jaeger and sets it)")
+	}
+	otlpAddr, queryAddr, grpcAddr := freeAddr(t), freeAddr(t), freeAddr(t)
+	cfg := filepath.Join(t.TempDir(), "jaeger.yaml")
+	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(jaegerConfig, queryAddr, grpcAddr, otlpAddr)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(bin, "--config", cfg)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("jaeger's output:\n%s", out.String())
+		}
+	}()
+	query := "http://" + queryAddr
+	// Jaeger is ready when its query API answers.
+	waitFor(t, "Jaeger's query API", func() bool {
+		resp, err := http.Get(query + "/api/services")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+	stop, err := tracing.Setup(context.Background(), "http://"+otlpAddr, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop(context.Background())
+	checkTrace(t, func() []span {
+		if err := stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// Jaeger stores what it received in its own time: the trace is
+		// read until it holds the spans that were exported.
+		var spans []jaegerSpan
+		waitFor(t, "the trace in Jaeger", func() bool {
+			spans = jaegerTrace(t, query, callerTrace)
+			linked := map[string]bool{}
+			for _, s := range spans {
+				for _, l := range s.linkTraces {
+					linked[l] = true
+				}
+			}
+			for id := range linked {
+				spans = append(spans, jaegerTrace(t, query, id)...)
+			}
+			return hasDeliveries(spans) && len(linked) > 0
+		})
+		out := make([]span, len(spans))
+		for i, s := range spans {
+			out[i] = s.span
+		}
+		return out
+	})
+}
+
+// jaegerConfig is Jaeger's configuration: in-memory storage, its query
+// API (HTTP and gRPC) and OTLP/HTTP receiver at the given addresses.
+const jaegerConfig = `
+service:
+  extensions: [jaeger_storage, jaeger_query]
+  pipelines:
+    traces:
+      receivers: [otlp]
+      exporters: [jaeger_storage_exporter]
+  telemetry:
+    metrics:
+      level: none
+extensions:
+  jaeger_query:
+    storage:
+      traces: memstore
+    http:
+      endpoint: %s
+    grpc:
+      endpoint: %s
+  jaeger_storage:
+    backends:
+      memstore:
+        memory:
+          max_traces: 10000
+receivers:
+  otlp:
+    protocols:
+      http:
+        endpoint: %s
+exporters:
+  jaeger_storage_exporter:
+    trace_storage: memstore
+`
+
+// jaegerSpan is a span read from Jaeger, with the traces of its links.
+type jaegerSpan struct {
+	span
+	linkTraces []string
+}
+
+// jaegerTrace reads trace id from Jaeger's query API (none: not found).
+func jaegerTrace(t *testing.T, query, id string) []jaegerSpan {
+	t.Helper()
+	resp, err := http.Get(query + "/api/traces/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil
+	}
+	var body struct {
+		Data []struct {
+			Spans []struct {
+				TraceID       string `json:"traceID"`
+				SpanID        string `json:"spanID"`
+				OperationName string `json:"operationName"`
+				References    []struct {
+					RefType string `json:"refType"`
+					TraceID string `json:"traceID"`
+					SpanID  string `json:"spanID"`
+				} `json:"references"`
+				Tags []struct {
+					Key   string `json:"key"`
+					Value any    `json:"value"`
+				} `json:"tags"`
+			} `json:"spans"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatalf("trace %s from Jaeger (%d): %v", id, resp.StatusCode, err)
+	}
+	var out []jaegerSpan
+	for _, tr := range body.Data {
+		for _, s := range tr.Spans {
+			js := jaegerSpan{span: span{TraceID: s.TraceID, SpanID: s.SpanID, Name: s.OperationName, Attrs: map[string]string{}}}
+			for _, r := range s.References {
+				if r.RefType == "CHILD_OF" && js.ParentID == "" && r.TraceID == s.TraceID {
+					js.ParentID = r.SpanID
+				} else {
+					js.Links = append(js.Links, r.SpanID)
+					if r.TraceID != s.TraceID {
+						js.linkTraces = append(js.linkTraces, r.TraceID)
+					}
+				}
+			}
+			for _, tag := range s.Tags {
+				js.Attrs[tag.Key] = fmt.Sprint(tag.Value)
+			}
+			out = append(out, js)
+		}
+	}
+	return out
+}
+
+// hasDeliveries reports whether spans hold the request's span and
+// three deliveries.
+func hasDeliveries(spans []jaegerSpan) bool {
+	n, server := 0, false
+	for _, s := range spans {
+		switch s.Name {
+		case "webhook.delivery":
+			n++
+		case "POST /v1/messages":
+			server = true
+		}
+	}
+	return server && n >= 3
+}
+
+// freeAddr returns a free 127.0.0.1 address.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitFor waits until ok, up to a minute, checking ten times a second.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
+	for !ok() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("%s: not there after a minute", what)
+		}
+	}
 }
