@@ -125,12 +125,15 @@ type hook struct {
 	mu     sync.Mutex
 	parent map[string]string
 	types  map[string]string
+	bodies []string
 }
 
 func (h *hook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	h.parent[r.Header.Get("Webhook-Id")] = r.Header.Get("traceparent")
 	h.types[r.Header.Get("Webhook-Id")] = r.Header.Get("X-Service-Event")
+	b, _ := io.ReadAll(r.Body)
+	h.bodies = append(h.bodies, string(b))
 	h.mu.Unlock()
 }
 
@@ -268,6 +271,16 @@ func checkTrace(t *testing.T, flush func() []span) {
 		}
 		if want := "00-" + callerTrace + "-" + d.SpanID + "-01"; tp != want {
 			t.Fatalf("delivery of %s sent traceparent %q, want %q", event, tp, want)
+		}
+	}
+	// The trace context kept with each event is never shown: not in a
+	// delivery's body, not in the events API.
+	if r := f.Do("GET", "/v1/events", f.Key, ""); r.Status != 200 || strings.Contains(string(r.Body), "$trace") || strings.Contains(string(r.Body), callerTrace) {
+		t.Fatalf("GET /v1/events: %d %s", r.Status, r.Body)
+	}
+	for _, b := range h.bodies {
+		if strings.Contains(b, "$trace") || strings.Contains(b, callerTrace) {
+			t.Fatalf("a delivery's body shows its trace: %s", b)
 		}
 	}
 	var types []string
