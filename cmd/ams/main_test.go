@@ -126,6 +126,29 @@ func TestServeCORSOrigins(t *testing.T) {
 	}
 }
 
+// TestServeOTLPEndpoint: ams serve refuses at start an --otlp-endpoint
+// (or AMS_OTLP_ENDPOINT) that is neither an http(s) URL nor host:port,
+// naming the flag, before it makes a store.
+func TestServeOTLPEndpoint(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	serve := func() error {
+		root := newRoot()
+		root.SetArgs([]string{"serve", "--addr", "127.0.0.1:0", "--data-dir", dir})
+		root.SetOut(&stringWriter{})
+		root.SetErr(&stringWriter{})
+		_, err := root.ExecuteC()
+		return err
+	}
+	t.Setenv("AMS_OTLP_ENDPOINT", "ftp://collector:4318")
+	err := serve()
+	if err == nil || !strings.Contains(err.Error(), "--otlp-endpoint") {
+		t.Fatalf("ftp:// endpoint accepted or unclear: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("a serve refused for its --otlp-endpoint left %s: %v", dir, err)
+	}
+}
+
 // TestDataDirModes (issue 26, L5): a data directory ams creates is 0700;
 // one that exists with a wider mode is kept as it is (the operator chose
 // it), with a warning on stderr naming it and the command that fixes it.
