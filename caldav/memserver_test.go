@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 	"github.com/amsdev/ams/sqlite"
 	"github.com/emersion/go-ical"
 	"github.com/emersion/go-webdav"

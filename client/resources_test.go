@@ -8,8 +8,8 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/client"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 )
 
 const conversationJSON = `{"id":"conv_1","object":"conversation","assistant_id":"ast_1","title":"Trip","message_count":0,` +

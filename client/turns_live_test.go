@@ -13,7 +13,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/client"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 )
 
 // cutTransport cuts the body of the first POST /v1/messages answer after

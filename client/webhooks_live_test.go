@@ -18,8 +18,8 @@ import (
 
 	"github.com/amsdev/ams/client"
 	"github.com/amsdev/ams/client/webhook"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 )
 
 // liveFixture starts a server on the engine ("sqlite" or "postgres").

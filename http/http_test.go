@@ -15,7 +15,7 @@ import (
 
 	"github.com/amsdev/ams"
 	amshttp "github.com/amsdev/ams/http"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/sqlite"
 )
 

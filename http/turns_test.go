@@ -15,8 +15,8 @@ import (
 	"github.com/amsdev/ams/engine/builtin"
 	"github.com/amsdev/ams/engine/openai"
 	"github.com/amsdev/ams/engine/openai/openaitest"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 )
 
 // turnWorld counts what a turn left: tasks, task.created events, and the

@@ -11,7 +11,7 @@ import (
 
 	"github.com/amsdev/ams"
 	amshttp "github.com/amsdev/ams/http"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/openapi"
 	"github.com/amsdev/ams/world"
 	"github.com/getkin/kin-openapi/openapi3"

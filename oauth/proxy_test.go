@@ -13,8 +13,8 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/clientaddr"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 	"github.com/amsdev/ams/oauth"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 	"github.com/amsdev/ams/storetest"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/postgres"

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/sqlite"
 	"github.com/amsdev/ams/usage"

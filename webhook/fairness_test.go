@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 	"github.com/amsdev/ams/sqlite"
 	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/webhook"

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 )
 
 // onEngines runs fn on a server of each storage engine: SQLite, and
