@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -18,7 +17,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/testing/pgtest"
-	"github.com/amsdev/ams/sqlite"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 	"github.com/emersion/go-ical"
 	"github.com/emersion/go-webdav"
 	"github.com/emersion/go-webdav/caldav"
@@ -191,15 +190,11 @@ func (b *memBackend) DeleteCalendarObject(_ context.Context, path string) error 
 // AMS_TEST_DATABASE_URL is set).
 func onEngines(t *testing.T, fn func(t *testing.T, f *fixture)) {
 	t.Run("sqlite", func(t *testing.T) {
-		db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		db := sqlitetest.Open(t)
 		fn(t, newFixtureOn(t, db))
 	})
 	t.Run("postgres", func(t *testing.T) {
-		fn(t, newFixtureOn(t, pgtest.New(t)))
+		fn(t, newFixtureOn(t, pgtest.Open(t)))
 	})
 }
 

@@ -100,7 +100,7 @@ func TestResourcesLive(t *testing.T) {
 			if engine == "sqlite" {
 				f = amstest.New(t)
 			} else {
-				f = amstest.New(t, amstest.OnStore(pgtest.New(t)))
+				f = amstest.New(t, amstest.OnStore(pgtest.Open(t)))
 			}
 			c := client.New(f.Server.URL, f.Key)
 			ctx := context.Background()

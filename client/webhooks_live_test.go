@@ -28,7 +28,7 @@ func liveFixture(t *testing.T, engine string) *amstest.Fixture {
 	if engine == "sqlite" {
 		return amstest.New(t)
 	}
-	return amstest.New(t, amstest.OnStore(pgtest.New(t)))
+	return amstest.New(t, amstest.OnStore(pgtest.Open(t)))
 }
 
 // verifyingReceiver is a webhook endpoint as a user writes it with package

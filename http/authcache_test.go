@@ -10,6 +10,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 	"github.com/amsdev/ams/sqlite"
 )
 
@@ -20,15 +21,11 @@ func twoHandles(t *testing.T, engine string) (a, b ams.Store) {
 	if engine == "postgres" {
 		url := pgtest.URL(t)
 		schema := pgtest.FreshSchema(t, url)
-		return pgtest.Open(t, url, schema), pgtest.Open(t, url, schema)
+		return pgtest.OpenSchema(t, url, schema), pgtest.OpenSchema(t, url, schema)
 	}
 	path := filepath.Join(t.TempDir(), "ams.db")
 	open := func() ams.Store {
-		db, err := sqlite.Open(context.Background(), path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		db := sqlitetest.OpenFile(t, path)
 		return db
 	}
 	return open(), open()

@@ -34,7 +34,7 @@ func TestBadInputSQLite(t *testing.T) {
 }
 
 func TestBadInputPostgres(t *testing.T) {
-	runBadInput(t, pgtest.New(t))
+	runBadInput(t, pgtest.Open(t))
 }
 
 // apiOp is one operation of the OpenAPI document.

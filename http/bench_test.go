@@ -78,7 +78,7 @@ func BenchmarkGetMessageAuth(b *testing.B) {
 			b.Run(engine+"/"+mode.name, func(b *testing.B) {
 				var opts []amstest.Option
 				if engine == "postgres" {
-					opts = append(opts, amstest.OnStore(pgtest.New(b)))
+					opts = append(opts, amstest.OnStore(pgtest.Open(b)))
 				}
 				f, key, _, m := benchFixture(b, opts...)
 				f.API.AuthCacheSize = mode.size

@@ -263,7 +263,7 @@ func proxiedStore(t *testing.T, opts ...amstest.Option) (*amstest.Fixture, *cutP
 	p := newCutProxy(t, u.Host)
 	u.Host = p.ln.Addr().String()
 	schema := pgtest.FreshSchema(t, raw)
-	db := pgtest.Open(t, u.String(), schema)
+	db := pgtest.OpenSchema(t, u.String(), schema)
 	t.Cleanup(func() { p.set("up") }) // before the store closes (cleanups run last first)
 	f := amstest.New(t, append(opts, amstest.OnStore(db))...)
 	// And before the server closes, which waits for the requests in
@@ -346,7 +346,7 @@ func TestStatementTimeoutAnswers503(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	schema := pgtest.FreshSchema(t, url)
-	db := pgtest.Open(t, url, schema, postgres.WithStatementTimeout(200*time.Millisecond))
+	db := pgtest.OpenSchema(t, url, schema, postgres.WithStatementTimeout(200*time.Millisecond))
 	f := amstest.New(t, amstest.OnStore(db), amstest.WithRequestTimeout(time.Minute))
 	if r := f.Do("POST", "/v1/tasks", f.Key, task(f, "before")); r.Status != 201 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)

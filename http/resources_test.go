@@ -18,7 +18,7 @@ import (
 
 func onBothEngines(t *testing.T, fn func(t *testing.T, f *fixture)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t, &fixture{amstest.New(t)}) })
-	t.Run("postgres", func(t *testing.T) { fn(t, &fixture{amstest.New(t, amstest.OnStore(pgtest.New(t)))}) })
+	t.Run("postgres", func(t *testing.T) { fn(t, &fixture{amstest.New(t, amstest.OnStore(pgtest.Open(t)))}) })
 }
 
 // eventsN returns the data of the n events of type typ, newest first,

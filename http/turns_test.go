@@ -53,7 +53,7 @@ func (f *fixture) turnWorld(conv string, want [3]int) [3]int {
 func TestFailureAfterToolRound(t *testing.T) {
 	stores := map[string]func(t *testing.T) ams.Store{
 		"sqlite":   func(*testing.T) ams.Store { return nil },
-		"postgres": func(t *testing.T) ams.Store { return pgtest.New(t) },
+		"postgres": func(t *testing.T) ams.Store { return pgtest.Open(t) },
 	}
 	for sname, newStore := range stores {
 		t.Run(sname+"/openai", func(t *testing.T) {

@@ -29,7 +29,7 @@ func TestGrantKeysDieWithGrant(t *testing.T) {
 			var opts []amstest.Option
 			if engine == "postgres" {
 				u := pgtest.URL(t)
-				opts = append(opts, amstest.OnStore(pgtest.Open(t, u, pgtest.FreshSchema(t, u))))
+				opts = append(opts, amstest.OnStore(pgtest.OpenSchema(t, u, pgtest.FreshSchema(t, u))))
 			}
 			h := setup(t, opts...)
 			plan, rpm := ams.PlanEnterprise, 100000 // the lists of events below poll

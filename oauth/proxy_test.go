@@ -29,7 +29,7 @@ func throttles(t *testing.T, test func(t *testing.T, th func(t *testing.T) oauth
 		t.Parallel()
 		test(t, func(t *testing.T) oauth.LoginThrottle {
 			url := pgtest.URL(t)
-			return pgtest.Open(t, url, pgtest.FreshSchema(t, url)).LoginThrottle(oauth.ThrottleKeep, oauth.LoginFailureWindow)
+			return pgtest.OpenSchema(t, url, pgtest.FreshSchema(t, url)).LoginThrottle(oauth.ThrottleKeep, oauth.LoginFailureWindow)
 		})
 	})
 }

@@ -3,14 +3,13 @@ package oauth
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 	"github.com/amsdev/ams/password"
-	"github.com/amsdev/ams/sqlite"
 	"github.com/ory/fosite"
 	foauth2 "github.com/ory/fosite/handler/oauth2"
 	"github.com/ory/fosite/token/hmac"
@@ -34,11 +33,7 @@ func TestStorageClock(t *testing.T) {
 	for name, offset := range map[string]time.Duration{"ahead": 72 * time.Hour, "behind": -72 * time.Hour, "same": 0} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
+			db := sqlitetest.Open(t)
 			clock := &testClock{t: time.Now().Add(offset)}
 			now := clock.Now()
 			u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "ann@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}

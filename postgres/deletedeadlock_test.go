@@ -19,7 +19,7 @@ import (
 // as the cascade would: the record must wait on the webhook, holding no
 // job, and the delete must go through.
 func TestRecordWhileWebhookDeleted(t *testing.T) {
-	db := pgtest.New(t)
+	db := pgtest.Open(t)
 	ctx := context.Background()
 	now := time.Now()
 	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "dl@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}

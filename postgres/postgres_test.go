@@ -9,9 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amsdev/ams/internal/testing/pgtest"
-
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/storetest"
 	"github.com/jackc/pgx/v5"
@@ -44,7 +43,7 @@ func createSchema(t *testing.T, url string) string {
 
 func openSchema(t *testing.T, url, schema string) *postgres.DB {
 	t.Helper()
-	return pgtest.Open(t, url, schema)
+	return pgtest.OpenSchema(t, url, schema)
 }
 
 // open returns an empty store in a schema of the test's own.

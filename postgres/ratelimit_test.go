@@ -89,5 +89,5 @@ func TestPurgeRateState(t *testing.T) {
 
 // BenchmarkRateLimiter: docs/benchmarks.md, issue 14 (sliding windows).
 func BenchmarkRateLimiter(b *testing.B) {
-	ratelimittest.Bench(b, pgtest.New(b).RateLimiter())
+	ratelimittest.Bench(b, pgtest.Open(b).RateLimiter())
 }

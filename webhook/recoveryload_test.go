@@ -85,7 +85,7 @@ func metric(t *testing.T, f *amstest.Fixture, name string) string {
 // seconds: not to be run in parallel with the package's other tests.
 func TestRecoveryUnderLoad(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { recoveryUnderLoad(t, amstest.New(t)) })
-	t.Run("postgres", func(t *testing.T) { recoveryUnderLoad(t, amstest.New(t, amstest.OnStore(pgtest.New(t)))) })
+	t.Run("postgres", func(t *testing.T) { recoveryUnderLoad(t, amstest.New(t, amstest.OnStore(pgtest.Open(t)))) })
 }
 
 func recoveryUnderLoad(t *testing.T, f *amstest.Fixture) {

@@ -13,7 +13,7 @@ import (
 // otherwise). Where a failure is recorded is the store's.
 func onEngines(t *testing.T, fn func(t *testing.T, opts ...amstest.Option)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t) })
-	t.Run("postgres", func(t *testing.T) { fn(t, amstest.OnStore(pgtest.New(t))) })
+	t.Run("postgres", func(t *testing.T) { fn(t, amstest.OnStore(pgtest.Open(t))) })
 }
 
 // waitFor polls the store through cond until it holds, or fails the test
