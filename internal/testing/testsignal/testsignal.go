@@ -95,6 +95,17 @@ func (s *Signal[T]) WaitFor(t TB, match func(T) bool) T {
 	}
 }
 
+// WaitPass is for a signal that a loop fires at the end of each pass:
+// it returns the value of the first pass that began after the call (so
+// that saw everything done before it), dropping the values waiting and
+// the one of the pass under way.
+func (s *Signal[T]) WaitPass(t TB) T {
+	t.Helper()
+	s.Drain()
+	s.Wait(t) // the pass under way, which may have begun before the call
+	return s.Wait(t)
+}
+
 // Drain drops the values not read yet and returns how many there were.
 func (s *Signal[T]) Drain() int {
 	n := 0
