@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/testsignal"
 )
 
 // HistoryLength is how many earlier messages of a conversation an engine
@@ -57,12 +58,22 @@ type Service struct {
 	// start at once.
 	DeferStart time.Duration
 	Logger     *slog.Logger
+	// Signals fire for tests (package testsignal); off unless a test
+	// turns them on.
+	Signals Signals
 
 	mu   sync.Mutex
 	runs map[string]*Run // turns running in this process
 	// keys is the turns of this process whose start is deferred, by
 	// user and idempotency key: a retry of one is in progress here.
 	keys map[string]*Run
+}
+
+// Signals are the moments of the service that tests wait for.
+type Signals struct {
+	// TurnEnded fires with a turn's id once a turn run in this process
+	// has ended: its end is stored (or could not be) and Wait returns.
+	TurnEnded testsignal.Signal[string]
 }
 
 func runKey(userID, key string) string { return userID + "\x00" + key }
@@ -673,6 +684,7 @@ func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.E
 	r.log.close()
 	r.reply, r.err = msg, err
 	close(r.done)
+	s.Signals.TurnEnded.Signal(t.ID)
 }
 
 // renew extends the turn's lease; a cancel asked through the store (by
