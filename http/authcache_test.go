@@ -122,6 +122,7 @@ func (s *countingStore) AuthenticateKey(ctx context.Context, hash string) (*ams.
 // revoked) and after the cache's minute. With the cache off every
 // request looks it up.
 func TestAuthCacheNoLookup(t *testing.T) {
+	t.Parallel()
 	var cs *countingStore
 	f := amstest.New(t, amstest.WithStore(func(db *sqlite.DB) ams.Store {
 		cs = &countingStore{Store: db}

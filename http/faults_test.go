@@ -17,6 +17,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/amsdev/ams/postgres"
 	"github.com/jackc/pgx/v5"
 )
@@ -59,11 +60,7 @@ func readyStatus(f *amstest.Fixture) int { return f.Do("GET", "/readyz", "", "")
 // waitReady waits until /readyz answers 200.
 func waitReady(t *testing.T, f *amstest.Fixture) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); readyStatus(f) != 200; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("/readyz did not come back to 200")
-		}
-	}
+	wait.Eventually(t, "/readyz to come back to 200", func() bool { return readyStatus(f) == 200 })
 }
 
 // countTasks returns the number of the fixture account's tasks, through
@@ -83,6 +80,7 @@ func countTasks(t *testing.T, f *amstest.Fixture) int {
 // reads go on, /readyz fails until a write can succeed again, and what
 // failed left nothing stored.
 func TestFullDiskAnswers503(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := amstest.New(t)
 	if s := readyStatus(f); s != 200 {
@@ -277,6 +275,7 @@ func proxiedStore(t *testing.T, opts ...amstest.Option) (*amstest.Fixture, *cutP
 // service_unavailable with Retry-After, /readyz fails, and once the
 // server is back everything works and nothing half-written is left.
 func TestDatabaseGoneAnswers503(t *testing.T) {
+	t.Parallel()
 	f, p := proxiedStore(t)
 	if r := f.Do("POST", "/v1/tasks", f.Key, task(f, "before")); r.Status != 201 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)

@@ -6,6 +6,7 @@ import "testing"
 // (ownKeys, eventAnswers) are POST routes of the API, so that a renamed
 // route cannot silently lose its rule.
 func TestIdempotencyRoutesExist(t *testing.T) {
+	t.Parallel()
 	posts := map[string]bool{}
 	for _, rt := range (&Server{}).Routes() {
 		if rt.Method == "POST" {

@@ -38,6 +38,7 @@ func (s *dyingStore) FinishIdempotent(ctx context.Context, rec *ams.IdempotencyR
 // frees its key; one whose answer showed a secret runs again, as
 // documented.
 func TestIdempotentAnswerStoredWithChange(t *testing.T) {
+	t.Parallel()
 	var st *dyingStore
 	f := &fixture{amstest.New(t, amstest.WithStore(func(db *sqlite.DB) ams.Store {
 		st = &dyingStore{DB: db}

@@ -14,6 +14,7 @@ import (
 // operation, an operation is documented without a route, or the documented
 // permissions differ from the ones the route enforces.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	ops, err := openapi.Operations()
 	if err != nil {
 		t.Fatal(err)

@@ -74,6 +74,9 @@ type Signals struct {
 	// TurnEnded fires with a turn's id once a turn run in this process
 	// has ended: its end is stored (or could not be) and Wait returns.
 	TurnEnded testsignal.Signal[string]
+	// FollowerLeft fires with a turn's id when a follower of its events
+	// (a stream) left before the end: its context ended.
+	FollowerLeft testsignal.Signal[string]
 }
 
 func runKey(userID, key string) string { return userID + "\x00" + key }

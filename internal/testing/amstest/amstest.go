@@ -202,6 +202,7 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	// Passwords set through the pages are hashed at bcrypt's lowest cost
 	// (HashPassword), the one difference from ams serve's wiring.
 	a.Accounts.Hash = HashPassword
+	signalsOn(a)
 	srv.Config.Handler = a.Handler()
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -211,6 +212,15 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	f.Key = f.NewKey(f.User, "read,write,messages,integrations")
 	f.Assistant = f.NewAssistant(f.User, "Ann's assistant")
 	return f
+}
+
+// signalsOn turns on the signals of a's services and workers (package
+// testsignal), before anything runs: tests wait on them (a turn ended, a
+// reminder pass) instead of sleeping.
+func signalsOn(a *app.App) {
+	a.Messages.Signals.TurnEnded.Init()
+	a.Messages.Signals.FollowerLeft.Init()
+	a.Reminders.Signals.Pass.Init()
 }
 
 // HashPassword is the fixture's password hash: bcrypt at its lowest
@@ -344,6 +354,7 @@ func (f *Fixture) Peer(store ams.Store) *Fixture {
 		f.T.Fatal(err)
 	}
 	a.Accounts.Hash = HashPassword
+	signalsOn(a)
 	srv.Config.Handler = a.Handler()
 	srv.Start()
 	f.T.Cleanup(srv.Close)

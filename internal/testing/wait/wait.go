@@ -20,13 +20,22 @@ const Bound = time.Minute
 // t.Fatal.
 func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
+	if !Until(cond) {
+		t.Fatalf("waited %v for %s", Bound, what)
+	}
+}
+
+// Until is Eventually for a test that reports the failure itself (with
+// what it last saw): it returns whether cond came true within Bound.
+func Until(cond func() bool) bool {
 	deadline := time.Now().Add(Bound)
 	pause := time.Millisecond
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited %v for %s", Bound, what)
+			return false
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, 50*time.Millisecond)
 	}
+	return true
 }
