@@ -18,6 +18,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/testing/pgtest"
 	"github.com/amsdev/ams/internal/testing/sqlitetest"
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/emersion/go-ical"
 	"github.com/emersion/go-webdav"
 	"github.com/emersion/go-webdav/caldav"
@@ -226,14 +227,12 @@ func (f *fixture) integration(id string) *ams.Integration {
 // of the database is open), so the test waits for it, up to a minute.
 func (f *fixture) emittedN(n int, types ...string) []string {
 	f.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		got := f.emitted(types...)
-		if len(got) >= n || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var got []string
+	wait.Until(func() bool {
+		got = f.emitted(types...)
+		return len(got) >= n
+	})
+	return got
 }
 
 // put writes an iCalendar object into the calendar, as another client of

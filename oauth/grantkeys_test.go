@@ -10,6 +10,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // TestGrantKeysDieWithGrant (issue 26, M3): an API key that an access
@@ -85,10 +86,10 @@ func TestGrantKeysDieWithGrant(t *testing.T) {
 			auditor := h.NewKey(h.User, "admin")
 			revokedEvents := func(ids ...string) {
 				t.Helper()
-				r := h.Do("GET", "/v1/events?type=api_key.revoked&limit=100", auditor, "")
 				seen := map[string]bool{}
-				deadline := time.Now().Add(time.Minute)
-				for {
+				missing := 0
+				if !wait.Until(func() bool {
+					r := h.Do("GET", "/v1/events?type=api_key.revoked&limit=100", auditor, "")
 					data, ok := r.JSON(t)["data"].([]any)
 					if !ok {
 						t.Fatalf("list events: %d %s", r.Status, r.Body)
@@ -96,20 +97,15 @@ func TestGrantKeysDieWithGrant(t *testing.T) {
 					for _, e := range data {
 						seen[e.(map[string]any)["data"].(map[string]any)["id"].(string)] = true
 					}
-					missing := 0
+					missing = 0
 					for _, id := range ids {
 						if !seen[id] {
 							missing++
 						}
 					}
-					if missing == 0 {
-						return
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("%d of %d keys revoked without an api_key.revoked event", missing, len(ids))
-					}
-					time.Sleep(20 * time.Millisecond)
-					r = h.Do("GET", "/v1/events?type=api_key.revoked&limit=100", auditor, "")
+					return missing == 0
+				}) {
+					t.Fatalf("%d of %d keys revoked without an api_key.revoked event", missing, len(ids))
 				}
 			}
 
