@@ -114,7 +114,7 @@ func TestManagementLive(t *testing.T) {
 				// would spend the account's 60 requests a minute.
 				wait.Until(func() bool {
 					pg, err := f.Data.ListEvents(ctx, f.User.ID, ams.EventFilter{Type: typ}, ams.ListParams{Limit: 100})
-					return err != nil || len(pg.Data) >= n
+					return err == nil && len(pg.Data) >= n
 				})
 				l, err := c.ListEvents(ctx, &client.ListEventsParams{Type: typ})
 				if err != nil {

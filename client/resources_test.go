@@ -153,7 +153,7 @@ func TestResourcesLive(t *testing.T) {
 				// would spend the account's 60 requests a minute.
 				wait.Until(func() bool {
 					pg, err := f.Data.ListEvents(ctx, f.User.ID, ams.EventFilter{Type: typ}, ams.ListParams{Limit: 100})
-					return err != nil || len(pg.Data) >= n
+					return err == nil && len(pg.Data) >= n
 				})
 				evs, err := c.ListEvents(ctx, &client.ListEventsParams{Type: typ})
 				if err != nil || len(evs.Data) != n {

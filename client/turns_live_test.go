@@ -154,7 +154,7 @@ func TestCancelTurnLive(t *testing.T) {
 	// the API once).
 	wait.Until(func() bool {
 		p, err := f.Data.ListTurns(ctx, f.User.ID, "", ams.ListParams{Limit: 10})
-		return err != nil || len(p.Data) == 1
+		return err == nil && len(p.Data) == 1
 	})
 	turns, err := c.ListTurns(ctx, nil)
 	if err != nil || len(turns.Data) != 1 {

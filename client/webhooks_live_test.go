@@ -207,7 +207,7 @@ func TestWebhooksLive(t *testing.T) {
 			// spend the account's 60 requests a minute.
 			wait.Until(func() bool {
 				pg, err := f.Data.ListEvents(ctx, f.User.ID, ams.EventFilter{Type: "message.created"}, ams.ListParams{Limit: 100})
-				return err != nil || len(pg.Data) >= 2
+				return err == nil && len(pg.Data) >= 2
 			})
 			if ev, err := c.ListEvents(ctx, &client.ListEventsParams{Type: "message.created"}); err != nil || len(ev.Data) != 2 || ev.Data[0].Data["message_id"] != reply.ID {
 				t.Fatalf("events: %+v %v", ev, err)
