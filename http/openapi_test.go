@@ -58,6 +58,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 // parameters its OpenAPI operation documents, and checks each id of its
 // path against the prefix of the documented id's pattern.
 func TestOpenAPIRoutePreludes(t *testing.T) {
+	t.Parallel()
 	type param struct {
 		Ref    string `json:"$ref"`
 		Name   string `json:"name"`
