@@ -132,6 +132,7 @@ func TestFullDiskAnswers503(t *testing.T) {
 // lock longer than the busy timeout. The write gives up and answers 503
 // request_timeout, not 500.
 func TestLockedDatabaseAnswers503(t *testing.T) {
+	t.Parallel() // it waits out SQLite's busy timeout on a file of its own
 	f := amstest.New(t, amstest.WithRequestTimeout(30*time.Second))
 	if r := f.Do("POST", "/v1/tasks", f.Key, task(f, "before")); r.Status != 201 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
