@@ -260,7 +260,14 @@ func IntegrationEvent(typ string, in *Integration, at time.Time) *Event {
 	return recordEvent(typ, in.UserID, "integration", in, at)
 }
 
-// MessageEvent returns message.updated or message.deleted for m.
+// MessageDeletedEvent returns message.deleted for m: its ids, never its
+// content or metadata (DESIGN.md, "Deletion").
+func MessageDeletedEvent(m *Message, at time.Time) *Event {
+	return &Event{ID: NewID(PrefixEvent), Object: "event", UserID: m.UserID, Type: EventMessageDeleted, CreatedAt: at,
+		Data: map[string]any{"message_id": m.ID, "assistant_id": m.AssistantID, "conversation_id": m.ConversationID, "direction": m.Direction}}
+}
+
+// MessageEvent returns message.updated for m.
 func MessageEvent(typ string, m *Message, at time.Time) *Event {
 	e := MessageCreatedEvent(m)
 	e.Type, e.CreatedAt = typ, at

@@ -94,8 +94,11 @@ type Event struct {
 	Request *EventRequest `json:"request"`
 	// TurnID is the turn ("trn_...") whose messages or tool effects the
 	// event records; "" otherwise.
-	TurnID string         `json:"turn_id"`
-	Data   map[string]any `json:"data"`
+	TurnID string `json:"turn_id"`
+	// PreviousAttributes, on "*.updated" events, holds the values the
+	// change replaced; nil otherwise.
+	PreviousAttributes map[string]any `json:"previous_attributes,omitempty"`
+	Data               map[string]any `json:"data"`
 }
 
 // EventRequest is the API request that caused an event.

@@ -147,6 +147,9 @@ func (p *ListWebhookDeliveriesParams) query() url.Values {
 type RecoverWebhookParams struct {
 	Since time.Time  // required; not in the future (older than 30 days: from 30 days ago)
 	Until *time.Time // nil: now
+	// IncludeEarlier also queues the events from before the webhook was
+	// created; without it Since is clamped to the webhook's creation.
+	IncludeEarlier bool
 	// IdempotencyKey is sent as the Idempotency-Key header; empty lets the
 	// client generate one.
 	IdempotencyKey string
@@ -226,6 +229,9 @@ func (c *Client) PingWebhook(ctx context.Context, id string) (*Event, error) {
 func (c *Client) RecoverWebhook(ctx context.Context, id string, p RecoverWebhookParams) (*WebhookRecovery, error) {
 	body := map[string]any{"since": formatTime(p.Since)}
 	setTime(body, "until", p.Until, false)
+	if p.IncludeEarlier {
+		body["include_earlier"] = true
+	}
 	return postAction[WebhookRecovery](ctx, c, "/webhooks", id, "/recover", body, p.IdempotencyKey)
 }
 

@@ -187,7 +187,7 @@ func TestWebhooksLive(t *testing.T) {
 				t.Fatalf("UpdateWebhook active true: %+v %v", wh, err)
 			}
 			f.Clock.Add(time.Second) // the range ends before now: past the events
-			rec, err := c.RecoverWebhook(ctx, wh.ID, client.RecoverWebhookParams{Since: since})
+			rec, err := c.RecoverWebhook(ctx, wh.ID, client.RecoverWebhookParams{Since: since, IncludeEarlier: true})
 			if err != nil || rec.Queued != 2 || rec.WebhookID != wh.ID || !rec.Since.Equal(since) || !rec.Until.Equal(f.Clock.Now()) {
 				t.Fatalf("RecoverWebhook: %+v %v", rec, err)
 			}

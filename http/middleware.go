@@ -128,11 +128,15 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request) error) http.Han
 }
 
 // endpoint wraps a route's handler with authentication, rate limiting, the
-// permission check, body checks and idempotency.
+// permission check, body checks, idempotency, and the ETag and
+// deprecation headers.
 //
 // The request runs under a deadline (withDeadline).
 func (s *Server) endpoint(rt Route) http.Handler {
-	return s.withDeadline(rt, s.wrap(func(w http.ResponseWriter, r *http.Request) error {
+	// The conventions of docs/versioning.md: an ETag on single records
+	// (etag.go), the deprecation headers (deprecation.go).
+	rt.Handler = withETag(rt)
+	return s.withDeprecation(rt, s.withDeadline(rt, s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		if rt.Permissions == nil {
 			return rt.Handler(w, r)
 		}
@@ -174,7 +178,7 @@ func (s *Server) endpoint(rt Route) http.Handler {
 			return s.idempotent(w, r, auth, key, rt)
 		}
 		return rt.Handler(w, r)
-	}))
+	})))
 }
 
 // Routes whose requests wait for a peer (an assistant's reply, a CalDAV

@@ -30,7 +30,7 @@ func TestWebhookRecoverBadInput(t *testing.T) {
 	if r.status != 201 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
-	id := r.json(t)["id"].(string)
+	id, created := r.json(t)["id"].(string), r.json(t)["created_at"].(string)
 	f.do("PATCH", "/v1/webhooks/"+id, `{"active": false}`)
 	f.Clock.Add(time.Second)
 	f.send("while it is off", "")
@@ -99,8 +99,10 @@ func TestWebhookRecoverBadInput(t *testing.T) {
 	if r.status != 200 {
 		t.Fatalf("recover: %d %s", r.status, r.body)
 	}
-	if m := r.json(t); m["object"] != "webhook_recovery" || m["webhook_id"] != id || m["queued"] != 2.0 || m["since"] != ams.FormatTime(now.Add(-time.Hour)) {
-		t.Fatalf("recovery: %s", r.body)
+	// since, an hour before the webhook existed, is clamped to its
+	// creation.
+	if m := r.json(t); m["object"] != "webhook_recovery" || m["webhook_id"] != id || m["queued"] != 2.0 || m["since"] != created {
+		t.Fatalf("recovery: %s, want since %s (the webhook's creation)", r.body, created)
 	}
 	if f.pending() != 2 {
 		t.Fatalf("%d jobs pending", f.pending())
@@ -155,5 +157,36 @@ func TestWebhookLimit(t *testing.T) {
 	}
 	if r := create(54); r.status != 201 {
 		t.Fatalf("after a delete: %d %s", r.status, r.body)
+	}
+}
+
+// TestWebhookRecoverClamped (issue 31, point 7): a recovery never sends
+// a webhook the events from before it existed unless the request says
+// include_earlier: true; then they are queued too. A bad include_earlier
+// is a 400 naming it, and queues nothing.
+func TestWebhookRecoverClamped(t *testing.T) {
+	f := setup(t)
+	before := f.Clock.Now()
+	f.send("before the webhook", "")
+	f.Clock.Add(time.Minute)
+	r := f.do("POST", "/v1/webhooks", `{"url":"`+hookURL+`","events":["message.created"],"secret":"0123456789abcdef"}`)
+	if r.status != 201 {
+		t.Fatalf("create: %d %s", r.status, r.body)
+	}
+	id, created := r.json(t)["id"].(string), r.json(t)["created_at"].(string)
+	f.Clock.Add(time.Minute)
+	path := "/v1/webhooks/" + id + "/recover"
+	since := ams.FormatTime(before.Add(-time.Hour))
+	wantError(t, f.do("POST", path, `{"since":"`+since+`","include_earlier":"yes"}`), 400, "invalid_request_error", "invalid_type", "include_earlier")
+	if f.pending() != 0 {
+		t.Fatalf("%d jobs pending after a refused recovery", f.pending())
+	}
+	m := f.ok(200, "POST", path, `{"since":"`+since+`"}`)
+	if m["queued"] != 0.0 || m["since"] != created || f.pending() != 0 {
+		t.Fatalf("clamped recovery: %v (%d pending), want 0 queued since %s", m, f.pending(), created)
+	}
+	m = f.ok(200, "POST", path, `{"since":"`+since+`","include_earlier":true}`)
+	if m["queued"] != 2.0 || m["since"] != since || f.pending() != 2 {
+		t.Fatalf("recovery with include_earlier: %v (%d pending), want the 2 earlier events since %s", m, f.pending(), since)
 	}
 }

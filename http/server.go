@@ -95,6 +95,11 @@ type Server struct {
 	// pages may call the API from a browser, beside those of the public
 	// OAuth clients' redirect URIs (see cors.go).
 	CORSOrigins []string
+	// Deprecated marks operations deprecated beside the package's own
+	// table (deprecation.go), keyed "METHOD pattern" as Routes gives
+	// them: a test's, or a server's that retires an operation early. Set
+	// it before the first request.
+	Deprecated map[string]Deprecation
 
 	// KeepAlive is the interval of keep-alive comments in event streams;
 	// 0 means DefaultKeepAlive (15 s).

@@ -101,8 +101,9 @@ func (s *Server) pingWebhook(w http.ResponseWriter, r *http.Request) error {
 
 // recoverRequest is the body of POST /v1/webhooks/{id}/recover.
 type recoverRequest struct {
-	Since *string `json:"since"`
-	Until *string `json:"until"`
+	Since          *string `json:"since"`
+	Until          *string `json:"until"`
+	IncludeEarlier *bool   `json:"include_earlier"`
 }
 
 // recoverWebhook queues the webhook's missed events again (webhook.Service
@@ -121,7 +122,7 @@ func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	rec, err := s.Webhooks.Recover(r.Context(), auth(r).User.ID, id, since, until)
+	rec, err := s.Webhooks.Recover(r.Context(), auth(r).User.ID, id, since, until, req.IncludeEarlier != nil && *req.IncludeEarlier)
 	if err != nil {
 		return err
 	}

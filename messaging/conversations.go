@@ -142,7 +142,7 @@ func (s *Service) DeleteConversation(ctx context.Context, userID, id string) err
 		now := s.Clock.Now()
 		events := make([]*ams.Event, 0, len(msgs)+1)
 		for _, m := range msgs {
-			events = append(events, ams.MessageEvent(ams.EventMessageDeleted, m, now))
+			events = append(events, ams.MessageDeletedEvent(m, now))
 		}
 		events = append(events, ams.ConversationEvent(ams.EventConversationDeleted, c, now))
 		return tx.Emit(ctx, events...)

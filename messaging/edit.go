@@ -112,6 +112,6 @@ func (s *Service) DeleteMessage(ctx context.Context, userID, id string) error {
 		if err := tx.DeleteMessage(ctx, userID, id, now); err != nil {
 			return err
 		}
-		return tx.Emit(ctx, ams.MessageEvent(ams.EventMessageDeleted, m, now))
+		return tx.Emit(ctx, ams.MessageDeletedEvent(m, now))
 	})
 }

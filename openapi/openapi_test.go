@@ -289,6 +289,19 @@ func checkResponses(t *testing.T, key string, op *openapi3.Operation) {
 			}
 			continue
 		}
+		if code == "304" {
+			// Not Modified (a conditional GET): headers only, the ETag
+			// among them.
+			if len(r.Content) != 0 || r.Headers["ETag"] == nil {
+				t.Error("304 response must have no content and an ETag header")
+			}
+			for _, h := range rateLimitHeaders {
+				if r.Headers[h] == nil {
+					t.Errorf("%s response lacks %s", code, h)
+				}
+			}
+			continue
+		}
 		if sse := r.Content.Get("text/event-stream"); sse != nil && len(r.Content) == 1 && code == "200" {
 			// A streamed answer (POST /v1/messages with "stream": true):
 			// Server-Sent Events, with the headers of any success.
@@ -556,7 +569,8 @@ func TestRecordsMatchSchemas(t *testing.T) {
 	errData["error"] = lastErr
 	msgData := jsonValue(t, ams.MessageCreatedEvent(msg)).(map[string]any)["data"]
 	data := map[string]any{
-		"message.created": msgData, "message.updated": msgData, "message.deleted": msgData,
+		"message.created": msgData, "message.updated": msgData,
+		"message.deleted": jsonValue(t, ams.MessageDeletedEvent(msg, at)).(map[string]any)["data"],
 		"task.created": task, "task.completed": task, "task.updated": task, "task.reminder": task, "task.deleted": task,
 		"event.created": cev, "event.updated": cev, "event.reminder": cev, "event.deleted": cev, "event.restored": cev,
 		"integration.connected": integData, "integration.disconnected": integData, "integration.error": errData,

@@ -27,23 +27,36 @@ type webhookEventInfo struct {
 }
 
 var webhookEventDescriptions = map[string]string{
-	ams.EventMessageCreated:          "A message was stored: one sent to an assistant, or its reply.",
-	ams.EventMessageUpdated:          "A message was edited.",
-	ams.EventMessageDeleted:          "A message was deleted.",
-	ams.EventTaskCreated:             "A task was created.",
-	ams.EventTaskCompleted:           "A task was completed.",
-	ams.EventTaskUpdated:             "A task was changed.",
-	ams.EventTaskReminder:            "A task's reminder came due.",
-	ams.EventEventCreated:            "A calendar event was created.",
-	ams.EventEventUpdated:            "A calendar event was changed.",
-	ams.EventEventReminder:           "A calendar event's reminder came due.",
-	ams.EventIntegrationConnected:    "An integration (such as a CalDAV calendar) connected or recovered.",
-	ams.EventIntegrationDisconnected: "An integration was disconnected.",
-	ams.EventIntegrationError:        "An integration failed to sync.",
-	ams.EventWebhookFailing:          "One of your other webhooks was marked failing and turned off (an addition of ams).",
-	ams.EventWebhookEnabled:          "A webhook that was off was turned back on (an addition of ams).",
-	ams.EventTaskDeleted:             "A task was deleted (an addition of ams).",
-	ams.EventEventDeleted:            "A calendar event was deleted, here or on a synced calendar (an addition of ams).",
+	ams.EventMessageCreated:           "A message was stored: one sent to an assistant, or its reply.",
+	ams.EventMessageUpdated:           "A message was edited.",
+	ams.EventMessageDeleted:           "A message was deleted.",
+	ams.EventTaskCreated:              "A task was created.",
+	ams.EventTaskCompleted:            "A task was completed.",
+	ams.EventTaskUpdated:              "A task was changed.",
+	ams.EventTaskReminder:             "A task's reminder came due.",
+	ams.EventEventCreated:             "A calendar event was created.",
+	ams.EventEventUpdated:             "A calendar event was changed.",
+	ams.EventEventReminder:            "A calendar event's reminder came due.",
+	ams.EventIntegrationConnected:     "An integration (such as a CalDAV calendar) connected or recovered.",
+	ams.EventIntegrationDisconnected:  "An integration was disconnected.",
+	ams.EventIntegrationError:         "An integration failed to sync.",
+	ams.EventWebhookFailing:           "One of your other webhooks was marked failing and turned off (an addition of ams).",
+	ams.EventWebhookEnabled:           "A webhook that was off was turned back on (an addition of ams).",
+	ams.EventTaskDeleted:              "A task was deleted (an addition of ams).",
+	ams.EventEventDeleted:             "A calendar event was deleted, here or on a synced calendar (an addition of ams).",
+	ams.EventEventRestored:            "A deleted calendar event was restored (an addition of ams).",
+	ams.EventAPIKeyCreated:            "An API key was created (management audit; an addition of ams).",
+	ams.EventAPIKeyRevoked:            "An API key was revoked (management audit; an addition of ams).",
+	ams.EventOAuthClientCreated:       "An OAuth app was registered (management audit; an addition of ams).",
+	ams.EventOAuthClientSecretRotated: "An OAuth app's secret was replaced (management audit; an addition of ams).",
+	ams.EventOAuthClientDeleted:       "An OAuth app was deleted (management audit; an addition of ams).",
+	ams.EventAccountUpdated:           "The account's settings changed (management audit; an addition of ams).",
+	ams.EventAssistantCreated:         "An assistant was created (an addition of ams).",
+	ams.EventAssistantUpdated:         "An assistant was changed (an addition of ams).",
+	ams.EventAssistantDeleted:         "An assistant was deleted (an addition of ams).",
+	ams.EventConversationCreated:      "A conversation was started (an addition of ams).",
+	ams.EventConversationUpdated:      "A conversation was renamed or its metadata changed (an addition of ams).",
+	ams.EventConversationDeleted:      "A conversation was deleted with its messages (an addition of ams).",
 }
 
 // webhookEvents lists every event type a webhook may subscribe to, after
@@ -457,7 +470,7 @@ func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) 
 	if _, err := s.takeRequest(r, c); err != nil {
 		return nil, err
 	}
-	rec, err := s.Webhooks.Recover(r.Context(), c.User.ID, wh.ID, &since, nil)
+	rec, err := s.Webhooks.Recover(r.Context(), c.User.ID, wh.ID, &since, nil, false)
 	var e *ams.Error
 	switch {
 	case errors.As(err, &e) && e.Code == "webhook_inactive":
@@ -471,7 +484,7 @@ func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) 
 	case rec.Queued == 1:
 		c.Flash(FlashSuccess, "1 event since "+format.Time(since, c.Location())+" is queued for delivery again.")
 	default:
-		c.Flash(FlashSuccess, format.Number(rec.Queued)+" events since "+format.Time(since, c.Location())+" are queued for delivery again, oldest first.")
+		c.Flash(FlashSuccess, format.Number(rec.Queued)+" events since "+format.Time(since, c.Location())+" are queued for delivery again, oldest first (they may arrive out of order).")
 	}
 	return c.Redirect("/account/webhooks/" + wh.ID)
 }

@@ -72,7 +72,7 @@ func TestWebhookRecoverOnPage(t *testing.T) {
 	// 10:30 in Paris is 09:30 UTC: before the messages (read as UTC it
 	// would be after them, and nothing would be recovered).
 	p = h.post(t, b, page+"/recover", url.Values{"csrf_token": {csrf}, "since": {"2026-11-21T10:30"}})
-	wantPage(t, p, http.StatusOK, "4 events since 21 Nov 2026 10:30 CET are queued for delivery again, oldest first.")
+	wantPage(t, p, http.StatusOK, "4 events since 21 Nov 2026 10:30 CET are queued for delivery again, oldest first (they may arrive out of order).")
 	h.deliver(t)
 	if n := len(rc.requests()); n != 4 {
 		t.Fatalf("%d deliveries after the recovery, want 4", n)

@@ -76,6 +76,8 @@ var dialect = sqlstore.Dialect{
 	// belongs to a transaction that has ended; every transaction still
 	// running or yet to start has one at or above it (migration 0009).
 	EventsVisible: `txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`,
+	EventField:    func(name string) string { return `data->>'` + name + `'` },
+	EventNulled:   func(name string) string { return `jsonb_set(data::jsonb, '{` + name + `}', 'null'::jsonb)::json` },
 }
 
 // querier runs queries: the pool, or a transaction.

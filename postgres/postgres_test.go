@@ -57,7 +57,28 @@ func open(t *testing.T) *postgres.DB {
 
 func TestStore(t *testing.T) {
 	databaseURL(t)
-	storetest.Run(t, func(t *testing.T) ams.Store { return open(t) })
+	storetest.Run(t, func(t *testing.T) ams.Store { return searchable{open(t)} })
+}
+
+// searchable is a test store that can search its tables for a text
+// (storetest.TextHolder): every text column of the tables that hold what
+// users wrote, and the events' data. Rows deleted or updated stay on disk
+// until VACUUM, but no query sees them.
+type searchable struct{ *postgres.DB }
+
+func (s searchable) HoldsText(t *testing.T, text string) bool {
+	t.Helper()
+	var found bool
+	like := "%" + text + "%"
+	err := s.Pool().QueryRow(context.Background(), `SELECT
+		EXISTS (SELECT 1 FROM events WHERE data::text LIKE $1) OR
+		EXISTS (SELECT 1 FROM messages WHERE content LIKE $1) OR
+		EXISTS (SELECT 1 FROM conversations WHERE title LIKE $1) OR
+		EXISTS (SELECT 1 FROM turn_events WHERE data::text LIKE $1)`, like).Scan(&found)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
 }
 
 func TestSecretKeyRequired(t *testing.T) {

@@ -15,10 +15,12 @@ import (
 
 // dialect is SQLite's: one writer at a time, so no row locks.
 var dialect = sqlstore.Dialect{
-	Name:     "sqlite",
-	RowLocks: false,
-	Schema:   schema,
-	IsUnique: func(err error) bool { return strings.Contains(err.Error(), "UNIQUE constraint failed") },
+	Name:        "sqlite",
+	EventField:  func(name string) string { return `json_extract(data, '$.` + name + `')` },
+	EventNulled: func(name string) string { return `json_set(data, '$.` + name + `', json('null'))` },
+	RowLocks:    false,
+	Schema:      schema,
+	IsUnique:    func(err error) bool { return strings.Contains(err.Error(), "UNIQUE constraint failed") },
 	Unavailable: func(err error) bool {
 		switch sqliteCode(err) {
 		case codeFull, codeIOErr, codeCantOpen, codeNoMem:

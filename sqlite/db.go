@@ -83,7 +83,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 		return "file:" + abs + "?" + q.Encode()
 	}
 	db := &DB{path: abs}
-	if db.write, err = sql.Open("sqlite", dsn(fmt.Sprintf("wal_autocheckpoint(%d)", autoCheckpointPages))+"&_txlock=immediate"); err != nil {
+	// secure_delete(ON) on the writer: deleted content (a deleted
+	// message's text, erased from its events) is overwritten with zeros,
+	// not left in free space of the file (issue 31, erasure).
+	if db.write, err = sql.Open("sqlite", dsn(fmt.Sprintf("wal_autocheckpoint(%d)", autoCheckpointPages), "secure_delete(ON)")+"&_txlock=immediate"); err != nil {
 		return nil, fmt.Errorf("sqlite: open: %w", err)
 	}
 	db.write.SetMaxOpenConns(1)

@@ -1,7 +1,9 @@
 package sqlite_test
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -20,7 +22,36 @@ func open(t *testing.T) *sqlite.DB {
 }
 
 func TestStore(t *testing.T) {
-	storetest.Run(t, func(t *testing.T) ams.Store { return open(t) })
+	storetest.Run(t, func(t *testing.T) ams.Store { return searchable{open(t)} })
+}
+
+// searchable is a test store that can search its files for a text
+// (storetest.TextHolder): the database file and its write-ahead log,
+// after a checkpoint that empties the log into the file. Deleted content
+// is overwritten (secure_delete on the writer), so a text found is a text
+// still held.
+type searchable struct{ *sqlite.DB }
+
+func (s searchable) HoldsText(t *testing.T, text string) bool {
+	t.Helper()
+	c, err := sql.Open("sqlite", "file:"+s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{s.Path(), s.Path() + "-wal"} {
+		b, err := os.ReadFile(name)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if bytes.Contains(b, []byte(text)) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestMigrationsIdempotent(t *testing.T) {

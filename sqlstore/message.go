@@ -168,6 +168,9 @@ func (q *Queries) DeleteConversation(ctx context.Context, userID, id string) ([]
 			`SELECT `+messageCols+` FROM messages WHERE conversation_id = $1 AND user_id = $2 ORDER BY seq`+q.lock("FOR UPDATE"), id, userID); err != nil {
 			return q.fail("read messages", err)
 		}
+		if err := q.eraseMessages(ctx, userID, "conversation_id", id); err != nil {
+			return err
+		}
 		n, err := q.batch(ctx, []Stmt{
 			{"delete messages", `DELETE FROM messages WHERE conversation_id = $1 AND user_id = $2`, []any{id, userID}},
 			{"delete conversation", `DELETE FROM conversations WHERE id = $1 AND user_id = $2`, []any{id, userID}},
@@ -263,7 +266,10 @@ func (q *Queries) DeleteMessage(ctx context.Context, userID, id string, now time
 			SET message_count = CASE WHEN message_count > 0 THEN message_count - 1 ELSE 0 END,
 			last_message_at = coalesce((SELECT max(m.created_at) FROM messages m WHERE m.conversation_id = conversations.id), created_at),
 			updated_at = $1 WHERE id = $2`, MS(now), conv)
-		return err
+		if err != nil {
+			return err
+		}
+		return q.eraseMessages(ctx, userID, "message_id", id)
 	})
 }
 

@@ -106,6 +106,11 @@ type Dialect struct {
 	// still running. Empty where commit order is insert order (SQLite's
 	// single writer; every txid there is 0).
 	EventsVisible string
+	// EventField is the SQL of the text of top-level field name of an
+	// events row's data; EventNulled is the SQL of that data with field
+	// name set to JSON null (erasure, sqlstore/erase.go).
+	EventField  func(name string) string
+	EventNulled func(name string) string
 }
 
 // Store implements ams.Store over an Engine. An engine embeds it and adds

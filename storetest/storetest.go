@@ -28,7 +28,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Pagination", testPagination},
 		{"ExchangeAtomic", testExchange},
 		{"ExchangeRollsBack", testExchangeRollback},
-		{"Events", testEvents},
+		{"Events", testEvents}, {"Erasure", testErasure},
 		{"EventsCatchUp", testEventsCatchUp},
 		{"EventFilters", testEventFilters},
 		{"EventsOrder", testEventsOrder},

@@ -133,7 +133,8 @@ func recoveryUnderLoad(t *testing.T, f *amstest.Fixture) {
 			t.Fatalf("create webhook: %d %s", res.Status, res.Body)
 		}
 		wh := res.JSON(t)["id"].(string)
-		res = f.Do("POST", "/v1/webhooks/"+wh+"/recover", key, `{"since":"`+since.Format(time.RFC3339)+`"}`)
+		// The events are older than the webhook: include_earlier.
+		res = f.Do("POST", "/v1/webhooks/"+wh+"/recover", key, `{"since":"`+since.Format(time.RFC3339)+`","include_earlier":true}`)
 		if res.Status != 200 || res.JSON(t)["queued"] != float64(2*perRound) {
 			t.Fatalf("recover: %d %s", res.Status, res.Body)
 		}

@@ -59,6 +59,7 @@ type Store interface {
 // Tx is what the Service writes in one transaction (with the answer it
 // keeps, ams.KeepAnswer); ams.Tx implements it.
 type Tx interface {
+	FindWebhook(ctx context.Context, userID, id string) (*ams.Webhook, error)
 	EnqueueRecovery(ctx context.Context, userID, webhookID string, since, until, now time.Time) (int64, error)
 }
 
@@ -341,10 +342,13 @@ type Recovery struct {
 // successfully and that is not already pending for it, including events
 // emitted while it was failing or disabled; oldest first. since is
 // required and may not be in the future; until (nil: now, events created
-// at this very moment included) must be after since; each error names its parameter (since, until). A webhook that
-// is off is ECONFLICT webhook_inactive: enable it first. An account on
-// the waitlist may not recover.
-func (s *Service) Recover(ctx context.Context, userID, id string, since, until *time.Time) (*Recovery, error) {
+// at this very moment included) must be after since; each error names
+// its parameter (since, until). since is clamped to the webhook's
+// creation unless includeEarlier: events from before the webhook existed
+// are sent only when asked for (the answer's Since is the range's start
+// used). A webhook that is off is ECONFLICT webhook_inactive: enable it
+// first. An account on the waitlist may not recover.
+func (s *Service) Recover(ctx context.Context, userID, id string, since, until *time.Time, includeEarlier bool) (*Recovery, error) {
 	if err := s.approved(ctx, userID); err != nil {
 		return nil, err
 	}
@@ -370,11 +374,23 @@ func (s *Service) Recover(ctx context.Context, userID, id string, since, until *
 	}
 	var rec *Recovery
 	err := s.Store.Update(ctx, func(tx Tx) error {
-		n, err := tx.EnqueueRecovery(ctx, userID, id, *since, bound, now)
+		from := *since
+		if !includeEarlier {
+			w, err := tx.FindWebhook(ctx, userID, id)
+			if err != nil {
+				return err
+			}
+			if from.Before(w.CreatedAt) {
+				from = w.CreatedAt
+			}
+		}
+		// An empty range (a webhook created after until) queues nothing,
+		// but still answers webhook_inactive for a webhook that is off.
+		n, err := tx.EnqueueRecovery(ctx, userID, id, from, bound, now)
 		if err != nil {
 			return err
 		}
-		rec = &Recovery{Object: "webhook_recovery", WebhookID: id, Since: since.UTC(), Until: end.UTC(), Queued: n}
+		rec = &Recovery{Object: "webhook_recovery", WebhookID: id, Since: from.UTC(), Until: end.UTC(), Queued: n}
 		ams.KeepAnswer(ctx, rec)
 		return nil
 	})

@@ -600,8 +600,10 @@ your webhook %s
 %s
 
 Events are kept for 30 days. Once the receiver works again, turn the
-webhook back on, then have the events it missed delivered to it, oldest
-first:
+webhook back on, then have the events it missed delivered to it (queued
+oldest first; up to 8 are delivered at once and failures are retried
+later, so they may arrive out of order: compare each event's created_at
+with what your receiver holds):
 
   PATCH %s/v1/webhooks/%s  {"active": true}
   POST %s/v1/webhooks/%s/recover  {"since": "%s"}

@@ -18,15 +18,15 @@ import (
 // compile. Only app/, cmd/, storetest/ and the engines see the whole
 // ams.Store.
 //
-// http and pages join the list when their narrowing (issue 28, point 2,
-// the other half) is merged; world still names ams.Tx in its
-// transactions.
+// world still names ams.Tx in its transactions.
 var consumers = []struct {
 	dir, why string
 }{
 	{"messaging", "the turn runner and the conversations: messaging.Store and messaging.Tx"},
 	{"mail", "the e-mail worker: mail.Queue"},
 	{"webhook", "the webhook service and worker: webhook.Store, webhook.Queue, webhook.Users"},
+	{"http", "the API handlers: http.Reader (reads); the middleware's http.RecordStore; writes through the services"},
+	{"pages", "the account pages: pages.Reader (reads); writes through the services"},
 }
 
 // forbidden are the names of package ams that a consumer never names.

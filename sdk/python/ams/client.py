@@ -945,6 +945,7 @@ class Client:
         since: Time,
         until: Optional[Time] = None,
         *,
+        include_earlier: Optional[bool] = None,
         idempotency_key: Optional[str] = None,
     ) -> WebhookRecovery:
         """Queue again every event the webhook missed (``POST
@@ -954,8 +955,9 @@ class Client:
         already pending for it, oldest first; ``queued`` says how many.
         The webhook must be on (``ConflictError`` ``webhook_inactive``:
         ``update_webhook(id, active=True)`` first); asking twice queues
-        only what is still missing."""
-        body = _opt(since=since, until=until)
+        only what is still missing. ``since`` is clamped to the webhook's
+        creation unless ``include_earlier`` is true."""
+        body = _opt(since=since, until=until, include_earlier=include_earlier)
         return self._one(WebhookRecovery, "POST", "/webhooks/%s/recover" % seg(webhook_id), body=body, idempotency_key=idempotency_key)
 
     def list_webhook_deliveries(

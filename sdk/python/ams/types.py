@@ -343,6 +343,9 @@ class Event(Record):
     #: The turn (``trn_...``) whose messages or tool effects the event
     #: records; None otherwise.
     turn_id: Optional[str] = None
+    #: On ``*.updated`` events, the values the change replaced; None
+    #: otherwise.
+    previous_attributes: Optional[Dict[str, Any]] = None
     data: Dict[str, Any] = field(default_factory=dict)
     raw: Dict[str, Any] = _raw()
 

@@ -228,7 +228,13 @@ export type EventType =
   | "oauth_client.created"
   | "oauth_client.secret_rotated"
   | "oauth_client.deleted"
-  | "account.updated";
+  | "account.updated"
+  | "assistant.created"
+  | "assistant.updated"
+  | "assistant.deleted"
+  | "conversation.created"
+  | "conversation.updated"
+  | "conversation.deleted";
 
 /**
  * What a webhook may subscribe to: every event type but "webhook.ping", or
@@ -242,16 +248,25 @@ export interface MessageEventData {
   message_id: string;
   assistant_id: string;
   conversation_id: string;
-  content: string;
+  /** null once the message was deleted: its text is erased from every retained event. */
+  content: string | null;
   direction: Direction;
   metadata: Metadata;
+}
+
+/** `data` of message.deleted: the deleted message's ids, never its text. */
+export interface MessageDeletedEventData {
+  message_id: string;
+  assistant_id: string;
+  conversation_id: string;
+  direction: Direction;
 }
 
 /** The `data` of each event type. */
 export interface EventDataMap {
   "message.created": MessageEventData;
   "message.updated": MessageEventData;
-  "message.deleted": MessageEventData;
+  "message.deleted": MessageDeletedEventData;
   "task.created": Task;
   "task.completed": Task;
   "task.updated": Task;
@@ -279,6 +294,14 @@ export interface EventDataMap {
   "oauth_client.deleted": OAuthClient;
   /** The account after the change, and the values it replaced. */
   "account.updated": Account & { previous_attributes: { timezone?: string; email_notifications?: Partial<EmailNotifications> } };
+  "assistant.created": Assistant;
+  "assistant.updated": Assistant;
+  /** The assistant as it was before its deletion. */
+  "assistant.deleted": Assistant;
+  "conversation.created": Conversation;
+  "conversation.updated": Conversation;
+  /** The conversation as it was before its deletion. */
+  "conversation.deleted": Conversation;
 }
 
 /**
@@ -295,6 +318,8 @@ export type Event = {
     request: EventRequest | null;
     /** The turn ("trn_…") whose messages or tool effects the event records; null otherwise. */
     turn_id: string | null;
+    /** On *.updated events: the values the change replaced. */
+    previous_attributes?: Record<string, unknown>;
     data: EventDataMap[K];
   };
 }[EventType];
@@ -570,6 +595,8 @@ export interface RecoverWebhookParams {
   since: TimeInput;
   /** End of the range (excluded), after `since`. Default: now. */
   until?: TimeInput;
+  /** Also queue the events from before the webhook was created; without it `since` is clamped to the webhook's creation. */
+  include_earlier?: boolean;
 }
 
 /** A piece of a streamed reply. */
