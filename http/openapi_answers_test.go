@@ -20,7 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/openapi"
 )
 
@@ -197,6 +197,7 @@ func (c *answerChecker) ok(status int, method, pattern, path, body string, hdr .
 // one fails the test by name. Every authenticated operation is also
 // called without credentials, and that 401 validated.
 func TestEveryOperationAnswersAsDocumented(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	// An account of its own on the enterprise plan, so that the tour
 	// stays under the rate limit, with a key holding every permission.

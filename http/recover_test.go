@@ -165,6 +165,7 @@ func TestWebhookLimit(t *testing.T) {
 // include_earlier: true; then they are queued too. A bad include_earlier
 // is a 400 naming it, and queues nothing.
 func TestWebhookRecoverClamped(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	before := f.Clock.Now()
 	f.send("before the webhook", "")
