@@ -122,8 +122,15 @@ type WebhookStore interface {
 	// are claimed oldest first. It returns how many it queued; ECONFLICT
 	// (webhook_inactive) if the webhook is not active.
 	EnqueueRecovery(ctx context.Context, userID, webhookID string, since, until, now time.Time) (int64, error)
-	ListDeliveries(ctx context.Context, userID, webhookID, eventID string, p ListParams) (*Page[*Delivery], error)
+	ListDeliveries(ctx context.Context, userID, webhookID string, f DeliveryFilter, p ListParams) (*Page[*Delivery], error)
 	FindDelivery(ctx context.Context, userID, webhookID, id string) (*Delivery, error)
+}
+
+// DeliveryFilter selects a webhook's delivery attempts in ListDeliveries;
+// zero fields select all.
+type DeliveryFilter struct {
+	EventID string // the attempts of this event only
+	Success *bool  // the successful (true) or failed (false) attempts only
 }
 
 // Delivery is one attempt to deliver an event to a webhook.

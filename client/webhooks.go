@@ -6,6 +6,7 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 )
 
@@ -131,6 +132,9 @@ type UpdateWebhookParams struct {
 type ListWebhookDeliveriesParams struct {
 	ListParams
 	EventID string // only the attempts to deliver this event ("evt_...")
+	// Success, when set, selects the successful (true) or failed (false)
+	// attempts only.
+	Success *bool
 }
 
 func (p *ListWebhookDeliveriesParams) query() url.Values {
@@ -139,6 +143,9 @@ func (p *ListWebhookDeliveriesParams) query() url.Values {
 	}
 	q := p.ListParams.query()
 	setQuery(q, "event_id", p.EventID)
+	if p.Success != nil {
+		q.Set("success", strconv.FormatBool(*p.Success))
+	}
 	return q
 }
 

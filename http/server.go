@@ -321,7 +321,7 @@ func (s *Server) init() {
 			{"DELETE", "/v1/webhooks/{id}", perms(write), ids(webhookPath), none, s.deleteWebhook},
 			{"POST", "/v1/webhooks/{id}/ping", perms(write), ids(webhookPath), none, s.pingWebhook},
 			{"POST", "/v1/webhooks/{id}/recover", perms(write), ids(webhookPath), none, s.recoverWebhook},
-			{"GET", "/v1/webhooks/{id}/deliveries", perms(read), ids(webhookPath), listQuery("event_id"), s.listDeliveries},
+			{"GET", "/v1/webhooks/{id}/deliveries", perms(read), ids(webhookPath), listQuery("event_id", "success"), s.listDeliveries},
 			{"POST", "/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", perms(write), ids(webhookPath, deliveryPath), none, s.redeliver},
 			// The management API, admin only: keys (keys.go), OAuth
 			// clients (oauth_clients.go), the account (account.go).

@@ -139,12 +139,26 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	if eventID != "" && !ams.HasPrefixID(eventID, ams.PrefixEvent) {
 		return ams.ParamError("parameter_invalid", "event_id", "'event_id' must be an event id (evt_...).")
 	}
-	page, err := s.Store.ListDeliveries(r.Context(), userID, id, eventID, listOf(r))
+	f := ams.DeliveryFilter{EventID: eventID}
+	if q := r.URL.Query(); q.Has("success") {
+		switch q.Get("success") {
+		case "true":
+			f.Success = ptrTo(true)
+		case "false":
+			f.Success = ptrTo(false)
+		default:
+			return ams.ParamError("parameter_invalid", "success", "'success' must be true or false.")
+		}
+	}
+	page, err := s.Store.ListDeliveries(r.Context(), userID, id, f, listOf(r))
 	if err != nil {
 		return err
 	}
 	return writeList(w, page, func(d *ams.Delivery) string { return d.ID })
 }
+
+// ptrTo returns a pointer to v.
+func ptrTo[T any](v T) *T { return &v }
 
 // redelivery is the answer of POST .../deliveries/{id}/redeliver.
 type redelivery struct {

@@ -20,7 +20,7 @@ type Reader interface {
 	ListMessages(ctx context.Context, userID, conversationID string, p ams.ListParams) (*ams.Page[*ams.Message], error)
 	FindWebhook(ctx context.Context, userID, id string) (*ams.Webhook, error)
 	ListWebhooks(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Webhook], error)
-	ListDeliveries(ctx context.Context, userID, webhookID, eventID string, p ams.ListParams) (*ams.Page[*ams.Delivery], error)
+	ListDeliveries(ctx context.Context, userID, webhookID string, f ams.DeliveryFilter, p ams.ListParams) (*ams.Page[*ams.Delivery], error)
 	FindKey(ctx context.Context, id string) (*ams.APIKey, error)
 	ListKeys(ctx context.Context, userID string) ([]*ams.APIKey, error)
 	FindOAuthClient(ctx context.Context, id string) (*ams.OAuthClient, error)

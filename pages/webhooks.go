@@ -104,7 +104,7 @@ func (s *Server) webhooks(w http.ResponseWriter, r *http.Request, c *Ctx) (any, 
 	d := webhooksData{More: page.HasMore}
 	for _, h := range page.Data {
 		row := webhookRow{Webhook: h, State: webhookState(h)}
-		last, err := s.Store.ListDeliveries(ctx, c.User.ID, h.ID, "", ams.ListParams{Limit: 1, Order: ams.OrderDesc})
+		last, err := s.Store.ListDeliveries(ctx, c.User.ID, h.ID, ams.DeliveryFilter{}, ams.ListParams{Limit: 1, Order: ams.OrderDesc})
 		if err != nil {
 			return nil, err
 		}
@@ -286,7 +286,7 @@ func (s *Server) webhookDetailData(r *http.Request, c *Ctx, wh *ams.Webhook) (*w
 		}
 		p.After, d.Paged = after, true
 	}
-	page, err := s.Store.ListDeliveries(r.Context(), c.User.ID, wh.ID, "", p)
+	page, err := s.Store.ListDeliveries(r.Context(), c.User.ID, wh.ID, ams.DeliveryFilter{}, p)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +298,7 @@ func (s *Server) webhookDetailData(r *http.Request, c *Ctx, wh *ams.Webhook) (*w
 	case !d.Paged && len(page.Data) > 0:
 		d.Last = page.Data[0]
 	case d.Paged && d.State == "failing":
-		last, err := s.Store.ListDeliveries(r.Context(), c.User.ID, wh.ID, "", ams.ListParams{Limit: 1, Order: ams.OrderDesc})
+		last, err := s.Store.ListDeliveries(r.Context(), c.User.ID, wh.ID, ams.DeliveryFilter{}, ams.ListParams{Limit: 1, Order: ams.OrderDesc})
 		if err != nil {
 			return nil, err
 		}

@@ -87,7 +87,7 @@ func (h *accountHarness) webhooksOf(t *testing.T, u *ams.User) []*ams.Webhook {
 
 func (h *accountHarness) deliveries(t *testing.T, u *ams.User, id string) []*ams.Delivery {
 	t.Helper()
-	p, err := h.Store.ListDeliveries(context.Background(), u.ID, id, "", ams.ListParams{Limit: 100, Order: ams.OrderDesc})
+	p, err := h.Store.ListDeliveries(context.Background(), u.ID, id, ams.DeliveryFilter{}, ams.ListParams{Limit: 100, Order: ams.OrderDesc})
 	if err != nil {
 		t.Fatal(err)
 	}

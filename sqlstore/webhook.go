@@ -401,12 +401,15 @@ func scanDelivery(s scanner) (*ams.Delivery, error) {
 	return d, nil
 }
 
-// ListDeliveries returns a page of a webhook's delivery attempts, of one
-// event when eventID is set.
-func (q *Queries) ListDeliveries(ctx context.Context, userID, webhookID, eventID string, p ams.ListParams) (*ams.Page[*ams.Delivery], error) {
+// ListDeliveries returns a page of a webhook's delivery attempts selected
+// by df.
+func (q *Queries) ListDeliveries(ctx context.Context, userID, webhookID string, df ams.DeliveryFilter, p ams.ListParams) (*ams.Page[*ams.Delivery], error) {
 	f := where("webhook_id = $1 AND user_id = $2", webhookID, userID)
-	if eventID != "" {
-		f.add("event_id = $?", eventID)
+	if df.EventID != "" {
+		f.add("event_id = $?", df.EventID)
+	}
+	if df.Success != nil {
+		f.add("success = $?", *df.Success)
 	}
 	return list(ctx, q, deliveryCols, "webhook_deliveries", f, p, scanDelivery)
 }

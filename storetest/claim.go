@@ -116,7 +116,7 @@ func testAttemptFenced(t *testing.T, s ams.Store) {
 	}
 	logged := func() int {
 		t.Helper()
-		p, err := s.ListDeliveries(ctx, u.ID, w.ID, x.Events[0].ID, ams.ListParams{Limit: 10})
+		p, err := s.ListDeliveries(ctx, u.ID, w.ID, ams.DeliveryFilter{EventID: x.Events[0].ID}, ams.ListParams{Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +228,7 @@ func testRecordAttempts(t *testing.T, s ams.Store) {
 	}
 	// One attempt logged per recorded job, with what the worker saw.
 	for _, j := range append(append([]*ams.Job{}, retried...), succeeded...) {
-		p, err := s.ListDeliveries(ctx, u.ID, w.ID, j.Event.ID, ams.ListParams{Limit: 10})
+		p, err := s.ListDeliveries(ctx, u.ID, w.ID, ams.DeliveryFilter{EventID: j.Event.ID}, ams.ListParams{Limit: 10})
 		if err != nil || len(p.Data) != 1 {
 			t.Fatalf("deliveries of job %d: %v %v", j.Seq, p, err)
 		}
@@ -237,7 +237,7 @@ func testRecordAttempts(t *testing.T, s ams.Store) {
 			t.Errorf("logged %+v", d)
 		}
 	}
-	if p, err := s.ListDeliveries(ctx, u.ID, w.ID, stale[0].Event.ID, ams.ListParams{Limit: 10}); err != nil || len(p.Data) != 0 {
+	if p, err := s.ListDeliveries(ctx, u.ID, w.ID, ams.DeliveryFilter{EventID: stale[0].Event.ID}, ams.ListParams{Limit: 10}); err != nil || len(p.Data) != 0 {
 		t.Fatalf("the refused attempt was logged: %v %v", p, err)
 	}
 	// After the leases run out: the refused job is due again, untouched;

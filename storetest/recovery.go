@@ -312,7 +312,7 @@ func testOpsEvents(t *testing.T, s ams.Store) {
 	if len(jobs) != 2 || jobs[0].WebhookID != watcher.ID || jobs[1].WebhookID != watcher.ID {
 		t.Fatalf("jobs after enabling: %+v", jobs)
 	}
-	if p, _ := s.ListDeliveries(ctx, other.ID, theirs.ID, "", ams.ListParams{Limit: 10}); len(p.Data) != 0 {
+	if p, _ := s.ListDeliveries(ctx, other.ID, theirs.ID, ams.DeliveryFilter{}, ams.ListParams{Limit: 10}); len(p.Data) != 0 {
 		t.Fatal("another account's webhook got something")
 	}
 	_ = x

@@ -173,7 +173,7 @@ func testDeliveryQueue(t *testing.T, s ams.Store) {
 		t.Fatal("sent e-mail claimed again")
 	}
 	// The delivery log, scoped to the account.
-	dl, err := s.ListDeliveries(ctx, u.ID, w.ID, "", ams.ListParams{Limit: 10})
+	dl, err := s.ListDeliveries(ctx, u.ID, w.ID, ams.DeliveryFilter{}, ams.ListParams{Limit: 10})
 	if err != nil || len(dl.Data) != 3 || *dl.Data[0].StatusCode != 500 {
 		t.Fatalf("deliveries: %v %v", dl, err)
 	}

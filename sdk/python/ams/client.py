@@ -965,14 +965,17 @@ class Client:
         webhook_id: str,
         *,
         event_id: Optional[str] = None,
+        success: Optional[bool] = None,
         limit: Optional[int] = None,
         after: Optional[str] = None,
         before: Optional[str] = None,
         order: Optional[str] = None,
     ) -> Page[WebhookDelivery]:
         """One page of the webhook's delivery attempts, of one event if
-        given."""
-        q = self._list_query(limit, after, before, order, event_id=event_id)
+        given, only the successful (``success=True``) or failed
+        (``success=False``) ones if asked."""
+        flag = None if success is None else ("true" if success else "false")
+        q = self._list_query(limit, after, before, order, event_id=event_id, success=flag)
         return self._page(WebhookDelivery, "/webhooks/%s/deliveries" % seg(webhook_id), q)
 
     def iter_webhook_deliveries(

@@ -565,6 +565,8 @@ export interface ListEventsParams extends ListParams {
 export interface ListDeliveriesParams extends ListParams {
   /** Only the attempts to deliver this event. */
   event_id?: string;
+  /** Only the successful (true) or failed (false) attempts. */
+  success?: boolean;
 }
 
 export interface CreateWebhookParams {
