@@ -200,6 +200,8 @@ func (s *Server) init() {
 			{"POST", "/v1/calendar/feed", perms(ams.PermIntegrations), s.createCalendarFeed},
 			{"GET", "/v1/events", perms(read), s.listEvents},
 			{"GET", "/v1/events/{id}", perms(read), s.getEvent},
+			{"GET", "/v1/events/stream", perms(read), streamed(s.withTurnSlot(s.streamEvents))}, // events_stream.go
+			{"POST", "/v1/events/trigger", perms(write), s.triggerEvent},
 			{"POST", "/v1/webhooks", perms(write), s.createWebhook},
 			{"GET", "/v1/webhooks", perms(read), s.listWebhooks},
 			{"GET", "/v1/webhooks/{id}", perms(read), s.getWebhook},

@@ -50,6 +50,8 @@ type Store interface {
 	EnqueueDelivery(ctx context.Context, userID, webhookID, eventID string, now time.Time) error
 	FindDelivery(ctx context.Context, userID, webhookID, id string) (*ams.Delivery, error)
 	EnqueueRecovery(ctx context.Context, userID, webhookID string, since, until, now time.Time) (int64, error)
+	// Emit stores events and queues their deliveries (Trigger's test events).
+	Emit(ctx context.Context, events ...*ams.Event) error
 	// FindUser reads the account, whose approval (off the waitlist) the
 	// actions that send something need.
 	FindUser(ctx context.Context, id string) (*ams.User, error)
