@@ -83,7 +83,7 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&sf.databaseURL, "database-url", "", "PostgreSQL URL (postgres://...); empty uses SQLite under --data-dir (env AMS_DATABASE_URL)")
 	pf.StringVar(&sf.secretKey, "secret-key", "", "base64 32-byte key sealing webhook secrets and signing OAuth tokens; required with --database-url, the same in every process (env AMS_SECRET_KEY; SQLite default: key files in --data-dir)")
 	root.AddCommand(newServeCmd(sf), newUsersCmd(sf), newKeysCmd(sf), newAssistantsCmd(sf), newVersionCmd())
-	root.AddCommand(newOAuthClientsCmd(sf), newMigrateCmd(sf), newExportCmd(sf), newImportCmd(sf))
+	root.AddCommand(newOAuthClientsCmd(sf), newMigrateCmd(sf), newExportCmd(sf), newImportCmd(sf), newListenCmd(), newTriggerCmd())
 	return root
 }
 
