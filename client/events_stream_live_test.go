@@ -31,7 +31,12 @@ func (t *eventsCutTransport) RoundTrip(r *http.Request) (*http.Response, error) 
 // order, each once, across a connection cut inside an event; the raw JSON
 // is the event's; a bad cursor is the *Error at once.
 func TestFollowEventsLive(t *testing.T) {
-	f := amstest.New(t)
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) { testFollowEventsLive(t, liveFixture(t, engine)) })
+	}
+}
+
+func testFollowEventsLive(t *testing.T, f *amstest.Fixture) {
 	// The first connection is cut inside the second event (the first
 	// comment is 15 bytes, an event about 200).
 	c := client.New(f.Server.URL, f.Key, client.WithHTTPClient(&http.Client{Transport: &eventsCutTransport{limit: 300}}))
