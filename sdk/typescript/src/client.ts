@@ -4,7 +4,7 @@
 import { Transport, timeString, type ClientOptions, type RequestOptions } from "./core.js";
 import { PagePromise, type PageFetcher } from "./pagination.js";
 import { MessageStream, type StreamResumer } from "./streaming.js";
-import { EventStream, type EventStreamOpener } from "./events_stream.js";
+import { EventStream, type EventStreamOpener } from "./events-stream.js";
 import type {
   EventType,
   Account,
