@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -222,5 +223,39 @@ func TestRemoteFlags(t *testing.T) {
 		if err == nil || !strings.Contains(describe(cmd, err), tt.want) {
 			t.Errorf("%v: %v, want %q", tt.args, err, tt.want)
 		}
+	}
+}
+
+// TestShutdownEndsEventStreams: a graceful shutdown ends the open event
+// streams (their clients resume elsewhere) instead of waiting for them
+// until --shutdown-timeout.
+func TestShutdownEndsEventStreams(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o700)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdout := newSyncWriter()
+	done := make(chan error, 1)
+	go func() {
+		root := newRoot()
+		root.SetArgs([]string{"serve", "--dev", "--addr", "127.0.0.1:0", "--data-dir", dir, "--shutdown-timeout", "1h", "--log-level", "error"})
+		root.SetOut(stdout)
+		root.SetErr(io.Discard)
+		done <- root.ExecuteContext(ctx)
+	}()
+	m := stdout.waitFor(t, regexp.MustCompile(`(?s)dev mode at (http://\S+).*API key\s+(ams_sk_\w+)`))
+	req, _ := http.NewRequest("GET", m[1]+"/v1/events/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+m[2])
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("stream: %v %v", resp, err)
+	}
+	defer resp.Body.Close()
+	cancel() // as SIGTERM does
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if _, err := io.ReadAll(resp.Body); err != nil {
+		t.Fatalf("the stream did not end cleanly: %v", err)
 	}
 }
