@@ -97,7 +97,7 @@ the service (the waitlist page of the account pages).`,
 			}
 			if f.Changed("timezone") {
 				if _, err := time.LoadLocation(uTZ); err != nil {
-					return fmt.Errorf("unknown timezone %q", uTZ)
+					return fmt.Errorf("--timezone: unknown time zone %q (an IANA name such as Europe/Paris)", uTZ)
 				}
 				upd.Timezone = &uTZ
 			}

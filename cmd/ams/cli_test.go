@@ -62,6 +62,7 @@ func TestBadFlagsNameTheFlag(t *testing.T) {
 		{args: []string{"--webhook-lease", "soon"}, want: `--webhook-lease must be a duration such as 30s, 5m or 2h, not "soon"`},
 		{env: "AMS_WEBHOOK_CONCURRENCY", val: "many", want: `AMS_WEBHOOK_CONCURRENCY (--webhook-concurrency) must be a whole number, not "many"`},
 		{args: []string{"--max-concurrent-turns-per-account", "1.5"}, want: `--max-concurrent-turns-per-account must be a whole number, not "1.5"`},
+		{env: "AMS_MAIL_FROM", val: "bad<", want: `--mail-from must be an e-mail address such as`},
 	} {
 		if tt.env != "" {
 			t.Setenv(tt.env, tt.val)

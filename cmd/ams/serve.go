@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	netmail "net/mail"
 	"net/url"
 	"os"
 	"os/signal"
@@ -189,6 +190,9 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	corsOrigins, err := amshttp.ParseOrigins(cfg.corsOrigins)
 	if err != nil {
 		return fmt.Errorf("--cors-allowed-origins: %w", err)
+	}
+	if _, err := netmail.ParseAddress(cfg.mailFrom); cfg.mailFrom != "" && (err != nil || strings.ContainsAny(cfg.mailFrom, "\r\n")) {
+		return fmt.Errorf("--mail-from must be an e-mail address such as %q, not %q", mail.DefaultFrom, cfg.mailFrom)
 	}
 	sender, err := mail.FromConfig(cfg.smtpURL, sf.dataDir, cfg.mailFrom)
 	if err != nil {
