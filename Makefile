@@ -14,8 +14,11 @@ test:
 		"TypeScript SDK:$(MAKE) --no-print-directory test-typescript"
 
 test-go:
-	@# The public Standard Webhooks library verifies real deliveries in a test.
-	@if command -v npm >/dev/null; then npm ci --silent --no-audit --no-fund --prefix webhook/testdata/standardwebhooks; fi
+	@# The public Standard Webhooks library verifies real deliveries in a test;
+	@# Redocly and Spectral lint openapi/openapi.json in another (openapi/lint_test.go).
+	@if command -v npm >/dev/null; then \
+		npm ci --silent --no-audit --no-fund --prefix webhook/testdata/standardwebhooks && \
+		npm ci --silent --no-audit --no-fund --prefix openapi/testdata/lint; fi
 	go test -race -count=1 ./...
 
 # The Python SDK (sdk/python) against a real ams serve it builds; about 30 s.

@@ -25,6 +25,34 @@ const (
 	EUNAVAILABLE                      // 503
 )
 
+// The API's error types: the "type" of the error body, one per family of
+// kinds (see ErrorKind.Type).
+const (
+	TypeInvalidRequest = "invalid_request_error"
+	TypeAuthentication = "authentication_error"
+	TypePermission     = "permission_error"
+	TypeRateLimit      = "rate_limit_error"
+	TypeAPI            = "api_error"
+)
+
+// Type returns the API's error type of kind k, as the error body, a
+// failed action and a failed turn show it: api_error for the kinds the
+// service answers with a 5xx, invalid_request_error for the other 4xx
+// kinds but 401, 403 and 429, which have their own.
+func (k ErrorKind) Type() string {
+	switch k {
+	case EUNAUTHENTICATED:
+		return TypeAuthentication
+	case EFORBIDDEN:
+		return TypePermission
+	case ERATELIMIT:
+		return TypeRateLimit
+	case EINTERNAL, EUPSTREAM, EUNAVAILABLE:
+		return TypeAPI
+	}
+	return TypeInvalidRequest
+}
+
 // Error is an error whose message may be shown to the API caller. Any
 // other error is internal: it is logged and the caller sees a generic
 // message.
@@ -108,6 +136,31 @@ func ErrorKindOf(err error) ErrorKind {
 		return e.Kind
 	}
 	return EINTERNAL
+}
+
+// WithParam returns err naming param when it is an ENOTFOUND *Error (a
+// copy, so that a shared error value is not changed): the request field
+// whose id was not found. Any other error is returned as it is.
+func WithParam(err error, param string) error {
+	var e *Error
+	if errors.As(err, &e) && e.Kind == ENOTFOUND {
+		c := *e
+		c.Param = param
+		return &c
+	}
+	return err
+}
+
+// ActionErrorOf returns err in the API's error vocabulary, as a failed
+// action or turn records it: the type, code, message and param of an
+// *Error. It returns nil for any other error (an internal one, whose text
+// is never shown).
+func ActionErrorOf(err error) *ActionError {
+	var e *Error
+	if !errors.As(err, &e) {
+		return nil
+	}
+	return &ActionError{Type: e.Kind.Type(), Code: e.Code, Message: e.Message, Param: e.Param}
 }
 
 // IsNotFound reports whether err is an ENOTFOUND error.

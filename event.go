@@ -3,6 +3,7 @@ package ams
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"time"
 )
@@ -11,12 +12,59 @@ import (
 // listed at GET /v1/events. It is written in the same transaction as the
 // change that caused it.
 type Event struct {
-	ID        string         `json:"id"`
-	Object    string         `json:"object"` // "event"
-	UserID    string         `json:"-"`
-	Type      string         `json:"type"`
-	CreatedAt time.Time      `json:"created_at"`
-	Data      map[string]any `json:"data"`
+	ID        string    `json:"id"`
+	Object    string    `json:"object"` // "event"
+	UserID    string    `json:"-"`
+	Type      string    `json:"type"`
+	CreatedAt time.Time `json:"created_at"`
+	// Request is the API request that made the change (nil for a change
+	// made otherwise: the account pages, a turn's background work, a
+	// reminder, a sync), as Stripe's events carry it. The store sets it
+	// from the context of the transaction that emits the event
+	// (WithRequest).
+	Request *EventRequest `json:"request"`
+	// TurnID is the turn whose messages or tool effects the event records
+	// (nil otherwise).
+	TurnID *string `json:"turn_id"`
+	// PreviousAttributes, on an event of a change (*.updated), holds the
+	// earlier values of the fields the change replaced, as the API showed
+	// them (Since); nil on other events.
+	PreviousAttributes map[string]any `json:"previous_attributes,omitempty"`
+	Data               map[string]any `json:"data"`
+}
+
+// EventRequest is the API request that caused an event: its X-Request-Id
+// and the Idempotency-Key it was sent with (nil without one).
+type EventRequest struct {
+	ID             string  `json:"id"`
+	IdempotencyKey *string `json:"idempotency_key"`
+}
+
+type requestKey struct{}
+
+// WithRequest returns ctx carrying r, the API request whose changes the
+// events emitted in ctx record.
+func WithRequest(ctx context.Context, r *EventRequest) context.Context {
+	return context.WithValue(ctx, requestKey{}, r)
+}
+
+// RequestFrom returns the API request ctx carries, or nil.
+func RequestFrom(ctx context.Context) *EventRequest {
+	r, _ := ctx.Value(requestKey{}).(*EventRequest)
+	return r
+}
+
+// Cause sets what caused e from ctx where e does not say it yet: the API
+// request (WithRequest) and the turn of a tool call (WithToolCall).
+func (e *Event) Cause(ctx context.Context) {
+	if e.Request == nil {
+		e.Request = RequestFrom(ctx)
+	}
+	if e.TurnID == nil {
+		if id := ToolCallFrom(ctx).TurnID; id != "" {
+			e.TurnID = &id
+		}
+	}
 }
 
 // Event types of the interface.
@@ -100,6 +148,33 @@ const (
 	EventAccountUpdated           = "account.updated"
 )
 
+// Event types of assistants and conversations, additions beyond the
+// interface's 13 (DESIGN.md, "Events a receiver can trust"): every
+// creation, change and deletion of an assistant or a conversation,
+// through the API, the account pages or a turn (a send without
+// conversation_id creates one), emitted in the change's transaction.
+// Their data is the record as the API shows it (as it was, for a
+// deletion); *.updated adds previous_attributes. Only webhooks that
+// subscribe to them (or to "*") receive them.
+const (
+	EventAssistantCreated    = "assistant.created"
+	EventAssistantUpdated    = "assistant.updated"
+	EventAssistantDeleted    = "assistant.deleted"
+	EventConversationCreated = "conversation.created"
+	EventConversationUpdated = "conversation.updated"
+	EventConversationDeleted = "conversation.deleted"
+)
+
+// AssistantEvent returns an assistant.* event of type typ carrying a.
+func AssistantEvent(typ string, a *Assistant, at time.Time) *Event {
+	return recordEvent(typ, a.UserID, "assistant", a, at)
+}
+
+// ConversationEvent returns a conversation.* event of type typ carrying c.
+func ConversationEvent(typ string, c *Conversation, at time.Time) *Event {
+	return recordEvent(typ, c.UserID, "conversation", c, at)
+}
+
 // APIKeyEvent returns api_key.created or api_key.revoked for k (its
 // record: never the secret nor its hash).
 func APIKeyEvent(typ string, k *APIKey, at time.Time) *Event {
@@ -117,7 +192,8 @@ func OAuthClientEvent(typ string, c *OAuthClient, at time.Time) *Event {
 // have them).
 func AccountUpdatedEvent(u *User, previous map[string]any, at time.Time) *Event {
 	e := recordEvent(EventAccountUpdated, u.ID, "account", u.Account(), at)
-	e.Data["previous_attributes"] = previous
+	e.Data["previous_attributes"] = previous // in data too, where it was first documented
+	e.PreviousAttributes = previous
 	return e
 }
 
@@ -139,6 +215,8 @@ var EventTypes = []string{
 	EventAPIKeyCreated, EventAPIKeyRevoked,
 	EventOAuthClientCreated, EventOAuthClientSecretRotated, EventOAuthClientDeleted,
 	EventAccountUpdated,
+	EventAssistantCreated, EventAssistantUpdated, EventAssistantDeleted,
+	EventConversationCreated, EventConversationUpdated, EventConversationDeleted,
 }
 
 // WebhookFailingEvent returns the webhook.failing event of webhook
@@ -186,6 +264,24 @@ func IntegrationEvent(typ string, in *Integration, at time.Time) *Event {
 func MessageEvent(typ string, m *Message, at time.Time) *Event {
 	e := MessageCreatedEvent(m)
 	e.Type, e.CreatedAt = typ, at
+	return e
+}
+
+// Since sets e's previous_attributes, e being an event of a change
+// (*.updated): the values the change replaced, taken from before, the
+// same event made of the record before the change (as Stripe's events
+// carry them). A field that did not change, and updated_at, are left out.
+func (e *Event) Since(before *Event) *Event {
+	prev := map[string]any{}
+	for k, v := range before.Data {
+		if k == "updated_at" || k == "previous_attributes" {
+			continue
+		}
+		if now, ok := e.Data[k]; !ok || !reflect.DeepEqual(now, v) {
+			prev[k] = v
+		}
+	}
+	e.PreviousAttributes = prev
 	return e
 }
 

@@ -56,7 +56,8 @@ type IdempotencyStore interface {
 // retry with the key either finds the change not made (and makes it) or
 // finds the record done (and never makes it again). The answer is stored
 // after the commit (FinishIdempotent), over the one made in the
-// transaction from the change's event (Answer), if any; a record done
+// transaction from the change's event or the record its service kept
+// (Answer, KeepAnswer), if any; a record done
 // without one (the process died in between) answers a retry 409
 // idempotency_key_answer_lost.
 type IdempotentRequest struct {
@@ -64,13 +65,46 @@ type IdempotentRequest struct {
 	Key         string
 	RequestHash string
 	// Answer, when set, returns the answer to store with the key in the
-	// transaction of the change, made from an event the change emits (the
-	// record as the API shows it), or nil for an event it does not answer
-	// with: a retry after a crash between the commit and the storing of
-	// the answer then replays it. The store calls it with each event the
-	// transaction emits until one answers.
-	Answer    func(e *Event) []byte
+	// transaction of the change, made from v: an event the change emits
+	// (*Event, its data the record as the API shows it) or the value a
+	// service keeps as its answer (KeepAnswer); nil for a value it does
+	// not answer with. A retry after a crash between the commit and the
+	// storing of the answer then replays it. The store calls it with each
+	// event the transaction emits until one answers, then, when none did,
+	// with the value kept.
+	Answer    func(v any) []byte
 	committed atomic.Bool
+	kept      atomic.Pointer[any]
+}
+
+// KeepAnswer names v as what the idempotent request of ctx (if any)
+// answers: the transaction that commits its change stores the answer
+// made from v (IdempotentRequest.Answer) with the key, so v must be
+// complete when that transaction commits. A service calls it inside the
+// transaction of the change (Store.Update), or just before the write
+// that makes it, with the record its caller will show.
+func KeepAnswer(ctx context.Context, v any) {
+	if r := IdempotentRequestFrom(ctx); r != nil && !r.Committed() && v != nil {
+		r.kept.Store(&v)
+	}
+}
+
+// SecretAnswer is what a service keeps (KeepAnswer) for a change whose
+// answer shows a secret once: the record made or changed (an *APIKey, an
+// *OAuthClient, an *Integration) and the secret ("" for none, a public
+// OAuth client's). The answer, with the secret, is sealed at rest with
+// the key (IdempotencyStore).
+type SecretAnswer struct {
+	Record any
+	Secret string
+}
+
+// Kept returns the value named by KeepAnswer, or nil.
+func (r *IdempotentRequest) Kept() any {
+	if p := r.kept.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Committed reports whether a transaction of the request committed a

@@ -47,10 +47,13 @@ type Turn struct {
 	// a process may renew or finish the turn only while the attempt it
 	// runs is the turn's, so a process that lost its lease cannot
 	// overwrite the attempt that took over.
-	Attempt     int        `json:"-"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	CompletedAt *time.Time `json:"completed_at"` // when it ended (completed, failed or cancelled)
+	Attempt int `json:"-"`
+	// Request is the API request that started or resumed the turn in this
+	// process (not stored): the events of the turn's changes name it.
+	Request     *EventRequest `json:"-"`
+	CreatedAt   time.Time     `json:"created_at"`
+	UpdatedAt   time.Time     `json:"updated_at"`
+	CompletedAt *time.Time    `json:"completed_at"` // when it ended (completed, failed or cancelled)
 }
 
 // Finished reports whether the turn has ended for good (completed or

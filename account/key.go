@@ -142,6 +142,7 @@ func (s *Service) CreateKey(ctx context.Context, userID string, in NewKey) (stri
 		if err := tx.CreateKey(ctx, k); err != nil {
 			return err
 		}
+		ams.KeepAnswer(ctx, &ams.SecretAnswer{Record: k, Secret: secret})
 		return tx.Emit(ctx, ams.APIKeyEvent(ams.EventAPIKeyCreated, k, now))
 	})
 	if err != nil {

@@ -168,16 +168,21 @@ func New(cfg Config) (*App, error) {
 	// The services, all on the one watched store.
 	a.Accounts = &account.Service{Store: a.Store, Clock: cfg.Clock, BaseURL: base}
 	a.World = &world.Service{Store: a.Store, Clock: cfg.Clock, Integrations: map[string]world.Integrator{caldav.Provider: a.Calendars}}
-	a.Messages = &messaging.Service{Store: a.Store, Clock: cfg.Clock, Tools: a.World.Toolbox, EngineFor: cfg.EngineFor,
+	a.Messages = &messaging.Service{Store: ams.Narrow[messaging.Tx](a.Store), Clock: cfg.Clock, Tools: a.World.Toolbox, EngineFor: cfg.EngineFor,
 		EngineTimeout: cfg.EngineTimeout, Logger: logger}
-	a.Webhooks = &webhook.Service{Store: a.Store, Guard: guard, Clock: cfg.Clock, MaxPerAccount: cfg.MaxWebhooks}
+	a.Webhooks = &webhook.Service{Store: ams.Narrow[webhook.Tx](a.Store), Guard: guard, Clock: cfg.Clock, MaxPerAccount: cfg.MaxWebhooks}
 
 	doc, err := openapi.ForServer(base)
 	if err != nil {
 		return nil, err
 	}
+	// The API and the account pages read the store (their Reader) and
+	// change OAuth clients through this.
+	clients := &oauth.Clients{Store: a.Store}
 	a.API = &amshttp.Server{
 		Store:               a.Store,
+		Records:             a.Store,
+		OAuthClients:        clients,
 		Limiter:             limiter,
 		Messages:            a.Messages,
 		World:               a.World,
@@ -214,7 +219,7 @@ func New(cfg Config) (*App, error) {
 	a.OAuth = authz
 	a.API.Tokens = authz
 	authz.Register(a.API.Mux())
-	a.Pages = &pages.Server{Store: a.Store, Clock: cfg.Clock, Logger: logger, BaseURL: base, OAuth: authz, Accounts: a.Accounts, Messages: a.Messages,
+	a.Pages = &pages.Server{Store: a.Store, OAuthClients: clients, Clock: cfg.Clock, Logger: logger, BaseURL: base, OAuth: authz, Accounts: a.Accounts, Messages: a.Messages,
 		Webhooks: a.Webhooks, Limiter: limiter, Usage: a.Usage}
 	a.Pages.Register(a.API.Mux())
 

@@ -12,6 +12,7 @@ import (
 	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/internal/smtptest"
 	"github.com/amsdev/ams/mail"
+	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/webhook"
 	"github.com/amsdev/ams/world"
 )
@@ -24,7 +25,7 @@ func TestOneStore(t *testing.T) {
 		t.Fatal("the services' store is not the watched one")
 	}
 	for name, s := range map[string]any{
-		"world": a.World.Store, "messaging": a.Messages.Store, "webhooks": a.Webhooks.Store,
+		"world": a.World.Store, "messaging": a.Messages.Store.(ams.Narrowed[messaging.Tx]).Store, "webhooks": a.Webhooks.Store.(ams.Narrowed[webhook.Tx]).Store,
 		"api": a.API.Store, "pages": a.Pages.Store,
 	} {
 		if s != any(a.Store) {
@@ -32,7 +33,7 @@ func TestOneStore(t *testing.T) {
 		}
 	}
 	var _ world.Store = a.Store
-	var _ webhook.Store = a.Store
+	var _ webhook.Store = ams.Narrowed[webhook.Tx]{}
 	if a.Webhook.Queue == a.Store || a.Reminders.Store == world.Store(a.Store) {
 		t.Error("a worker runs on the watched store: its own writes would call it back")
 	}

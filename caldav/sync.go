@@ -143,241 +143,11 @@ func (s *Syncer) connect(ctx context.Context, in *ams.Integration) (*remote, err
 	return rc, nil
 }
 
-// run syncs integration in once (see the package comment). It returns
-// the events the server refused too: skipped, the run went on without
-// them.
-// The pending mass deletion it returns is the integration's new
-// PendingDeletion ("" for none).
-func (s *Syncer) run(ctx context.Context, in *ams.Integration, deletions []deletion) (Result, []refusal, string, error) {
-	var pending string
-	res, refusals, err := s.runOnce(ctx, in, deletions, &pending)
-	res.Refused = len(refusals)
-	return res, refusals, pending, err
-}
-
 func (s *Syncer) confirmDelay() time.Duration {
 	if s.ConfirmDelay > 0 {
 		return s.ConfirmDelay
 	}
 	return DefaultConfirmDelay
-}
-
-func (s *Syncer) runOnce(ctx context.Context, in *ams.Integration, deletions []deletion, pending *string) (res Result, refusals []refusal, err error) {
-	rc, err := s.connect(ctx, in)
-	if err != nil {
-		return res, nil, err
-	}
-	// push runs one push of event e: a refusal of e is noted and skipped.
-	push := func(e *ams.CalendarEvent, do func() (bool, error)) error {
-		ok, err := do()
-		if code, isRefusal := refused(err); isRefusal {
-			refusals = append(refusals, refusal{e.ID, code})
-			s.Logger.Warn("caldav: the server refused an event; the others are synchronized",
-				"integration_id", in.ID, "event_id", e.ID, "status", code)
-			return nil
-		} else if err != nil {
-			return err
-		}
-		if ok {
-			res.Pushed++
-		}
-		return nil
-	}
-	// remove deletes the object at path of event id (deleted here): a
-	// refusal of it is noted and skipped, as push does. The object stays
-	// on the server; when its UID is the event's id, each later run finds
-	// it there and tries again (an object of another UID is the server's
-	// event, read back as such).
-	refusedPaths := map[string]bool{}
-	remove := func(id, path, etag string) error {
-		err := rc.remove(ctx, path, etag)
-		if code, isRefusal := refused(err); isRefusal {
-			refusedPaths[path] = true
-			refusals = append(refusals, refusal{id, code})
-			s.Logger.Warn("caldav: the server refused to delete an event; the others are synchronized",
-				"integration_id", in.ID, "event_id", id, "status", code)
-			return nil
-		} else if err != nil && !isStatus(err, http.StatusPreconditionFailed) {
-			return remoteErr(err)
-		}
-		res.DeletedThere++
-		return nil
-	}
-	for _, d := range deletions {
-		if err := remove(d.EventID, d.Path, d.ETag); err != nil {
-			return res, nil, err
-		}
-	}
-	etags, err := rc.list(ctx)
-	if err != nil {
-		return res, nil, remoteErr(err)
-	}
-	events, err := s.events(ctx, in.UserID)
-	if err != nil {
-		return res, nil, err
-	}
-	inactive, err := s.inactiveIntegrations(ctx, in, events)
-	if err != nil {
-		return res, nil, err
-	}
-	mine := map[string]*ams.CalendarEvent{}  // by path: the integration's events
-	byUID := map[string]*ams.CalendarEvent{} // by UID: the integration's and adoptable events
-	var localOnly []*ams.CalendarEvent
-	var restored []*ams.CalendarEvent // the integration's, restored here: no object known
-	for _, e := range events {
-		switch {
-		case e.IntegrationID == in.ID:
-			if e.ExternalPath != "" {
-				mine[e.ExternalPath] = e
-			} else {
-				restored = append(restored, e)
-			}
-			byUID[e.ExternalUID] = e
-		case e.IntegrationID == "":
-			localOnly = append(localOnly, e)
-			if _, taken := byUID[e.ID]; !taken {
-				byUID[e.ID] = e
-			}
-		case inactive[e.IntegrationID] && e.ExternalUID != "":
-			// Kept from a disconnected integration: a new connection to
-			// the same calendar takes it over rather than duplicating it.
-			if _, taken := byUID[e.ExternalUID]; !taken {
-				byUID[e.ExternalUID] = e
-			}
-		}
-	}
-
-	// Objects changed on the server, and events changed only here.
-	matched := map[string]bool{} // event ids in step with an object
-	var fetch []string
-	var changedHere []*ams.CalendarEvent
-	for path, etag := range etags {
-		e := mine[path]
-		if e == nil || etag == "" || parseState(e.ExternalETag).ETag != etag {
-			fetch = append(fetch, path)
-			continue
-		}
-		matched[e.ID] = true
-		if fieldsOf(e).hash() != parseState(e.ExternalETag).Hash {
-			changedHere = append(changedHere, e)
-		}
-	}
-	objs, err := rc.fetch(ctx, fetch)
-	if err != nil {
-		return res, nil, remoteErr(err)
-	}
-	for _, o := range objs {
-		uid, f, err := readEvent(o.Data)
-		if err != nil {
-			continue // not an event ams can hold: left alone, both ways
-		}
-		e := mine[o.Path]
-		if e == nil || e.ExternalUID != uid {
-			e = byUID[uid]
-		}
-		if e != nil && matched[e.ID] {
-			continue // a second object with the UID: the first one wins
-		}
-		if e == nil {
-			// An object whose event a sync deleted (it was not listed)
-			// is listed again: the event comes back.
-			back, err := s.restoreListed(ctx, in, uid)
-			if err != nil {
-				return res, nil, err
-			}
-			if back != nil {
-				res.Restored++
-				e = back
-			}
-		}
-		if e == nil {
-			gone, ours, err := s.deletedHere(ctx, in.UserID, uid)
-			if err != nil {
-				return res, nil, err
-			}
-			if ours {
-				continue // a copy of an event another integration keeps: not imported twice
-			}
-			if gone {
-				if refusedPaths[o.Path] {
-					continue // refused in this run already
-				}
-				if err := remove(uid, o.Path, o.ETag); err != nil {
-					return res, nil, err
-				}
-				continue
-			}
-			created, err := s.create(ctx, in, uid, o, f)
-			if err != nil {
-				return res, nil, err
-			}
-			if created {
-				res.Created++
-			}
-			continue
-		}
-		matched[e.ID] = true
-		updated, err := s.pull(ctx, in, e, uid, o, f)
-		if err != nil {
-			return res, nil, err
-		}
-		if updated {
-			res.Updated++
-		}
-	}
-
-	// Objects gone from the server: a mass deletion waits for a later
-	// listing to confirm it.
-	var gone []*ams.CalendarEvent
-	for path, e := range mine {
-		if _, ok := etags[path]; ok || matched[e.ID] {
-			continue
-		}
-		gone = append(gone, e)
-	}
-	if MassDeletion(len(gone), len(mine)) {
-		now := s.now()
-		seen := newPendingDeletion(gone, now)
-		prev, ok := parsePendingDeletion(in.PendingDeletion)
-		if !ok || prev.Hash != seen.Hash || now.Sub(prev.Since) < s.confirmDelay() {
-			if ok && prev.Hash == seen.Hash {
-				seen.Since = prev.Since
-			}
-			*pending = seen.String()
-			res.Held = len(gone)
-			s.Logger.Warn("caldav: the server no longer lists many of the calendar's events; they are kept until a later listing confirms it",
-				"integration_id", in.ID, "gone", len(gone), "synced", len(mine))
-			gone = nil
-		} else {
-			s.Logger.Warn("caldav: a second listing confirms that the server no longer lists the events; they are deleted here (restorable)",
-				"integration_id", in.ID, "gone", len(gone), "synced", len(mine))
-		}
-	}
-	for _, e := range gone {
-		deleted, err := s.deleteHere(ctx, in, e)
-		if err != nil {
-			return res, nil, err
-		}
-		if deleted {
-			res.DeletedHere++
-		}
-	}
-
-	// Changes made here.
-	for _, e := range changedHere {
-		if err := push(e, func() (bool, error) { return s.pushUpdate(ctx, rc, e) }); err != nil {
-			return res, refusals, err
-		}
-	}
-	for _, e := range append(localOnly, restored...) {
-		if matched[e.ID] {
-			continue
-		}
-		if err := push(e, func() (bool, error) { return s.pushNew(ctx, rc, in, e) }); err != nil {
-			return res, refusals, err
-		}
-	}
-	return res, refusals, nil
 }
 
 // events returns all of the account's calendar events.
@@ -515,6 +285,7 @@ func (s *Syncer) pull(ctx context.Context, in *ams.Integration, e *ams.CalendarE
 		}
 		now := s.now()
 		changed := !fieldsOf(cur).equal(f)
+		was := ams.CalendarEventEvent(ams.EventEventUpdated, cur, cur.UpdatedAt)
 		if changed {
 			f.apply(cur)
 			cur.UpdatedAt = now
@@ -528,7 +299,7 @@ func (s *Syncer) pull(ctx context.Context, in *ams.Integration, e *ams.CalendarE
 			return nil
 		}
 		updated = true
-		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventUpdated, cur, now))
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventUpdated, cur, now).Since(was))
 	})
 	if ams.ErrorKindOf(err) == ams.ECONFLICT {
 		return false, nil

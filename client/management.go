@@ -61,8 +61,8 @@ type CreateAPIKeyParams struct {
 	// expires itself must give one no later than its own expiry.
 	ExpiresAt *time.Time
 	// IdempotencyKey is sent as the Idempotency-Key header; empty lets the
-	// client generate one. An answer with a secret is never replayed: a
-	// retry creates another key.
+	// client generate one. A retry with the same key within 24 hours
+	// replays the first answer, the same key and secret.
 	IdempotencyKey string
 }
 

@@ -1,6 +1,7 @@
 package client_test
 
 import (
+	"os"
 	"os/exec"
 	"reflect"
 	"slices"
@@ -156,5 +157,40 @@ func TestSDKImportsOnlyStandardLibrary(t *testing.T) {
 		if p != "github.com/amsdev/ams/client" && p != "github.com/amsdev/ams/client/webhook" {
 			t.Errorf("the SDK imports %s", p)
 		}
+	}
+}
+
+// TestREADMEListsEveryOperation: client/README.md has a row for every
+// operation of the OpenAPI document, naming its method first, and no row
+// for an operation the document lacks.
+func TestREADMEListsEveryOperation(t *testing.T) {
+	raw, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := openapi.Operations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string]string{} // "METHOD /path" -> the rest of the row
+	for _, line := range strings.Split(string(raw), "\n") {
+		route, rest, ok := strings.Cut(strings.TrimPrefix(line, "| `"), "` | ")
+		if ok && strings.HasPrefix(line, "| `") && strings.Contains(route, " /v1") {
+			rows[route] = rest
+		}
+	}
+	for route, id := range ops {
+		rest, ok := rows[route]
+		if !ok {
+			t.Errorf("README.md lacks %s", route)
+			continue
+		}
+		if want := "`" + operations[id] + "`"; !strings.HasPrefix(rest, want) {
+			t.Errorf("README.md: %s names %q, want %s first", route, rest, want)
+		}
+		delete(rows, route)
+	}
+	for route := range rows {
+		t.Errorf("README.md lists %s, which the OpenAPI document does not have", route)
 	}
 }

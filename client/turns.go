@@ -149,9 +149,25 @@ func (st *turnStream) events(ctx context.Context, resp *http.Response) iter.Seq2
 		for {
 			if resp == nil {
 				var err error
-				if resp, err = st.open(ctx); err != nil {
-					yield(MessageStreamEvent{}, err)
-					return
+				var retry retryClass
+				if resp, retry, err = st.open(ctx); err != nil {
+					// A resume that failed as a connection can (a reset,
+					// a 5xx, a 429) counts as one more reconnect.
+					if retry == retryNo || reconnects >= st.c.maxRetries {
+						yield(MessageStreamEvent{}, err)
+						return
+					}
+					wait := backoff(reconnects)
+					var apiErr *Error
+					if errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
+						wait = apiErr.RetryAfter
+					}
+					if serr := st.c.sleep(ctx, wait); serr != nil {
+						yield(MessageStreamEvent{}, serr)
+						return
+					}
+					reconnects++
+					continue
 				}
 			}
 			done, err := st.read(resp, yield)
@@ -161,8 +177,13 @@ func (st *turnStream) events(ctx context.Context, resp *http.Response) iter.Seq2
 				return
 			}
 			if ctx.Err() != nil || st.turnID == "" || reconnects >= st.c.maxRetries {
-				if err == nil || errors.Is(err, io.EOF) {
+				switch {
+				case err == nil || errors.Is(err, io.EOF):
 					err = io.ErrUnexpectedEOF
+				case ctx.Err() == nil && !errors.Is(err, io.ErrUnexpectedEOF):
+					// A reset or another network failure: still a
+					// stream that ended early, whatever cut it.
+					err = fmt.Errorf("%w (%w)", io.ErrUnexpectedEOF, err)
 				}
 				yield(MessageStreamEvent{}, fmt.Errorf("ams: turn %s: the stream ended before the turn did: %w", st.turnID, err))
 				return
@@ -176,11 +197,12 @@ func (st *turnStream) events(ctx context.Context, resp *http.Response) iter.Seq2
 	}
 }
 
-// open opens GET /turns/{id}/events after the last event received.
-func (st *turnStream) open(ctx context.Context) (*http.Response, error) {
+// open opens GET /turns/{id}/events after the last event received; retry
+// says whether a failure may go away by itself (retryNo when not).
+func (st *turnStream) open(ctx context.Context) (*http.Response, retryClass, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, st.c.baseURL+"/v1/turns/"+url.PathEscape(st.turnID)+"/events", nil)
 	if err != nil {
-		return nil, err
+		return nil, retryNo, err
 	}
 	req.Header.Set("Authorization", "Bearer "+st.c.apiKey)
 	req.Header.Set("Accept", "text/event-stream")
@@ -190,18 +212,22 @@ func (st *turnStream) open(ctx context.Context) (*http.Response, error) {
 	}
 	resp, err := st.c.httpClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("ams: GET /turns/%s/events: %w", st.turnID, err)
+		return nil, networkRetry(ctx, err), fmt.Errorf("ams: GET /turns/%s/events: %w", st.turnID, err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		resp.Body.Close()
-		return nil, parseError(resp, raw, st.c.now())
+		e := parseError(resp, raw, st.c.now())
+		if retry := errorRetry(e); retry == retryNo || (e.RetryAfter > maxRetryAfter) {
+			return nil, retryNo, e
+		}
+		return nil, retryIfRepeatable, e
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		resp.Body.Close()
-		return nil, fmt.Errorf("ams: GET /turns/%s/events: answer is %q, not an event stream", st.turnID, resp.Header.Get("Content-Type"))
+		return nil, retryNo, fmt.Errorf("ams: GET /turns/%s/events: answer is %q, not an event stream", st.turnID, resp.Header.Get("Content-Type"))
 	}
-	return resp, nil
+	return resp, retryNo, nil
 }
 
 // read yields the events of one connection; done is true when the turn's

@@ -85,11 +85,23 @@ type Integration struct {
 // delivered to webhooks. For "message.created" Data holds message_id,
 // assistant_id, conversation_id, content and direction.
 type Event struct {
-	ID        string         `json:"id"`     // "evt_..."
-	Object    string         `json:"object"` // "event"
-	Type      string         `json:"type"`   // such as "message.created"
-	CreatedAt time.Time      `json:"created_at"`
-	Data      map[string]any `json:"data"`
+	ID        string    `json:"id"`     // "evt_..."
+	Object    string    `json:"object"` // "event"
+	Type      string    `json:"type"`   // such as "message.created"
+	CreatedAt time.Time `json:"created_at"`
+	// Request is the API request that made the change; nil for a change
+	// made otherwise (the account pages, the CLI, reminders, syncs).
+	Request *EventRequest `json:"request"`
+	// TurnID is the turn ("trn_...") whose messages or tool effects the
+	// event records; "" otherwise.
+	TurnID string         `json:"turn_id"`
+	Data   map[string]any `json:"data"`
+}
+
+// EventRequest is the API request that caused an event.
+type EventRequest struct {
+	ID             string `json:"id"`              // its X-Request-Id ("req_...")
+	IdempotencyKey string `json:"idempotency_key"` // the Idempotency-Key it was sent with; "" without one
 }
 
 // List is one page of a list endpoint.

@@ -134,8 +134,8 @@ func TestClientIteratesAllPages(t *testing.T) {
 		}
 		n++
 	}
-	if n != 46 {
-		t.Fatalf("iterated %d events, want 46", n)
+	if n != 69 { // each send: conversation.created and two message.created
+		t.Fatalf("iterated %d events, want 69", n)
 	}
 }
 

@@ -20,8 +20,10 @@ import (
 	_ "modernc.org/sqlite" // to move the killed store's idempotency records back in time
 )
 
-// TestKillNineKeyedWritesNoDuplicates (issue 26, M2): POST /v1/tasks with
-// an Idempotency-Key each, many at once; the process is killed with
+// TestKillNineKeyedWritesNoDuplicates (issue 26, M2 and point 5): POST
+// /v1/tasks and POST /v1/conversations (whose answer its service keeps,
+// ams.KeepAnswer) with an Idempotency-Key each, many at once; the process
+// is killed with
 // SIGKILL while they run. Then five minutes pass (the records' times are
 // moved back: a claim whose process died counts as abandoned after
 // ams.IdempotencyAbandoned) and a new process gets every request again,
@@ -30,7 +32,7 @@ import (
 // answer (Idempotent-Replayed), the one stored with the change when the
 // process died before storing the answer it gave; one whose change did
 // not commit makes it now. Every answer the first process gave before
-// dying is replayed with its task. On both engines.
+// dying is replayed with its record. On both engines.
 func TestKillNineKeyedWritesNoDuplicates(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
 		t.Run(engine, func(t *testing.T) {
@@ -122,6 +124,15 @@ func killNineKeyedWrites(t *testing.T, dir string, shift func(time.Duration)) {
 	key := s.field(t, `API key\s+(ams_sk_\w+)`)
 	asst := s.field(t, `assistant\s+(ast_\w+)`)
 	run(t, dir, "", "users", "update", "--email", "dev@example.com", "--plan", "enterprise", "--rpm", "100000")
+	// Even requests create tasks (their answer kept from the task.created
+	// event), odd ones conversations (their answer kept by the service,
+	// ams.KeepAnswer).
+	path := func(i int) string {
+		if i%2 == 0 {
+			return "/v1/tasks"
+		}
+		return "/v1/conversations"
+	}
 	body := func(i int) string { return fmt.Sprintf(`{"assistant_id":%q,"title":"keyed %d"}`, asst, i) }
 	idem := func(i int) string { return fmt.Sprintf("kill9-%d", i) }
 
@@ -137,7 +148,7 @@ func killNineKeyedWrites(t *testing.T, dir string, shift func(time.Duration)) {
 		go func() {
 			defer wg.Done()
 			<-start
-			a, err := keyedPost(c, s.base+"/v1/tasks", key, idem(i), body(i))
+			a, err := keyedPost(c, s.base+path(i), key, idem(i), body(i))
 			if err != nil {
 				return // unacknowledged: the process died
 			}
@@ -176,7 +187,7 @@ func killNineKeyedWrites(t *testing.T, dir string, shift func(time.Duration)) {
 	key2 := s2.field(t, `API key\s+(ams_sk_\w+)`)
 	lost := 0
 	for i := range n {
-		a, err := keyedPost(c, s2.base+"/v1/tasks", key2, idem(i), body(i))
+		a, err := keyedPost(c, s2.base+path(i), key2, idem(i), body(i))
 		if err != nil {
 			t.Fatalf("retry %d: %v", i, err)
 		}
@@ -189,13 +200,12 @@ func killNineKeyedWrites(t *testing.T, dir string, shift func(time.Duration)) {
 		case a.status != http.StatusCreated:
 			t.Fatalf("retry %d: %d %v", i, a.status, a.body)
 		case first[i] != nil && (!a.replayed || a.body["id"] != first[i].body["id"]):
-			t.Errorf("retry %d of an answered request: replayed %v, task %v, want the first answer's %v", i, a.replayed, a.body["id"], first[i].body["id"])
+			t.Errorf("retry %d of an answered request: replayed %v, record %v, want the first answer's %v", i, a.replayed, a.body["id"], first[i].body["id"])
 		}
 	}
 	if lost > 0 {
-		// POST /v1/tasks stores its answer with the change (the task.created
-		// event's record): a retry replays it even when the process died
-		// before storing the answer it gave.
+		// Both store their answer with the change: a retry replays it even
+		// when the process died before storing the answer it gave.
 		t.Errorf("%d retries answered idempotency_key_answer_lost, want the stored answers", lost)
 	}
 
@@ -222,18 +232,19 @@ func killNineKeyedWrites(t *testing.T, dir string, shift func(time.Duration)) {
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		tasks, created = map[string]int{}, map[string]int{}
 		list("/v1/tasks?limit=100", func(m map[string]any) { tasks[m["title"].(string)]++ })
+		list("/v1/conversations?limit=100", func(m map[string]any) { tasks[m["title"].(string)]++ })
 		list("/v1/events?type=task.created&limit=100", func(m map[string]any) {
 			if d := m["data"].(map[string]any); strings.HasPrefix(d["title"].(string), "keyed ") {
 				created[d["id"].(string)]++
 			}
 		})
-		if len(created) >= n || time.Now().After(deadline) {
+		if len(created) >= n/2 || time.Now().After(deadline) {
 			break
 		}
 	}
 	for i := range n {
 		if got := tasks[fmt.Sprintf("keyed %d", i)]; got != 1 {
-			t.Errorf("request %d made %d tasks, want 1", i, got)
+			t.Errorf("request %d made %d records (%s), want 1", i, got, path(i))
 		}
 	}
 	for id, k := range created {
@@ -241,8 +252,8 @@ func killNineKeyedWrites(t *testing.T, dir string, shift func(time.Duration)) {
 			t.Errorf("task %s has %d task.created events", id, k)
 		}
 	}
-	if len(created) != n {
-		t.Errorf("%d task.created events, want %d", len(created), n)
+	if len(created) != n/2 {
+		t.Errorf("%d task.created events, want %d", len(created), n/2)
 	}
 }
 

@@ -7,14 +7,31 @@ import (
 	"github.com/amsdev/ams/world"
 )
 
+// Assistants over HTTP (/v1/assistants): the world service validates and
+// writes them (world/assistants.go); the handlers read them from the store.
+
 // assistantRequest is the body of POST and PATCH /v1/assistants; the
 // world service validates it.
 type assistantRequest = world.AssistantInput
 
-func (s *Server) createAssistant(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
+func (s *Server) listAssistants(w http.ResponseWriter, r *http.Request) error {
+	page, err := s.Store.ListAssistants(r.Context(), auth(r).User.ID, listOf(r))
+	if err != nil {
 		return err
 	}
+	return writeList(w, page, func(a *ams.Assistant) string { return a.ID })
+}
+
+func (s *Server) getAssistant(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	a, err := s.Store.FindAssistant(r.Context(), auth(r).User.ID, id)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, a)
+}
+
+func (s *Server) createAssistant(w http.ResponseWriter, r *http.Request) error {
 	var req assistantRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -28,13 +45,7 @@ func (s *Server) createAssistant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateAssistant(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "assistant", ams.PrefixAssistant)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	var req assistantRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -47,13 +58,7 @@ func (s *Server) updateAssistant(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteAssistant(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "assistant", ams.PrefixAssistant)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := s.World.DeleteAssistant(r.Context(), auth(r).User.ID, id); err != nil {
 		return err
 	}

@@ -134,7 +134,7 @@ func (s *Server) authenticateSecret(ctx context.Context, secret string, token bo
 		return s.admit(ctx, e, s.now())
 	}
 	hash := ams.HashSecret(secret)
-	gen, err := s.Store.AuthGeneration(ctx)
+	gen, err := s.Records.AuthGeneration(ctx)
 	if err != nil {
 		// Without the generation nothing cached can be trusted: ask the
 		// store, and cache nothing.
@@ -168,7 +168,7 @@ func (s *Server) lookupCredential(ctx context.Context, secret string, token bool
 		}
 		return &authEntry{auth: auth, token: true}, nil
 	}
-	key, user, err := s.Store.AuthenticateKey(ctx, ams.HashSecret(secret))
+	key, user, err := s.Records.AuthenticateKey(ctx, ams.HashSecret(secret))
 	if ams.IsNotFound(err) {
 		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "invalid_api_key", "The API key or token is not valid.")
 	} else if err != nil {

@@ -79,8 +79,14 @@ func (s *Server) createCalendarFeed(w http.ResponseWriter, r *http.Request) erro
 	}
 	w.Header().Set("Location", "/v1/integrations/"+in.ID)
 	w.Header().Set("Cache-Control", "no-store")
-	return writeJSON(w, http.StatusCreated, calendarFeed{ID: in.ID, Object: "calendar_feed",
-		URL: s.baseURL(r) + "/calendar/feed/" + token + ".ics", CreatedAt: ams.JSONTime(in.CreatedAt)})
+	return writeJSON(w, http.StatusCreated, s.feedAnswer(r, in, token))
+}
+
+// feedAnswer is the answer of POST /v1/calendar/feed that made feed in,
+// whose token is token.
+func (s *Server) feedAnswer(r *http.Request, in *ams.Integration, token string) calendarFeed {
+	return calendarFeed{ID: in.ID, Object: "calendar_feed",
+		URL: s.baseURL(r) + "/calendar/feed/" + token + ".ics", CreatedAt: ams.JSONTime(in.CreatedAt)}
 }
 
 // parseFeedToken splits a token into the account's and the feed's ids.

@@ -170,24 +170,25 @@ func TestCalendarFeedEmpty(t *testing.T) {
 	wantError(t, f.do("POST", "/v1/calendar/feed", `{"name":"x"}`), 400, "invalid_request_error", "unknown_parameter", "name")
 }
 
-// TestCalendarFeedNotKeptForReplay: the feed URL is a secret shown once,
-// so an Idempotency-Key does not keep it for 24 hours: the key is
-// released, and a retry with it makes a new feed (the old one is
-// disconnected) rather than replaying the secret.
-func TestCalendarFeedNotKeptForReplay(t *testing.T) {
+// TestCalendarFeedReplayed: the feed URL is a secret shown once; a retry
+// with the same Idempotency-Key replays it (no-store, the same URL, which
+// still works) instead of making a new feed that would cut off the first.
+func TestCalendarFeedReplayed(t *testing.T) {
 	f := setup(t)
 	first := f.do("POST", "/v1/calendar/feed", "", "Idempotency-Key", "feed-1")
 	if first.status != 201 {
 		t.Fatalf("create: %d %s", first.status, first.body)
 	}
-	rec, err := f.Store.BeginIdempotent(context.Background(), &ams.IdempotencyRecord{UserID: f.User.ID, Key: "feed-1", RequestHash: "x", CreatedAt: f.Clock.Now()})
-	if err != nil || rec != nil {
-		t.Fatalf("the answer with the feed URL was kept for replay: %+v %v", rec, err)
-	}
-	f.Store.ReleaseIdempotent(context.Background(), f.User.ID, "feed-1")
 	again := f.do("POST", "/v1/calendar/feed", "", "Idempotency-Key", "feed-1")
-	if again.status != 201 || again.header.Get("Idempotent-Replayed") != "" || again.json(t)["url"] == first.json(t)["url"] {
-		t.Fatalf("retry: %d %s (replayed %q)", again.status, again.body, again.header.Get("Idempotent-Replayed"))
+	if again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" || again.header.Get("Cache-Control") != "no-store" ||
+		again.json(t)["url"] != first.json(t)["url"] {
+		t.Fatalf("retry: %d %v %s", again.status, again.header, again.body)
+	}
+	if status, _, _ := getFeed(t, first.json(t)["url"].(string)); status != 200 {
+		t.Fatalf("the replayed feed URL: GET %d", status)
+	}
+	if n := f.integrationCount(); n != 1 {
+		t.Fatalf("%d integrations after the retry, want 1", n)
 	}
 }
 

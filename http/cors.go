@@ -52,11 +52,11 @@ import (
 const (
 	corsAllowMethods = "GET, POST, PATCH, DELETE"
 	// The request headers the SDKs send beyond the CORS-safelisted ones.
-	corsAllowHeaders = "Authorization, Content-Type, Idempotency-Key, Accept"
+	corsAllowHeaders = "Authorization, Content-Type, Idempotency-Key, Accept, If-None-Match"
 	// The answer headers the SDKs and API clients read beyond the
 	// CORS-safelisted ones (Content-Type, ...).
 	corsExposeHeaders = "X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, " +
-		"Retry-After, Location, Idempotent-Replayed, WWW-Authenticate, Allow"
+		"Retry-After, Location, Idempotent-Replayed, WWW-Authenticate, Allow, ETag, Deprecation, Sunset, Link"
 	// How long a browser may keep a preflight's answer (browsers cap it:
 	// Chromium at 2 h).
 	corsMaxAge = "7200"

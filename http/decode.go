@@ -351,12 +351,10 @@ func checkQuery(q url.Values, list bool, allowed ...string) error {
 	return nil
 }
 
-// listParams parses limit, after, before and order.
-func listParams(r *http.Request, filters ...string) (ams.ListParams, error) {
+// listParams parses limit, after, before and order (the route's prelude
+// has refused the parameters the route does not accept).
+func listParams(r *http.Request) (ams.ListParams, error) {
 	q := r.URL.Query()
-	if err := checkQuery(q, true, filters...); err != nil {
-		return ams.ListParams{}, err
-	}
 	p := ams.ListParams{Limit: 20, Order: ams.OrderDesc, After: q.Get("after"), Before: q.Get("before")}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -444,14 +442,4 @@ func writeBody(w http.ResponseWriter, status int, body []byte) error {
 func isNilPointer(v any) bool {
 	rv := reflect.ValueOf(v)
 	return rv.Kind() == reflect.Pointer && rv.IsNil()
-}
-
-// pathID returns the {id} path value if it has the prefix; otherwise the
-// record cannot exist and the answer is 404.
-func pathID(r *http.Request, object, prefix string) (string, error) {
-	id := r.PathValue("id")
-	if !ams.HasPrefixID(id, prefix) {
-		return "", ams.NotFound(object, id)
-	}
-	return id, nil
 }

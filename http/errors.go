@@ -43,22 +43,6 @@ var kindStatus = map[ams.ErrorKind]int{
 // database could not serve, or the request ran out of time.
 const retryAfterUnavailable = 5
 
-// errorType returns the error body's type for an HTTP status.
-func errorType(status int) string {
-	switch {
-	case status == 401:
-		return "authentication_error"
-	case status == 403:
-		return "permission_error"
-	case status == 429:
-		return "rate_limit_error"
-	case status >= 500:
-		return "api_error"
-	default:
-		return "invalid_request_error"
-	}
-}
-
 // writeError answers err with the documented error body. Errors that are
 // not *ams.Error are internal: they are logged with the request id and the
 // caller sees only a generic message.
@@ -99,7 +83,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfterUnavailable))
 	}
 	writeJSON(w, status, errorBody{
-		Error:     errorDetail{Type: errorType(status), Code: e.Code, Message: e.Message, Param: e.Param},
+		Error:     errorDetail{Type: e.Kind.Type(), Code: e.Code, Message: e.Message, Param: e.Param},
 		RequestID: requestID(r.Context()),
 	})
 }

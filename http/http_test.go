@@ -149,7 +149,7 @@ func TestSendMessageAndReadBack(t *testing.T) {
 	if !strings.Contains(reply["content"].(string), "Ada") || reply["conversation_id"] != conv {
 		t.Fatalf("context lost: %v", reply)
 	}
-	if n := f.counts(); n != [3]int{1, 6, 6} {
+	if n := f.counts(); n != [3]int{1, 6, 7} { // six message.created and the conversation.created
 		t.Fatalf("counts %v", n)
 	}
 }

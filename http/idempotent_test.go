@@ -3,9 +3,13 @@ package http_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
 	"reflect"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/amstest"
@@ -27,16 +31,17 @@ func (s *dyingStore) FinishIdempotent(ctx context.Context, rec *ams.IdempotencyR
 	return s.DB.FinishIdempotent(ctx, rec)
 }
 
-// TestIdempotentAnswerStoredWithChange (issue 26, M2): a keyed POST whose
-// process dies after its change committed, before it stores its answer,
-// is never made again by a retry: a POST whose change's event carries its
-// answer (tasks, their completion, calendar events, key revocation)
-// replays the same status, Location and fields as the first answer; any
-// other POST (here an assistant) answers 409 idempotency_key_answer_lost;
-// neither makes a second record. Without the crash, the replay is the
-// first answer byte for byte. A request that committed nothing and failed
-// frees its key; one whose answer showed a secret runs again, as
-// documented.
+// TestIdempotentAnswerStoredWithChange (issue 26, M2 and point 5): a
+// keyed POST whose process dies after its change committed, before it
+// stores its answer, is never made again by a retry, and the retry
+// replays the same status, Location and fields as the first answer: made
+// in the transaction of the change from its event (tasks, their
+// completion, calendar events and their restoring, key revocation) or
+// from the record its service kept (assistants, conversations, actions,
+// webhooks, pings, recoveries, redeliveries); none makes a second record.
+// Without the crash, the replay is the first answer byte for byte. A
+// request that committed nothing and failed frees its key; one whose
+// answer showed a secret runs again, as documented.
 func TestIdempotentAnswerStoredWithChange(t *testing.T) {
 	var st *dyingStore
 	f := &fixture{amstest.New(t, amstest.WithStore(func(db *sqlite.DB) ams.Store {
@@ -53,6 +58,25 @@ func TestIdempotentAnswerStoredWithChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := f.do("POST", "/v1/tasks", `{"assistant_id":"`+f.Assistant.ID+`","title":"to complete"}`).json(t)["id"].(string)
+	deleted := f.do("POST", "/v1/calendar/events", `{"assistant_id":"`+f.Assistant.ID+`","title":"to restore","starts_at":"2026-11-24T15:00:00Z"}`).json(t)["id"].(string)
+	if r := f.do("DELETE", "/v1/calendar/events/"+deleted, ""); r.status != 204 {
+		t.Fatalf("delete calendar event: %d %s", r.status, r.body)
+	}
+	hook := f.do("POST", "/v1/webhooks", `{"url":"`+hookURL+`","events":["task.created"],"secret":"0123456789abcdef"}`).json(t)["id"].(string)
+	// A delivery to redeliver: the hook's first job, attempted.
+	f.do("POST", "/v1/tasks", `{"assistant_id":"`+f.Assistant.ID+`","title":"delivered"}`)
+	jobs, err := f.Store.ClaimJobs(ctx, f.Clock.Now().Add(time.Hour), ams.Claim{Lease: time.Minute, Limit: 1, PerWebhook: 1})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
+	}
+	j, code := jobs[0], 200
+	dlv := &ams.Delivery{ID: ams.NewID(ams.PrefixDelivery), UserID: j.UserID, WebhookID: j.WebhookID, EventID: j.Event.ID, EventType: j.Event.Type,
+		Attempt: 1, URL: j.URL, Success: true, StatusCode: &code, DurationMS: 2, ResponseBody: "ok", CreatedAt: f.Clock.Now()}
+	if _, err := f.Store.RecordAttempt(ctx, &ams.AttemptResult{Job: j, Delivery: dlv, Outcome: ams.JobSucceeded}, f.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	client := f.Do("POST", "/v1/oauth/clients", admin, `{"name":"to rotate","redirect_uris":["https://app.example.com/cb"]}`).JSON(t)["id"].(string)
+	f.Clock.Add(time.Minute) // a new minute of the rate limit
 	count := func(path string) int {
 		t.Helper()
 		r := f.Do("GET", path+"?limit=100", admin, "")
@@ -61,14 +85,36 @@ func TestIdempotentAnswerStoredWithChange(t *testing.T) {
 		}
 		return len(r.JSON(t)["data"].([]any))
 	}
-	tasks, events := count("/v1/tasks"), count("/v1/calendar/events")
+	lists := []string{"/v1/tasks", "/v1/calendar/events", "/v1/assistants", "/v1/conversations", "/v1/webhooks",
+		"/v1/assistants/" + f.Assistant.ID + "/actions", "/v1/keys", "/v1/oauth/clients", "/v1/integrations", "/v1/events"}
+	before := map[string]int{}
+	for _, l := range lists {
+		before[l] = count(l)
+	}
+	pending := f.pending()
 
 	st.dead.Store(true)
+	f.Clock.Add(time.Minute)
+	since := f.Clock.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	for i, c := range []struct{ path, body string }{
 		{"/v1/tasks", `{"assistant_id":"` + f.Assistant.ID + `","title":"keyed","metadata":{"a":"<&>"}}`},
 		{"/v1/tasks/" + task + "/complete", ``},
 		{"/v1/calendar/events", `{"assistant_id":"` + f.Assistant.ID + `","title":"keyed","starts_at":"2026-11-23T15:00:00Z"}`},
+		{"/v1/calendar/events/" + deleted + "/restore", ``},
 		{"/v1/keys/" + victim.ID + "/revoke", ``},
+		{"/v1/assistants", `{"name":"keyed <&>","model":"builtin","metadata":{"k":"v"}}`},
+		{"/v1/conversations", `{"assistant_id":"` + f.Assistant.ID + `","title":"keyed"}`},
+		{"/v1/assistants/" + f.Assistant.ID + "/actions", `{"type":"create_task","input":{"title":"by action"}}`},
+		{"/v1/assistants/" + f.Assistant.ID + "/actions", `{"type":"list_tasks","input":{}}`},
+		{"/v1/webhooks", `{"url":"` + hookURL + `","events":["task.created","task.deleted"],"secret":"0123456789abcdef","metadata":{"k":"v"}}`},
+		{"/v1/webhooks/" + hook + "/ping", ``},
+		{"/v1/webhooks/" + hook + "/recover", `{"since":"` + since + `"}`},
+		{"/v1/webhooks/" + hook + "/deliveries/" + dlv.ID + "/redeliver", ``},
+		{"/v1/keys", `{"name":"keyed","permissions":["read"]}`},
+		{"/v1/oauth/clients", `{"name":"keyed","redirect_uris":["https://app.example.com/cb"]}`},
+		{"/v1/oauth/clients", `{"name":"keyed public","redirect_uris":["https://app.example.com/cb"],"public":true}`},
+		{"/v1/oauth/clients/" + client + "/rotate_secret", ``},
+		{"/v1/calendar/feed", ``},
 	} {
 		key := "dies-" + string(rune('a'+i))
 		first := f.Do("POST", c.path, admin, c.body, "Idempotency-Key", key)
@@ -77,27 +123,62 @@ func TestIdempotentAnswerStoredWithChange(t *testing.T) {
 		}
 		again := f.Do("POST", c.path, admin, c.body, "Idempotency-Key", key)
 		if again.Status != first.Status || again.Header.Get("Idempotent-Replayed") != "true" ||
-			again.Header.Get("Location") != first.Header.Get("Location") || !reflect.DeepEqual(again.JSON(t), first.JSON(t)) {
+			again.Header.Get("Location") != first.Header.Get("Location") || again.Header.Get("Cache-Control") != first.Header.Get("Cache-Control") ||
+			!reflect.DeepEqual(again.JSON(t), first.JSON(t)) {
 			t.Errorf("%s: retry after the answer was lost: %d %v %s\nfirst: %d %v %s", c.path, again.Status, again.Header, again.Body,
 				first.Status, first.Header, first.Body)
 		}
 	}
-	if n := count("/v1/tasks"); n != tasks+1 {
-		t.Errorf("%d tasks, want %d", n, tasks+1)
-	}
-	if n := count("/v1/calendar/events"); n != events+1 {
-		t.Errorf("%d calendar events, want %d", n, events+1)
-	}
-	assistants := count("/v1/assistants")
-	body := `{"name":"keyed","model":"builtin"}`
-	if r := f.Do("POST", "/v1/assistants", admin, body, "Idempotency-Key", "dies-asst"); r.Status != 201 {
-		t.Fatalf("create assistant: %d %s", r.Status, r.Body)
-	}
-	wantError(t, f.do("POST", "/v1/assistants", body, "Idempotency-Key", "dies-asst"), 409, "invalid_request_error", "idempotency_key_answer_lost", "")
-	if n := count("/v1/assistants"); n != assistants+1 {
-		t.Errorf("%d assistants after the retry, want %d", n, assistants+1)
-	}
 	st.dead.Store(false)
+	f.Clock.Add(time.Minute)
+	// Each change was made once: one more task by the API and one by the
+	// action, one calendar event created and one restored, one assistant,
+	// conversation and webhook, one action stored by each tool.
+	want := map[string]int{"/v1/tasks": 2, "/v1/calendar/events": 2, "/v1/assistants": 1, "/v1/conversations": 1, "/v1/webhooks": 1,
+		"/v1/assistants/" + f.Assistant.ID + "/actions": 2, "/v1/keys": 1, "/v1/oauth/clients": 2, "/v1/integrations": 1}
+	for _, l := range lists[:len(lists)-1] {
+		if n := count(l); n != before[l]+want[l] {
+			t.Errorf("%s: %d records after the retries, want %d", l, n, before[l]+want[l])
+		}
+	}
+	// The ping and the task.created of the API and of the action, each
+	// queued once for the hook, the recovery's and the redelivery's jobs
+	// once each.
+	if n := f.pending(); n <= pending {
+		t.Errorf("%d jobs pending, want more than %d", n, pending)
+	}
+	pings := 0
+	for _, e := range f.Do("GET", "/v1/events?limit=100", admin, "").JSON(t)["data"].([]any) {
+		if e.(map[string]any)["type"] == ams.EventWebhookPing {
+			pings++
+		}
+	}
+	if pings != 1 {
+		t.Errorf("%d webhook.ping events, want 1", pings)
+	}
+
+	// A cancel whose answer was lost is run again: the turn has ended, so
+	// it answers the turn as it is, and keeps that answer.
+	turn := f.do("POST", "/v1/messages", `{"assistant_id":"`+f.Assistant.ID+`","message":"to cancel"}`).header.Get("X-Turn-Id")
+	path := "/v1/turns/" + turn + "/cancel"
+	sum := sha256.Sum256([]byte("POST " + path + "\n"))
+	lost := &ams.IdempotencyRecord{UserID: f.User.ID, Key: "lost", RequestHash: hex.EncodeToString(sum[:]), CreatedAt: f.Clock.Now()}
+	if old, err := f.Store.BeginIdempotent(ctx, lost); err != nil || old != nil {
+		t.Fatalf("begin: %v %v", old, err)
+	}
+	lost.Done = true
+	if err := f.Store.FinishIdempotent(ctx, lost); err != nil {
+		t.Fatal(err)
+	}
+	rerun := f.Do("POST", path, admin, "", "Idempotency-Key", "lost")
+	replayed := f.Do("POST", path, admin, "", "Idempotency-Key", "lost")
+	if rerun.Status != 200 || rerun.JSON(t)["id"] != turn || rerun.Header.Get("Idempotent-Replayed") != "" ||
+		replayed.Status != 200 || replayed.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(replayed.Body, rerun.Body) {
+		t.Fatalf("cancel after a lost answer: %d %v %s, then %d %v %s", rerun.Status, rerun.Header, rerun.Body, replayed.Status, replayed.Header, replayed.Body)
+	}
+	// Another request under the key is still refused.
+	r := f.Do("POST", path, admin, "{}", "Idempotency-Key", "lost")
+	wantError(t, &response{r.Status, r.Header, r.Body}, 409, "invalid_request_error", "idempotency_key_reused", "")
 
 	// Without a crash the first answer is replayed as it was.
 	tb := `{"assistant_id":"` + f.Assistant.ID + `","title":"lives"}`
@@ -112,11 +193,27 @@ func TestIdempotentAnswerStoredWithChange(t *testing.T) {
 	if r := f.do("POST", "/v1/tasks", tb, "Idempotency-Key", "fails"); r.status != 201 || r.header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("after a failure the key is free: %d %s", r.status, r.body)
 	}
-	// An answer with a secret is not kept: a retry makes another key.
+	// An answer with a secret is kept, sealed: a retry shows the same key
+	// and secret, and makes no other key.
+	keys := count("/v1/keys")
 	kb := `{"name":"k","permissions":["read"]}`
 	k1 := f.Do("POST", "/v1/keys", admin, kb, "Idempotency-Key", "secret")
 	k2 := f.Do("POST", "/v1/keys", admin, kb, "Idempotency-Key", "secret")
-	if k1.Status != 201 || k2.Status != 201 || k1.JSON(t)["id"] == k2.JSON(t)["id"] {
-		t.Fatalf("keys: %d %s, then %d %s", k1.Status, k1.Body, k2.Status, k2.Body)
+	if k1.Status != 201 || k2.Status != 201 || !bytes.Equal(k1.Body, k2.Body) || k2.Header.Get("Cache-Control") != "no-store" ||
+		k2.Header.Get("Idempotent-Replayed") != "true" || count("/v1/keys") != keys+1 {
+		t.Fatalf("keys: %d %v %s, then %d %v %s", k1.Status, k1.Header, k1.Body, k2.Status, k2.Header, k2.Body)
+	}
+	secret := k1.JSON(t)["secret"].(string)
+	if r := f.Do("GET", "/v1/assistants", secret, ""); r.Status != 200 {
+		t.Fatalf("the replayed key does not work: %d %s", r.Status, r.Body)
+	}
+	for _, name := range []string{st.Path(), st.Path() + "-wal"} {
+		raw, err := os.ReadFile(name)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if bytes.Contains(raw, []byte(secret)) || bytes.Contains(raw, []byte(secret[len(secret)-20:])) {
+			t.Fatalf("the key's secret is in %s in the clear", name)
+		}
 	}
 }

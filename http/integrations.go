@@ -18,10 +18,15 @@ import (
 // the world service's (world.Service.Integrations).
 type Integrator = world.Integrator
 
-func (s *Server) createIntegration(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
+func (s *Server) listIntegrations(w http.ResponseWriter, r *http.Request) error {
+	page, err := s.Store.ListIntegrations(r.Context(), auth(r).User.ID, listOf(r))
+	if err != nil {
 		return err
 	}
+	return writeList(w, page, func(i *ams.Integration) string { return i.ID })
+}
+
+func (s *Server) createIntegration(w http.ResponseWriter, r *http.Request) error {
 	var req world.ConnectInput
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -35,13 +40,7 @@ func (s *Server) createIntegration(w http.ResponseWriter, r *http.Request) error
 }
 
 func (s *Server) getIntegration(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "integration", ams.PrefixIntegration)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	in, err := s.Store.FindIntegration(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -55,13 +54,7 @@ func (s *Server) getIntegration(w http.ResponseWriter, r *http.Request) error {
 // it brought: they become events of this service only, and a new
 // connection to the same calendar takes them over by their UID.
 func (s *Server) deleteIntegration(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "integration", ams.PrefixIntegration)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := s.World.Disconnect(r.Context(), auth(r).User.ID, id); err != nil {
 		return err
 	}
@@ -73,10 +66,7 @@ func (s *Server) deleteIntegration(w http.ResponseWriter, r *http.Request) error
 // afterwards: a failed sync answers 200 with status error and last_error
 // (the sync itself worked as asked).
 func (s *Server) syncIntegration(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "integration", ams.PrefixIntegration)
-	if err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := noBody(r); err != nil {
 		return err
 	}

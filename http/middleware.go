@@ -19,6 +19,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/clientaddr"
 	"github.com/amsdev/ams/ratelimit"
+	"github.com/amsdev/ams/webhook"
 )
 
 // reqState is what the middleware learns about a request: its id and,
@@ -29,6 +30,7 @@ type reqState struct {
 	auth *ams.Auth
 	resp *statusWriter   // the answer as written to the connection
 	base context.Context // the request's context without its deadline (withDeadline)
+	list ams.ListParams  // a list's page, read by the route's prelude (listOf)
 }
 
 type reqStateKey struct{}
@@ -45,6 +47,10 @@ func requestID(ctx context.Context) string { return stateOf(ctx).id }
 
 // auth returns the authenticated caller of r.
 func auth(r *http.Request) *ams.Auth { return stateOf(r.Context()).auth }
+
+// listOf returns the page a list route was asked for: limit, after,
+// before and order, read and checked by the route's prelude.
+func listOf(r *http.Request) ams.ListParams { return stateOf(r.Context()).list }
 
 // statusWriter records the status code written, for the access log.
 type statusWriter struct {
@@ -122,11 +128,15 @@ func (s *Server) wrap(h func(http.ResponseWriter, *http.Request) error) http.Han
 }
 
 // endpoint wraps a route's handler with authentication, rate limiting, the
-// permission check, body checks and idempotency.
+// permission check, body checks, idempotency, and the ETag and
+// deprecation headers.
 //
 // The request runs under a deadline (withDeadline).
 func (s *Server) endpoint(rt Route) http.Handler {
-	return s.withDeadline(rt, s.wrap(func(w http.ResponseWriter, r *http.Request) error {
+	// The conventions of docs/versioning.md: an ETag on single records
+	// (etag.go), the deprecation headers (deprecation.go).
+	rt.Handler = withETag(rt)
+	return s.withDeprecation(rt, s.withDeadline(rt, s.wrap(func(w http.ResponseWriter, r *http.Request) error {
 		if rt.Permissions == nil {
 			return rt.Handler(w, r)
 		}
@@ -137,6 +147,14 @@ func (s *Server) endpoint(rt Route) http.Handler {
 		stateOf(r.Context()).auth = auth
 		if err := s.rateLimit(w, r, auth); err != nil {
 			return err
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			// The events of the request's changes name it (ams.EventRequest).
+			er := &ams.EventRequest{ID: requestID(r.Context())}
+			if key := r.Header.Get("Idempotency-Key"); key != "" && r.Method == http.MethodPost {
+				er.IdempotencyKey = &key
+			}
+			r = r.WithContext(ams.WithRequest(r.Context(), er))
 		}
 		if !auth.Permissions.Allows(rt.Permissions...) {
 			scope := make([]string, len(rt.Permissions))
@@ -160,7 +178,7 @@ func (s *Server) endpoint(rt Route) http.Handler {
 			return s.idempotent(w, r, auth, key, rt)
 		}
 		return rt.Handler(w, r)
-	}))
+	})))
 }
 
 // Routes whose requests wait for a peer (an assistant's reply, a CalDAV
@@ -170,6 +188,9 @@ var (
 	upstreamRoutes = map[string]bool{"POST /v1/messages": true, "POST /v1/assistants/{id}/actions": true,
 		"POST /v1/integrations": true, "POST /v1/integrations/{id}/sync": true}
 	streamRoutes = map[string]bool{"GET /v1/turns/{id}/events": true}
+	// The routes that run or follow a turn hold one of the account's
+	// turn slots (withTurnSlot) from before their prelude.
+	turnRoutes = map[string]bool{"POST /v1/messages": true, "GET /v1/turns/{id}/events": true}
 )
 
 // withDeadline runs next under the deadline of rt's requests
@@ -275,7 +296,7 @@ func (s *Server) touch(ctx context.Context, keyID string, now time.Time) {
 		return
 	}
 	s.touched.Store(keyID, minute)
-	if err := s.Store.TouchKey(context.WithoutCancel(ctx), keyID, now); err != nil {
+	if err := s.Records.TouchKey(context.WithoutCancel(ctx), keyID, now); err != nil {
 		s.Logger.Warn("record key use", "key", keyID, "err", err)
 	}
 }
@@ -394,45 +415,139 @@ func (w *recorder) Write(b []byte) (int, error) {
 // carry ams.IdempotentRequest.
 var ownKeys = map[string]bool{"/v1/messages": true}
 
-// eventAnswers are the POSTs whose answer an event of their change
-// carries (its data is the record as the API shows it): the answer stored
-// with the key in the change's transaction, replayed should the process
-// die before it stores the answer it gave (ams.IdempotentRequest.Answer).
-// The body holds the same fields and values as the answer given (in
-// another order: the event's data is an object). A POST not listed here
-// answers a retry after such a crash 409 idempotency_key_answer_lost.
-var eventAnswers = map[string]eventAnswer{
-	"/v1/tasks":               {ams.EventTaskCreated, http.StatusCreated, "/v1/tasks/"},
-	"/v1/tasks/{id}/complete": {ams.EventTaskCompleted, http.StatusOK, ""},
-	"/v1/calendar/events":     {ams.EventEventCreated, http.StatusCreated, "/v1/calendar/events/"},
-	"/v1/integrations":        {ams.EventIntegrationConnected, http.StatusCreated, "/v1/integrations/"},
-	"/v1/keys/{id}/revoke":    {ams.EventAPIKeyRevoked, http.StatusOK, ""},
+// storedAnswers are the POSTs whose answer is stored with the key in the
+// transaction of their change, replayed should the process die before it
+// stores the answer it gave (ams.IdempotentRequest.Answer): made from an
+// event the change emits (its data is the record as the API shows it) or
+// from the record the route's service keeps (ams.KeepAnswer; with the
+// secret it shows once, ams.SecretAnswer, sealed at rest like every kept
+// answer). The body holds the same fields and values as the answer given
+// (in another order when made from an event: its data is an object).
+//
+// rerunAnswers are the POSTs that do again what they did and answer with
+// the record as it is: a retry after such a crash runs them again
+// (cancelling a turn that has ended answers it unchanged; a sync syncs
+// again). POST /v1/messages keeps its key on its turn (ownKeys).
+var storedAnswers = map[string]answerFunc{
+	"/v1/tasks":                        fromEvent(ams.EventTaskCreated, http.StatusCreated, "/v1/tasks/"),
+	"/v1/tasks/{id}/complete":          fromEvent(ams.EventTaskCompleted, http.StatusOK, ""),
+	"/v1/calendar/events":              fromEvent(ams.EventEventCreated, http.StatusCreated, "/v1/calendar/events/"),
+	"/v1/calendar/events/{id}/restore": fromEvent(ams.EventEventRestored, http.StatusOK, ""),
+	"/v1/integrations":                 fromEvent(ams.EventIntegrationConnected, http.StatusCreated, "/v1/integrations/"),
+	"/v1/keys/{id}/revoke":             fromEvent(ams.EventAPIKeyRevoked, http.StatusOK, ""),
+	"/v1/assistants": fromRecord(http.StatusCreated, func(a *ams.Assistant) (any, string) {
+		return a, "/v1/assistants/" + a.ID
+	}),
+	"/v1/conversations": fromRecord(http.StatusCreated, func(c *ams.Conversation) (any, string) {
+		return c, "/v1/conversations/" + c.ID
+	}),
+	"/v1/assistants/{id}/actions": fromRecord(http.StatusCreated, func(a *ams.Action) (any, string) {
+		return a, "/v1/assistants/" + a.AssistantID + "/actions/" + a.ID
+	}),
+	"/v1/webhooks": fromRecord(http.StatusCreated, func(w *ams.Webhook) (any, string) {
+		return w, "/v1/webhooks/" + w.ID
+	}),
+	"/v1/webhooks/{id}/ping": fromRecord(http.StatusAccepted, func(e *ams.Event) (any, string) {
+		if e.Type != ams.EventWebhookPing {
+			return nil, ""
+		}
+		return e, ""
+	}),
+	"/v1/webhooks/{id}/recover": fromRecord(http.StatusOK, func(r *webhook.Recovery) (any, string) { return r, "" }),
+	"/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver": fromRecord(http.StatusAccepted, func(d *ams.Delivery) (any, string) {
+		return redeliveryOf(d), ""
+	}),
+	"/v1/keys": fromSecret(http.StatusCreated, func(s *Server, _ *http.Request, k *ams.APIKey, secret string) (any, string) {
+		return createdKey{APIKeyRecord: k.Record(s.now()), Secret: secret}, "/v1/keys/" + k.ID
+	}),
+	"/v1/oauth/clients": fromSecret(http.StatusCreated, func(_ *Server, _ *http.Request, c *ams.OAuthClient, secret string) (any, string) {
+		return withSecret(c, secret), "/v1/oauth/clients/" + c.ID
+	}),
+	"/v1/oauth/clients/{id}/rotate_secret": fromSecret(http.StatusOK, func(_ *Server, _ *http.Request, c *ams.OAuthClient, secret string) (any, string) {
+		return withSecret(c, secret), ""
+	}),
+	"/v1/calendar/feed": fromSecret(http.StatusCreated, func(s *Server, r *http.Request, in *ams.Integration, token string) (any, string) {
+		return s.feedAnswer(r, in, token), "/v1/integrations/" + in.ID
+	}),
 }
 
-// eventAnswer is how a route answers with the record an event carries:
-// the event's type, the status, and the Location's prefix (before the
-// record's id; "" for none).
-type eventAnswer struct {
-	typ      string
-	status   int
-	location string
+var rerunAnswers = map[string]bool{
+	"/v1/turns/{id}/cancel":      true,
+	"/v1/messages/{id}/cancel":   true,
+	"/v1/integrations/{id}/sync": true,
 }
 
-// answer returns the stored answer made from e, nil when e is not the
-// route's event.
-func (a eventAnswer) answer(e *ams.Event) []byte {
-	if e.Type != a.typ {
-		return nil
+// answerFunc makes a route's stored answer to request r from a value the
+// store offers (ams.IdempotentRequest.Answer), or returns nil for a value
+// the route does not answer with.
+type answerFunc func(s *Server, r *http.Request, v any) []byte
+
+// fromEvent answers with the data of the change's event of type typ, with
+// status and a Location of prefix and the record's id (prefix "": none).
+func fromEvent(typ string, status int, prefix string) answerFunc {
+	return func(_ *Server, _ *http.Request, v any) []byte {
+		e, ok := v.(*ams.Event)
+		if !ok || e.Type != typ {
+			return nil
+		}
+		loc := ""
+		if id, _ := e.Data["id"].(string); prefix != "" && id != "" {
+			loc = prefix + id
+		}
+		return storedAnswer(status, e.Data, loc, false)
 	}
+}
+
+// fromRecord answers with status and what show makes of the record of
+// type T its service keeps: the body and its Location ("" for none); a
+// nil body is no answer.
+func fromRecord[T any](status int, show func(T) (any, string)) answerFunc {
+	return func(_ *Server, _ *http.Request, v any) []byte {
+		rec, ok := v.(T)
+		if !ok {
+			return nil
+		}
+		body, loc := show(rec)
+		if body == nil {
+			return nil
+		}
+		return storedAnswer(status, body, loc, false)
+	}
+}
+
+// fromSecret answers, as fromRecord, with what show makes of the record
+// of type T and the secret its service keeps (ams.SecretAnswer); an
+// answer with a secret says Cache-Control: no-store, as the handler's.
+func fromSecret[T any](status int, show func(s *Server, r *http.Request, rec T, secret string) (any, string)) answerFunc {
+	return func(s *Server, r *http.Request, v any) []byte {
+		sa, ok := v.(*ams.SecretAnswer)
+		if !ok {
+			return nil
+		}
+		rec, ok := sa.Record.(T)
+		if !ok {
+			return nil
+		}
+		body, loc := show(s, r, rec, sa.Secret)
+		return storedAnswer(status, body, loc, sa.Secret != "")
+	}
+}
+
+// storedAnswer encodes an answer of status with body, as writeJSON does,
+// its Location (if any) and, when noStore, Cache-Control: no-store.
+func storedAnswer(status int, body any, location string, noStore bool) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false) // as writeJSON
-	if enc.Encode(e.Data) != nil {
+	if enc.Encode(body) != nil {
 		return nil
 	}
-	saved := storedResponse{Status: a.status, Body: buf.Bytes(), Header: map[string]string{"Content-Type": "application/json"}}
-	if id, _ := e.Data["id"].(string); a.location != "" && id != "" {
-		saved.Header["Location"] = a.location + id
+	saved := storedResponse{Status: status, Body: buf.Bytes(), Header: map[string]string{"Content-Type": "application/json"}}
+	if location != "" {
+		saved.Header["Location"] = location
+	}
+	if noStore {
+		saved.Header["Cache-Control"] = "no-store"
 	}
 	return mustJSON(saved)
 }
@@ -448,7 +563,10 @@ func (a eventAnswer) answer(e *ams.Event) []byte {
 // done with it (sqlstore/keyed.go), so a crash after the change never lets
 // a retry make it again. The answer is stored right after the commit,
 // whatever its status, as the client got it; should the process die in
-// between, a retry is answered 409 idempotency_key_answer_lost. A request
+// between, a retry replays the answer stored in the transaction
+// (storedAnswers) or runs the request again (rerunAnswers); only a record
+// kept by an older version, or whose sealed answer no longer opens, is
+// answered 409 idempotency_key_answer_lost. A request
 // that committed nothing and failed is forgotten (the key released): it
 // changed nothing and may be retried with the same key.
 func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Auth, key string, rt Route) error {
@@ -465,18 +583,23 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 	fmt.Fprintf(sum, "%s %s\n", r.Method, r.URL.RequestURI())
 	sum.Write(body)
 	rec := &ams.IdempotencyRecord{UserID: auth.User.ID, Key: key, RequestHash: hex.EncodeToString(sum.Sum(nil)), CreatedAt: s.now()}
-	old, err := s.Store.BeginIdempotent(r.Context(), rec)
+	old, err := s.Records.BeginIdempotent(r.Context(), rec)
 	if err != nil {
 		return err
 	}
+	rerun := false
 	if old != nil {
-		return replay(w, key, rec, old)
+		if !old.Done || old.Response != nil || !rerunAnswers[rt.Pattern] || !ams.SecretsEqual(old.RequestHash, rec.RequestHash) {
+			return replay(w, key, rec, old)
+		}
+		// Its answer was lost: run it again, and keep this answer.
+		rerun = true
 	}
 	req := &ams.IdempotentRequest{UserID: rec.UserID, Key: key, RequestHash: rec.RequestHash}
-	if a, ok := eventAnswers[rt.Pattern]; ok {
-		req.Answer = a.answer
+	if a, ok := storedAnswers[rt.Pattern]; ok {
+		req.Answer = func(v any) []byte { return a(s, r, v) }
 	}
-	if !ownKeys[rt.Pattern] {
+	if !ownKeys[rt.Pattern] && !rerun {
 		r = r.WithContext(ams.WithIdempotentRequest(r.Context(), req))
 	}
 	rw := &recorder{ResponseWriter: w}
@@ -486,29 +609,43 @@ func (s *Server) idempotent(w http.ResponseWriter, r *http.Request, auth *ams.Au
 	}
 	ctx := context.WithoutCancel(r.Context())
 	// An answer that shows a secret once (Cache-Control: no-store: a new
-	// API key, an OAuth client's secret, a calendar feed URL) is not kept
-	// for replay: the secret would sit in the idempotency table for 24
-	// hours. The key is released instead, so a retry runs the request
-	// again and shows a new secret (as documented); only when the process
-	// died before answering does the record stay done without an answer.
-	secret := strings.Contains(w.Header().Get("Cache-Control"), "no-store")
+	// API key, an OAuth client's secret, a calendar feed URL) is kept as
+	// any other, sealed at rest (IdempotencyStore): a retry with the key
+	// shows the same secret instead of making another.
+	ok := !rw.failed && rw.status >= 200
 	switch {
-	case !secret && !rw.failed && rw.status >= 200 && (req.Committed() || rw.status < 300):
-		saved := storedResponse{Status: rw.status, Body: rw.body.Bytes(),
-			Header: map[string]string{"Content-Type": w.Header().Get("Content-Type")}}
-		if loc := w.Header().Get("Location"); loc != "" {
-			saved.Header["Location"] = loc
+	case rerun:
+		// The record stays done: keep the answer when there is one.
+		if ok && rw.status < 300 {
+			rec.Done, rec.Response = true, mustJSON(savedAnswer(rw, w))
+			if err := s.Records.FinishIdempotent(ctx, rec); err != nil {
+				s.Logger.Error("store idempotent response", "request_id", requestID(ctx), "err", err)
+			}
 		}
-		rec.Done, rec.Response = true, mustJSON(saved)
-		if err := s.Store.FinishIdempotent(ctx, rec); err != nil {
+	case ok && (req.Committed() || rw.status < 300):
+		rec.Done, rec.Response = true, mustJSON(savedAnswer(rw, w))
+		if err := s.Records.FinishIdempotent(ctx, rec); err != nil {
 			s.Logger.Error("store idempotent response", "request_id", requestID(ctx), "err", err)
 		}
 	default:
-		if err := s.Store.ReleaseIdempotent(ctx, auth.User.ID, key); err != nil {
+		if err := s.Records.ReleaseIdempotent(ctx, auth.User.ID, key); err != nil {
 			s.Logger.Error("release idempotency key", "request_id", requestID(ctx), "err", err)
 		}
 	}
 	return nil
+}
+
+// savedAnswer is the answer rw recorded, as a key keeps it.
+func savedAnswer(rw *recorder, w http.ResponseWriter) storedResponse {
+	saved := storedResponse{Status: rw.status, Body: rw.body.Bytes(),
+		Header: map[string]string{"Content-Type": w.Header().Get("Content-Type")}}
+	if loc := w.Header().Get("Location"); loc != "" {
+		saved.Header["Location"] = loc
+	}
+	if cc := w.Header().Get("Cache-Control"); cc != "" {
+		saved.Header["Cache-Control"] = cc
+	}
+	return saved
 }
 
 // replay answers a request whose key has a record: the stored answer,

@@ -1,8 +1,9 @@
 // Package http serves the ams API over HTTP: routing, authentication,
 // permissions, rate limits, idempotency and the JSON conventions of
 // DESIGN.md. Handlers are thin: they decode, call a service (or read the
-// store), and encode; they never write to the store themselves (a test,
-// internal/archtest, holds them to it). Every error goes through one
+// store), and encode; they never write to the store themselves: they
+// hold a Reader (store.go), reads only. Each route declares its path ids
+// and query parameters, checked before its handler runs (Route). Every error goes through one
 // function that maps it to the documented error body.
 package http
 
@@ -20,6 +21,7 @@ import (
 	"github.com/amsdev/ams/clientaddr"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/metrics"
+	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/webhook"
 	"github.com/amsdev/ams/world"
 	"github.com/klauspost/compress/gzhttp"
@@ -31,9 +33,11 @@ const MaxBodyBytes = 1 << 20
 
 // Server holds the dependencies of the API handlers.
 type Server struct {
-	// Store is read by the handlers (the services write); the middleware
-	// records key use and idempotency in it.
-	Store    ams.Store
+	// Store is what the handlers read (the services write).
+	Store Reader
+	// Records is what the middleware reads and records: credentials, key
+	// use and idempotency (the same store as Store, in production).
+	Records  RecordStore
 	Limiter  ams.RateLimiter
 	Messages *messaging.Service
 	// World runs the assistant's world: tasks, calendar events, actions,
@@ -44,8 +48,11 @@ type Server struct {
 	// Accounts changes the account and its API keys (the management
 	// API), as the account pages and the CLI do.
 	Accounts *account.Service
-	Clock    ams.Clock
-	Logger   *slog.Logger
+	// OAuthClients registers and changes the account's OAuth clients
+	// (the management API), as the account pages and the CLI do.
+	OAuthClients *oauth.Clients
+	Clock        ams.Clock
+	Logger       *slog.Logger
 	// OpenAPI is the document served at GET /v1/openapi.json.
 	OpenAPI []byte
 	// Tokens authenticates OAuth 2.0 access tokens (ams_at_...); nil
@@ -88,6 +95,11 @@ type Server struct {
 	// pages may call the API from a browser, beside those of the public
 	// OAuth clients' redirect URIs (see cors.go).
 	CORSOrigins []string
+	// Deprecated marks operations deprecated beside the package's own
+	// table (deprecation.go), keyed "METHOD pattern" as Routes gives
+	// them: a test's, or a server's that retires an operation early. Set
+	// it before the first request.
+	Deprecated map[string]Deprecation
 
 	// KeepAlive is the interval of keep-alive comments in event streams;
 	// 0 means DefaultKeepAlive (15 s).
@@ -135,13 +147,102 @@ type TokenAuthenticator interface {
 }
 
 // Route is one API operation: its method and path pattern, the permissions
-// of which the caller needs one (nil: no authentication), and its handler.
+// of which the caller needs one (nil: no authentication), its prelude (the
+// ids its path holds and the query parameters it accepts) and its handler.
+// The prelude is checked before the handler runs (Route.prelude): the
+// handler reads r.PathValue of a checked id, and only query parameters the
+// route accepts.
 type Route struct {
 	Method      string
 	Pattern     string
 	Permissions []ams.Permission
-	Handler     func(w http.ResponseWriter, r *http.Request) error
+	// IDs are the path values that are ids of records, each with the
+	// prefix it must have.
+	IDs []PathID
+	// Query is the query parameters the operation accepts (the OpenAPI
+	// document's, a test checks).
+	Query   Query
+	Handler func(w http.ResponseWriter, r *http.Request) error
 }
+
+// PathID is a path value that must be the id of one kind of record: one
+// without its prefix cannot exist and is answered 404 resource_missing,
+// as an id that does not exist.
+type PathID struct {
+	Name   string // the path value: "id", "action_id"
+	Object string // the record in the error: "No such task: ..."
+	Prefix string // ams.PrefixTask
+	Param  string // the param the error names; "" names none
+}
+
+// Query lists the query parameters an operation accepts; any other is
+// answered 400 unknown_parameter. The zero Query accepts none.
+type Query struct {
+	// List adds a list's parameters: limit, after, before and order,
+	// read before the handler runs (listOf).
+	List bool
+	// Names are the other parameters: a list's filters.
+	Names []string
+	// Any accepts every parameter, unchecked (GET /v1/openapi.json).
+	Any bool
+}
+
+// listQuery returns the Query of a list with the given filters.
+func listQuery(filters ...string) Query { return Query{List: true, Names: filters} }
+
+// prelude returns rt's handler preceded by the checks rt declares: each
+// path id's prefix, then the query parameters, and for a list the page
+// asked for (limit, after, before, order), which the handler reads with
+// listOf.
+func (rt Route) prelude() func(w http.ResponseWriter, r *http.Request) error {
+	if rt.Query.Any && len(rt.IDs) == 0 {
+		return rt.Handler
+	}
+	return func(w http.ResponseWriter, r *http.Request) error {
+		for _, p := range rt.IDs {
+			if id := r.PathValue(p.Name); !ams.HasPrefixID(id, p.Prefix) {
+				e := ams.NotFound(p.Object, id)
+				e.Param = p.Param
+				return e
+			}
+		}
+		if !rt.Query.Any {
+			if err := checkQuery(queryOf(r), rt.Query.List, rt.Query.Names...); err != nil {
+				return err
+			}
+		}
+		if rt.Query.List {
+			p, err := listParams(r)
+			if err != nil {
+				return err
+			}
+			stateOf(r.Context()).list = p
+		}
+		return rt.Handler(w, r)
+	}
+}
+
+// The ids of the routes' paths.
+var (
+	assistantPath    = PathID{"id", "assistant", ams.PrefixAssistant, ""}
+	messagePath      = PathID{"id", "message", ams.PrefixMessage, ""}
+	turnPath         = PathID{"id", "turn", ams.PrefixTurn, ""}
+	taskPath         = PathID{"id", "task", ams.PrefixTask, ""}
+	calendarPath     = PathID{"id", "calendar event", ams.PrefixCalendar, ""}
+	conversationPath = PathID{"id", "conversation", ams.PrefixConversation, ""}
+	integrationPath  = PathID{"id", "integration", ams.PrefixIntegration, ""}
+	eventPath        = PathID{"id", "event", ams.PrefixEvent, ""}
+	webhookPath      = PathID{"id", "webhook", ams.PrefixWebhook, ""}
+	deliveryPath     = PathID{"delivery_id", "delivery", ams.PrefixDelivery, ""}
+	keyPath          = PathID{"id", "api_key", ams.PrefixAPIKey, ""}
+	clientPath       = PathID{"id", "oauth_client", ams.PrefixClient, ""}
+	// The actions' routes name the assistant's id in their 404.
+	actionAssistantPath = PathID{"id", "assistant", ams.PrefixAssistant, "id"}
+	actionPath          = PathID{"action_id", "action", ams.PrefixAction, ""}
+)
+
+// ids returns its arguments, for the route table.
+func ids(p ...PathID) []PathID { return p }
 
 // Routes returns the API operations, for the OpenAPI conformance test.
 func (s *Server) Routes() []Route {
@@ -154,79 +255,97 @@ func (s *Server) init() {
 		if s.Logger == nil {
 			s.Logger = slog.Default()
 		}
-		read, write, msgs, admin := ams.PermRead, ams.PermWrite, ams.PermMessages, ams.PermAdmin
+		read, write, msgs, admin, integ := ams.PermRead, ams.PermWrite, ams.PermMessages, ams.PermAdmin, ams.PermIntegrations
+		none := Query{}
+		// Method, pattern, permissions (one of them), the ids of the
+		// path, the query parameters accepted, the handler.
 		s.routes = []Route{
-			{"GET", "/v1/openapi.json", nil, s.getOpenAPI},
-			{"GET", "/v1/assistants", perms(read), s.listAssistants},
-			{"GET", "/v1/assistants/{id}", perms(read), s.getAssistant},
-			{"POST", "/v1/assistants", perms(write), s.createAssistant},
-			{"PATCH", "/v1/assistants/{id}", perms(write), s.updateAssistant},
-			{"DELETE", "/v1/assistants/{id}", perms(write), s.deleteAssistant},
-			{"POST", "/v1/assistants/{id}/actions", perms(msgs), s.runAction},
-			{"GET", "/v1/assistants/{id}/actions", perms(read, msgs), s.listActions},
-			{"GET", "/v1/assistants/{id}/actions/{action_id}", perms(read, msgs), s.getAction},
-			{"POST", "/v1/messages", perms(msgs), s.withTurnSlot(s.createMessage)},
-			{"GET", "/v1/messages/{id}", perms(read, msgs), s.getMessage},
-			{"PATCH", "/v1/messages/{id}", perms(msgs), s.updateMessage},
-			{"DELETE", "/v1/messages/{id}", perms(msgs), s.deleteMessage},
-			{"POST", "/v1/messages/{id}/cancel", perms(msgs), s.cancelMessage},
-			{"GET", "/v1/turns", perms(read, msgs), s.listTurns},
-			{"GET", "/v1/turns/{id}", perms(read, msgs), s.getTurn},
-			{"GET", "/v1/turns/{id}/events", perms(read, msgs), s.withTurnSlot(s.streamTurn)},
-			{"POST", "/v1/turns/{id}/cancel", perms(msgs), s.cancelTurn},
-			{"POST", "/v1/tasks", perms(write), s.createTask},
-			{"GET", "/v1/tasks", perms(read), s.listTasks},
-			{"GET", "/v1/tasks/{id}", perms(read), s.getTask},
-			{"PATCH", "/v1/tasks/{id}", perms(write), s.updateTask},
-			{"DELETE", "/v1/tasks/{id}", perms(write), s.deleteTask},
-			{"POST", "/v1/tasks/{id}/complete", perms(write), s.completeTask},
-			{"POST", "/v1/calendar/events", perms(write), s.createCalendarEvent},
-			{"GET", "/v1/calendar/events", perms(read), s.listCalendarEvents},
-			{"GET", "/v1/calendar/events/{id}", perms(read), s.getCalendarEvent},
-			{"PATCH", "/v1/calendar/events/{id}", perms(write), s.updateCalendarEvent},
-			{"DELETE", "/v1/calendar/events/{id}", perms(write), s.deleteCalendarEvent},
-			{"POST", "/v1/calendar/events/{id}/restore", perms(write), s.restoreCalendarEvent},
-			{"GET", "/v1/conversations", perms(read, msgs), s.listConversations},
-			{"POST", "/v1/conversations", perms(msgs), s.createConversation},
-			{"GET", "/v1/conversations/{id}", perms(read, msgs), s.getConversation},
-			{"PATCH", "/v1/conversations/{id}", perms(msgs), s.updateConversation},
-			{"DELETE", "/v1/conversations/{id}", perms(msgs), s.deleteConversation},
-			{"GET", "/v1/conversations/{id}/messages", perms(read, msgs), s.listConversationMessages},
-			{"GET", "/v1/integrations", perms(read, ams.PermIntegrations), s.listIntegrations},
-			{"POST", "/v1/integrations", perms(ams.PermIntegrations), s.createIntegration},
-			{"GET", "/v1/integrations/{id}", perms(read, ams.PermIntegrations), s.getIntegration},
-			{"DELETE", "/v1/integrations/{id}", perms(ams.PermIntegrations), s.deleteIntegration},
-			{"POST", "/v1/integrations/{id}/sync", perms(ams.PermIntegrations), s.syncIntegration},
-			{"POST", "/v1/calendar/feed", perms(ams.PermIntegrations), s.createCalendarFeed},
-			{"GET", "/v1/events", perms(read), s.listEvents},
-			{"GET", "/v1/events/{id}", perms(read), s.getEvent},
-			{"GET", "/v1/events/stream", perms(read), streamed(s.withTurnSlot(s.streamEvents))}, // events_stream.go
-			{"POST", "/v1/events/trigger", perms(write), s.triggerEvent},
-			{"POST", "/v1/webhooks", perms(write), s.createWebhook},
-			{"GET", "/v1/webhooks", perms(read), s.listWebhooks},
-			{"GET", "/v1/webhooks/{id}", perms(read), s.getWebhook},
-			{"PATCH", "/v1/webhooks/{id}", perms(write), s.updateWebhook},
-			{"DELETE", "/v1/webhooks/{id}", perms(write), s.deleteWebhook},
-			{"POST", "/v1/webhooks/{id}/ping", perms(write), s.pingWebhook},
-			{"POST", "/v1/webhooks/{id}/recover", perms(write), s.recoverWebhook},
-			{"GET", "/v1/webhooks/{id}/deliveries", perms(read), s.listDeliveries},
-			{"POST", "/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", perms(write), s.redeliver},
-			// The management API: admin only.
-			{"GET", "/v1/keys", perms(admin), s.listKeys},
-			{"POST", "/v1/keys", perms(admin), s.createKey},
-			{"GET", "/v1/keys/{id}", perms(admin), s.getKey},
-			{"POST", "/v1/keys/{id}/revoke", perms(admin), s.revokeKey},
-			{"GET", "/v1/oauth/clients", perms(admin), s.listOAuthClients},
-			{"POST", "/v1/oauth/clients", perms(admin), s.createOAuthClient},
-			{"GET", "/v1/oauth/clients/{id}", perms(admin), s.getOAuthClient},
-			{"DELETE", "/v1/oauth/clients/{id}", perms(admin), s.deleteOAuthClient},
-			{"POST", "/v1/oauth/clients/{id}/rotate_secret", perms(admin), s.rotateOAuthClientSecret},
-			{"GET", "/v1/account", perms(admin), s.getAccount},
-			{"PATCH", "/v1/account", perms(admin), s.updateAccount},
+			{"GET", "/v1/openapi.json", nil, nil, Query{Any: true}, s.getOpenAPI},
+			// Assistants (assistants.go) and their actions (actions.go).
+			{"GET", "/v1/assistants", perms(read), nil, listQuery(), s.listAssistants},
+			{"GET", "/v1/assistants/{id}", perms(read), ids(assistantPath), none, s.getAssistant},
+			{"POST", "/v1/assistants", perms(write), nil, none, s.createAssistant},
+			{"PATCH", "/v1/assistants/{id}", perms(write), ids(assistantPath), none, s.updateAssistant},
+			{"DELETE", "/v1/assistants/{id}", perms(write), ids(assistantPath), none, s.deleteAssistant},
+			{"POST", "/v1/assistants/{id}/actions", perms(msgs), ids(actionAssistantPath), none, s.runAction},
+			{"GET", "/v1/assistants/{id}/actions", perms(read, msgs), ids(actionAssistantPath), listQuery("conversation_id"), s.listActions},
+			{"GET", "/v1/assistants/{id}/actions/{action_id}", perms(read, msgs), ids(actionAssistantPath, actionPath), none, s.getAction},
+			// Messages (messages.go, stream.go) and turns (turns.go); the
+			// routes of turnRoutes take a turn slot first.
+			{"POST", "/v1/messages", perms(msgs), nil, none, s.createMessage},
+			{"GET", "/v1/messages/{id}", perms(read, msgs), ids(messagePath), none, s.getMessage},
+			{"PATCH", "/v1/messages/{id}", perms(msgs), ids(messagePath), none, s.updateMessage},
+			{"DELETE", "/v1/messages/{id}", perms(msgs), ids(messagePath), none, s.deleteMessage},
+			{"POST", "/v1/messages/{id}/cancel", perms(msgs), ids(messagePath), none, s.cancelMessage},
+			{"GET", "/v1/turns", perms(read, msgs), nil, listQuery("conversation_id"), s.listTurns},
+			{"GET", "/v1/turns/{id}", perms(read, msgs), ids(turnPath), none, s.getTurn},
+			{"GET", "/v1/turns/{id}/events", perms(read, msgs), ids(turnPath), none, s.streamTurn},
+			{"POST", "/v1/turns/{id}/cancel", perms(msgs), ids(turnPath), none, s.cancelTurn},
+			// Tasks (tasks.go).
+			{"POST", "/v1/tasks", perms(write), nil, none, s.createTask},
+			{"GET", "/v1/tasks", perms(read), nil, listQuery("assistant_id", "status", "due_after", "due_before"), s.listTasks},
+			{"GET", "/v1/tasks/{id}", perms(read), ids(taskPath), none, s.getTask},
+			{"PATCH", "/v1/tasks/{id}", perms(write), ids(taskPath), none, s.updateTask},
+			{"DELETE", "/v1/tasks/{id}", perms(write), ids(taskPath), none, s.deleteTask},
+			{"POST", "/v1/tasks/{id}/complete", perms(write), ids(taskPath), none, s.completeTask},
+			// Calendar events (calendar.go).
+			{"POST", "/v1/calendar/events", perms(write), nil, none, s.createCalendarEvent},
+			{"GET", "/v1/calendar/events", perms(read), nil, listQuery("assistant_id", "starts_after", "starts_before", "deleted"), s.listCalendarEvents},
+			{"GET", "/v1/calendar/events/{id}", perms(read), ids(calendarPath), none, s.getCalendarEvent},
+			{"PATCH", "/v1/calendar/events/{id}", perms(write), ids(calendarPath), none, s.updateCalendarEvent},
+			{"DELETE", "/v1/calendar/events/{id}", perms(write), ids(calendarPath), none, s.deleteCalendarEvent},
+			{"POST", "/v1/calendar/events/{id}/restore", perms(write), ids(calendarPath), none, s.restoreCalendarEvent},
+			// Conversations (conversations.go).
+			{"GET", "/v1/conversations", perms(read, msgs), nil, listQuery("assistant_id"), s.listConversations},
+			{"POST", "/v1/conversations", perms(msgs), nil, none, s.createConversation},
+			{"GET", "/v1/conversations/{id}", perms(read, msgs), ids(conversationPath), none, s.getConversation},
+			{"PATCH", "/v1/conversations/{id}", perms(msgs), ids(conversationPath), none, s.updateConversation},
+			{"DELETE", "/v1/conversations/{id}", perms(msgs), ids(conversationPath), none, s.deleteConversation},
+			{"GET", "/v1/conversations/{id}/messages", perms(read, msgs), ids(conversationPath), listQuery(), s.listConversationMessages},
+			// Integrations (integrations.go) and the calendar feed
+			// (calendar_feed.go).
+			{"GET", "/v1/integrations", perms(read, integ), nil, listQuery(), s.listIntegrations},
+			{"POST", "/v1/integrations", perms(integ), nil, none, s.createIntegration},
+			{"GET", "/v1/integrations/{id}", perms(read, integ), ids(integrationPath), none, s.getIntegration},
+			{"DELETE", "/v1/integrations/{id}", perms(integ), ids(integrationPath), none, s.deleteIntegration},
+			{"POST", "/v1/integrations/{id}/sync", perms(integ), ids(integrationPath), none, s.syncIntegration},
+			{"POST", "/v1/calendar/feed", perms(integ), nil, none, s.createCalendarFeed},
+			// Events (events.go).
+			{"GET", "/v1/events", perms(read), nil, listQuery("type", "created_after", "created_before"), s.listEvents},
+			{"GET", "/v1/events/{id}", perms(read), ids(eventPath), none, s.getEvent},
+			{"GET", "/v1/events/stream", perms(read), nil, Query{Names: []string{"type", "after"}}, streamed(s.withTurnSlot(s.streamEvents))}, // events_stream.go
+			{"POST", "/v1/events/trigger", perms(write), nil, none, s.triggerEvent},
+			// Webhooks and their deliveries (webhooks.go).
+			{"POST", "/v1/webhooks", perms(write), nil, none, s.createWebhook},
+			{"GET", "/v1/webhooks", perms(read), nil, listQuery(), s.listWebhooks},
+			{"GET", "/v1/webhooks/{id}", perms(read), ids(webhookPath), none, s.getWebhook},
+			{"PATCH", "/v1/webhooks/{id}", perms(write), ids(webhookPath), none, s.updateWebhook},
+			{"DELETE", "/v1/webhooks/{id}", perms(write), ids(webhookPath), none, s.deleteWebhook},
+			{"POST", "/v1/webhooks/{id}/ping", perms(write), ids(webhookPath), none, s.pingWebhook},
+			{"POST", "/v1/webhooks/{id}/recover", perms(write), ids(webhookPath), none, s.recoverWebhook},
+			{"GET", "/v1/webhooks/{id}/deliveries", perms(read), ids(webhookPath), listQuery("event_id"), s.listDeliveries},
+			{"POST", "/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", perms(write), ids(webhookPath, deliveryPath), none, s.redeliver},
+			// The management API, admin only: keys (keys.go), OAuth
+			// clients (oauth_clients.go), the account (account.go).
+			{"GET", "/v1/keys", perms(admin), nil, listQuery(), s.listKeys},
+			{"POST", "/v1/keys", perms(admin), nil, none, s.createKey},
+			{"GET", "/v1/keys/{id}", perms(admin), ids(keyPath), none, s.getKey},
+			{"POST", "/v1/keys/{id}/revoke", perms(admin), ids(keyPath), none, s.revokeKey},
+			{"GET", "/v1/oauth/clients", perms(admin), nil, listQuery(), s.listOAuthClients},
+			{"POST", "/v1/oauth/clients", perms(admin), nil, none, s.createOAuthClient},
+			{"GET", "/v1/oauth/clients/{id}", perms(admin), ids(clientPath), none, s.getOAuthClient},
+			{"DELETE", "/v1/oauth/clients/{id}", perms(admin), ids(clientPath), none, s.deleteOAuthClient},
+			{"POST", "/v1/oauth/clients/{id}/rotate_secret", perms(admin), ids(clientPath), none, s.rotateOAuthClientSecret},
+			{"GET", "/v1/account", perms(admin), nil, none, s.getAccount},
+			{"PATCH", "/v1/account", perms(admin), nil, none, s.updateAccount},
 		}
 		s.mux = http.NewServeMux()
 		s.known = http.NewServeMux()
 		for _, rt := range s.routes {
+			rt.Handler = rt.prelude()
+			if turnRoutes[rt.Method+" "+rt.Pattern] {
+				rt.Handler = s.withTurnSlot(rt.Handler) // a turn slot is taken first
+			}
 			if streamRoutes[rt.Method+" "+rt.Pattern] {
 				rt.Handler = streamed(rt.Handler)
 			}
@@ -328,3 +447,11 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 
 // now returns the server clock's time.
 func (s *Server) now() time.Time { return s.Clock.Now() }
+
+// getOpenAPI answers the OpenAPI document (Server.OpenAPI).
+func (s *Server) getOpenAPI(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, err := w.Write(s.OpenAPI)
+	return err
+}

@@ -261,13 +261,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, userID st
 // while the turn runs (polling the store when it runs in another process),
 // to its last event.
 func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "turn", ams.PrefixTurn)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	var after int64
 	if v := r.Header.Get("Last-Event-ID"); v != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
@@ -286,7 +280,7 @@ func (s *Server) streamTurn(w http.ResponseWriter, r *http.Request) error {
 	}
 	stop := s.keepAliveEvery(sse)
 	defer stop()
-	err = s.Messages.FollowStored(r.Context(), userID, id, after, s.StreamPoll, func(e *ams.TurnEvent) error { return s.sendTurnEvent(r, sse, e) })
+	err := s.Messages.FollowStored(r.Context(), userID, id, after, s.StreamPoll, func(e *ams.TurnEvent) error { return s.sendTurnEvent(r, sse, e) })
 	if err != nil && r.Context().Err() == nil {
 		s.Logger.Warn("turn stream", "request_id", requestID(r.Context()), "turn", id, "err", err)
 	}

@@ -244,8 +244,8 @@ func testDeltasArriveBeforeCompletion(t *testing.T, key string) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the first delta did not arrive while the engine was still answering")
 	}
-	if c := f.counts(); c != [3]int{1, 1, 1} {
-		t.Fatalf("before the reply: %v, want the conversation and the inbound message with its event", c)
+	if c := f.counts(); c != [3]int{1, 1, 2} {
+		t.Fatalf("before the reply: %v, want the conversation and the inbound message with their events", c)
 	}
 	close(release)
 	ev, err := readEvent(br)
@@ -294,8 +294,8 @@ func TestStreamEngineFailsMidStream(t *testing.T) {
 		strings.Contains(body.Error.Message, "secret") {
 		t.Fatalf("error event %s", evs[1].data)
 	}
-	if c := f.counts(); c != [3]int{1, 1, 1} {
-		t.Fatalf("a failed stream stored %v, want its conversation and inbound message", c)
+	if c := f.counts(); c != [3]int{1, 1, 2} {
+		t.Fatalf("a failed stream stored %v, want its conversation and inbound message with their events", c)
 	}
 	// The failure released the key: the same request may be retried, and
 	// resumes the turn.
@@ -308,7 +308,7 @@ func TestStreamEngineFailsMidStream(t *testing.T) {
 		!strings.Contains(evs[0].data, `"resumed":true`) || evs[2].name != "message.completed" || evs[2].id != "6" {
 		t.Fatalf("retry: %v %s", r.header, r.body)
 	}
-	if c := f.counts(); c != [3]int{1, 2, 2} {
+	if c := f.counts(); c != [3]int{1, 2, 3} {
 		t.Fatalf("after the retry: %v", c)
 	}
 }

@@ -2,12 +2,14 @@ package http
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/webhook"
-	"github.com/amsdev/ams/world"
 )
+
+// Webhooks and their deliveries over HTTP (/v1/webhooks). The webhooks'
+// lifecycle and field rules are package webhook's Service, shared with
+// the account pages.
 
 // webhookRequest is the body of POST and PATCH /v1/webhooks.
 type webhookRequest struct {
@@ -22,13 +24,14 @@ type webhookRequest struct {
 	Metadata ams.MetadataPatch `json:"metadata"`
 }
 
-// The webhooks' lifecycle and field rules are package webhook's Service,
-// shared with the account pages.
+// input returns the request as the service's input.
+func (req *webhookRequest) input(r *http.Request) webhook.Input {
+	return webhook.Input{URL: req.URL, Events: req.Events, Secret: req.Secret, Active: req.Active,
+		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn, Metadata: req.Metadata,
+		Admin: auth(r).Permissions.Allows(ams.PermAdmin)}
+}
 
 func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
 	var req webhookRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -41,19 +44,8 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusCreated, wh)
 }
 
-// input returns the request as the service's input.
-func (req *webhookRequest) input(r *http.Request) webhook.Input {
-	return webhook.Input{URL: req.URL, Events: req.Events, Secret: req.Secret, Active: req.Active,
-		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn, Metadata: req.Metadata,
-		Admin: auth(r).Permissions.Allows(ams.PermAdmin)}
-}
-
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
-	p, err := listParams(r)
-	if err != nil {
-		return err
-	}
-	page, err := s.Store.ListWebhooks(r.Context(), auth(r).User.ID, p)
+	page, err := s.Store.ListWebhooks(r.Context(), auth(r).User.ID, listOf(r))
 	if err != nil {
 		return err
 	}
@@ -64,13 +56,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	wh, err := s.Store.FindWebhook(r.Context(), auth(r).User.ID, id)
 	if err != nil {
 		return err
@@ -80,13 +66,7 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	var req webhookRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -99,13 +79,7 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := s.Webhooks.Delete(r.Context(), auth(r).User.ID, id); err != nil {
 		return err
 	}
@@ -114,10 +88,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) pingWebhook(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	if err := noBody(r); err != nil {
 		return err
 	}
@@ -137,13 +108,7 @@ type recoverRequest struct {
 // recoverWebhook queues the webhook's missed events again (webhook.Service
 // Recover) and answers how many.
 func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	var req recoverRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -163,27 +128,8 @@ func (s *Server) recoverWebhook(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, rec)
 }
 
-// bodyTime reads an optional RFC 3339 time of a request body.
-func bodyTime(v *string, name string) (*time.Time, error) {
-	if v == nil {
-		return nil, nil
-	}
-	t, err := world.ParseTime(*v)
-	if err != nil {
-		return nil, ams.ParamError("parameter_invalid", name, "'%s' must be an RFC 3339 time such as 2026-11-21T09:00:00Z.", name)
-	}
-	return &t, nil
-}
-
 func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
-	p, err := listParams(r, "event_id")
-	if err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	userID := auth(r).User.ID
 	if _, err := s.Store.FindWebhook(r.Context(), userID, id); err != nil {
 		return err
@@ -192,7 +138,7 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	if eventID != "" && !ams.HasPrefixID(eventID, ams.PrefixEvent) {
 		return ams.ParamError("parameter_invalid", "event_id", "'event_id' must be an event id (evt_...).")
 	}
-	page, err := s.Store.ListDeliveries(r.Context(), userID, id, eventID, p)
+	page, err := s.Store.ListDeliveries(r.Context(), userID, id, eventID, listOf(r))
 	if err != nil {
 		return err
 	}
@@ -208,15 +154,15 @@ type redelivery struct {
 	Status     string `json:"status"` // "queued"
 }
 
+// redeliveryOf answers the redelivery of d (its webhook's, found by
+// FindDelivery).
+func redeliveryOf(d *ams.Delivery) redelivery {
+	return redelivery{Object: "webhook_redelivery", WebhookID: d.WebhookID, EventID: d.EventID, DeliveryID: d.ID, Status: "queued"}
+}
+
 func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "webhook", ams.PrefixWebhook)
-	if err != nil {
-		return err
-	}
+	id := r.PathValue("id")
 	dlv := r.PathValue("delivery_id")
-	if !ams.HasPrefixID(dlv, ams.PrefixDelivery) {
-		return ams.NotFound("delivery", dlv)
-	}
 	if err := noBody(r); err != nil {
 		return err
 	}
@@ -224,17 +170,5 @@ func (s *Server) redeliver(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusAccepted, redelivery{Object: "webhook_redelivery", WebhookID: id, EventID: d.EventID, DeliveryID: d.ID, Status: "queued"})
-}
-
-// noBody refuses query parameters and any body other than empty or {}.
-func noBody(r *http.Request) error {
-	if err := checkQuery(r.URL.Query(), false); err != nil {
-		return err
-	}
-	if r.ContentLength == 0 {
-		return nil
-	}
-	var v struct{}
-	return decodeJSON(r, &v)
+	return writeJSON(w, http.StatusAccepted, redeliveryOf(d))
 }

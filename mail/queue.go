@@ -12,12 +12,22 @@ import (
 // e-mail is given up.
 var Backoff = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 6 * time.Hour, 24 * time.Hour}
 
+// Queue is what the Worker needs of the storage engine: the e-mails
+// queued (ams.DeliveryQueue's e-mail methods; ams.Store gives them).
+type Queue interface {
+	// ClaimEmails leases up to limit e-mails due at now.
+	ClaimEmails(ctx context.Context, now time.Time, lease time.Duration, limit int) ([]*ams.Email, error)
+	// FinishEmail marks an e-mail sent, or schedules its retry at retryAt
+	// (zero: give up).
+	FinishEmail(ctx context.Context, id string, sent bool, errText string, retryAt time.Time, now time.Time) error
+}
+
 // Worker sends the e-mails queued in the database (for example the notice
 // that a webhook is failing). E-mails are queued in the transaction that
 // causes them; the Worker leases them, sends them through its Sender, and
 // retries failures, so a crash loses none.
 type Worker struct {
-	Queue        ams.DeliveryQueue
+	Queue        Queue
 	Sender       Sender
 	Clock        ams.Clock
 	Logger       *slog.Logger

@@ -57,11 +57,15 @@ func (s *Service) CreateConversation(ctx context.Context, userID string, in Conv
 	now := s.Clock.Now().UTC().Truncate(time.Millisecond)
 	c := &ams.Conversation{ID: ams.NewID(ams.PrefixConversation), Object: "conversation", UserID: userID, AssistantID: *in.AssistantID,
 		Title: title, Metadata: md, LastMessageAt: now, CreatedAt: now, UpdatedAt: now}
-	err = s.Store.Update(ctx, func(tx ams.Tx) error {
+	err = s.Store.Update(ctx, func(tx Tx) error {
 		if _, err := tx.FindAssistant(ctx, userID, c.AssistantID); err != nil {
-			return withParam(err, "assistant_id")
+			return ams.WithParam(err, "assistant_id")
 		}
-		return tx.CreateConversation(ctx, c)
+		ams.KeepAnswer(ctx, c)
+		if err := tx.CreateConversation(ctx, c); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.ConversationEvent(ams.EventConversationCreated, c, now))
 	})
 	if err != nil {
 		return nil, err
@@ -87,12 +91,13 @@ func (s *Service) UpdateConversation(ctx context.Context, userID, id string, in 
 		return nil, err
 	}
 	var out *ams.Conversation
-	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+	err := s.Store.Update(ctx, func(tx Tx) error {
 		c, err := tx.FindConversation(ctx, userID, id)
 		if err != nil {
 			return err
 		}
 		out = c
+		was := ams.ConversationEvent(ams.EventConversationUpdated, c, c.UpdatedAt)
 		md, err := in.Metadata.Merge(c.Metadata, "metadata")
 		if err != nil {
 			return err
@@ -108,7 +113,10 @@ func (s *Service) UpdateConversation(ctx context.Context, userID, id string, in 
 		if now := s.Clock.Now().UTC().Truncate(time.Millisecond); now.After(c.UpdatedAt) {
 			c.UpdatedAt = now
 		}
-		return tx.UpdateConversation(ctx, c)
+		if err := tx.UpdateConversation(ctx, c); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.ConversationEvent(ams.EventConversationUpdated, c, c.UpdatedAt).Since(was))
 	})
 	if err != nil {
 		return nil, err
@@ -122,22 +130,21 @@ func (s *Service) UpdateConversation(ctx context.Context, userID, id string, in 
 // with its id in their conversation_id: they are the record of what the
 // assistant did, and tasks or events they made are not deleted.
 func (s *Service) DeleteConversation(ctx context.Context, userID, id string) error {
-	return s.Store.Update(ctx, func(tx ams.Tx) error {
-		if _, err := tx.FindConversation(ctx, userID, id); err != nil {
+	return s.Store.Update(ctx, func(tx Tx) error {
+		c, err := tx.FindConversation(ctx, userID, id)
+		if err != nil {
 			return err
 		}
 		msgs, err := tx.DeleteConversation(ctx, userID, id)
 		if err != nil {
 			return err
 		}
-		if len(msgs) == 0 {
-			return nil
-		}
 		now := s.Clock.Now()
-		events := make([]*ams.Event, len(msgs))
-		for i, m := range msgs {
-			events[i] = ams.MessageEvent(ams.EventMessageDeleted, m, now)
+		events := make([]*ams.Event, 0, len(msgs)+1)
+		for _, m := range msgs {
+			events = append(events, ams.MessageEvent(ams.EventMessageDeleted, m, now))
 		}
+		events = append(events, ams.ConversationEvent(ams.EventConversationDeleted, c, now))
 		return tx.Emit(ctx, events...)
 	})
 }

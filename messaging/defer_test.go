@@ -70,7 +70,7 @@ func TestShortTurnStoredWhole(t *testing.T) {
 	}))
 	s.DeferStart = time.Hour
 	cs := &countingStore{Store: db}
-	s.Store = cs
+	s.Store = ams.Narrow[messaging.Tx](cs)
 	ctx := context.Background()
 	r, err := s.Start(ctx, u.ID, messaging.SendInput{AssistantID: a.ID, Message: "hi", IdempotencyKey: "k-whole"})
 	if err != nil {
@@ -98,7 +98,7 @@ func TestShortTurnStoredWhole(t *testing.T) {
 	}
 	c, _ := db.FindConversation(ctx, u.ID, tr.ConversationID)
 	e, _ := db.ListEvents(ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10})
-	if c == nil || c.MessageCount != 2 || len(e.Data) != 2 {
+	if c == nil || c.MessageCount != 2 || len(e.Data) != 3 { // conversation.created, two message.created
 		t.Fatalf("conversation %+v, %d events", c, len(e.Data))
 	}
 	// A retry with the key replays the stored reply.
@@ -119,8 +119,8 @@ func TestLongTurnStoredAtDeferStart(t *testing.T) {
 	s, db, u, a := setup(t, blockingEngine(started, release))
 	s.EngineTimeout, s.DeferStart = 5*time.Second, 20*time.Millisecond
 	cs := &countingStore{Store: db}
-	s.Store = cs
-	other := &messaging.Service{Store: db, Clock: s.Clock, EngineFor: s.EngineFor}
+	s.Store = ams.Narrow[messaging.Tx](cs)
+	other := &messaging.Service{Store: ams.Narrow[messaging.Tx](db), Clock: s.Clock, EngineFor: s.EngineFor}
 	r, err := s.Start(context.Background(), u.ID, messaging.SendInput{AssistantID: a.ID, Message: "hi"})
 	if err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ func (toolEngine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply
 // conversation that is not stored.
 func TestToolCallStoresDeferredStart(t *testing.T) {
 	s, db, u, a := setup(t, toolEngine{})
-	s.DeferStart = time.Hour
+	s.EngineTimeout, s.DeferStart = 5*time.Second, time.Hour
 	tools := &recordingTools{db: db, userID: u.ID}
 	s.Tools = func(string, *ams.Assistant, string) ams.Toolbox { return tools }
 	reply, err := s.Send(context.Background(), u.ID, messaging.SendInput{AssistantID: a.ID, Message: "note this"})
@@ -198,7 +198,7 @@ func TestDeferredKeyAcrossProcesses(t *testing.T) {
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	slow, db, u, a := setup(t, blockingEngine(started, release))
 	slow.EngineTimeout, slow.DeferStart = 5*time.Second, time.Hour
-	fast := &messaging.Service{Store: db, Clock: slow.Clock, DeferStart: time.Hour,
+	fast := &messaging.Service{Store: ams.Narrow[messaging.Tx](db), Clock: slow.Clock, DeferStart: time.Hour,
 		EngineFor: func(*ams.Assistant) (ams.Engine, error) {
 			return engineFunc(func(_ context.Context, _ *ams.Assistant, h []*ams.Message) (*ams.Reply, error) {
 				return &ams.Reply{Content: "fast " + h[len(h)-1].Content}, nil
@@ -232,7 +232,7 @@ func TestDeferredKeyAcrossProcesses(t *testing.T) {
 	}
 	c, _ := db.ListConversations(ctx, u.ID, "", ams.ListParams{Limit: 10})
 	e, _ := db.ListEvents(ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10})
-	if len(c.Data) != 1 || c.Data[0].MessageCount != 2 || len(e.Data) != 2 {
+	if len(c.Data) != 1 || c.Data[0].MessageCount != 2 || len(e.Data) != 3 { // conversation.created, two message.created
 		t.Fatalf("stored %d conversations and %d events, want the winner's only", len(c.Data), len(e.Data))
 	}
 }

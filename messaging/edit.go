@@ -58,12 +58,13 @@ func (s *Service) UpdateMessage(ctx context.Context, userID, id string, in Messa
 		return nil, err
 	}
 	var out *ams.Message
-	err := s.Store.Update(ctx, func(tx ams.Tx) error {
+	err := s.Store.Update(ctx, func(tx Tx) error {
 		m, err := tx.FindMessage(ctx, userID, id)
 		if err != nil {
 			return err
 		}
 		out = m
+		was := ams.MessageEvent(ams.EventMessageUpdated, m, m.UpdatedAt)
 		changed := false
 		if in.Content != nil && m.Direction != ams.DirectionInbound {
 			return ams.Errorf(ams.EINVALID, "message_not_editable",
@@ -90,7 +91,7 @@ func (s *Service) UpdateMessage(ctx context.Context, userID, id string, in Messa
 		if err := tx.UpdateMessage(ctx, m); err != nil {
 			return err
 		}
-		return tx.Emit(ctx, ams.MessageEvent(ams.EventMessageUpdated, m, now))
+		return tx.Emit(ctx, ams.MessageEvent(ams.EventMessageUpdated, m, now).Since(was))
 	})
 	if err != nil {
 		return nil, err
@@ -102,7 +103,7 @@ func (s *Service) UpdateMessage(ctx context.Context, userID, id string, in Messa
 // message.deleted (its data is the message as it was), in one
 // transaction. The conversation stays, counted one message fewer.
 func (s *Service) DeleteMessage(ctx context.Context, userID, id string) error {
-	return s.Store.Update(ctx, func(tx ams.Tx) error {
+	return s.Store.Update(ctx, func(tx Tx) error {
 		m, err := tx.FindMessage(ctx, userID, id)
 		if err != nil {
 			return err

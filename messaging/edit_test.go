@@ -18,7 +18,7 @@ func echo() ams.Engine {
 
 func eventsOf(t *testing.T, s *messaging.Service, u *ams.User, typ string) []*ams.Event {
 	t.Helper()
-	p, err := s.Store.ListEvents(context.Background(), u.ID, ams.EventFilter{Type: typ}, ams.ListParams{Limit: 100})
+	p, err := s.Store.(ams.Narrowed[messaging.Tx]).ListEvents(context.Background(), u.ID, ams.EventFilter{Type: typ}, ams.ListParams{Limit: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,7 +70,7 @@ type ErrorData struct {
 // in batches (every FlushInterval) so that another process, or a later
 // request, can read them.
 type eventLog struct {
-	store  ams.Store
+	store  eventStore
 	clock  ams.Clock
 	logger *slog.Logger
 	turnID string
@@ -85,7 +85,7 @@ type eventLog struct {
 	closed  bool
 }
 
-func newEventLog(store ams.Store, clock ams.Clock, logger *slog.Logger, turnID string, last int64) *eventLog {
+func newEventLog(store eventStore, clock ams.Clock, logger *slog.Logger, turnID string, last int64) *eventLog {
 	return &eventLog{store: store, clock: clock, logger: logger, turnID: turnID, first: last + 1, seq: last, changed: make(chan struct{})}
 }
 

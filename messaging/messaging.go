@@ -29,7 +29,7 @@ const HistoryLength = 50
 
 // Service sends messages to assistants.
 type Service struct {
-	Store ams.Store
+	Store Store
 	// EngineFor returns the engine that runs the assistant (chosen by its
 	// model).
 	EngineFor func(a *ams.Assistant) (ams.Engine, error)
@@ -209,17 +209,8 @@ func (s *Service) Send(ctx context.Context, userID string, in SendInput) (*ams.M
 // when it was cancelled. Once started, the turn's failures (EUPSTREAM
 // when the engine fails) come from the Run.
 func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run, error) {
-	if strings.TrimSpace(in.Message) == "" {
-		return nil, ams.ParamError("parameter_invalid", "message", "The message must not be empty.")
-	}
-	if len(in.Message) > ams.MaxMessageLength {
-		return nil, ams.ParamError("parameter_invalid", "message", "The message is longer than %d bytes.", ams.MaxMessageLength)
-	}
-	if !utf8.ValidString(in.Message) {
-		return nil, ams.ParamError("parameter_invalid", "message", "The message is not valid UTF-8.")
-	}
-	if strings.ContainsRune(in.Message, 0) {
-		return nil, ams.ParamError("parameter_invalid", "message", "The message must not contain NUL characters.")
+	if err := CheckContent(in.Message, "message"); err != nil {
+		return nil, err
 	}
 	md, err := in.Metadata.Merge(ams.Metadata{}, "metadata")
 	if err != nil {
@@ -227,23 +218,12 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 	}
 	a, err := s.Store.FindAssistant(ctx, userID, in.AssistantID)
 	if err != nil {
-		return nil, withParam(err, "assistant_id")
+		return nil, ams.WithParam(err, "assistant_id")
 	}
 	now := s.Clock.Now()
 	hash := RequestHash(in)
-	if in.IdempotencyKey != "" {
-		if r := s.deferredRun(userID, in.IdempotencyKey); r != nil {
-			if !ams.SecretsEqual(r.Turn.RequestHash, hash) {
-				return nil, keyReused(in.IdempotencyKey)
-			}
-			return nil, inProgress(r.Turn.ID)
-		}
-		t, err := s.Store.FindTurnByKey(ctx, userID, in.IdempotencyKey, now.Add(-ams.IdempotencyTTL))
-		if err == nil {
-			return s.retry(ctx, a, t, hash, in)
-		} else if !ams.IsNotFound(err) {
-			return nil, err
-		}
+	if r, found, err := s.sentBefore(ctx, a, userID, hash, in, now); found || err != nil {
+		return r, err
 	}
 	x := &ams.Exchange{ConversationID: in.ConversationID}
 	var history []*ams.Message
@@ -256,7 +236,7 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 	} else {
 		c, err := s.Store.FindConversation(ctx, userID, in.ConversationID)
 		if err != nil {
-			return nil, withParam(err, "conversation_id")
+			return nil, ams.WithParam(err, "conversation_id")
 		}
 		if c.AssistantID != a.ID {
 			return nil, ams.ParamError("parameter_invalid", "conversation_id",
@@ -271,14 +251,47 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 		ConversationID: x.ConversationID, Direction: ams.DirectionInbound, Content: in.Message, Metadata: md,
 		CreatedAt: now, UpdatedAt: now,
 	}
+	return s.begin(ctx, a, x, history, hash, in, now)
+}
+
+// sentBefore answers a send whose idempotency key started a turn
+// before (found), in this process or stored: a retry of it.
+func (s *Service) sentBefore(ctx context.Context, a *ams.Assistant, userID, hash string, in SendInput, now time.Time) (*Run, bool, error) {
+	if in.IdempotencyKey == "" {
+		return nil, false, nil
+	}
+	if r := s.deferredRun(userID, in.IdempotencyKey); r != nil {
+		if !ams.SecretsEqual(r.Turn.RequestHash, hash) {
+			return nil, true, keyReused(in.IdempotencyKey)
+		}
+		return nil, true, inProgress(r.Turn.ID)
+	}
+	t, err := s.Store.FindTurnByKey(ctx, userID, in.IdempotencyKey, now.Add(-ams.IdempotencyTTL))
+	if err == nil {
+		r, err := s.retry(ctx, a, t, hash, in)
+		return r, true, err
+	} else if !ams.IsNotFound(err) {
+		return nil, true, err
+	}
+	return nil, false, nil
+}
+
+// begin starts the turn of exchange x (its conversation and inbound
+// message made): its start is stored first, or deferred (see
+// DeferStart) when the reply is not streamed.
+func (s *Service) begin(ctx context.Context, a *ams.Assistant, x *ams.Exchange, history []*ams.Message, hash string, in SendInput, now time.Time) (*Run, error) {
 	engine, err := s.EngineFor(a)
 	if err != nil {
 		return nil, err
 	}
+	userID := x.Inbound.UserID
 	x.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: userID, AssistantID: a.ID, ConversationID: x.ConversationID,
 		InboundMessageID: x.Inbound.ID, Status: ams.TurnRunning, IdempotencyKey: in.IdempotencyKey, RequestHash: hash,
-		LeaseUntil: now.Add(s.lease()), Attempt: 1, CreatedAt: now, UpdatedAt: now}
+		LeaseUntil: now.Add(s.lease()), Attempt: 1, CreatedAt: now, UpdatedAt: now, Request: ams.RequestFrom(ctx)}
 	x.Events = []*ams.Event{ams.MessageCreatedEvent(x.Inbound)}
+	if x.NewConversation != nil {
+		x.Events = append([]*ams.Event{ams.ConversationEvent(ams.EventConversationCreated, x.NewConversation, now)}, x.Events...)
+	}
 	history = append(history, x.Inbound)
 	if !in.Stream && s.DeferStart >= 0 {
 		return s.launch(a, engine, x.Turn, history, in.Timezone, false, false, 0, x), nil
@@ -401,6 +414,7 @@ func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engin
 	if err != nil {
 		return nil, err
 	}
+	t.Request = ams.RequestFrom(ctx)
 	return s.launch(a, engine, t, history, tz, stream, true, last, nil), nil
 }
 
@@ -486,7 +500,7 @@ func (s *Service) launch(a *ams.Assistant, engine ams.Engine, t *ams.Turn, histo
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(ams.WithRequest(context.Background(), t.Request), timeout)
 	r := &Run{Turn: t, s: s, cancel: cancel, done: make(chan struct{}), pending: pending,
 		log: newEventLog(s.Store, s.Clock, s.logger(), t.ID, lastSeq)}
 	s.mu.Lock()
@@ -520,159 +534,6 @@ func (s *Service) launch(a *ams.Assistant, engine ams.Engine, t *ams.Turn, histo
 	}
 	go s.run(ctx, r, engine, req)
 	return r
-}
-
-// run runs one attempt of a turn to its end: a stored reply (completed),
-// an error (failed) or a cancel (cancelled).
-func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.EngineRequest) {
-	t := r.Turn
-	bg := context.WithoutCancel(ctx)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	if !r.stored() {
-		wg.Add(1)
-		go func() { // the deferred start, once the turn has run DeferStart
-			defer wg.Done()
-			wait := time.NewTimer(s.deferStart())
-			defer wait.Stop()
-			select {
-			case <-stop:
-			case <-wait.C:
-				if err := r.storeStart(bg); err != nil {
-					r.cancel() // the turn cannot be stored: stop the engine
-				}
-			}
-		}()
-	}
-	wg.Add(2)
-	go func() { // the lease, and cancels asked of other processes
-		defer wg.Done()
-		tick := time.NewTicker(s.lease() / 3)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				r.renew(bg)
-			}
-		}
-	}()
-	go func() { // gathered deltas, stored events
-		defer wg.Done()
-		every := s.FlushInterval
-		if every <= 0 {
-			every = 50 * time.Millisecond
-		}
-		tick := time.NewTicker(every)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				if r.stored() {
-					r.log.flush(bg)
-				}
-			}
-		}
-	}()
-	reply, err := s.reply(ctx, r, engine, req)
-	close(stop)
-	wg.Wait()
-	r.cancel()
-
-	now := s.Clock.Now()
-	if now.Before(t.CreatedAt) {
-		now = t.CreatedAt
-	}
-	end := *t
-	end.UpdatedAt, end.CompletedAt = now, &now
-	var msg *ams.Message
-	switch {
-	case r.isCancelled():
-		end.Status = ams.TurnCancelled
-		err = ams.Errorf(ams.ECONFLICT, "turn_cancelled", "The turn was cancelled.")
-	case err != nil:
-		end.Status = ams.TurnFailed
-	default:
-		end.Status = ams.TurnCompleted
-		msg = &ams.Message{
-			ID: ams.NewID(ams.PrefixMessage), Object: "message", UserID: t.UserID, AssistantID: t.AssistantID,
-			ConversationID: t.ConversationID, Direction: ams.DirectionOutbound, Content: reply.Content, Metadata: ams.Metadata{},
-			CreatedAt: now, UpdatedAt: now,
-		}
-		end.ReplyMessageID = msg.ID
-		if !r.log.hasDeltas() {
-			// An engine that does not stream: its whole text is one
-			// delta, so that the deltas always make up the content.
-			r.log.addDelta(reply.Content)
-		}
-	}
-	if err != nil {
-		end.Error = apiError(err)
-	}
-	var events []*ams.Event
-	if msg != nil {
-		events = []*ams.Event{ams.MessageCreatedEvent(msg)}
-	}
-	r.startMu.Lock()
-	whole, startErr := r.pending, r.startErr
-	r.pending = nil
-	r.startMu.Unlock()
-	// The turn's last event (message.completed with the stored reply, or
-	// error) and the events not stored yet are written in the turn's
-	// last transaction; subscribers get the last event once it commits.
-	var last *ams.TurnEvent
-	if msg != nil {
-		last = r.log.prepare(EventMessageCompleted, msg)
-	} else {
-		last = r.log.prepare(EventError, ErrorData{Error: end.Error})
-	}
-	stream := append(r.log.unwritten(), last)
-	switch {
-	case startErr != nil || whole != nil:
-		// Stored whole (its start was still deferred), or not at all
-		// (its start could not be stored).
-		if startErr == nil {
-			whole.Turn, whole.Reply, whole.Events, whole.Stream = &end, msg, append(whole.Events, events...), stream
-			startErr = s.Store.SaveExchange(bg, whole)
-		}
-		if startErr == nil {
-			r.log.addStored(last)
-			r.final = &end
-			break
-		}
-		var other *ams.Turn
-		msg, other, err = s.unstored(bg, t, startErr)
-		r.final = other
-		if err != nil {
-			if ams.ErrorKindOf(err) == ams.EINTERNAL {
-				s.logger().Error("store turn", "turn", t.ID, "err", err)
-			}
-			r.log.emit(EventError, ErrorData{Error: apiError(err)})
-		}
-	default:
-		if ferr := s.Store.FinishTurn(bg, &end, msg, events, stream...); ferr != nil {
-			s.logger().Error("finish turn", "turn", t.ID, "err", ferr)
-			msg, err = nil, ferr
-			end.Error = apiError(ferr)
-			r.log.emit(EventError, ErrorData{Error: end.Error})
-			r.log.flush(bg)
-		} else {
-			r.log.addStored(last)
-		}
-		r.final = &end
-	}
-	s.mu.Lock()
-	delete(s.runs, t.ID)
-	if k := runKey(t.UserID, t.IdempotencyKey); s.keys[k] == r {
-		delete(s.keys, k)
-	}
-	s.mu.Unlock()
-	r.log.close()
-	r.reply, r.err = msg, err
-	close(r.done)
 }
 
 // renew extends the turn's lease; a cancel asked through the store (by
@@ -713,27 +574,10 @@ func (s *Service) reply(ctx context.Context, r *Run, engine ams.Engine, req *ams
 // apiError is err as the API's error body: the message of an *ams.Error
 // of a client-facing kind, a generic text otherwise.
 func apiError(err error) *ams.ActionError {
-	var e *ams.Error
-	if errors.As(err, &e) && e.Kind != ams.EINTERNAL {
-		return &ams.ActionError{Type: ErrorType(e.Kind), Code: e.Code, Message: e.Message, Param: e.Param}
+	if e := ams.ActionErrorOf(err); e != nil && ams.ErrorKindOf(err) != ams.EINTERNAL {
+		return e
 	}
-	return &ams.ActionError{Type: "api_error", Code: "internal_error", Message: "The turn could not be stored; retry with the same Idempotency-Key."}
-}
-
-// ErrorType is the API's error type for a kind (as in the HTTP error
-// body).
-func ErrorType(k ams.ErrorKind) string {
-	switch k {
-	case ams.ERATELIMIT:
-		return "rate_limit_error"
-	case ams.EUNAUTHENTICATED:
-		return "authentication_error"
-	case ams.EFORBIDDEN:
-		return "permission_error"
-	case ams.EINTERNAL, ams.EUPSTREAM, ams.EUNAVAILABLE:
-		return "api_error"
-	}
-	return "invalid_request_error"
+	return &ams.ActionError{Type: ams.TypeAPI, Code: "internal_error", Message: "The turn could not be stored; retry with the same Idempotency-Key."}
 }
 
 // engineReason says why an engine failed without exposing internal text:
@@ -743,17 +587,6 @@ func engineReason(err error) string {
 		return "it did not answer in time."
 	}
 	return "it failed."
-}
-
-// withParam names param on a not-found error.
-func withParam(err error, param string) error {
-	var e *ams.Error
-	if errors.As(err, &e) && e.Kind == ams.ENOTFOUND {
-		c := *e
-		c.Param = param
-		return &c
-	}
-	return err
 }
 
 // Title returns a conversation title from its first message: the first

@@ -33,7 +33,7 @@ func setup(t *testing.T, e ams.Engine) (*messaging.Service, *sqlite.DB, *ams.Use
 	if err := errors.Join(db.CreateUser(ctx, u), db.CreateAssistant(ctx, a)); err != nil {
 		t.Fatal(err)
 	}
-	s := &messaging.Service{Store: db, Clock: func() time.Time { return now },
+	s := &messaging.Service{Store: ams.Narrow[messaging.Tx](db), Clock: func() time.Time { return now },
 		EngineFor: func(*ams.Assistant) (ams.Engine, error) { return e, nil }, EngineTimeout: 50 * time.Millisecond}
 	return s, db, u, a
 }
@@ -47,7 +47,7 @@ func onlyFailedTurn(t *testing.T, db *sqlite.DB, u *ams.User, code string) {
 	c, _ := db.ListConversations(ctx, u.ID, "", ams.ListParams{Limit: 10})
 	e, _ := db.ListEvents(ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10})
 	tr, _ := db.ListTurns(ctx, u.ID, "", ams.ListParams{Limit: 10})
-	if len(c.Data) != 1 || len(e.Data) != 1 || len(tr.Data) != 1 {
+	if len(c.Data) != 1 || len(e.Data) != 2 || len(tr.Data) != 1 {
 		t.Fatalf("stored %d conversations, %d events, %d turns after a failure", len(c.Data), len(e.Data), len(tr.Data))
 	}
 	m, _ := db.ListMessages(ctx, u.ID, c.Data[0].ID, ams.ListParams{Limit: 10})

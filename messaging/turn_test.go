@@ -112,7 +112,7 @@ func TestCancelFromAnotherProcess(t *testing.T) {
 	// The turn's start is stored once it has run 20 ms (DeferStart):
 	// from then on another process sees it.
 	s.EngineTimeout, s.Lease, s.DeferStart = 5*time.Second, 60*time.Millisecond, 20*time.Millisecond
-	other := &messaging.Service{Store: db, Clock: s.Clock, EngineFor: s.EngineFor}
+	other := &messaging.Service{Store: ams.Narrow[messaging.Tx](db), Clock: s.Clock, EngineFor: s.EngineFor}
 	ctx := context.Background()
 	r, err := s.Start(ctx, u.ID, messaging.SendInput{AssistantID: a.ID, Message: "hi"})
 	if err != nil {
@@ -209,7 +209,7 @@ func TestFollowFromAnotherProcess(t *testing.T) {
 			return &ams.Reply{Content: "Hello there"}, nil
 		}), nil
 	}
-	other := &messaging.Service{Store: db, Clock: s.Clock}
+	other := &messaging.Service{Store: ams.Narrow[messaging.Tx](db), Clock: s.Clock}
 	ctx := context.Background()
 	r, err := s.Start(ctx, u.ID, messaging.SendInput{AssistantID: a.ID, Message: "hi", Stream: true})
 	if err != nil {

@@ -91,6 +91,7 @@ func CreateClient(ctx context.Context, store ClientStore, p ClientParams, now ti
 		if err := tx.CreateOAuthClient(ctx, c); err != nil {
 			return err
 		}
+		ams.KeepAnswer(ctx, &ams.SecretAnswer{Record: c, Secret: secret})
 		return tx.Emit(ctx, ams.OAuthClientEvent(ams.EventOAuthClientCreated, c, now))
 	})
 	if err != nil {
@@ -148,6 +149,7 @@ func RotateClientSecret(ctx context.Context, store ClientStore, userID, id strin
 		if c, err = tx.SetOAuthClientSecret(ctx, userID, id, ams.HashSecret(secret), now); err != nil {
 			return err
 		}
+		ams.KeepAnswer(ctx, &ams.SecretAnswer{Record: c, Secret: secret})
 		return tx.Emit(ctx, ams.OAuthClientEvent(ams.EventOAuthClientSecretRotated, c, now))
 	})
 	if err != nil {

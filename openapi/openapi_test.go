@@ -91,6 +91,8 @@ var eventTypes = []string{
 	ams.EventAPIKeyCreated, ams.EventAPIKeyRevoked,
 	ams.EventOAuthClientCreated, ams.EventOAuthClientSecretRotated, ams.EventOAuthClientDeleted,
 	ams.EventAccountUpdated,
+	ams.EventAssistantCreated, ams.EventAssistantUpdated, ams.EventAssistantDeleted,
+	ams.EventConversationCreated, ams.EventConversationUpdated, ams.EventConversationDeleted,
 }
 
 var rateLimitHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"}
@@ -279,6 +281,19 @@ func checkResponses(t *testing.T, key string, op *openapi3.Operation) {
 			// No Content: headers only.
 			if len(r.Content) != 0 {
 				t.Error("204 response has content")
+			}
+			for _, h := range rateLimitHeaders {
+				if r.Headers[h] == nil {
+					t.Errorf("%s response lacks %s", code, h)
+				}
+			}
+			continue
+		}
+		if code == "304" {
+			// Not Modified (a conditional GET): headers only, the ETag
+			// among them.
+			if len(r.Content) != 0 || r.Headers["ETag"] == nil {
+				t.Error("304 response must have no content and an ETag header")
 			}
 			for _, h := range rateLimitHeaders {
 				if r.Headers[h] == nil {
@@ -562,6 +577,12 @@ func TestRecordsMatchSchemas(t *testing.T) {
 		"webhook.failing": map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook), "url": "https://example.com/hook", "reason": "timeout: no answer within 5s"},
 		"webhook.enabled": map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook), "url": "https://example.com/hook"},
 	}
+	for _, typ := range []string{ams.EventAssistantCreated, ams.EventAssistantUpdated, ams.EventAssistantDeleted} {
+		data[typ] = jsonValue(t, ams.AssistantEvent(typ, asst, at).Data)
+	}
+	for _, typ := range []string{ams.EventConversationCreated, ams.EventConversationUpdated, ams.EventConversationDeleted} {
+		data[typ] = jsonValue(t, ams.ConversationEvent(typ, conv, at).Data)
+	}
 	// The audit events of the management API, built as the services build
 	// them (account.Service, package oauth).
 	mgmtKey := &ams.APIKey{ID: ams.NewID(ams.PrefixAPIKey), UserID: "usr_x", Name: "export", Hint: ams.KeyHint("ams_sk_abcdefXy3Z"),
@@ -605,7 +626,21 @@ func TestRecordsMatchSchemas(t *testing.T) {
 		valid = append(valid, struct {
 			schema string
 			value  any
-		}{"Event", map[string]any{"id": ams.NewID(ams.PrefixEvent), "object": "event", "type": typ, "created_at": "2026-11-21T10:00:00.123Z", "data": data[typ]}})
+		}{"Event", withPrevious(typ, map[string]any{"id": ams.NewID(ams.PrefixEvent), "object": "event", "type": typ, "created_at": "2026-11-21T10:00:00.123Z",
+			"request": nil, "turn_id": nil, "data": data[typ]})})
+		// Caused by an API request, with and without an Idempotency-Key,
+		// and by a turn.
+		key, turn := "retry-1", ams.NewID(ams.PrefixTurn)
+		for _, cause := range []map[string]any{
+			{"request": map[string]any{"id": "req_x", "idempotency_key": key}, "turn_id": nil},
+			{"request": map[string]any{"id": "req_x", "idempotency_key": nil}, "turn_id": turn},
+		} {
+			valid = append(valid, struct {
+				schema string
+				value  any
+			}{"Event", withPrevious(typ, map[string]any{"id": ams.NewID(ams.PrefixEvent), "object": "event", "type": typ, "created_at": "2026-11-21T10:00:00.123Z",
+				"request": cause["request"], "turn_id": cause["turn_id"], "data": data[typ]})})
+		}
 	}
 	for _, c := range valid {
 		if err := visit(t, doc, c.schema, jsonValue(t, c.value)); err != nil {
@@ -1075,4 +1110,13 @@ func TestForServer(t *testing.T) {
 	if !reflect.DeepEqual(doc, orig) {
 		t.Fatal("ForServer changed more than the servers")
 	}
+}
+
+// withPrevious adds previous_attributes to the envelope e of a change's
+// event (*.updated), which carries them.
+func withPrevious(typ string, e map[string]any) map[string]any {
+	if strings.HasSuffix(typ, ".updated") {
+		e["previous_attributes"] = map[string]any{"title": "before"}
+	}
+	return e
 }

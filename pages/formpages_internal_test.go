@@ -20,8 +20,8 @@ func TestEveryFormHasItsPage(t *testing.T) {
 			continue
 		}
 		forms++
-		get, ok := formPages[pattern]
-		if !ok {
+		get := s.pages[pattern].on
+		if get == "" {
 			t.Errorf("%s: no page in formPages", pattern)
 			continue
 		}
@@ -32,11 +32,6 @@ func TestEveryFormHasItsPage(t *testing.T) {
 			if !strings.Contains(pattern, w) {
 				t.Errorf("%s: its page %s has %s, which the form's path has not", pattern, get, w)
 			}
-		}
-	}
-	for post := range formPages {
-		if _, ok := s.pages[post]; !ok {
-			t.Errorf("formPages lists %s, which is not a route", post)
 		}
 	}
 	if forms == 0 {

@@ -11,9 +11,9 @@ import (
 
 // The OAuth apps pages: the clients the user registered (register one,
 // its secret shown once, rotate the secret, delete it) and the apps the
-// user authorized, each revocable. Clients are made by oauth.CreateClient,
-// the same as `ams oauth-clients create`, and changed by package oauth's
-// RotateClientSecret, DeleteClient and RevokeGrants.
+// user authorized, each revocable. Clients are made and changed through
+// oauth.Clients (CreateClient, RotateClientSecret, DeleteClient and
+// RevokeGrants), as `ams oauth-clients create` makes them.
 
 // oauthAppForm is the registration form as sent.
 type oauthAppForm struct {
@@ -84,7 +84,7 @@ func (s *Server) createOAuthApp(w http.ResponseWriter, r *http.Request, c *Ctx) 
 	var secret string
 	if !c.Invalid() {
 		var err error
-		client, secret, err = oauth.CreateClient(r.Context(), s.Store, oauth.ClientParams{
+		client, secret, err = s.OAuthClients.Create(r.Context(), oauth.ClientParams{
 			UserID: c.User.ID, Name: form.Name, RedirectURIs: redirectURILines(form.RedirectURIs), Public: form.Type == "public"}, c.Now)
 		var e *ams.Error
 		switch {
@@ -168,7 +168,7 @@ func (s *Server) rotateOAuthApp(w http.ResponseWriter, r *http.Request, c *Ctx) 
 	if r.PostForm.Get("confirm") != "yes" {
 		return oauthConfirm{Action: "rotate", Client: cl}, nil
 	}
-	_, secret, err := oauth.RotateClientSecret(r.Context(), s.Store, c.User.ID, cl.ID, c.Now)
+	_, secret, err := s.OAuthClients.RotateSecret(r.Context(), c.User.ID, cl.ID, c.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func (s *Server) deleteOAuthApp(w http.ResponseWriter, r *http.Request, c *Ctx) 
 	if r.PostForm.Get("confirm") != "yes" {
 		return oauthConfirm{Action: "delete", Client: cl}, nil
 	}
-	if err := oauth.DeleteClient(r.Context(), s.Store, c.User.ID, cl.ID, c.Now); err != nil {
+	if err := s.OAuthClients.Delete(r.Context(), c.User.ID, cl.ID, c.Now); err != nil {
 		return nil, err
 	}
 	c.Flash(FlashSuccess, cl.Name+" deleted. Every token it held stopped working.")
@@ -210,7 +210,7 @@ func (s *Server) revokeOAuthGrant(w http.ResponseWriter, r *http.Request, c *Ctx
 	if r.PostForm.Get("confirm") != "yes" {
 		return oauthConfirm{Action: "revoke", Grant: g}, nil
 	}
-	if err := oauth.RevokeGrants(r.Context(), s.Store, c.User.ID, g.ClientID, c.Now); err != nil {
+	if err := s.OAuthClients.RevokeGrants(r.Context(), c.User.ID, g.ClientID, c.Now); err != nil {
 		return nil, err
 	}
 	c.Flash(FlashSuccess, g.ClientName+" no longer has access to your account. Its tokens stopped working.")

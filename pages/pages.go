@@ -17,7 +17,7 @@
 // routes.go:
 //
 //	s.Page("GET /account/webhooks", "webhooks.html", s.webhooks)
-//	s.Page("POST /account/webhooks", "webhooks.html", s.createWebhook)
+//	s.Form("POST /account/webhooks", "webhooks.html", "GET /account/webhooks", s.createWebhook)
 //
 // A handler returns the data its template renders:
 //
@@ -80,10 +80,13 @@ import (
 
 // Server serves the account pages. Set its fields, then call Register.
 type Server struct {
-	// Store holds the accounts and their records. Handlers read it; they
-	// change records through the services (Accounts, Webhooks, Messages,
-	// and package oauth's client functions).
-	Store ams.Store
+	// Store holds the accounts and their records. Handlers read it
+	// (Reader, reads only); they change records through the services
+	// (Accounts, Webhooks, Messages, OAuthClients).
+	Store Reader
+	// OAuthClients registers and changes the user's OAuth clients and
+	// revokes what the user authorized them to do.
+	OAuthClients *oauth.Clients
 	// Clock is the service clock (nil: the wall clock).
 	Clock ams.Clock
 	// Logger receives internal errors (nil: slog.Default()).
@@ -122,10 +125,12 @@ type Server struct {
 	secretKey []byte
 }
 
-// page is a registered page: its template and handler.
+// page is a registered page: its template and handler, and for a form
+// the pattern of the page it is on.
 type page struct {
 	tmpl string
 	h    Handler
+	on   string
 }
 
 // Handler is a page handler: it returns the data its template renders as
@@ -180,28 +185,44 @@ func (s *Server) init() {
 }
 
 // Page registers a page that needs a signed-in user. pattern is a
-// ServeMux pattern with a method ("GET /account/keys"); POST patterns are
-// forms, checked for CSRF before h runs. tmpl is the template file under
-// templates/ that renders what h returns.
+// ServeMux pattern with the method GET ("GET /account/keys"). tmpl is the
+// template file under templates/ that renders what h returns.
 func (s *Server) Page(pattern, tmpl string, h Handler) {
-	s.handle(pattern, tmpl, h, false)
+	s.handle(pattern, tmpl, "", h, false)
 }
 
 // PublicPage registers a page that needs no session; c.User is the
-// signed-in user or nil. Its POST routes check the CSRF token of the
-// browser's login cookie (or of the session, when signed in).
+// signed-in user or nil.
 func (s *Server) PublicPage(pattern, tmpl string, h Handler) {
-	s.handle(pattern, tmpl, h, true)
+	s.handle(pattern, tmpl, "", h, true)
 }
 
-func (s *Server) handle(pattern, tmpl string, h Handler, public bool) {
+// Form registers a form that needs a signed-in user: pattern is a POST
+// ServeMux pattern, checked for CSRF before h runs, and on is the page
+// the form is on (a GET pattern with the form's path values), rendered
+// with a form error for a field that cannot be stored (refuseForm).
+func (s *Server) Form(pattern, tmpl, on string, h Handler) {
+	s.handle(pattern, tmpl, on, h, false)
+}
+
+// PublicForm registers a form that needs no session (Form); it checks the
+// CSRF token of the browser's login cookie (or of the session, when
+// signed in).
+func (s *Server) PublicForm(pattern, tmpl, on string, h Handler) {
+	s.handle(pattern, tmpl, on, h, true)
+}
+
+func (s *Server) handle(pattern, tmpl, on string, h Handler, public bool) {
 	s.init()
 	if s.mux == nil {
 		panic("pages: Page called outside Register")
 	}
 	mustTemplate(tmpl)
-	s.pages[pattern] = page{tmpl, h}
 	method, path, _ := strings.Cut(pattern, " ")
+	if form := method != http.MethodGet && method != http.MethodHead; form != (on != "") {
+		panic("pages: " + pattern + ": a form (POST) is registered with Form, naming its page; a page with Page")
+	}
+	s.pages[pattern] = page{tmpl, h, on}
 	var hh http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.serve(w, r, tmpl, h, public)
 	})
@@ -300,11 +321,11 @@ func invalidFields(form url.Values) []string {
 
 // refuseForm answers a form with the fields bad (invalidFields): its
 // handler does not run, so nothing is stored; the page the form is on
-// (formPages) is rendered with status 400 and a form error naming each
+// (the one its route names) is rendered with status 400 and a form error naming each
 // field. A form without such a page gets the 400 error page.
 func (s *Server) refuseForm(w http.ResponseWriter, r *http.Request, c *Ctx, bad []string) {
 	const why = "holds a character that cannot be stored (a NUL character or invalid UTF-8), so nothing was changed. Correct it and send the form again."
-	fp, ok := s.pages[formPages[r.Pattern]]
+	fp, ok := s.pages[s.pages[r.Pattern].on]
 	if !ok {
 		s.renderError(w, r, c, http.StatusBadRequest, "Bad request", "The form "+why)
 		return

@@ -152,8 +152,7 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 		return nil, nil
 	}
 	rows, err := db.pool.Query(ctx, `WITH pick AS (
-		  SELECT seq FROM emails WHERE state = 'pending' AND next_at <= $1 AND lease_until <= $1
-		  ORDER BY next_at, seq LIMIT $3 FOR UPDATE SKIP LOCKED
+		  SELECT seq FROM emails `+sqlstore.EmailsDue+` LIMIT $3 FOR UPDATE SKIP LOCKED
 		), leased AS (
 		  UPDATE emails m SET lease_until = $2 FROM pick WHERE m.seq = pick.seq
 		  RETURNING m.seq, m.next_at, m.id, m.kind, m.to_addr, m.subject, m.body, m.attempts

@@ -26,8 +26,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -174,38 +172,15 @@ func (db *DB) Ping(ctx context.Context) error { return db.pool.Ping(ctx) }
 // their state in the same database (a shared rate limiter).
 func (db *DB) Pool() *pgxpool.Pool { return db.pool }
 
-type migration struct {
-	version int
-	name    string
-}
-
-func migrations() ([]migration, error) {
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var migs []migration
-	for _, n := range names {
-		base := path.Base(n)
-		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
-		if err != nil {
-			return nil, fmt.Errorf("postgres: migration %s: name must start with its number", base)
-		}
-		migs = append(migs, migration{v, base})
-	}
-	sort.Slice(migs, func(i, j int) bool { return migs[i].version < migs[j].version })
-	return migs, nil
-}
-
-// migrate applies the embedded migrations in order of their number, in one
+// migrate applies the embedded migrations (sqlstore.Migrate) in one
 // transaction that holds an advisory lock on the schema: processes that
 // start together wait for the first, then find its versions recorded in
 // schema_migrations and apply nothing.
 func (db *DB) migrate(ctx context.Context, schema string) error {
-	migs, err := migrations()
-	if err != nil {
-		return err
-	}
+	return db.migrateFS(ctx, schema, migrationFS)
+}
+
+func (db *DB) migrateFS(ctx context.Context, schema string, fsys fs.FS) error {
 	if schema == "" {
 		var cur *string
 		if err := db.pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&cur); err != nil {
@@ -241,44 +216,8 @@ func (db *DB) migrate(ctx context.Context, schema string) error {
 			return fmt.Errorf("postgres: create schema: %w", err)
 		}
 	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
-		return fmt.Errorf("postgres: create schema_migrations: %w", err)
-	}
-	applied := map[int]bool{}
-	rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations`)
-	if err != nil {
-		return fmt.Errorf("postgres: read schema_migrations: %w", err)
-	}
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return fmt.Errorf("postgres: read schema_migrations: %w", err)
-		}
-		applied[v] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("postgres: read schema_migrations: %w", err)
-	}
-	for _, m := range migs {
-		if applied[m.version] {
-			continue
-		}
-		body, err := migrationFS.ReadFile("migrations/" + m.name)
-		if err != nil {
-			return err
-		}
-		// Without arguments pgx uses the simple protocol, which runs
-		// several statements in one call.
-		if _, err := tx.Exec(ctx, string(body)); err != nil {
-			return fmt.Errorf("postgres: migration %s: %w", m.name, err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-			m.version, m.name, time.Now().UnixMilli()); err != nil {
-			return fmt.Errorf("postgres: record migration %s: %w", m.name, err)
-		}
+	if err := sqlstore.Migrate(ctx, fsys, func(fn func(sqlstore.Conn) error) error { return fn(conn{tx}) }); err != nil {
+		return fmt.Errorf("postgres: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("postgres: commit migrations: %w", err)

@@ -140,7 +140,7 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 	defer db.ws.prepareNoted(context.WithoutCancel(ctx))
 	defer tx.Rollback()
 	c := conn{db: tx, stmts: db.ws, tx: tx}
-	rows, err := c.on(ctx, dueEmailsQuery).QueryContext(ctx, dueEmailsQuery, sqlstore.MS(now), sqlstore.MS(now), limit)
+	rows, err := c.on(ctx, dueEmailsQuery).QueryContext(ctx, dueEmailsQuery, sqlstore.MS(now), limit)
 	if err != nil {
 		return nil, fmt.Errorf("claim e-mails: %w", err)
 	}
@@ -164,7 +164,6 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 
 // The statements of ClaimEmails.
 const (
-	dueEmailsQuery = `SELECT id, kind, to_addr, subject, body, attempts FROM emails
-		WHERE state = 'pending' AND next_at <= ? AND lease_until <= ? ORDER BY next_at LIMIT ?`
+	dueEmailsQuery  = `SELECT id, kind, to_addr, subject, body, attempts FROM emails ` + sqlstore.EmailsDue + ` LIMIT $2`
 	leaseEmailQuery = `UPDATE emails SET lease_until = ? WHERE id = ?`
 )

@@ -1,12 +1,3 @@
-// Package sqlite is the embedded storage engine of ams: a SQLite database
-// file under the data directory, opened with the pure-Go modernc.org/sqlite
-// driver. It implements ams.Store.
-//
-// Writes go through one connection (SQLite allows one writer at a time;
-// queueing them in the pool avoids SQLITE_BUSY churn), reads through a pool
-// of read-only connections that WAL mode lets run beside the writer. Other
-// processes (the CLI while a server runs) share the file safely: every
-// connection waits on the busy timeout instead of failing.
 package sqlite
 
 import (
@@ -20,10 +11,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/seal"
@@ -154,62 +141,24 @@ func (db *DB) Close() error {
 // Ping checks that the database answers.
 func (db *DB) Ping(ctx context.Context) error { return db.read.PingContext(ctx) }
 
-// migrate applies the embedded migrations in order of their number, each in
-// its own transaction, recording the applied versions.
-func (db *DB) migrate(ctx context.Context) error {
-	if _, err := db.write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
-		return fmt.Errorf("sqlite: create schema_migrations: %w", err)
-	}
-	names, err := fs.Glob(migrationFS, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	type mig struct {
-		version int
-		name    string
-	}
-	var migs []mig
-	for _, n := range names {
-		base := filepath.Base(n)
-		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+// migrate applies the embedded migrations (sqlstore.Migrate), each in a
+// transaction of its own on the write connection.
+func (db *DB) migrate(ctx context.Context) error { return migrateFS(ctx, db.write, migrationFS) }
+
+func migrateFS(ctx context.Context, write *sql.DB, fsys fs.FS) error {
+	err := sqlstore.Migrate(ctx, fsys, func(fn func(sqlstore.Conn) error) error {
+		tx, err := write.BeginTx(ctx, nil)
 		if err != nil {
-			return fmt.Errorf("sqlite: migration %s: name must start with its number", base)
-		}
-		migs = append(migs, mig{v, base})
-	}
-	sort.Slice(migs, func(i, j int) bool { return migs[i].version < migs[j].version })
-	for _, m := range migs {
-		if err := db.applyMigration(ctx, m.version, m.name); err != nil {
 			return err
 		}
+		defer tx.Rollback()
+		if err := fn(conn{db: tx}); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: %w", err)
 	}
 	return nil
-}
-
-func (db *DB) applyMigration(ctx context.Context, version int, name string) error {
-	tx, err := db.write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("sqlite: begin migration: %w", err)
-	}
-	defer tx.Rollback()
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
-		return fmt.Errorf("sqlite: read schema_migrations: %w", err)
-	}
-	if n > 0 {
-		return nil
-	}
-	body, err := migrationFS.ReadFile("migrations/" + name)
-	if err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, string(body)); err != nil {
-		return fmt.Errorf("sqlite: migration %s: %w", name, err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		version, name, time.Now().UnixMilli()); err != nil {
-		return fmt.Errorf("sqlite: record migration %s: %w", name, err)
-	}
-	return tx.Commit()
 }

@@ -21,10 +21,94 @@ func scanEvent(s scanner) (*ams.Event, error) {
 		return nil, err
 	}
 	e.CreatedAt = FromMS(c)
-	if err := json.Unmarshal(data, &e.Data); err != nil {
-		return nil, fmt.Errorf("decode event %s: %w", e.ID, err)
+	if err := decodeEventData(data, e); err != nil {
+		return nil, err
 	}
 	return e, nil
+}
+
+// An event's envelope fields beyond its data, what caused it (request,
+// turn_id) and what a change replaced (previous_attributes), are kept in its data column, under keys no record has
+// ("$request", "$turn_id"), so that every reader of the column (the
+// listing, the delivery claims of both engines) gets them with the data:
+// encodeEventData writes them, decodeEventData takes them out again.
+const (
+	keyRequest  = "$request"
+	keyTurnID   = "$turn_id"
+	keyPrevious = "$previous_attributes"
+)
+
+// encodeEventData returns the data column of e.
+func encodeEventData(e *ams.Event) ([]byte, error) {
+	data, err := json.Marshal(e.Data)
+	if err != nil {
+		return nil, fmt.Errorf("encode event data: %w", err)
+	}
+	if e.Request == nil && e.TurnID == nil && e.PreviousAttributes == nil {
+		return data, nil
+	}
+	var head []byte
+	if e.Request != nil {
+		r, err := json.Marshal(e.Request)
+		if err != nil {
+			return nil, fmt.Errorf("encode event request: %w", err)
+		}
+		head = append(append(append(head, '"'), keyRequest...), `":`...)
+		head = append(head, r...)
+	}
+	if e.TurnID != nil {
+		if head != nil {
+			head = append(head, ',')
+		}
+		id, _ := json.Marshal(*e.TurnID)
+		head = append(append(append(head, '"'), keyTurnID...), `":`...)
+		head = append(head, id...)
+	}
+	if e.PreviousAttributes != nil {
+		if head != nil {
+			head = append(head, ',')
+		}
+		p, err := json.Marshal(e.PreviousAttributes)
+		if err != nil {
+			return nil, fmt.Errorf("encode event previous_attributes: %w", err)
+		}
+		head = append(append(append(head, '"'), keyPrevious...), `":`...)
+		head = append(head, p...)
+	}
+	if len(data) < 2 || data[0] != '{' {
+		return nil, fmt.Errorf("encode event data: not an object")
+	}
+	out := append([]byte{'{'}, head...)
+	if len(data) > 2 {
+		out = append(out, ',')
+	}
+	return append(out, data[1:]...), nil
+}
+
+// decodeEventData decodes e's data column into e.Data, e.Request and
+// e.TurnID.
+func decodeEventData(data []byte, e *ams.Event) error {
+	if err := json.Unmarshal(data, &e.Data); err != nil {
+		return fmt.Errorf("decode event %s: %w", e.ID, err)
+	}
+	if r, ok := e.Data[keyRequest].(map[string]any); ok {
+		req := &ams.EventRequest{}
+		req.ID, _ = r["id"].(string)
+		if k, ok := r["idempotency_key"].(string); ok {
+			req.IdempotencyKey = &k
+		}
+		e.Request = req
+		delete(e.Data, keyRequest)
+	}
+	if id, ok := e.Data[keyTurnID].(string); ok {
+		e.TurnID = &id
+		delete(e.Data, keyTurnID)
+	}
+	if p, ok := e.Data[keyPrevious].(map[string]any); ok {
+		e.PreviousAttributes = p
+		delete(e.Data, keyPrevious)
+	}
+	return nil
 }
 
 // FindEvent returns the user's event; ENOTFOUND otherwise.
@@ -78,7 +162,7 @@ func (q *Queries) Emit(ctx context.Context, events ...*ams.Event) error {
 // queued.
 func (q *Queries) emit(ctx context.Context, stmts []Stmt, events []*ams.Event) error {
 	q.answerFrom(ctx, events)
-	evs, err := q.eventStmts(events, q.tx != nil)
+	evs, err := q.eventStmts(ctx, events, q.tx != nil)
 	if err != nil {
 		return err
 	}
@@ -87,16 +171,18 @@ func (q *Queries) emit(ctx context.Context, stmts []Stmt, events []*ams.Event) e
 
 // eventStmts is the statements that store events and queue their
 // delivery jobs, in pairs (insert, fan-out), for a transaction when tx is
-// set. They can be made before the transaction begins: on SQLite it runs
+// set. Each event's cause is taken from ctx where it does not say it
+// (ams.Event.Cause). They can be made before the transaction begins: on SQLite it runs
 // on the one writer, which then only runs them.
-func (q *Queries) eventStmts(events []*ams.Event, tx bool) ([]Stmt, error) {
+func (q *Queries) eventStmts(ctx context.Context, events []*ams.Event, tx bool) ([]Stmt, error) {
 	var stmts []Stmt
 	for c := range slices.Chunk(events, eventsPerStatement) {
 		ins, fan := make([]any, 0, 5*len(c)), make([]any, 0, 4*len(c))
 		for _, e := range c {
-			data, err := json.Marshal(e.Data)
+			e.Cause(ctx)
+			data, err := encodeEventData(e)
 			if err != nil {
-				return nil, fmt.Errorf("encode event data: %w", err)
+				return nil, err
 			}
 			ins = append(ins, e.ID, e.UserID, e.Type, string(data), MS(e.CreatedAt))
 			fan = append(fan, e.ID, MS(e.CreatedAt), e.UserID, e.Type)

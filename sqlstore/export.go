@@ -142,11 +142,33 @@ func (s *Store) exportTable(ctx context.Context, c Conn, t *dump.Table, fn dump.
 		if err := dump.OpenSecrets(t, vals, s.sealer); err != nil {
 			return fmt.Errorf("%w (is this the store's secret key?)", err)
 		}
+		s.idempotencyAnswer(t, vals, s.openAnswer)
 		if err := fn(t, vals); err != nil {
 			return err
 		}
 	}
 	return rows.Err()
+}
+
+// idempotencyAnswer replaces the answer of a row of idempotency_keys by
+// f of it: opened for the dump (the answers kept with keys are sealed at
+// rest, sqlstore/idempotency.go), sealed again with this store's key on
+// import.
+func (s *Store) idempotencyAnswer(t *dump.Table, vals []any, f func(userID, key string, body []byte) []byte) {
+	if t.Name != "idempotency_keys" {
+		return
+	}
+	u, k, b := t.Index("user_id"), t.Index("key"), t.Index("body")
+	if u < 0 || k < 0 || b < 0 {
+		return
+	}
+	body, ok := vals[b].([]byte)
+	if !ok || body == nil {
+		return
+	}
+	user, _ := vals[u].(string)
+	key, _ := vals[k].(string)
+	vals[b] = f(user, key, body)
 }
 
 // BeginImport checks, in the import's transaction c, that the schema is
@@ -174,6 +196,7 @@ func (s *Store) ImportRow(t *dump.Table, vals []any) error {
 	if err := dump.SealSecrets(t, vals, s.sealer); err != nil {
 		return err
 	}
+	s.idempotencyAnswer(t, vals, s.sealAnswer)
 	if t.Name == "users" {
 		if i := t.Index("email"); i >= 0 {
 			if e, ok := vals[i].(string); ok {

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/seal"
 )
 
 // BeginIdempotent claims (user, key) for a new request, or returns the
@@ -44,6 +45,7 @@ func (q *Queries) BeginIdempotent(ctx context.Context, rec *ams.IdempotencyRecor
 			return nil, q.fail("find idempotency key", err)
 		}
 		old.CreatedAt = FromMS(created)
+		old.Response = q.s.openAnswer(old.UserID, old.Key, old.Response)
 		return old, nil
 	}
 	return nil, errors.New("claim idempotency key: the key keeps changing hands")
@@ -54,9 +56,41 @@ func (q *Queries) BeginIdempotent(ctx context.Context, rec *ams.IdempotencyRecor
 // columns, which the caller's own encoding made redundant, keep their
 // defaults (docs/operations.md, rolling upgrades).
 func (q *Queries) FinishIdempotent(ctx context.Context, rec *ams.IdempotencyRecord) error {
+	var body any // NULL without an answer
+	if rec.Response != nil {
+		body = q.s.sealAnswer(rec.UserID, rec.Key, rec.Response)
+	}
 	_, err := q.exec(ctx, "finish idempotency key", `UPDATE idempotency_keys SET done = TRUE, body = $1
-		WHERE user_id = $2 AND key = $3 AND request_hash = $4`, rec.Response, rec.UserID, rec.Key, rec.RequestHash)
+		WHERE user_id = $2 AND key = $3 AND request_hash = $4`, body, rec.UserID, rec.Key, rec.RequestHash)
 	return err
+}
+
+// Answers kept with idempotency keys are sealed at rest with the store's
+// key (internal/seal), bound to their account and key: they may show a
+// secret once (a new API key, an OAuth client's secret, a calendar feed's
+// URL), which a retry with the key replays within ams.IdempotencyTTL.
+
+// answerAAD is what a kept answer is bound to.
+func answerAAD(userID, key string) string { return "idempotency:" + userID + ":" + key }
+
+// sealAnswer seals an answer to keep.
+func (s *Store) sealAnswer(userID, key string, answer []byte) []byte {
+	return []byte(s.sealer.Seal(string(answer), answerAAD(userID, key)))
+}
+
+// openAnswer opens a kept answer; one stored before answers were sealed
+// is returned as it is. One that does not open (the store was imported
+// under another key) is lost: nil, as if its process had died before
+// keeping it, so that a retry is told so (idempotency_key_answer_lost).
+func (s *Store) openAnswer(userID, key string, body []byte) []byte {
+	if body == nil || !seal.IsSealed(body) {
+		return body
+	}
+	plain, err := s.sealer.Open(string(body), answerAAD(userID, key))
+	if err != nil {
+		return nil
+	}
+	return []byte(plain)
 }
 
 // ReleaseIdempotent forgets a key whose request did not finish, or whose

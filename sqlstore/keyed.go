@@ -18,13 +18,14 @@ import (
 // done: the change is never made twice.
 
 // markIdempotent marks the record of req's key done, in the transaction
-// c is in, with answer: the one made from an event of the change
-// (ams.IdempotentRequest.Answer), or nil. The HTTP layer stores the
+// c is in, with answer: the one made from an event of the change or from
+// the value its service kept (ams.IdempotentRequest.Answer,
+// ams.KeepAnswer), or nil. The HTTP layer stores the
 // answer it gave after the commit (FinishIdempotent).
-func markIdempotent(ctx context.Context, c Conn, req *ams.IdempotentRequest, answer []byte) error {
+func (s *Store) markIdempotent(ctx context.Context, c Conn, req *ams.IdempotentRequest, answer []byte) error {
 	var body any // NULL without an answer
 	if answer != nil {
-		body = answer
+		body = s.sealAnswer(req.UserID, req.Key, answer)
 	}
 	_, err := c.Exec(ctx, `UPDATE idempotency_keys SET done = TRUE, body = $4
 		WHERE user_id = $1 AND key = $2 AND request_hash = $3 AND NOT done`, req.UserID, req.Key, req.RequestHash, body)

@@ -310,7 +310,10 @@ func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 	}
 	rest = append(rest, turnEventStmts(x.Stream)...)
 	head := len(rest)
-	evs, err := q.eventStmts(x.Events, true)
+	if x.Turn != nil {
+		turnEvents(x.Turn.ID, x.Events)
+	}
+	evs, err := q.eventStmts(ctx, x.Events, true)
 	if err != nil {
 		return err
 	}

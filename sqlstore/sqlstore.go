@@ -3,9 +3,10 @@
 // conversation turn with its events, a reminder fired once) lives here;
 // the engines, package sqlite and package postgres, give it a connection
 // (Conn) and a Dialect and keep only what truly differs: opening and
-// pooling, pragmas, migrations and their locking, the delivery-queue
-// claims (SKIP LOCKED against SQLite's single writer), COPY for import,
-// pipelining and error codes.
+// pooling, pragmas, their migration files (one runner, Migrate, and one
+// numbering) and the locking around them, the delivery-queue claims (SKIP
+// LOCKED against SQLite's single writer), COPY for import, pipelining and
+// error codes.
 //
 // The SQL is written in the common subset of SQLite and PostgreSQL:
 // numbered placeholders ($1, which SQLite binds by number too), TRUE and
@@ -178,7 +179,13 @@ func (q *Queries) inTx(ctx context.Context, fn func(q *Queries) error) error {
 			return err
 		}
 		if req != nil && tc.wrote {
-			if err := markIdempotent(ctx, c, req, st.answer); err != nil {
+			answer := st.answer
+			if answer == nil && req.Answer != nil {
+				if v := req.Kept(); v != nil {
+					answer = req.Answer(v)
+				}
+			}
+			if err := q.s.markIdempotent(ctx, c, req, answer); err != nil {
 				return q.fail("record idempotency key", err)
 			}
 			marked = true

@@ -168,11 +168,21 @@ func (q *Queries) FinishTurn(ctx context.Context, t *ams.Turn, reply *ams.Messag
 				return err
 			}
 		}
+		turnEvents(t.ID, events)
 		if reply == nil {
 			return q.emit(ctx, nil, events)
 		}
 		return q.SaveExchange(ctx, &ams.Exchange{ConversationID: reply.ConversationID, Reply: reply, Events: events})
 	})
+}
+
+// turnEvents marks events as the records of turn id's messages.
+func turnEvents(id string, events []*ams.Event) {
+	for _, e := range events {
+		if e.TurnID == nil {
+			e.TurnID = &id
+		}
+	}
 }
 
 // AppendTurnEvents stores events of a turn, in one transaction, with one

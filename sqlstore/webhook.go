@@ -3,7 +3,6 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -301,9 +300,10 @@ const insertJob = `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next
 // PingWebhook stores e (a webhook.ping event) and queues it for this
 // webhook only.
 func (q *Queries) PingWebhook(ctx context.Context, userID, id string, e *ams.Event) error {
-	data, err := json.Marshal(e.Data)
+	e.Cause(ctx)
+	data, err := encodeEventData(e)
 	if err != nil {
-		return fmt.Errorf("encode event data: %w", err)
+		return err
 	}
 	return q.inTx(ctx, func(q *Queries) error {
 		if err := q.activeWebhook(ctx, userID, id); err != nil {
@@ -418,83 +418,122 @@ func (q *Queries) FindDelivery(ctx context.Context, userID, webhookID, id string
 }
 
 // RecordAttempt stores an attempt and its consequences; see
-// ams.DeliveryQueue. For a final failure it first locks the webhook, so
-// that it takes its locks in the order UpdateWebhook does (webhook, then
-// jobs) and the two cannot deadlock; of two final failures of one webhook
-// recorded at once, the second waits for the first and finds the webhook
-// no longer active, so the owner gets one e-mail.
+// ams.DeliveryQueue. It is a batch of one (recordAttempts).
 func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now time.Time) (bool, error) {
-	failed := false
+	out, err := q.recordAttempts(ctx, []*ams.AttemptResult{r}, now)
+	if err != nil {
+		return false, err
+	}
+	return out[0].failed, out[0].err
+}
+
+// RecordAttempts records attempts whose outcome is JobSucceeded or
+// JobRetry, as RecordAttempt would one by one, in one transaction
+// (recordAttempts). errs[i] is rs[i]'s answer; err is an error of the
+// whole batch, after which nothing was stored. A final failure is
+// recorded alone (RecordAttempt): it locks its account and webhook.
+func (q *Queries) RecordAttempts(ctx context.Context, rs []*ams.AttemptResult, now time.Time) (errs []error, err error) {
+	for _, r := range rs {
+		if r.Outcome == ams.JobFailed {
+			return nil, fmt.Errorf("RecordAttempts: a failed job's attempt goes through RecordAttempt")
+		}
+	}
+	out, err := q.recordAttempts(ctx, rs, now)
+	if err != nil {
+		return nil, err
+	}
+	errs = make([]error, len(rs))
+	for i, o := range out {
+		errs[i] = o.err
+	}
+	return errs, nil
+}
+
+// recorded is one attempt's answer: whether it marked its webhook
+// failing, or ErrLeaseLost.
+type recorded struct {
+	failed bool
+	err    error
+}
+
+// recordAttempts is the one path that stores attempts, in one
+// transaction: it locks what the attempts' consequences change
+// (lockAttempts), updates their jobs fenced by each claim's lease and
+// logs the attempts whose job it matched (recordAttemptChunk, two
+// statements per 16 attempts), then applies the consequences of a final
+// failure (failWebhook). An attempt whose job the update did not match
+// stores nothing: its answer is ErrLeaseLost, unless its webhook was
+// deleted while the delivery was in flight (which took the jobs and log
+// with it): then there is nothing to record, and its answer is nil.
+func (q *Queries) recordAttempts(ctx context.Context, rs []*ams.AttemptResult, now time.Time) ([]recorded, error) {
+	out := make([]recorded, len(rs))
+	if len(rs) == 0 {
+		return out, nil
+	}
+	matched := make(map[int64]bool, len(rs))
 	err := q.inTx(ctx, func(q *Queries) error {
-		if lock := q.lock("FOR NO KEY UPDATE"); r.Outcome == ams.JobFailed && lock != "" {
-			if err := q.lockUser(ctx, r.Job.UserID); err != nil { // before the webhook: see lockUser
-				return err
-			}
-			if _, err := q.exec(ctx, "lock webhook", `SELECT 1 FROM webhooks WHERE id = $1`+lock, r.Job.WebhookID); err != nil {
-				return err
-			}
-		} else if err := q.shareWebhooks(ctx, r.Job.WebhookID); err != nil {
+		clear(matched)
+		clear(out)
+		if err := q.lockAttempts(ctx, rs); err != nil {
 			return err
 		}
-		d := r.Delivery
-		state, next := "succeeded", int64(0)
-		switch r.Outcome {
-		case ams.JobRetry:
-			state, next = "pending", MS(r.NextAt)
-		case ams.JobFailed:
-			state = "failed"
-		}
-		// The job is updated only under the lease r.Job was claimed with,
-		// before it runs out (the fence); then the attempt is logged — unless
-		// the webhook was deleted while its delivery was in flight, which
-		// took its jobs and log with it: then there is nothing to record.
-		n, err := q.batch(ctx, []Stmt{
-			{"update job", `UPDATE webhook_jobs SET state = CASE WHEN state = 'pending' OR $1 = 'succeeded' THEN $1 ELSE state END,
-				attempts = attempts + 1, next_at = CASE WHEN CAST($2 AS BIGINT) > 0 THEN $2 ELSE next_at END, lease_until = 0, updated_at = $3
-				WHERE seq = $4 AND lease_until = $5 AND lease_until > $3`,
-				[]any{state, next, MS(now), r.Job.Seq, MS(r.Job.LeaseUntil)}},
-			{"insert delivery", `INSERT INTO webhook_deliveries (` + deliveryCols + `)
-				SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13 WHERE EXISTS (SELECT 1 FROM webhooks WHERE id = $3)`,
-				[]any{d.ID, d.UserID, d.WebhookID, d.EventID, d.EventType, d.Attempt, d.URL, d.Success, d.StatusCode, d.DurationMS, d.Error,
-					d.ResponseBody, MS(d.CreatedAt)}},
-		})
-		if err != nil {
-			return err
-		}
-		if n[0] == 0 {
-			if n[1] == 0 { // the webhook and its jobs are gone
-				return nil
-			}
-			return ams.ErrLeaseLost // rolls back the delivery's insert
-		}
-		if r.Outcome != ams.JobFailed {
-			return nil
-		}
-		marked, err := q.exec(ctx, "mark webhook failing", `UPDATE webhooks SET active = FALSE, status = $1, updated_at = $2 WHERE id = $3 AND active`,
-			ams.WebhookFailing, MS(now), r.Job.WebhookID)
-		if err != nil || marked != 1 {
-			return err
-		}
-		failed = true
-		if err := q.cancelJobs(ctx, r.Job.WebhookID, now); err != nil {
-			return err
-		}
-		if e := r.Email; e != nil {
-			if _, err := q.queueEmail(ctx, e, now); err != nil {
+		for c := range slices.Chunk(rs, attemptsPerStatement) {
+			if err := q.recordAttemptChunk(ctx, c, now, matched); err != nil {
 				return err
 			}
 		}
-		if e := r.Event; e != nil {
-			// webhook.failing, to the outbox and the account's other active
-			// webhooks subscribed to it (this one is inactive now).
-			return q.emit(ctx, nil, []*ams.Event{e})
+		for i, r := range rs {
+			var err error
+			switch {
+			case !matched[r.Job.Seq]:
+				out[i].err, err = q.unmatched(ctx, r)
+			case r.Outcome == ams.JobFailed:
+				out[i].failed, err = q.failWebhook(ctx, r, now)
+			}
+			if err != nil {
+				return err
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	return failed, nil
+	return out, nil
+}
+
+// lockAttempts takes, where the engine takes row locks, the locks that
+// recording rs needs, in the order UpdateWebhook and DeleteWebhook take
+// them (account, webhook, then jobs), so that none of them can deadlock
+// with it: a final failure's account (lockUser) and its webhook (FOR NO
+// KEY UPDATE: it will be marked failing), then a key-share lock on the
+// other attempts' webhooks (shareWebhooks). Of two final failures of one
+// webhook recorded at once, the second waits for the first and finds the
+// webhook no longer active, so the owner gets one e-mail.
+func (q *Queries) lockAttempts(ctx context.Context, rs []*ams.AttemptResult) error {
+	lock := q.lock("FOR NO KEY UPDATE")
+	if lock == "" {
+		return nil
+	}
+	var users, failing, others []string
+	for _, r := range rs {
+		if r.Outcome == ams.JobFailed {
+			users, failing = append(users, r.Job.UserID), append(failing, r.Job.WebhookID)
+		} else {
+			others = append(others, r.Job.WebhookID)
+		}
+	}
+	for _, u := range slices.Compact(slices.Sorted(slices.Values(users))) {
+		if err := q.lockUser(ctx, u); err != nil { // before the webhook: see lockUser
+			return err
+		}
+	}
+	for _, w := range slices.Compact(slices.Sorted(slices.Values(failing))) {
+		if _, err := q.exec(ctx, "lock webhook", `SELECT 1 FROM webhooks WHERE id = $1`+lock, w); err != nil {
+			return err
+		}
+	}
+	return q.shareWebhooks(ctx, others...)
 }
 
 // shareWebhooks key-share-locks the webhooks, in the order of their ids,
@@ -506,7 +545,7 @@ func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now t
 // DELETE /v1/webhooks/{id}, or a batch of attempts not recorded).
 func (q *Queries) shareWebhooks(ctx context.Context, ids ...string) error {
 	lock := q.lock("FOR KEY SHARE")
-	if lock == "" {
+	if lock == "" || len(ids) == 0 {
 		return nil
 	}
 	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
@@ -514,59 +553,16 @@ func (q *Queries) shareWebhooks(ctx context.Context, ids ...string) error {
 	return err
 }
 
-// RecordAttempts records attempts whose outcome is JobSucceeded or
-// JobRetry as RecordAttempt would one by one, in one transaction of two
-// statements per 16 attempts: one UPDATE of their jobs, fenced by each
-// claim's lease, and one INSERT of the matched attempts. An attempt
-// whose job the UPDATE did not match (its lease was lost, or its webhook
-// deleted) is then passed to RecordAttempt, which stores nothing and tells
-// the two apart. errs[i] is rs[i]'s answer; err is an error of the whole
-// batch, after which nothing was stored.
-func (q *Queries) RecordAttempts(ctx context.Context, rs []*ams.AttemptResult, now time.Time) (errs []error, err error) {
-	errs = make([]error, len(rs))
-	for _, r := range rs {
-		if r.Outcome == ams.JobFailed {
-			return nil, fmt.Errorf("RecordAttempts: a failed job's attempt goes through RecordAttempt")
-		}
-	}
-	if len(rs) == 0 {
-		return errs, nil
-	}
-	matched := make(map[int64]bool, len(rs))
-	hooks := make([]string, len(rs))
-	for i, r := range rs {
-		hooks[i] = r.Job.WebhookID
-	}
-	err = q.inTx(ctx, func(q *Queries) error {
-		clear(matched)
-		if err := q.shareWebhooks(ctx, hooks...); err != nil {
-			return err
-		}
-		for c := range slices.Chunk(rs, attemptsPerStatement) {
-			if err := q.recordAttemptChunk(ctx, c, now, matched); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for i, r := range rs {
-		if !matched[r.Job.Seq] {
-			_, errs[i] = q.RecordAttempt(ctx, r, now)
-		}
-	}
-	return errs, nil
-}
-
 // attemptsPerStatement bounds the attempts of one UPDATE and one INSERT
-// of RecordAttempts: SQLite's driver binds numbered parameters in time
+// of recordAttempts: SQLite's driver binds numbered parameters in time
 // that grows with the square of their number (13 per attempt).
 const attemptsPerStatement = 16
 
 // recordAttemptChunk updates the jobs of rs, fenced by their leases, and
-// logs the attempts of those it matched, adding them to matched.
+// logs the attempts of those it matched, adding them to matched. A
+// job's new state is the attempt's outcome: succeeded; pending again at
+// NextAt (a retry); failed. Only a success overrides a job canceled
+// while its delivery was in flight.
 func (q *Queries) recordAttemptChunk(ctx context.Context, rs []*ams.AttemptResult, now time.Time, matched map[int64]bool) error {
 	var b strings.Builder
 	args := []any{MS(now)}
@@ -575,8 +571,11 @@ func (q *Queries) recordAttemptChunk(ctx context.Context, rs []*ams.AttemptResul
 		FROM (VALUES `)
 	for i, r := range rs {
 		state, next := "succeeded", int64(0)
-		if r.Outcome == ams.JobRetry {
+		switch r.Outcome {
+		case ams.JobRetry:
 			state, next = "pending", MS(r.NextAt)
+		case ams.JobFailed:
+			state = "failed"
 		}
 		if i > 0 {
 			b.WriteString(", ")
@@ -620,18 +619,47 @@ func (q *Queries) recordAttemptChunk(ctx context.Context, rs []*ams.AttemptResul
 	return err
 }
 
-// FinishEmail records the outcome of sending an e-mail.
-func (q *Queries) FinishEmail(ctx context.Context, id string, sent bool, errText string, retryAt, now time.Time) error {
-	var err error
-	switch {
-	case sent:
-		_, err = q.exec(ctx, "finish e-mail", `UPDATE emails SET state = 'sent', attempts = attempts + 1, sent_at = $1, lease_until = 0 WHERE id = $2`, MS(now), id)
-	case retryAt.IsZero():
-		_, err = q.exec(ctx, "finish e-mail", `UPDATE emails SET state = 'failed', attempts = attempts + 1, last_error = $1, lease_until = 0 WHERE id = $2`, errText, id)
-	default:
-		_, err = q.exec(ctx, "finish e-mail", `UPDATE emails SET attempts = attempts + 1, last_error = $1, next_at = $2, lease_until = 0 WHERE id = $3`, errText, MS(retryAt), id)
+// unmatched returns the answer to an attempt whose job
+// recordAttemptChunk did not match: ErrLeaseLost while its webhook exists (the lease ran out or
+// passed to another worker), nil when the webhook was deleted (its jobs
+// went with it). lockAttempts locked the webhook, if it was there, for
+// the rest of the transaction.
+func (q *Queries) unmatched(ctx context.Context, r *ams.AttemptResult) (answer, err error) {
+	ok, err := q.exists(ctx, "webhook", `SELECT 1 FROM webhooks WHERE id = $1`, r.Job.WebhookID)
+	if err != nil || !ok {
+		return nil, err
 	}
-	return err
+	return ams.ErrLeaseLost, nil
+}
+
+// failWebhook applies the consequences of a final failure recorded (r):
+// the webhook, if still active, is marked failing and inactive, its
+// pending jobs are canceled, its owner's e-mail (r.Email) is queued and
+// webhook.failing (r.Event) emitted. It reports whether it marked the
+// webhook (false: it was inactive already, by an earlier failure or its
+// owner).
+func (q *Queries) failWebhook(ctx context.Context, r *ams.AttemptResult, now time.Time) (bool, error) {
+	marked, err := q.exec(ctx, "mark webhook failing", `UPDATE webhooks SET active = FALSE, status = $1, updated_at = $2 WHERE id = $3 AND active`,
+		ams.WebhookFailing, MS(now), r.Job.WebhookID)
+	if err != nil || marked != 1 {
+		return false, err
+	}
+	if err := q.cancelJobs(ctx, r.Job.WebhookID, now); err != nil {
+		return false, err
+	}
+	if e := r.Email; e != nil {
+		if _, err := q.queueEmail(ctx, e, now); err != nil {
+			return false, err
+		}
+	}
+	if e := r.Event; e != nil {
+		// webhook.failing, to the outbox and the account's other active
+		// webhooks subscribed to it (this one is inactive now).
+		if err := q.emit(ctx, nil, []*ams.Event{e}); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // PurgeStmt is one retention rule of Purge: a DELETE of the rows older
@@ -723,8 +751,8 @@ func (s *Store) OpenPreviousSecret(j *ams.Job, sealed *string, expires *int64) e
 // OpenJob finishes a job an engine's claim read: it decodes the event's
 // data and unseals the webhook's secret.
 func (s *Store) OpenJob(j *ams.Job, data []byte, sealed string) error {
-	if err := json.Unmarshal(data, &j.Event.Data); err != nil {
-		return fmt.Errorf("decode event %s: %w", j.Event.ID, err)
+	if err := decodeEventData(data, j.Event); err != nil {
+		return err
 	}
 	secret, err := s.sealer.Open(sealed, j.WebhookID)
 	if err != nil {

@@ -256,3 +256,61 @@ func testRecordAttempts(t *testing.T, s ams.Store) {
 		}
 	}
 }
+
+// testFailureFenced: a final failure goes through the same fence as any
+// attempt (RecordAttempt is a batch of one): under a lease that is no
+// longer the job's it stores nothing — the webhook stays active, its
+// owner gets no e-mail, no webhook.failing is emitted — and answers
+// ErrLeaseLost; the final failure of a webhook deleted meanwhile stores
+// nothing and is no error.
+func testFailureFenced(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	u := mustUser(t, s, "failfence@example.com")
+	a := mustAssistant(t, s, u, "failfence")
+	w := mustWebhook(t, s, u, ams.EventMessageCreated)
+	gone := mustWebhook(t, s, u, ams.EventMessageCreated)
+	sendTurn(t, s, u, a, t0)
+	jobs := claim(t, s, t0, ams.Claim{Limit: 100, PerWebhook: 100})
+	var mine, theirs *ams.Job
+	for _, j := range jobs {
+		switch {
+		case j.WebhookID == w.ID && mine == nil:
+			mine = j
+		case j.WebhookID == gone.ID && theirs == nil:
+			theirs = j
+		}
+	}
+	if mine == nil || theirs == nil {
+		t.Fatalf("claimed %+v", jobs)
+	}
+	fail := func(j *ams.Job, at time.Time) (bool, error) {
+		return s.RecordAttempt(ctx, attempt(j, ams.JobFailed, at), at)
+	}
+	stale := *mine
+	stale.LeaseUntil = mine.LeaseUntil.Add(-time.Second) // not the lease the job holds
+	if failed, err := fail(&stale, t0.Add(time.Second)); !errors.Is(err, ams.ErrLeaseLost) || failed {
+		t.Fatalf("final failure under a lost lease: %v, %v; want ErrLeaseLost", failed, err)
+	}
+	if got, err := s.FindWebhook(ctx, u.ID, w.ID); err != nil || !got.Active || got.Status != ams.WebhookActive {
+		t.Fatalf("after a refused final failure: %+v %v", got, err)
+	}
+	if es, err := s.ClaimEmails(ctx, t0.Add(time.Second), time.Minute, 10); err != nil || len(es) != 0 {
+		t.Fatalf("e-mails after a refused final failure: %v %v", es, err)
+	}
+	if err := s.DeleteWebhook(ctx, u.ID, gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	if failed, err := fail(theirs, t0.Add(time.Second)); err != nil || failed {
+		t.Fatalf("final failure of a deleted webhook: %v, %v; want nothing", failed, err)
+	}
+	// The job's own lease still records it, with every consequence.
+	if failed, err := fail(mine, t0.Add(2*time.Second)); err != nil || !failed {
+		t.Fatalf("final failure under the lease: %v, %v", failed, err)
+	}
+	if got, err := s.FindWebhook(ctx, u.ID, w.ID); err != nil || got.Active || got.Status != ams.WebhookFailing {
+		t.Fatalf("after the final failure: %+v %v", got, err)
+	}
+	if es, err := s.ClaimEmails(ctx, t0.Add(2*time.Second), time.Minute, 10); err != nil || len(es) != 1 || es[0].Kind != ams.EmailWebhookFailing {
+		t.Fatalf("e-mails after the final failure: %v %v", es, err)
+	}
+}

@@ -61,6 +61,27 @@ func testIdempotencyWithChange(t *testing.T, s ams.Store) {
 		t.Fatalf("retry after a crash that followed the change: %+v, want the record done without an answer (nil: the change is made twice)", old)
 	}
 
+	// The answer its service keeps (ams.KeepAnswer) is stored with the
+	// key in the transaction of the change: a retry after the crash
+	// replays it.
+	ctx, req = claim("k-kept")
+	req.Answer = func(v any) []byte {
+		if t, ok := v.(*ams.Task); ok {
+			return []byte("task " + t.ID)
+		}
+		return nil
+	}
+	kept := task()
+	if err := s.Update(ctx, func(tx ams.Tx) error {
+		ams.KeepAnswer(ctx, kept)
+		return tx.CreateTask(ctx, kept)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if old := retry("k-kept"); old == nil || !old.Done || string(old.Response) != "task "+kept.ID {
+		t.Fatalf("retry after a crash that followed a change whose answer was kept: %+v, want the record done with %q", old, "task "+kept.ID)
+	}
+
 	// A rolled-back transaction records nothing.
 	ctx, req = claim("k-rollback")
 	rollback := errors.New("roll back")
@@ -146,7 +167,7 @@ func testIdempotencyWithChange(t *testing.T, s ams.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pg.Data) != 2 {
-		t.Errorf("%d tasks stored, want 2 (k-change, k-answered)", len(pg.Data))
+	if len(pg.Data) != 3 {
+		t.Errorf("%d tasks stored, want 3 (k-change, k-kept, k-answered)", len(pg.Data))
 	}
 }

@@ -23,10 +23,19 @@ func claimAll(t *testing.T, s ams.Store, now time.Time) []*ams.Job {
 	return jobs
 }
 
-// record stores an attempt of job j with outcome o at now; a final
-// failure carries the owner's e-mail and the webhook.failing event.
+// record stores an attempt of job j with outcome o at now (attempt).
 func record(t *testing.T, s ams.Store, j *ams.Job, o ams.JobOutcome, now time.Time) bool {
 	t.Helper()
+	failed, err := s.RecordAttempt(context.Background(), attempt(j, o, now), now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return failed
+}
+
+// attempt is an attempt of job j with outcome o at now; a final failure
+// carries the owner's e-mail and the webhook.failing event.
+func attempt(j *ams.Job, o ams.JobOutcome, now time.Time) *ams.AttemptResult {
 	code := 500
 	d := &ams.Delivery{ID: ams.NewID(ams.PrefixDelivery), UserID: j.UserID, WebhookID: j.WebhookID, EventID: j.Event.ID,
 		EventType: j.Event.Type, Attempt: j.Attempts + 1, URL: j.URL, StatusCode: &code, CreatedAt: now}
@@ -40,11 +49,7 @@ func record(t *testing.T, s ams.Store, j *ams.Job, o ams.JobOutcome, now time.Ti
 		r.Email = &ams.Email{ID: ams.NewID("eml_"), Kind: ams.EmailWebhookFailing, To: "owner@example.com", Subject: "failing", Text: "body"}
 		r.Event = ams.WebhookFailingEvent(j.UserID, j.WebhookID, j.URL, "the receiver answered 500", now)
 	}
-	failed, err := s.RecordAttempt(context.Background(), r, now)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return failed
+	return r
 }
 
 // jobFor returns the job of event id among jobs (nil: none).

@@ -37,7 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"DeliveryQueue", testDeliveryQueue},
 		{"SubscribeToAll", testSubscribeToAll},
 		{"ClaimWebhookCap", testClaimWebhookCap}, {"ClaimAccounts", testClaimAccounts}, {"AttemptFenced", testAttemptFenced},
-		{"RecordAttempts", testRecordAttempts},
+		{"RecordAttempts", testRecordAttempts}, {"FailureFenced", testFailureFenced},
 		{"WebhookSecretRotation", testWebhookSecretRotation},
 		{"Purge", testPurge},
 		{"Recovery", testRecovery},

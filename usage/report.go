@@ -21,8 +21,13 @@ type Report struct {
 	Days []ams.UsagePoint
 }
 
+// SeriesReader is what Load reads: the usage series of ams.UsageStore.
+type SeriesReader interface {
+	UsageSeries(ctx context.Context, userID string, from, to time.Time, step time.Duration) ([]ams.UsagePoint, error)
+}
+
 // Load reads the usage of account u at now from store.
-func Load(ctx context.Context, store ams.UsageStore, u *ams.User, now time.Time) (*Report, error) {
+func Load(ctx context.Context, store SeriesReader, u *ams.User, now time.Time) (*Report, error) {
 	now = now.UTC()
 	minute := now.Truncate(time.Minute)
 	minutes, err := store.UsageSeries(ctx, u.ID, minute.Add(-(24*time.Hour - time.Minute)), minute.Add(time.Minute), time.Minute)

@@ -15,17 +15,18 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/webhook"
 )
 
 // claimLog is the worker's queue, with each claim's jobs noted.
 type claimLog struct {
-	ams.DeliveryQueue
+	webhook.Queue
 	mu     sync.Mutex
 	claims [][]*ams.Job
 }
 
 func (c *claimLog) ClaimJobs(ctx context.Context, now time.Time, cl ams.Claim) ([]*ams.Job, error) {
-	jobs, err := c.DeliveryQueue.ClaimJobs(ctx, now, cl)
+	jobs, err := c.Queue.ClaimJobs(ctx, now, cl)
 	if len(jobs) > 0 {
 		c.mu.Lock()
 		c.claims = append(c.claims, jobs)
@@ -103,7 +104,7 @@ func recoveryUnderLoad(t *testing.T, f *amstest.Fixture) {
 		}()
 	}
 	rc := newStaleReceiver(t)
-	queue := &claimLog{DeliveryQueue: f.Worker.Queue}
+	queue := &claimLog{Queue: f.Worker.Queue}
 	f.Worker.Queue, f.Worker.Clock = queue, time.Now
 	f.Worker.Lease, f.Worker.Schedule = 10*time.Minute, []time.Duration{0, 10 * time.Minute}
 	recorded, count := make(chan string, 64), f.Worker.OnAttempt // the metric's

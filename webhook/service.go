@@ -40,7 +40,7 @@ type Service struct {
 }
 
 // Store is what the Service needs of the storage engine; ams.Store
-// satisfies it.
+// gives it through ams.Narrow[Tx] (app.New wires it so).
 type Store interface {
 	CreateWebhookCapped(ctx context.Context, w *ams.Webhook, defaultCap int) error
 	FindWebhook(ctx context.Context, userID, id string) (*ams.Webhook, error)
@@ -49,12 +49,19 @@ type Store interface {
 	PingWebhook(ctx context.Context, userID, id string, e *ams.Event) error
 	EnqueueDelivery(ctx context.Context, userID, webhookID, eventID string, now time.Time) error
 	FindDelivery(ctx context.Context, userID, webhookID, id string) (*ams.Delivery, error)
-	EnqueueRecovery(ctx context.Context, userID, webhookID string, since, until, now time.Time) (int64, error)
-	// Emit stores events and queues their deliveries (Trigger's test events).
-	Emit(ctx context.Context, events ...*ams.Event) error
 	// FindUser reads the account, whose approval (off the waitlist) the
 	// actions that send something need.
 	FindUser(ctx context.Context, id string) (*ams.User, error)
+	// Update runs fn in one transaction: it commits when fn returns nil.
+	Update(ctx context.Context, fn func(tx Tx) error) error
+}
+
+// Tx is what the Service writes in one transaction (with the answer it
+// keeps, ams.KeepAnswer); ams.Tx implements it.
+type Tx interface {
+	EnqueueRecovery(ctx context.Context, userID, webhookID string, since, until, now time.Time) (int64, error)
+	// Emit stores events and queues their deliveries (Trigger's test events).
+	Emit(ctx context.Context, events ...*ams.Event) error
 }
 
 // Input holds the fields of a webhook to create or change; nil fields are
@@ -215,6 +222,7 @@ func (s *Service) Create(ctx context.Context, userID string, in Input) (*ams.Web
 		ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: userID, URL: *in.URL, Events: events,
 		Active: in.Active == nil || *in.Active, Status: ams.WebhookActive, Secret: *in.Secret, CreatedAt: now, UpdatedAt: now,
 	}
+	ams.KeepAnswer(ctx, wh)
 	if err := s.Store.CreateWebhookCapped(ctx, wh, s.maxPerAccount()); err != nil {
 		return nil, err
 	}
@@ -291,6 +299,7 @@ func (s *Service) Ping(ctx context.Context, userID, id string) (*ams.Event, erro
 		return nil, err
 	}
 	e := PingEvent(userID, id, s.Clock.Now())
+	ams.KeepAnswer(ctx, e)
 	if err := s.Store.PingWebhook(ctx, userID, id, e); err != nil {
 		return nil, err
 	}
@@ -312,6 +321,7 @@ func (s *Service) Redeliver(ctx context.Context, userID, webhookID, deliveryID s
 	if err != nil {
 		return nil, err
 	}
+	ams.KeepAnswer(ctx, d)
 	if err := s.Store.EnqueueDelivery(ctx, userID, webhookID, d.EventID, s.Clock.Now()); err != nil {
 		return nil, err
 	}
@@ -360,11 +370,20 @@ func (s *Service) Recover(ctx context.Context, userID, id string, since, until *
 		// Up to now, events of this very millisecond included.
 		bound = now.Add(time.Millisecond)
 	}
-	n, err := s.Store.EnqueueRecovery(ctx, userID, id, *since, bound, now)
+	var rec *Recovery
+	err := s.Store.Update(ctx, func(tx Tx) error {
+		n, err := tx.EnqueueRecovery(ctx, userID, id, *since, bound, now)
+		if err != nil {
+			return err
+		}
+		rec = &Recovery{Object: "webhook_recovery", WebhookID: id, Since: since.UTC(), Until: end.UTC(), Queued: n}
+		ams.KeepAnswer(ctx, rec)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &Recovery{Object: "webhook_recovery", WebhookID: id, Since: since.UTC(), Until: end.UTC(), Queued: n}, nil
+	return rec, nil
 }
 
 // The rules of a webhook's fields.

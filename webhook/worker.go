@@ -65,6 +65,22 @@ func NewClient(g *ssrf.Guard) *http.Client {
 	return c
 }
 
+// Queue is what the Worker needs of the storage engine: the delivery
+// jobs (ams.DeliveryQueue's job methods, whose comments say more;
+// ams.Store gives them).
+type Queue interface {
+	// ClaimJobs leases up to c.Limit due jobs until now+c.Lease.
+	ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams.Job, error)
+	// RecordAttempt stores an attempt and the job's new state, if the
+	// job's lease is still r.Job's; else ams.ErrLeaseLost.
+	RecordAttempt(ctx context.Context, r *ams.AttemptResult, now time.Time) (bool, error)
+	// RecordAttempts records attempts that succeeded or will be retried,
+	// in one transaction.
+	RecordAttempts(ctx context.Context, rs []*ams.AttemptResult, now time.Time) (errs []error, err error)
+	// JobsReady is signalled when new jobs were queued.
+	JobsReady() <-chan struct{}
+}
+
 // Users finds a webhook owner, for the failing e-mail.
 type Users interface {
 	FindUser(ctx context.Context, id string) (*ams.User, error)
@@ -73,7 +89,7 @@ type Users interface {
 // Worker delivers queued events. Several workers (in several processes)
 // may share one queue: each job is leased to one at a time.
 type Worker struct {
-	Queue    ams.DeliveryQueue
+	Queue    Queue
 	Users    Users
 	Client   *http.Client
 	Clock    ams.Clock
@@ -262,16 +278,20 @@ func (w *Worker) fill(ctx context.Context) (claimed, free int, err error) {
 
 // envelope is the body of every delivery.
 type envelope struct {
-	ID        string         `json:"id"`
-	Object    string         `json:"object"`
-	Type      string         `json:"type"`
-	CreatedAt ams.JSONTime   `json:"created_at"`
-	Data      map[string]any `json:"data"`
+	ID        string            `json:"id"`
+	Object    string            `json:"object"`
+	Type      string            `json:"type"`
+	CreatedAt ams.JSONTime      `json:"created_at"`
+	Request   *ams.EventRequest `json:"request"`
+	TurnID    *string           `json:"turn_id"`
+	Previous  map[string]any    `json:"previous_attributes,omitempty"`
+	Data      map[string]any    `json:"data"`
 }
 
 // Body returns the exact bytes delivered for e; the same on every attempt.
 func Body(e *ams.Event) ([]byte, error) {
-	return json.Marshal(envelope{ID: e.ID, Object: "event", Type: e.Type, CreatedAt: ams.JSONTime(e.CreatedAt), Data: e.Data})
+	return json.Marshal(envelope{ID: e.ID, Object: "event", Type: e.Type, CreatedAt: ams.JSONTime(e.CreatedAt),
+		Request: e.Request, TurnID: e.TurnID, Previous: e.PreviousAttributes, Data: e.Data})
 }
 
 // deliver makes one attempt of job j and records it.

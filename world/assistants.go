@@ -134,7 +134,13 @@ func (s *Service) CreateAssistant(ctx context.Context, userID string, in Assista
 	if err := in.apply(a, true); err != nil {
 		return nil, err
 	}
-	if err := s.Store.Update(ctx, func(tx ams.Tx) error { return tx.CreateAssistant(ctx, a) }); err != nil {
+	if err := s.Store.Update(ctx, func(tx ams.Tx) error {
+		ams.KeepAnswer(ctx, a)
+		if err := tx.CreateAssistant(ctx, a); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.AssistantEvent(ams.EventAssistantCreated, a, now))
+	}); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -154,6 +160,7 @@ func (s *Service) UpdateAssistant(ctx context.Context, userID, id string, in Ass
 			return err
 		}
 		before := *a
+		was := ams.AssistantEvent(ams.EventAssistantUpdated, a, a.UpdatedAt)
 		if err := in.apply(a, false); err != nil {
 			return err
 		}
@@ -162,7 +169,10 @@ func (s *Service) UpdateAssistant(ctx context.Context, userID, id string, in Ass
 			return nil // nothing changed: updated_at stays
 		}
 		a.UpdatedAt = s.Clock.Now()
-		return tx.UpdateAssistant(ctx, a)
+		if err := tx.UpdateAssistant(ctx, a); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.AssistantEvent(ams.EventAssistantUpdated, a, a.UpdatedAt).Since(was))
 	})
 	if err != nil {
 		return nil, err
@@ -174,9 +184,14 @@ func (s *Service) UpdateAssistant(ctx context.Context, userID, id string, in Ass
 // conversations, messages, tasks and events stay readable.
 func (s *Service) DeleteAssistant(ctx context.Context, userID, id string) error {
 	return s.Store.Update(ctx, func(tx ams.Tx) error {
-		if _, err := tx.FindAssistant(ctx, userID, id); err != nil {
+		a, err := tx.FindAssistant(ctx, userID, id)
+		if err != nil {
 			return err
 		}
-		return tx.DeleteAssistant(ctx, userID, id, s.Clock.Now())
+		now := s.Clock.Now()
+		if err := tx.DeleteAssistant(ctx, userID, id, now); err != nil {
+			return err
+		}
+		return tx.Emit(ctx, ams.AssistantEvent(ams.EventAssistantDeleted, a, now))
 	})
 }

@@ -203,6 +203,7 @@ func (s *Service) CreateCalendarFeed(ctx context.Context, userID string) (*ams.I
 		if err := tx.CreateIntegration(ctx, in, map[string]string{FeedSecret: ams.HashSecret(token)}); err != nil {
 			return err
 		}
+		ams.KeepAnswer(ctx, &ams.SecretAnswer{Record: in, Secret: token})
 		return tx.Emit(ctx, ams.IntegrationEvent(ams.EventIntegrationConnected, in, now))
 	})
 	if err != nil {

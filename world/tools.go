@@ -93,7 +93,10 @@ func (s *Service) RunAction(ctx context.Context, userID string, a *ams.Assistant
 	if act.CreatedAt.IsZero() {
 		// A read-only tool: its record is stored on its own.
 		act.CreatedAt = s.now()
-		if err := s.Store.Update(ctx, func(tx ams.Tx) error { return tx.CreateAction(ctx, act) }); err != nil {
+		if err := s.Store.Update(ctx, func(tx ams.Tx) error {
+			ams.KeepAnswer(ctx, act)
+			return tx.CreateAction(ctx, act)
+		}); err != nil {
 			return nil, err
 		}
 	}
@@ -115,7 +118,7 @@ func (s *Service) runTool(ctx context.Context, userID string, a *ams.Assistant, 
 			return nil, err
 		}
 		t, err := svc.UpdateTask(ctx, userID, id, rest, p)
-		return encode(t, withParam(err, p+"task_id"))
+		return encode(t, ams.WithParam(err, p+"task_id"))
 	case ToolCompleteTask:
 		id, rest, err := takeID(input, "task_id")
 		if err != nil {
@@ -125,7 +128,7 @@ func (s *Service) runTool(ctx context.Context, userID string, a *ams.Assistant, 
 			return nil, err
 		}
 		t, err := svc.CompleteTask(ctx, userID, id)
-		return encode(t, withParam(err, p+"task_id"))
+		return encode(t, ams.WithParam(err, p+"task_id"))
 	case ToolListTasks:
 		o, err := parseObject(input, p, "status", "due_after", "due_before", "limit")
 		if err != nil {
@@ -150,7 +153,7 @@ func (s *Service) runTool(ctx context.Context, userID string, a *ams.Assistant, 
 			return nil, err
 		}
 		e, err := svc.UpdateEvent(ctx, userID, id, rest, p)
-		return encode(e, withParam(err, p+"event_id"))
+		return encode(e, ams.WithParam(err, p+"event_id"))
 	case ToolListCalendarEvents:
 		o, err := parseObject(input, p, "starts_after", "starts_before", "limit")
 		if err != nil {
@@ -192,6 +195,7 @@ func (w *actionStore) Update(ctx context.Context, fn func(tx ams.Tx) error) erro
 			return err
 		}
 		w.act.Result = b
+		ams.KeepAnswer(ctx, w.act)
 		return tx.CreateAction(ctx, w.act)
 	})
 }
@@ -321,7 +325,7 @@ func (b *toolbox) Run(ctx context.Context, name string, input json.RawMessage) (
 	}
 	failed := &ams.Action{ID: ams.NewID(ams.PrefixAction), Object: "action", UserID: b.userID, AssistantID: b.a.ID,
 		ConversationID: b.conv, Type: name, Input: compactOrString(input), Status: ams.ActionFailed,
-		Error: &ams.ActionError{Type: errorType(ae.Kind), Code: ae.Code, Message: ae.Message, Param: ae.Param}, CreatedAt: b.s.now()}
+		Error: ams.ActionErrorOf(ae), CreatedAt: b.s.now()}
 	call := ams.ToolCallFrom(ctx)
 	failed.TurnID, failed.CallSeq = call.TurnID, call.Seq
 	if err := b.s.Store.Update(ctx, func(tx ams.Tx) error { return tx.CreateAction(ctx, failed) }); err != nil {
@@ -338,19 +342,4 @@ func compactOrString(raw json.RawMessage) json.RawMessage {
 	}
 	b, _ := json.Marshal(string(raw))
 	return b
-}
-
-// errorType is the API's error type for a kind (as in the HTTP error body).
-func errorType(k ams.ErrorKind) string {
-	switch k {
-	case ams.ERATELIMIT:
-		return "rate_limit_error"
-	case ams.EUNAUTHENTICATED:
-		return "authentication_error"
-	case ams.EFORBIDDEN:
-		return "permission_error"
-	case ams.EINTERNAL, ams.EUPSTREAM, ams.EUNAVAILABLE:
-		return "api_error"
-	}
-	return "invalid_request_error"
 }

@@ -85,7 +85,7 @@ func (s *Service) CreateTask(ctx context.Context, userID, assistantID string, in
 		CreatedAt: now, UpdatedAt: now}
 	err = s.Store.Update(ctx, func(tx ams.Tx) error {
 		if _, err := tx.FindAssistant(ctx, userID, assistantID); err != nil {
-			return withParam(err, prefix+"assistant_id")
+			return ams.WithParam(err, prefix+"assistant_id")
 		}
 		if err := tx.CreateTask(ctx, t); err != nil {
 			return err
@@ -128,6 +128,7 @@ func (s *Service) UpdateTask(ctx context.Context, userID, id string, input json.
 			return err
 		}
 		before := *t
+		was := ams.TaskEvent(ams.EventTaskUpdated, t, t.UpdatedAt)
 		if hasTitle {
 			t.Title = strings.TrimSpace(title)
 		}
@@ -152,7 +153,7 @@ func (s *Service) UpdateTask(ctx context.Context, userID, id string, input json.
 		if err := tx.UpdateTask(ctx, t); err != nil {
 			return err
 		}
-		return tx.Emit(ctx, ams.TaskEvent(ams.EventTaskUpdated, t, now))
+		return tx.Emit(ctx, ams.TaskEvent(ams.EventTaskUpdated, t, now).Since(was))
 	})
 	if err != nil {
 		return nil, err
@@ -244,7 +245,7 @@ func (s *Service) CreateEvent(ctx context.Context, userID, assistantID string, i
 		CreatedAt: now, UpdatedAt: now}
 	err = s.Store.Update(ctx, func(tx ams.Tx) error {
 		if _, err := tx.FindAssistant(ctx, userID, assistantID); err != nil {
-			return withParam(err, prefix+"assistant_id")
+			return ams.WithParam(err, prefix+"assistant_id")
 		}
 		if err := tx.CreateCalendarEvent(ctx, e); err != nil {
 			return err
@@ -291,6 +292,7 @@ func (s *Service) UpdateEvent(ctx context.Context, userID, id string, input json
 			return err
 		}
 		before := *e
+		was := ams.CalendarEventEvent(ams.EventEventUpdated, e, e.UpdatedAt)
 		if hasTitle {
 			e.Title = strings.TrimSpace(title)
 		}
@@ -329,7 +331,7 @@ func (s *Service) UpdateEvent(ctx context.Context, userID, id string, input json
 		if err := tx.UpdateCalendarEvent(ctx, e); err != nil {
 			return err
 		}
-		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventUpdated, e, now))
+		return tx.Emit(ctx, ams.CalendarEventEvent(ams.EventEventUpdated, e, now).Since(was))
 	})
 	if err != nil {
 		return nil, err
@@ -406,14 +408,4 @@ func timeEqual(a, b *time.Time) bool {
 		return a == nil && b == nil
 	}
 	return a.Equal(*b)
-}
-
-// withParam names param on a not-found error.
-func withParam(err error, param string) error {
-	if e, ok := err.(*ams.Error); ok && e.Kind == ams.ENOTFOUND {
-		c := *e
-		c.Param = param
-		return &c
-	}
-	return err
 }

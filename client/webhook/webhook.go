@@ -204,11 +204,14 @@ func verifyStandard(body []byte, id, timestamp, signatures, secret string, opts 
 }
 
 // Verify checks a delivery: the Standard Webhooks headers (with the
-// timestamp tolerance) when webhook-signature is present, else
-// X-Service-Signature. It returns nil when the delivery is authentic,
+// timestamp tolerance) when webhook-signature is present (and not empty),
+// else X-Service-Signature. During a secret rotation webhook-signature
+// carries a signature by each secret and X-Service-Signature only the new
+// one's: so a receiver still holding the old secret verifies, and
+// X-Service-Signature is not required when webhook-signature is present. It returns nil when the delivery is authentic,
 // else an error wrapping ErrVerification.
 func Verify(body []byte, header http.Header, secret string, opts ...Option) error {
-	if len(header.Values(HeaderWebhookSignature)) > 0 {
+	if strings.TrimSpace(strings.Join(header.Values(HeaderWebhookSignature), "")) != "" {
 		return VerifyStandard(body, header, secret, opts...)
 	}
 	return VerifySignature(body, header.Get(HeaderSignature), secret)

@@ -161,7 +161,7 @@ func TestListAndDeleteCommands(t *testing.T) {
 	}
 	u, _ := db.FindUserByEmail(ctx, "ann@example.com")
 	url, events, secret := "http://127.0.0.1:9/ams", []string{ams.EventTaskCreated}, "whsec_c2VjcmV0LXNpZ25pbmcta2V5LTEyMzQ1Ng=="
-	w, err := (&webhook.Service{Store: db, Guard: &ssrf.Guard{AllowPrivate: true}}).Create(ctx, u.ID, webhook.Input{URL: &url, Events: &events, Secret: &secret})
+	w, err := (&webhook.Service{Store: ams.Narrow[webhook.Tx](db), Guard: &ssrf.Guard{AllowPrivate: true}}).Create(ctx, u.ID, webhook.Input{URL: &url, Events: &events, Secret: &secret})
 	if err != nil {
 		t.Fatal(err)
 	}

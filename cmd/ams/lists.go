@@ -199,7 +199,7 @@ turn it on in the account pages or with PATCH /v1/webhooks/{id}.`,
 					t := now.Add(-until)
 					to = &t
 				}
-				rec, err := (&webhook.Service{Store: store}).Recover(ctx, u.ID, args[0], &from, to)
+				rec, err := (&webhook.Service{Store: ams.Narrow[webhook.Tx](store)}).Recover(ctx, u.ID, args[0], &from, to)
 				if err != nil {
 					return err
 				}
@@ -228,7 +228,7 @@ turn it on in the account pages or with PATCH /v1/webhooks/{id}.`,
 					return err
 				}
 				off := false
-				w, err := (&webhook.Service{Store: store}).Update(ctx, u.ID, args[0], webhook.Input{Active: &off})
+				w, err := (&webhook.Service{Store: ams.Narrow[webhook.Tx](store)}).Update(ctx, u.ID, args[0], webhook.Input{Active: &off})
 				if err != nil {
 					return err
 				}

@@ -32,7 +32,7 @@ type Header struct {
 	Format        string    `json:"format"`         // always Format
 	Version       int       `json:"version"`        // of the format
 	Engine        string    `json:"engine"`         // the source: "sqlite" or "postgres"
-	SchemaVersion int       `json:"schema_version"` // the source's migration number (each engine numbers its own)
+	SchemaVersion int       `json:"schema_version"` // the source's migration number (one numbering for both engines since issue 28)
 	CreatedAt     time.Time `json:"created_at"`
 }
 

@@ -329,8 +329,9 @@ var Tables = []*Table{
 	)},
 }
 
-// Bookkeeping is the table of applied migrations: each engine numbers its
-// own, so it is not moved; the target has its own from `ams migrate`.
+// Bookkeeping is the table of applied migrations: it is not moved; the
+// target has its own from `ams migrate` (both engines number alike since
+// issue 28, but each records what it applied itself).
 const Bookkeeping = "schema_migrations"
 
 // Ephemeral are tables whose rows only coordinate processes for a few

@@ -102,6 +102,9 @@ func (s *Sealer) Seal(plaintext, aad string) string {
 	return prefix + base64.RawStdEncoding.EncodeToString(out)
 }
 
+// IsSealed reports whether v has the form of a value made by Seal.
+func IsSealed(v []byte) bool { return strings.HasPrefix(string(v), prefix) }
+
 // Open decrypts a value made by Seal with the same aad.
 func (s *Sealer) Open(sealed, aad string) (string, error) {
 	if !strings.HasPrefix(sealed, prefix) {

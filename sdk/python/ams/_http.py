@@ -49,12 +49,12 @@ def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Opti
         return None
     if when is None:
         return None
-    delta = when.timestamp() - (time.time() if now is None else now)
+    delta = float(when.timestamp()) - (time.time() if now is None else now)
     return min(delta, 86400.0) if delta > 0 else None
 
 
 def backoff(attempt: int) -> float:
-    d = MAX_BACKOFF if attempt >= 5 else min(INITIAL_BACKOFF * (2**attempt), MAX_BACKOFF)
+    d = MAX_BACKOFF if attempt >= 5 else min(INITIAL_BACKOFF * 2.0**attempt, MAX_BACKOFF)
     return d - random.uniform(0, d / 4)
 
 

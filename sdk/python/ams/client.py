@@ -26,7 +26,12 @@ from .types import (
     OAuthClient,
     Page,
     Record,
-    StreamEvent,
+    MessageCompletedEvent,
+    MessageDeltaEvent,
+    MessageStreamEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnStartedEvent,
     Task,
     Turn,
     Webhook,
@@ -341,7 +346,7 @@ class Client:
         conversation_id: Optional[str] = None,
         metadata: Optional[Metadata] = None,
         idempotency_key: Optional[str] = None,
-    ) -> Iterator[StreamEvent]:
+    ) -> Iterator[MessageStreamEvent]:
         """Send a message with ``"stream": true`` and yield the turn's
         events as the server produces them: ``turn.started`` (naming the
         turn), ``tool_call`` and ``tool_result`` for each tool call of the
@@ -369,7 +374,7 @@ class Client:
         body["stream"] = True
         return self._stream(body, key)
 
-    def _stream(self, body: Dict[str, Any], key: str) -> Iterator[StreamEvent]:
+    def _stream(self, body: Dict[str, Any], key: str) -> Iterator[MessageStreamEvent]:
         t = self._t
         url = t.url("/messages")
         h = t.headers(accept="text/event-stream")
@@ -382,14 +387,16 @@ class Client:
             try:
                 # A server that answered with the plain reply.
                 data = json.loads(resp.read().decode("utf-8"))
+            except (OSError, ValueError, http.client.HTTPException) as e:
+                raise APIConnectionError("POST %s: reading the answer failed: %s" % (url, e)) from e
             finally:
                 resp.close()
-            yield StreamEvent(type="message.completed", message=Message.from_dict(data))
+            yield MessageCompletedEvent(type="message.completed", message=Message.from_dict(data))
             return
         state = {"turn_id": rh.get("X-Turn-Id", ""), "last_id": ""}
         yield from self._turn_events(resp, state, "POST %s" % url)
 
-    def _turn_events(self, resp: Any, state: Dict[str, str], what: str) -> Iterator[StreamEvent]:
+    def _turn_events(self, resp: Any, state: Dict[str, str], what: str) -> Iterator[MessageStreamEvent]:
         """Yield the events of resp, then of resumed connections (GET
         /turns/{id}/events after state["last_id"]) until the turn's last
         event."""
@@ -405,32 +412,37 @@ class Client:
                     resp = t.open("GET", url, h, None)
                 rh = dict(resp.headers.items())
                 for eid, name, data in _read_sse(resp):
-                    ev = StreamEvent(type=name, id=eid, turn_id=state["turn_id"])
                     if name == "error":
                         if eid:
                             state["last_id"] = eid
                         raise error_from_response(200, data.encode("utf-8"), rh)
-                    if name not in ("turn.started", "tool_call", "tool_result", "message.delta", "message.completed"):
+                    cls = _STREAM_EVENTS.get(name)
+                    if cls is None:
                         if eid:
                             state["last_id"] = eid
                         continue  # other events are for later versions: skipped
                     d = json.loads(data)
-                    ev.data = d if isinstance(d, dict) else {}
-                    if name == "turn.started":
-                        state["turn_id"] = ev.turn_id = ev.data.get("turn_id", "")
-                    elif name == "tool_result" and isinstance(ev.data.get("action"), dict):
-                        ev.action = Action.from_dict(ev.data["action"])
-                    elif name == "message.delta":
-                        ev.delta = ev.data.get("delta", "")
-                    elif name == "message.completed":
+                    ev: MessageStreamEvent = cls(type=name, id=eid, turn_id=state["turn_id"], data=d if isinstance(d, dict) else {})
+                    if isinstance(ev, TurnStartedEvent):
+                        state["turn_id"] = ev.turn_id = str(ev.data.get("turn_id", ""))
+                    elif isinstance(ev, ToolResultEvent):
+                        a = ev.data.get("action")
+                        ev.action = Action.from_dict(a if isinstance(a, dict) else {})
+                    elif isinstance(ev, MessageDeltaEvent):
+                        delta = ev.data.get("delta", "")
+                        ev.delta = delta if isinstance(delta, str) else ""
+                    elif isinstance(ev, MessageCompletedEvent):
                         ev.message = Message.from_dict(ev.data)
                     if eid:
                         state["last_id"] = eid
                     yield ev
-                    if name == "message.completed":
+                    if isinstance(ev, MessageCompletedEvent):
                         return
-                cause: Any = None
-            except (OSError, ValueError) as e:
+                cause: Optional[BaseException] = None
+            except (OSError, ValueError, http.client.HTTPException) as e:
+                # A cut connection: an OSError (reset), an
+                # http.client.IncompleteRead (cut inside a chunk), a
+                # ValueError (a cut chunk-size line or UTF-8 sequence).
                 if isinstance(e, AmsError):
                     raise
                 cause = e
@@ -482,7 +494,7 @@ class Client:
         whose inbound message is ``message_id``."""
         return self._one(Turn, "POST", "/messages/%s/cancel" % seg(message_id), idempotency_key=idempotency_key)
 
-    def follow_turn(self, turn_id: str, *, last_event_id: Optional[str] = None) -> Iterator[StreamEvent]:
+    def follow_turn(self, turn_id: str, *, last_event_id: Optional[str] = None) -> Iterator[MessageStreamEvent]:
         """``GET /v1/turns/{id}/events``: yield the turn's events after
         ``last_event_id`` (from its start without it), live while it runs,
         to its last event (``message.completed``; an ``error`` event raises
@@ -1135,6 +1147,16 @@ class Client:
         if notify:
             body["email_notifications"] = notify
         return self._one(Account, "PATCH", "/account", body=body)
+
+
+# The class of each event a stream yields, by name.
+_STREAM_EVENTS: Dict[str, Callable[..., MessageStreamEvent]] = {
+    "turn.started": TurnStartedEvent,
+    "tool_call": ToolCallEvent,
+    "tool_result": ToolResultEvent,
+    "message.delta": MessageDeltaEvent,
+    "message.completed": MessageCompletedEvent,
+}
 
 
 def _read_sse(resp: Any) -> Iterator["tuple[str, str, str]"]:

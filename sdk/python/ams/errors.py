@@ -253,11 +253,12 @@ def error_from_response(
     elif cls is InvalidRequestError and status == 409:
         cls = ConflictError
     param = err.get("param")
+    code = err.get("code")
     return cls(
         message,
         status=status,
         type=etype,
-        code=err.get("code") if isinstance(err.get("code"), str) else "",
+        code=code if isinstance(code, str) else "",
         param=param if isinstance(param, str) and param else None,
         request_id=request_id,
         retry_after=retry_after,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 from dataclasses import dataclass, field
-from typing import Any, Dict, Generic, List, Optional, Type, TypeVar
+from typing import Any, Dict, Generic, List, Literal, Optional, Type, TypeVar, Union, cast
 
 __all__ = [
     "Record",
@@ -32,6 +32,12 @@ __all__ = [
     "WebhookRecovery",
     "Page",
     "StreamEvent",
+    "TurnStartedEvent",
+    "ToolCallEvent",
+    "ToolResultEvent",
+    "MessageDeltaEvent",
+    "MessageCompletedEvent",
+    "MessageStreamEvent",
     "OAuthToken",
     "AuthorizationRequest",
     "parse_time",
@@ -96,7 +102,7 @@ class Record:
         """Build the record from its JSON object; missing fields keep their
         defaults, unknown ones are only in ``raw``."""
         kwargs: Dict[str, Any] = {}
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        for f in dataclasses.fields(cast(Any, cls)):  # Record subclasses are dataclasses
             if f.name == "raw" or f.name not in data:
                 continue
             value = data[f.name]
@@ -331,6 +337,12 @@ class Event(Record):
     object: str = "event"
     type: str = ""
     created_at: str = ""
+    #: The API request that made the change (``{"id", "idempotency_key"}``);
+    #: None for a change made otherwise (pages, CLI, reminders, syncs).
+    request: Optional[Dict[str, Any]] = None
+    #: The turn (``trn_...``) whose messages or tool effects the event
+    #: records; None otherwise.
+    turn_id: Optional[str] = None
     data: Dict[str, Any] = field(default_factory=dict)
     raw: Dict[str, Any] = _raw()
 
@@ -512,6 +524,51 @@ class StreamEvent:
     turn_id: str = ""
     action: Optional[Action] = None
     data: Dict[str, Any] = field(default_factory=dict)
+
+
+# The events a stream yields, one class each, so that a type checker
+# narrows ``event`` on ``event.type``: after ``if event.type ==
+# "message.completed":`` ``event.message`` is a ``Message``, not
+# ``Optional[Message]``. Each is a StreamEvent.
+
+
+class TurnStartedEvent(StreamEvent):
+    """``turn.started``: ``data`` names the turn (``turn_id``,
+    ``inbound_message_id``, ``conversation_id``, ``resumed``)."""
+
+    type: Literal["turn.started"]
+
+
+class ToolCallEvent(StreamEvent):
+    """``tool_call``: ``data`` has ``call_seq``, ``name``, ``arguments``."""
+
+    type: Literal["tool_call"]
+
+
+class ToolResultEvent(StreamEvent):
+    """``tool_result``: ``action`` is the call's action; ``data`` has
+    ``call_seq``, ``name``, ``replayed``."""
+
+    type: Literal["tool_result"]
+    action: Action
+
+
+class MessageDeltaEvent(StreamEvent):
+    """``message.delta``: ``delta`` is the next piece of the reply's text."""
+
+    type: Literal["message.delta"]
+
+
+class MessageCompletedEvent(StreamEvent):
+    """``message.completed``, the last event: ``message`` is the stored
+    reply."""
+
+    type: Literal["message.completed"]
+    message: Message
+
+
+#: What ``send_message_stream`` and ``follow_turn`` yield.
+MessageStreamEvent = Union[TurnStartedEvent, ToolCallEvent, ToolResultEvent, MessageDeltaEvent, MessageCompletedEvent]
 
 
 @dataclass

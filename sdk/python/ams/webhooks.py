@@ -11,6 +11,13 @@ Every delivery is a ``POST`` whose body is the event as JSON, signed twice:
   bytes of a ``whsec_<base64>`` secret. It may list several signatures,
   space-separated; one valid is enough.
 
+During a secret rotation ``webhook-signature`` carries a signature by each
+secret still signing while ``X-Service-Signature`` is only ever the newest
+secret's: ``construct_event`` therefore decides on ``webhook-signature``
+when it is present (a receiver still holding the old secret accepts) and
+checks ``X-Service-Signature`` only when it is absent, as the Go and
+TypeScript SDKs do (sdk/testdata/webhook-rotation.json).
+
 Verify the raw body bytes as received, before parsing them: any
 re-serialization changes the bytes. Both checks compare in constant time and
 raise ``WebhookVerificationError``; the Standard Webhooks check also rejects a
@@ -27,7 +34,7 @@ import hmac
 import json
 import re
 import time
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Iterable, Optional, Protocol, Union
 
 from .errors import WebhookVerificationError
 from .types import Event
@@ -44,6 +51,16 @@ __all__ = [
 DEFAULT_TOLERANCE = 300  # seconds
 
 Payload = Union[bytes, bytearray, memoryview, str]
+
+
+class Headers(Protocol):
+    """Request headers: a ``dict``, any mapping, or a framework's headers
+    object, such as ``http.server``'s (an ``email.message.Message``).
+    Names are looked up case-insensitively."""
+
+    def keys(self) -> Iterable[Any]: ...
+
+    def __getitem__(self, name: str, /) -> Any: ...
 
 _TIMESTAMP = re.compile(r"^[0-9]{1,15}$")
 
@@ -82,7 +99,7 @@ def compute_standard_signature(secret: str, webhook_id: str, timestamp: Union[in
     return "v1," + base64.b64encode(mac.digest()).decode("ascii")
 
 
-def _header(headers: Mapping[str, Any], name: str) -> str:
+def _header(headers: Headers, name: str) -> str:
     """A header of a case-insensitive or plain mapping ('' when absent)."""
     get = getattr(headers, "get", None)
     v = get(name) if get is not None else None
@@ -118,7 +135,7 @@ def verify_signature(payload: Payload, header: Optional[str], secret: str) -> No
 
 def verify_standard_webhook(
     payload: Payload,
-    headers: Mapping[str, Any],
+    headers: Headers,
     secret: str,
     *,
     tolerance: float = DEFAULT_TOLERANCE,
@@ -162,7 +179,7 @@ def verify_standard_webhook(
 
 def construct_event(
     payload: Payload,
-    headers: Mapping[str, Any],
+    headers: Headers,
     secret: str,
     *,
     tolerance: float = DEFAULT_TOLERANCE,

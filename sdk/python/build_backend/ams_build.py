@@ -38,11 +38,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ["ams"]
 """The import packages the wheel installs (directories under ROOT)."""
 
-SDIST_FILES = ["pyproject.toml", "README.md", "build_backend/ams_build.py"]
+SDIST_FILES = ["pyproject.toml", "README.md", "LICENSE", "build_backend/ams_build.py"]
 """The files an sdist holds besides PACKAGES (and the PKG-INFO it writes)."""
 
 _TAG = "py3-none-any"
-_SUPPORTED = {"name", "version", "description", "readme", "requires-python", "dependencies", "classifiers", "keywords", "license", "urls"}
+_SUPPORTED = {"name", "version", "description", "readme", "requires-python", "dependencies", "classifiers", "keywords", "license", "license-files", "urls"}
 
 
 # ---------------------------------------------------------------- PEP 517 hooks
@@ -131,7 +131,9 @@ def metadata(project: Dict[str, Any]) -> bytes:
     if project.get("keywords"):
         lines.append("Keywords: %s" % ",".join(project["keywords"]))
     license_ = project.get("license")
-    if isinstance(license_, dict) and license_.get("text"):
+    if isinstance(license_, str) and license_:
+        lines.append("License: %s" % license_)  # an SPDX expression (PEP 639)
+    elif isinstance(license_, dict) and license_.get("text"):
         lines.append("License: %s" % license_["text"])
     for label, url in sorted((project.get("urls") or {}).items()):
         lines.append("Project-URL: %s, %s" % (label, url))
@@ -150,6 +152,15 @@ def metadata(project: Dict[str, Any]) -> bytes:
         lines.append("Description-Content-Type: %s" % kind)
         body = _read(readme).decode("utf-8")
     return ("\n".join(lines) + "\n\n" + body).encode("utf-8")
+
+
+def _license_files(project: Dict[str, Any]) -> List[str]:
+    """The license files (``license-files``, plain names in ROOT) that the
+    wheel's .dist-info holds."""
+    names = project.get("license-files") or []
+    if not isinstance(names, list) or not all(isinstance(n, str) and n and "/" not in n and "*" not in n for n in names):
+        raise ValueError("pyproject.toml [project]: license-files must list file names in sdk/python (no paths or globs)")
+    return list(names)
 
 
 def parse_toml_subset(text: str) -> Dict[str, Any]:
@@ -268,7 +279,8 @@ def _epoch() -> int:
 
 def _write_wheel(wheel_directory: str, project: Dict[str, Any], files: List[Tuple[str, bytes]]) -> str:
     dist_info = _dist_info_name(project)
-    files = files + [
+    files = files + [("%s/%s" % (dist_info, f), _read(f)) for f in _license_files(project)]
+    files += [
         ("%s/METADATA" % dist_info, metadata(project)),
         ("%s/WHEEL" % dist_info, _wheel_file()),
         ("%s/top_level.txt" % dist_info, ("\n".join(PACKAGES) + "\n").encode("utf-8")),

@@ -43,5 +43,6 @@ print("access token for scopes", token.scopes, "expires in", token.expires_in, "
 client = ams.Client(access_token=token.access_token, base_url=oauth.base_url)
 print("assistants:", [a.name for a in client.iter_assistants()])
 
-token = oauth.refresh(token.refresh_token)  # after the hour; keep the new refresh token
-print("refreshed; new refresh token", token.refresh_token[:12] + "...")
+if token.refresh_token:  # after the hour; keep the new refresh token (they rotate)
+    token = oauth.refresh(token.refresh_token)
+    print("refreshed; new refresh token", (token.refresh_token or "")[:12] + "...")

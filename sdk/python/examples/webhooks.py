@@ -11,6 +11,7 @@ import os
 import queue
 import threading
 import time
+from typing import Any
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import ams
@@ -22,7 +23,7 @@ received: "queue.Queue[ams.Event]" = queue.Queue()
 
 
 class Receiver(BaseHTTPRequestHandler):
-    def do_POST(self):
+    def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))  # the raw bytes
         try:
             # Checks webhook-signature and webhook-timestamp (5 minutes'
@@ -37,7 +38,7 @@ class Receiver(BaseHTTPRequestHandler):
         self.end_headers()
         received.put(event)
 
-    def log_message(self, *args):
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 

@@ -287,3 +287,158 @@ def free_port_closed() -> int:
     s.close()
     return port
 
+
+
+# -- a proxy that cuts event streams ---------------------------------------
+
+Cut = Callable[[bytes], Optional[int]]
+
+
+def _nth(data: bytes, pattern: bytes, n: int) -> int:
+    """The index of the n-th (from 1) occurrence of pattern, or -1."""
+    i = -1
+    for _ in range(n):
+        i = data.find(pattern, i + 1)
+        if i < 0:
+            return -1
+    return i
+
+
+def cut_inside_chunk(n: int) -> Cut:
+    """Cuts one byte into the text of the n-th message.delta: inside an
+    HTTP chunk, in the middle of a line (the server writes each event as
+    one chunk)."""
+
+    def cut(body: bytes) -> Optional[int]:
+        i = _nth(body, b'"delta":"', n)
+        pos = i + len(b'"delta":"') + 1
+        return pos if i >= 0 and pos <= len(body) else None
+
+    return cut
+
+
+def cut_between_events(n: int) -> Cut:
+    """Cuts after the n-th event and its chunk: between two events, on a
+    chunk boundary."""
+
+    def cut(body: bytes) -> Optional[int]:
+        i = _nth(body, b"\n\n\r\n", n)
+        return i + 4 if i >= 0 else None
+
+    return cut
+
+
+def cut_mid_event(n: int) -> Cut:
+    """Cuts after the ``event:`` line of the n-th message.delta: the id and
+    the name of an event arrived, its data and blank line did not."""
+
+    def cut(body: bytes) -> Optional[int]:
+        p = b"\nevent: message.delta\n"
+        i = _nth(body, p, n)
+        return i + len(p) if i >= 0 else None
+
+    return cut
+
+
+DROP_ANSWER = -2
+
+
+def drop_the_answer(body: bytes) -> Optional[int]:
+    """Closes the connection before any byte of the answer: the request
+    was sent, its answer never came."""
+    return DROP_ANSWER
+
+
+class CuttingProxy:
+    """A TCP proxy on 127.0.0.1:<free port> in front of ``upstream`` (an
+    http:// base URL). Each answer that is an event stream takes the next
+    of ``cuts``: the proxy forwards its bytes (status line, headers, chunk
+    framing and all) up to the offset in the body that the cut names, then
+    closes both connections, as a dropped network would (``drop_the_answer``
+    sends none of the answer). Once the cuts are used up, streams pass
+    whole. ``cuts_done`` counts the cuts made."""
+
+    def __init__(self, upstream: str, cuts: List[Cut]) -> None:
+        host, _, port = upstream.split("://", 1)[1].rstrip("/").partition(":")
+        self.upstream = (host, int(port or 80))
+        self.cuts = list(cuts)
+        self.cuts_done = 0
+        self.lock = threading.Lock()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = "http://127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _next_cut(self) -> Optional[Cut]:
+        with self.lock:
+            return self.cuts.pop(0) if self.cuts else None
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            try:
+                up = socket.create_connection(self.upstream, timeout=30)
+            except OSError:
+                conn.close()
+                continue
+            up.settimeout(None)
+            threading.Thread(target=self._requests, args=(conn, up), daemon=True).start()
+            threading.Thread(target=self._answers, args=(conn, up), daemon=True).start()
+
+    @staticmethod
+    def _close(*socks: socket.socket) -> None:
+        for s in socks:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def _requests(self, conn: socket.socket, up: socket.socket) -> None:
+        try:
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    up.shutdown(socket.SHUT_WR)
+                    return
+                up.sendall(data)
+        except OSError:
+            self._close(conn, up)
+
+    def _answers(self, conn: socket.socket, up: socket.socket) -> None:
+        buf = b""
+        sent = 0
+        start = -1  # where the event stream's body begins in buf
+        cut: Optional[Cut] = None
+        try:
+            while True:
+                data = up.recv(65536)
+                if not data:
+                    break
+                buf += data
+                if start < 0:
+                    i = buf.lower().find(b"content-type: text/event-stream")
+                    j = buf.find(b"\r\n\r\n", i) if i >= 0 else -1
+                    if j >= 0:
+                        start = j + 4
+                        cut = self._next_cut()
+                if cut is not None and start >= 0:
+                    pos = cut(buf[start:])
+                    if pos is not None:
+                        if pos >= 0:
+                            conn.sendall(buf[sent : start + pos])
+                        with self.lock:
+                            self.cuts_done += 1
+                        self._close(conn, up)
+                        return
+                conn.sendall(buf[sent:])
+                sent = len(buf)
+        except OSError:
+            pass
+        self._close(conn, up)
+
+    def close(self) -> None:
+        self.listener.close()

@@ -42,8 +42,48 @@ def hook(source_dir: str, name: str, *args: str) -> str:
     return out.stdout.strip()
 
 
+def read_license() -> bytes:
+    """The repository's LICENSE; sdk/python/LICENSE is the same file."""
+    with open(os.path.join(helpers.REPO, "LICENSE"), "rb") as f:
+        root = f.read()
+    with open(os.path.join(SDK_DIR, "LICENSE"), "rb") as f:
+        assert f.read() == root, "sdk/python/LICENSE differs from the repository's LICENSE"
+    return root
+
+
 def project() -> dict:
     return ams_build.read_project()
+
+
+class ReadmeTest(unittest.TestCase):
+    def test_readme_lists_every_operation(self):
+        # Every operation of the OpenAPI document has a row in the README's
+        # "Every endpoint" table naming an ams.Client method that exists:
+        # | `GET /v1/keys` | `list_api_keys`, `iter_api_keys` |
+        import re
+
+        import ams
+
+        with open(os.path.join(helpers.REPO, "openapi", "openapi.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        with open(os.path.join(SDK_DIR, "README.md"), encoding="utf-8") as f:
+            readme = f.read()
+        rows = dict(re.findall(r"^\| `((?:GET|POST|PUT|PATCH|DELETE) /v1\S*)` \| (.*) \|$", readme, re.M))
+        n = 0
+        for path, item in doc["paths"].items():
+            for method in item:
+                if method not in ("get", "post", "put", "patch", "delete"):
+                    continue
+                n += 1
+                op = "%s %s" % (method.upper(), path)
+                with self.subTest(op):
+                    self.assertIn(op, rows, "the README's table lacks %s" % op)
+                    names = re.findall(r"`([a-z_]+)`", rows.pop(op))
+                    self.assertTrue(names, op)
+                    for name in [names[0]] + [x for x in names if x.startswith("iter_")]:
+                        self.assertTrue(callable(getattr(ams.Client, name, None)), "%s: ams.Client.%s is not a method" % (op, name))
+        self.assertGreaterEqual(n, 64)
+        self.assertEqual(rows, {}, "rows for operations the OpenAPI document does not have")
 
 
 class BuildTest(unittest.TestCase):
@@ -66,6 +106,11 @@ class BuildTest(unittest.TestCase):
         self.assertEqual(ams_build.parse_toml_subset(text), tomllib.loads(text))
         with self.assertRaises(ValueError):
             ams_build.parse_toml_subset("[project]\nlicense = {text = \"MIT\"}\n")
+
+    def test_license_is_mit(self):
+        self.assertEqual(project()["license"], "MIT")
+        self.assertIn(b"MIT License", read_license())
+        self.assertIn(b"the ams authors", read_license())
 
     def test_version_is_the_package_version(self):
         import ams
@@ -96,13 +141,18 @@ class BuildTest(unittest.TestCase):
                 want = "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
                 self.assertEqual(listed[path], (want, str(len(data))), path)
         sources = sorted("ams/" + f for f in os.listdir(os.path.join(SDK_DIR, "ams")) if f.endswith(".py") or f == "py.typed")
-        self.assertEqual(names, sorted(sources + [info + "/" + f for f in ("METADATA", "RECORD", "WHEEL", "top_level.txt")]))
+        self.assertEqual(names, sorted(sources + [info + "/" + f for f in ("LICENSE", "METADATA", "RECORD", "WHEEL", "top_level.txt")]))
         self.assertIn("ams/py.typed", names)
         self.assertIn("Name: ams-sdk\n", meta)
         self.assertIn("Version: %s\n" % p["version"], meta)
         self.assertIn("Requires-Python: >=3.9\n", meta)
         self.assertIn("Description-Content-Type: text/markdown\n", meta)
         self.assertNotIn("Requires-Dist", meta)
+        # The licence: MIT, the repository's LICENSE file.
+        self.assertIn("License: MIT\n", meta)
+        self.assertIn("Classifier: License :: OSI Approved :: MIT License\n", meta)
+        with zipfile.ZipFile(os.path.join(dist, name)) as zf:
+            self.assertEqual(zf.read(info + "/LICENSE"), read_license())
 
         # A fresh environment with nothing in it; a wheel is a zip archive
         # whose files go to site-packages, which is all an installer does
@@ -128,6 +178,7 @@ class BuildTest(unittest.TestCase):
         self.assertIn(base + "/PKG-INFO", members)
         self.assertIn(base + "/pyproject.toml", members)
         self.assertIn(base + "/README.md", members)
+        self.assertIn(base + "/LICENSE", members)
         self.assertIn(base + "/build_backend/ams_build.py", members)
         self.assertIn(base + "/ams/client.py", members)
         self.assertFalse([m for m in members if "/tests/" in m or "__pycache__" in m or m.endswith(".pyc")], members)

@@ -1,6 +1,8 @@
 """The shared signature test vectors (sdk/testdata/webhook-signatures.json),
 also checked by the Go service (webhook/vectors_test.go) and the TypeScript
-SDK."""
+SDK, and the secret-rotation vectors (sdk/testdata/webhook-rotation.json),
+also checked by the Go client (client/webhook/rotation_test.go, with the
+public standardwebhooks library) and the TypeScript SDK."""
 
 import json
 import os
@@ -9,10 +11,11 @@ import unittest
 import ams
 
 VECTORS = os.path.join(os.path.dirname(__file__), "..", "..", "testdata", "webhook-signatures.json")
+ROTATION = os.path.join(os.path.dirname(__file__), "..", "..", "testdata", "webhook-rotation.json")
 
 
-def load():
-    with open(VECTORS, encoding="utf-8") as f:
+def load(path=VECTORS):
+    with open(path, encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -85,6 +88,52 @@ class SignatureVectorsTest(unittest.TestCase):
             ams.construct_event(c["body"], headers, c["secret"])
         with self.assertRaises(ams.WebhookVerificationError):
             ams.construct_event(c["body"], {}, c["secret"])
+
+    def test_construct_event_verdicts(self):
+        # construct_event decides on webhook-signature when present, else
+        # on X-Service-Signature.
+        for c in self.file["cases"]:
+            with self.subTest(c["name"]):
+                headers = {
+                    k: v
+                    for k, v in (
+                        ("X-Service-Signature", c["x_service_signature"]),
+                        ("webhook-id", c["webhook_id"]),
+                        ("webhook-timestamp", c["webhook_timestamp"]),
+                        ("webhook-signature", c["webhook_signature"]),
+                    )
+                    if v
+                }
+                try:
+                    ams.construct_event(c["body"].encode("utf-8"), headers, c["secret"], tolerance=self.file["tolerance_seconds"], now=c["now"])
+                    ok = True
+                except ams.WebhookVerificationError as e:
+                    ok = str(e) == "the body is not a JSON event"
+                want = c["valid_standard"] if c["webhook_signature"] else c["valid_x_service_signature"]
+                self.assertEqual(ok, want)
+
+
+class RotationVectorsTest(unittest.TestCase):
+    """Whole deliveries before, during and after a secret rotation."""
+
+    def setUp(self):
+        self.file = load(ROTATION)
+        self.assertEqual(self.file["version"], 1)
+        self.assertEqual(self.file["tolerance_seconds"], ams.DEFAULT_TOLERANCE)
+        self.assertGreaterEqual(len(self.file["cases"]), 10)
+
+    def test_construct_event(self):
+        for c in self.file["cases"]:
+            with self.subTest(c["name"]):
+                # As a framework gives them (any case), and as bytes and str.
+                for headers, body in ((c["headers"], c["body"].encode("utf-8")), ({k.upper(): v for k, v in c["headers"].items()}, c["body"])):
+                    try:
+                        ev = ams.construct_event(body, headers, c["secret"], tolerance=self.file["tolerance_seconds"], now=c["now"])
+                        self.assertEqual(ev.type, "message.created")
+                        ok = True
+                    except ams.WebhookVerificationError:
+                        ok = False
+                    self.assertEqual(ok, c["valid"])
 
 
 if __name__ == "__main__":

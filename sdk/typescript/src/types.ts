@@ -291,9 +291,21 @@ export type Event = {
     object: "event";
     type: K;
     created_at: string;
+    /** The API request that made the change; null for a change made otherwise (pages, CLI, reminders, syncs). */
+    request: EventRequest | null;
+    /** The turn ("trn_…") whose messages or tool effects the event records; null otherwise. */
+    turn_id: string | null;
     data: EventDataMap[K];
   };
 }[EventType];
+
+/** The API request that caused an event. */
+export interface EventRequest {
+  /** Its X-Request-Id ("req_…"). */
+  id: string;
+  /** The Idempotency-Key it was sent with; null without one. */
+  idempotency_key: string | null;
+}
 
 /** A registered webhook endpoint (never its secret). */
 export interface Webhook {

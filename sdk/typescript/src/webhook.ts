@@ -7,9 +7,13 @@
 //     keyed with the secret's bytes, except that a "whsec_<base64>" secret
 //     is base64-decoded first.
 //
-// Only the Standard Webhooks signature covers a timestamp, so only it
-// protects against the replay of an old delivery: verifyWebhook requires
-// it by default.
+// During a secret rotation webhook-signature lists one signature per
+// secret still signing, while X-Service-Signature is only ever the newest
+// secret's: so verifyWebhook decides on webhook-signature when it is
+// present (any v1 entry, within the timestamp tolerance) and checks
+// X-Service-Signature only when it is absent, as the Python and Go SDKs
+// and the public Standard Webhooks libraries do
+// (sdk/testdata/webhook-rotation.json holds the cases all of them agree on).
 
 import { fromBase64, hmacSHA256, timingSafeEqual, toBase64, toBytes, toHex } from "./crypto.js";
 import { WebhookVerificationError } from "./errors.js";
@@ -32,8 +36,9 @@ export interface VerifyOptions {
   now?: Date | number;
   /**
    * Whether the Standard Webhooks headers (and so a fresh timestamp) are
-   * required. Default true; false also accepts a delivery that carries
-   * only a valid X-Service-Signature, which cannot be checked for replay.
+   * required. Default false: a delivery without webhook-signature is
+   * checked with X-Service-Signature, which carries no timestamp and so
+   * cannot be checked for replay; true refuses such a delivery.
    */
   requireTimestamp?: boolean;
 }
@@ -129,10 +134,14 @@ export function headerValue(headers: WebhookHeaders, name: string): string | und
 }
 
 /**
- * Verifies a webhook delivery and returns its event. Every signature the
- * delivery carries must verify; the Standard Webhooks headers (with a
- * timestamp within the tolerance) are required unless
- * `requireTimestamp: false`. Throws WebhookVerificationError.
+ * Verifies a webhook delivery and returns its event. With a
+ * webhook-signature header, the Standard Webhooks headers decide: one
+ * `v1` signature must match and the timestamp be within the tolerance;
+ * X-Service-Signature is then not needed (during a secret rotation it is
+ * only the new secret's, while webhook-signature carries the old one's
+ * too). Without webhook-signature, X-Service-Signature must match, unless
+ * `requireTimestamp: true` refuses such a delivery. Throws
+ * WebhookVerificationError.
  *
  * Pass the raw body, exactly as received:
  *
@@ -146,17 +155,16 @@ export function headerValue(headers: WebhookHeaders, name: string): string | und
  */
 export async function verifyWebhook(payload: WebhookPayload, headers: WebhookHeaders, secret: string, opts: VerifyOptions = {}): Promise<Event> {
   if (!secret) throw new WebhookVerificationError("no webhook secret to verify with");
-  const xsig = headerValue(headers, "x-service-signature");
-  const std = {
-    id: headerValue(headers, "webhook-id"),
-    timestamp: headerValue(headers, "webhook-timestamp"),
-    signature: headerValue(headers, "webhook-signature"),
-  };
-  const hasStd = !!(std.id || std.timestamp || std.signature);
-  if (!xsig && !hasStd) throw new WebhookVerificationError("no signature headers (X-Service-Signature, webhook-signature)");
-  if (hasStd || opts.requireTimestamp !== false) await assertStandardSignature(secret, payload, std, opts);
-  if (xsig !== undefined && !(await verifySignature(secret, payload, xsig))) {
-    throw new WebhookVerificationError("X-Service-Signature does not match");
+  const signature = headerValue(headers, "webhook-signature");
+  if (signature) {
+    const std = { id: headerValue(headers, "webhook-id"), timestamp: headerValue(headers, "webhook-timestamp"), signature };
+    await assertStandardSignature(secret, payload, std, opts);
+  } else if (opts.requireTimestamp) {
+    throw new WebhookVerificationError("missing webhook-signature header (requireTimestamp)");
+  } else {
+    const xsig = headerValue(headers, "x-service-signature");
+    if (!xsig) throw new WebhookVerificationError("no signature headers (X-Service-Signature, webhook-signature)");
+    if (!(await verifySignature(secret, payload, xsig))) throw new WebhookVerificationError("X-Service-Signature does not match");
   }
   const text = typeof payload === "string" ? payload : new TextDecoder().decode(toBytes(payload));
   try {

@@ -4,7 +4,7 @@
 import { execFile, execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -195,4 +195,123 @@ export async function waitFor<T>(what: string, check: () => T | undefined | Prom
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+}
+
+/** Where a CuttingProxy cuts a stream: an offset into the stream's body (chunk framing included), or undefined while it cannot tell yet. */
+export type Cut = (body: Buffer) => number | undefined;
+
+function nth(body: Buffer, pattern: string, n: number): number {
+  let i = -1;
+  for (let k = 0; k < n; k++) {
+    i = body.indexOf(pattern, i + 1);
+    if (i < 0) return -1;
+  }
+  return i;
+}
+
+/** Cuts one byte into the text of the n-th message.delta: inside an HTTP chunk, mid-line (the server writes each event as one chunk). */
+export function cutInsideChunk(n: number): Cut {
+  return (body) => {
+    const i = nth(body, '"delta":"', n);
+    const pos = i + '"delta":"'.length + 1;
+    return i >= 0 && pos <= body.length ? pos : undefined;
+  };
+}
+
+/** Cuts after the n-th event and its chunk: between two events, on a chunk boundary. */
+export function cutBetweenEvents(n: number): Cut {
+  return (body) => {
+    const i = nth(body, "\n\n\r\n", n);
+    return i >= 0 ? i + 4 : undefined;
+  };
+}
+
+/** Cuts after the event line of the n-th message.delta: its id and name arrived, its data did not. */
+export function cutMidEvent(n: number): Cut {
+  return (body) => {
+    const p = "\nevent: message.delta\n";
+    const i = nth(body, p, n);
+    return i >= 0 ? i + p.length : undefined;
+  };
+}
+
+/** Returned by a cut: close the connection before any byte of the answer (the request was sent, its answer never came). */
+export const DROP_ANSWER = -2;
+
+/** Drops the whole answer. */
+export const dropTheAnswer: Cut = () => DROP_ANSWER;
+
+/** A TCP proxy that cuts event streams (see cuttingProxy). */
+export interface CuttingProxy {
+  url: string;
+  /** How many streams were cut so far. */
+  cutsDone(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a TCP proxy on 127.0.0.1 in front of upstream (an http:// URL).
+ * Each answer that is an event stream takes the next of cuts: its bytes
+ * (status line, headers, chunk framing and all) are forwarded up to the
+ * offset in its body that the cut names, then both connections are
+ * destroyed, as a dropped network would. Once the cuts are used up,
+ * streams pass whole.
+ */
+export async function cuttingProxy(upstream: string, cuts: Cut[]): Promise<CuttingProxy> {
+  const target = new URL(upstream);
+  const left = [...cuts];
+  let done = 0;
+  const sockets = new Set<Socket>();
+  const server = createNetServer((client) => {
+    const up = connect(Number(target.port), target.hostname);
+    sockets.add(client).add(up);
+    const kill = () => {
+      client.destroy();
+      up.destroy();
+    };
+    client.on("close", () => sockets.delete(client) && up.end());
+    up.on("close", () => sockets.delete(up) && client.end());
+    client.on("error", kill);
+    up.on("error", kill);
+    client.pipe(up);
+    let buf = Buffer.alloc(0);
+    let sent = 0;
+    let start = -1;
+    let cut: Cut | undefined;
+    up.on("data", (data: Buffer) => {
+      buf = Buffer.concat([buf, data]);
+      if (start < 0) {
+        const i = buf.toString("latin1").toLowerCase().indexOf("content-type: text/event-stream");
+        const j = i >= 0 ? buf.indexOf("\r\n\r\n", i) : -1;
+        if (j >= 0) {
+          start = j + 4;
+          cut = left.shift();
+        }
+      }
+      if (cut && start >= 0) {
+        const pos = cut(buf.subarray(start));
+        if (pos !== undefined) {
+          done++;
+          if (pos === DROP_ANSWER) kill();
+          else client.write(buf.subarray(sent, start + pos), () => kill());
+          up.removeAllListeners("data");
+          up.pause();
+          return;
+        }
+      }
+      client.write(buf.subarray(sent));
+      sent = buf.length;
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    cutsDone: () => done,
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
+  };
 }

@@ -1,5 +1,5 @@
 // The package as npm ships it: `npm pack` holds the build, its types, the
-// sources the maps point at and the README, nothing else; and a fresh
+// sources the maps point at, the README and the LICENSE, nothing else; and a fresh
 // project installs the packed tarball offline and imports it from
 // JavaScript (ESM and, where Node can require ES modules, CommonJS) and
 // from TypeScript. Uses dist/ as `npm test` built it (pack runs with
@@ -11,12 +11,14 @@ import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { sdkRoot } from "./helpers.js";
+import { Client } from "@ams/sdk";
+import { repoRoot, sdkRoot } from "./helpers.js";
 
 const npm = process.platform === "win32" ? "npm.cmd" : "npm";
 const pkg = JSON.parse(readFileSync(join(sdkRoot(), "package.json"), "utf8")) as {
   name: string;
   version: string;
+  license: string;
   private?: boolean;
   files: string[];
   exports: Record<string, unknown>;
@@ -40,16 +42,21 @@ test("package.json is publishable", () => {
   assert.equal(pkg.private, undefined, "a private package cannot be published");
   assert.match(pkg.name, /^@[a-z0-9-]+\/[a-z0-9-]+$/);
   assert.match(pkg.version, /^\d+\.\d+\.\d+/);
-  assert.deepEqual(pkg.files.sort(), ["README.md", "dist", "src"]);
+  assert.deepEqual(pkg.files.sort(), ["LICENSE", "README.md", "dist", "src"]);
+  // MIT, the repository's LICENSE (sdk/typescript/LICENSE is the same file).
+  assert.equal(pkg.license, "MIT");
+  const license = readFileSync(join(repoRoot(), "LICENSE"), "utf8");
+  assert.match(license, /^MIT License\n\nCopyright \(c\) \d{4} the ams authors\n/);
+  assert.equal(readFileSync(join(sdkRoot(), "LICENSE"), "utf8"), license, "sdk/typescript/LICENSE differs from the repository's LICENSE");
   assert.deepEqual(pkg.exports["."], { types: "./dist/index.d.ts", import: "./dist/index.js", default: "./dist/index.js" });
 });
 
-test("npm pack ships the build, its types, the mapped sources and the README only", () => {
+test("npm pack ships the build, its types, the mapped sources, the README and the LICENSE only", () => {
   const [packed] = JSON.parse(run(npm, ["pack", "--dry-run", "--json", "--ignore-scripts"], sdkRoot())) as Packed[];
   const paths = packed!.files.map((f) => f.path).sort();
-  for (const want of ["package.json", "README.md", "dist/index.js", "dist/index.d.ts"]) assert.ok(paths.includes(want), `${want} is not in the tarball: ${paths.join(", ")}`);
+  for (const want of ["package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts"]) assert.ok(paths.includes(want), `${want} is not in the tarball: ${paths.join(", ")}`);
   // Nothing else: no tests, examples, build-test, tsconfig or node_modules.
-  const shipped = /^(package\.json|README\.md|dist\/[\w-]+\.(js|d\.ts|js\.map|d\.ts\.map)|src\/[\w-]+\.ts)$/;
+  const shipped = /^(package\.json|README\.md|LICENSE|dist\/[\w-]+\.(js|d\.ts|js\.map|d\.ts\.map)|src\/[\w-]+\.ts)$/;
   assert.deepEqual(paths.filter((p) => !shipped.test(p)), []);
   // Every source has its module and declarations (and the maps' targets ship).
   const sources = readdirSync(join(sdkRoot(), "src")).filter((f) => f.endsWith(".ts"));
@@ -58,6 +65,34 @@ test("npm pack ships the build, its types, the mapped sources and the README onl
     for (const p of [`src/${f}`, `dist/${base}.js`, `dist/${base}.d.ts`]) assert.ok(paths.includes(p), `${p} is not in the tarball`);
   }
   assert.equal(paths.filter((p) => p.startsWith("src/")).length, sources.length);
+});
+
+test("the README lists every operation of the OpenAPI document, with a Client method that exists", () => {
+  const doc = JSON.parse(readFileSync(join(repoRoot(), "openapi", "openapi.json"), "utf8")) as { paths: Record<string, Record<string, unknown>> };
+  const readme = readFileSync(join(sdkRoot(), "README.md"), "utf8");
+  // Its rows: | `GET /v1/keys` | `keys.list` |
+  const rows = new Map<string, string>();
+  for (const m of readme.matchAll(/^\| `((?:GET|POST|PUT|PATCH|DELETE) \/v1\S*)` \| (.*) \|$/gm)) rows.set(m[1]!, m[2]!);
+  const client = new Client({ apiKey: "ams_sk_test", baseURL: "http://127.0.0.1:9" });
+  let n = 0;
+  for (const [path, item] of Object.entries(doc.paths)) {
+    for (const method of Object.keys(item)) {
+      if (!["get", "post", "put", "patch", "delete"].includes(method)) continue;
+      n++;
+      const op = `${method.toUpperCase()} ${path}`;
+      const cell = rows.get(op);
+      assert.ok(cell, `the README's "Every endpoint" table lacks ${op}`);
+      const names = [...cell.matchAll(/`([A-Za-z.]+)`/g)].map((x) => x[1]!).filter((x) => /^[a-z][A-Za-z]*(\.[a-z][A-Za-z]*)*$/.test(x));
+      assert.ok(names.length > 0, `${op}: no method named`);
+      const [first] = names;
+      let target: unknown = client;
+      for (const part of first!.split(".")) target = (target as Record<string, unknown>)[part];
+      assert.equal(typeof target, "function", `${op}: client.${first} is not a method`);
+      rows.delete(op);
+    }
+  }
+  assert.ok(n >= 64, `${n} operations`);
+  assert.deepEqual([...rows.keys()], [], "rows for operations the OpenAPI document does not have");
 });
 
 describe("a fresh project installs the tarball offline", () => {

@@ -4,8 +4,8 @@
 import assert from "node:assert/strict";
 import type { ServerResponse } from "node:http";
 import { after, before, test } from "node:test";
-import { AmsError, APIError, Client, InvalidRequestError, NotFoundError, StreamEndedError, parseSSE, type MessageStreamEvent } from "@ams/sdk";
-import { listen, startServe, type AmsServer, type LocalServer } from "./helpers.js";
+import { AmsError, APIConnectionError, APIError, Client, InvalidRequestError, NotFoundError, StreamEndedError, parseSSE, type MessageStreamEvent } from "@ams/sdk";
+import { cutBetweenEvents, cutInsideChunk, cutMidEvent, cuttingProxy, dropTheAnswer, listen, startServe, type AmsServer, type Cut, type LocalServer } from "./helpers.js";
 
 let srv: AmsServer;
 let client: Client;
@@ -92,6 +92,80 @@ test("a dropped stream resumes from the last event id, with tool events", async 
     assert.deepEqual(seen, [["POST /v1/messages", undefined], ["GET /v1/turns/trn_1/events", "2"]]);
   } finally {
     await stub.close();
+  }
+});
+
+// A TCP proxy in front of the real server cuts the streams wherever a
+// network may: inside an HTTP chunk (mid-line), between two events, and
+// mid-event (after the event's name, before its data).
+const cutKinds: Array<[string, (n: number) => Cut]> = [
+  ["inside a chunk", cutInsideChunk],
+  ["between events", cutBetweenEvents],
+  ["mid-event", cutMidEvent],
+];
+
+for (const [kind, cut] of cutKinds) {
+  test(`a stream cut ${kind} resumes without losing or repeating an event`, async () => {
+    // The POST's stream is cut, then the first resumed one.
+    const proxy = await cuttingProxy(srv.baseURL, [cut(3), cut(2)]);
+    try {
+      const c = new Client({ apiKey: srv.apiKey, baseURL: proxy.url });
+      const events: MessageStreamEvent[] = [];
+      for await (const ev of c.messages.stream({ assistant_id: srv.assistantId, message: "Hello! My name is Ada. What can you do?" })) events.push(ev);
+      assert.equal(proxy.cutsDone(), 2);
+      assert.ok(events.length > 6, `${events.length} events`);
+      assert.deepEqual(events.map((e) => e.id), events.map((_, i) => String(i + 1)));
+      assert.equal(events[0]!.type, "turn.started");
+      const last = events.at(-1)!;
+      if (last.type !== "message.completed") throw new Error(`last event ${last.type}`);
+      assert.equal(events.map((e) => (e.type === "message.delta" ? e.delta : "")).join(""), last.message.content);
+      // turns.events resumes the same way.
+      const proxy2 = await cuttingProxy(srv.baseURL, [cut(1)]);
+      try {
+        const rest: MessageStreamEvent[] = [];
+        const c2 = new Client({ apiKey: srv.apiKey, baseURL: proxy2.url });
+        for await (const ev of c2.turns.events(events[0]!.turn_id!, { lastEventId: "1" })) rest.push(ev);
+        assert.equal(proxy2.cutsDone(), 1);
+        assert.deepEqual(rest.map((e) => e.id), events.slice(1).map((e) => e.id));
+      } finally {
+        await proxy2.close();
+      }
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test(`a stream cut ${kind} more often than the retries allow is StreamEndedError`, async () => {
+    const proxy = await cuttingProxy(srv.baseURL, Array.from({ length: 10 }, () => cut(1)));
+    try {
+      const c = new Client({ apiKey: srv.apiKey, baseURL: proxy.url, maxRetries: 2 });
+      const seen: string[] = [];
+      await assert.rejects(
+        (async () => {
+          for await (const ev of c.messages.stream({ assistant_id: srv.assistantId, message: "Hello! My name is Ada. What can you do?" })) seen.push(ev.id ?? "");
+        })(),
+        (e: unknown) => e instanceof StreamEndedError && e instanceof APIConnectionError && /last event/.test(e.message),
+      );
+      assert.equal(proxy.cutsDone(), 3); // the POST and two resumes
+      assert.deepEqual(seen, seen.map((_, i) => String(i + 1)));
+    } finally {
+      await proxy.close();
+    }
+  });
+}
+
+test("a resume whose answer never comes is retried", async () => {
+  // The stream is cut, and the first resume's answer never comes.
+  const proxy = await cuttingProxy(srv.baseURL, [cutBetweenEvents(3), dropTheAnswer]);
+  try {
+    const c = new Client({ apiKey: srv.apiKey, baseURL: proxy.url });
+    const events: MessageStreamEvent[] = [];
+    for await (const ev of c.messages.stream({ assistant_id: srv.assistantId, message: "Hello! My name is Ada. What can you do?" })) events.push(ev);
+    assert.equal(proxy.cutsDone(), 2);
+    assert.deepEqual(events.map((e) => e.id), events.map((_, i) => String(i + 1)));
+    assert.equal(events.at(-1)!.type, "message.completed");
+  } finally {
+    await proxy.close();
   }
 });
 

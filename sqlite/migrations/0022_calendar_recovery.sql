@@ -1,4 +1,4 @@
--- 0021: calendar events deleted are kept, restorable, for the events'
+-- 0022 (0021 before issue 28): calendar events deleted are kept, restorable, for the events'
 -- retention (issue 26, L9), and a failing calendar sync backs off across
 -- restarts (issue 26, point 3).
 --

@@ -1,4 +1,4 @@
--- 0020: the OAuth grant that made an API key (issue 26, point 6). A key
+-- 0021 (0020 before issue 28): the OAuth grant that made an API key (issue 26, point 6). A key
 -- created through POST /v1/keys with an OAuth access token (or with a key
 -- so made) records the client and the grant (fosite's request id, shared
 -- by every token of one authorization across refreshes); revoking the

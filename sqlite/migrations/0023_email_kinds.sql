@@ -1,4 +1,4 @@
--- 0022: per-recipient caps on e-mails (ams.EmailCaps, issue 26). Each
+-- 0023 (0022 before issue 28): per-recipient caps on e-mails (ams.EmailCaps, issue 26). Each
 -- e-mail records its kind (email_verification, password_reset,
 -- signup_taken, key_reminder, webhook_failing); the store counts a
 -- recipient's e-mails of a kind within the cap's window, on the index
