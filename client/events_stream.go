@@ -20,7 +20,7 @@ type FollowEventsParams struct {
 	// Type keeps the events of one type.
 	Type string
 	// LastEventID starts after this event ("": after the newest event
-	// listed when the stream opens, so only new events).
+	// listed when FollowEvents is called, so only new events).
 	LastEventID string
 	// OnConnect, when set, is called each time the stream is open (first
 	// connection and every resumption), with the id it resumes after
@@ -66,6 +66,20 @@ func (c *Client) FollowEvents(ctx context.Context, p *FollowEventsParams, fn fun
 		par = *p
 	}
 	last := par.LastEventID
+	if last == "" {
+		// Start after the newest event listed now, as the server would,
+		// but with the cursor known here: a connection dropped before
+		// the first event resumes from it, not from the newest event
+		// of the moment of the resumption. (An account without events
+		// has no cursor: its first connection resumes after the newest.)
+		page, err := c.ListEvents(ctx, &ListEventsParams{Type: par.Type, ListParams: ListParams{Limit: 1, Order: "desc"}})
+		if err != nil {
+			return err
+		}
+		if len(page.Data) > 0 {
+			last = page.Data[0].ID
+		}
+	}
 	failures := 0
 	for {
 		resp, err := c.openEvents(ctx, par.Type, last)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -13,18 +14,45 @@ import (
 )
 
 // eventsCutTransport cuts the body of the first GET /v1/events/stream
-// answer after limit bytes, as a dropped connection would.
+// answer a few bytes into the second event (after the opening comment
+// and the first event), as a dropped connection would.
 type eventsCutTransport struct {
-	limit int
-	cut   atomic.Bool
+	cut atomic.Bool
 }
 
 func (t *eventsCutTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := http.DefaultTransport.RoundTrip(r)
 	if err == nil && r.URL.Path == "/v1/events/stream" && !t.cut.Swap(true) {
-		resp.Body = &cutBody{ReadCloser: resp.Body, left: t.limit}
+		resp.Body = &cutAfterBlocks{ReadCloser: resp.Body, blocks: 2, extra: 20}
 	}
 	return resp, err
+}
+
+// cutAfterBlocks ends a stream with io.ErrUnexpectedEOF extra bytes after
+// its blocks-th blank line.
+type cutAfterBlocks struct {
+	io.ReadCloser
+	blocks, extra int
+	prev          byte
+}
+
+func (b *cutAfterBlocks) Read(p []byte) (int, error) {
+	if b.blocks <= 0 && b.extra <= 0 {
+		return 0, io.ErrUnexpectedEOF
+	}
+	if len(p) > 1 {
+		p = p[:1] // a byte at a time, to count exactly
+	}
+	n, err := b.ReadCloser.Read(p)
+	if n == 1 {
+		if b.blocks <= 0 {
+			b.extra--
+		} else if p[0] == '\n' && b.prev == '\n' {
+			b.blocks--
+		}
+		b.prev = p[0]
+	}
+	return n, err
 }
 
 // TestFollowEventsLive: TriggerEvent's events come on FollowEvents, in
@@ -37,9 +65,8 @@ func TestFollowEventsLive(t *testing.T) {
 }
 
 func testFollowEventsLive(t *testing.T, f *amstest.Fixture) {
-	// The first connection is cut inside the second event (the first
-	// comment is 15 bytes, an event about 200).
-	c := client.New(f.Server.URL, f.Key, client.WithHTTPClient(&http.Client{Transport: &eventsCutTransport{limit: 300}}))
+	// The first connection is cut inside the second event.
+	c := client.New(f.Server.URL, f.Key, client.WithHTTPClient(&http.Client{Transport: &eventsCutTransport{}}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	connected := make(chan string, 10)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/client"
+	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/webhook"
 	"github.com/spf13/cobra"
 )
@@ -108,8 +109,11 @@ or GET /v1/events, gives events again). Stop with Ctrl-C.`,
 			}
 			ctx, stop := signal.NotifyContext(cmdContext(cmd), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			l := &listener{forwardTo: forwardTo, secret: secret, out: cmd.OutOrStdout(), log: cmd.ErrOrStderr(),
-				http: &http.Client{Timeout: forwardTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+			// The operator's own destination: local addresses allowed,
+			// the answer bounded as a delivery's; redirects not followed.
+			hc := ssrf.Operator().Client(ssrf.Limits{Timeout: forwardTimeout, MaxBodyBytes: webhook.MaxResponseBytes})
+			hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+			l := &listener{forwardTo: forwardTo, secret: secret, out: cmd.OutOrStdout(), log: cmd.ErrOrStderr(), http: hc}
 			fmt.Fprintf(l.log, "ams listen: your webhook signing secret is %s\n", secret)
 			err = c.FollowEvents(ctx, &client.FollowEventsParams{Type: typ, LastEventID: after, OnConnect: l.connected}, l.forward)
 			if ctx.Err() != nil {
@@ -168,7 +172,7 @@ func (l *listener) forward(ev *client.StreamedEvent) error {
 		fmt.Fprintf(l.out, "%s  %-28s %s  -> failed: %v\n", stamp, ev.Type, ev.ID, unwrapURLError(err))
 		return nil
 	}
-	io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	io.Copy(io.Discard, resp.Body) // bounded by the client
 	resp.Body.Close()
 	fmt.Fprintf(l.out, "%s  %-28s %s  -> %d\n", stamp, ev.Type, ev.ID, resp.StatusCode)
 	return nil
