@@ -37,6 +37,7 @@ func (s *Service) Trigger(ctx context.Context, userID, typ string) (*ams.Event, 
 		return nil, err
 	}
 	e := TestEvent(userID, typ, s.Clock.Now())
+	ams.KeepAnswer(ctx, e)
 	if err := s.Store.Update(ctx, func(tx Tx) error { return tx.Emit(ctx, e) }); err != nil {
 		return nil, err
 	}
