@@ -260,7 +260,7 @@ func (f *badFixture) fingerprint(t *testing.T, ops []apiOp) string {
 	t.Helper()
 	var b strings.Builder
 	for _, o := range ops {
-		if o.Method != "GET" || strings.Contains(f.path(o.Path), "{") {
+		if o.Method != "GET" || strings.Contains(f.path(o.Path), "{") || o.Path == "/v1/events/stream" { // a stream does not end
 			continue
 		}
 		q := ""

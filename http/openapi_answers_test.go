@@ -341,6 +341,26 @@ func TestEveryOperationAnswersAsDocumented(t *testing.T) {
 	tag := c.call("GET", "/v1/conversations/{id}", "/v1/conversations/"+conv, "").header.Get("ETag")
 	c.ok(304, "GET", "/v1/conversations/{id}", "/v1/conversations/"+conv, "", "If-None-Match", tag)
 
+	// The event stream (events_stream.go): its answer up to the first
+	// event, a test event that trigger emits, then the stream cut here.
+	sctx, stopStream := context.WithCancel(context.Background())
+	sreq, _ := http.NewRequestWithContext(sctx, "GET", f.Server.URL+"/v1/events/stream", nil)
+	sreq.Header.Set("Authorization", "Bearer "+c.key)
+	sresp, err := http.DefaultClient.Do(sreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trig := c.ok(201, "POST", "/v1/events/trigger", "/v1/events/trigger", `{"type":"task.created"}`)
+	sbr := bufio.NewReader(sresp.Body)
+	sev, err := readEvent(sbr)
+	if err != nil || sev.id != trig["id"] {
+		t.Fatalf("stream: %+v %v", sev, err)
+	}
+	sbody := fmt.Sprintf(": keep-alive\n\nid: %s\nevent: %s\ndata: %s\n\n", sev.id, sev.name, sev.data)
+	stopStream()
+	sresp.Body.Close()
+	c.validate("GET", "/v1/events/stream", "/v1/events/stream", "", &amstest.Response{Status: sresp.StatusCode, Header: sresp.Header, Body: []byte(sbody)})
+
 	// Every authenticated operation without credentials: its 401.
 	ops, err := openapi.Operations()
 	if err != nil {
