@@ -3,7 +3,6 @@ package account_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/account"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 	"github.com/amsdev/ams/password"
 	"github.com/amsdev/ams/sqlite"
 )
@@ -23,11 +23,7 @@ var start = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 // clock and bcrypt at its lowest cost.
 func newService(t *testing.T) (*account.Service, *sqlite.DB) {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := sqlitetest.Open(t)
 	return &account.Service{Store: db, Clock: func() time.Time { return start },
 		Hash: func(pw string) (string, error) {
 			h, err := bcrypt.GenerateFromPassword([]byte(pw), bcrypt.MinCost)

@@ -12,18 +12,11 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/account"
+	"github.com/amsdev/ams/internal/testing/testclock"
 	"github.com/amsdev/ams/sqlite"
 )
 
 const day = 24 * time.Hour
-
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 func reminderUser(t *testing.T, db *sqlite.DB, email, tz string) *ams.User {
 	t.Helper()
@@ -86,7 +79,7 @@ func mustContain(t *testing.T, e *ams.Email, parts ...string) {
 func TestKeyReminders(t *testing.T) {
 	_, db := newService(t)
 	ctx := context.Background()
-	clock := &testClock{t: start}
+	clock := testclock.New(start)
 	ann := reminderUser(t, db, "ann@example.com", "Europe/Berlin")
 	bob := reminderUser(t, db, "bob@example.com", "America/New_York")
 	var none time.Time
@@ -101,11 +94,11 @@ func TestKeyReminders(t *testing.T) {
 	reminderKey(t, db, ann, "young", start.Add(-day), none)
 	_, bobs := reminderKey(t, db, bob, "bobs", start.Add(-2*day), time.Date(2026, 11, 26, 3, 0, 0, 0, time.UTC))
 
-	r := &account.KeyReminders{Store: db, Clock: clock.now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), BaseURL: "https://ams.example"}
+	r := &account.KeyReminders{Store: db, Clock: clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), BaseURL: "https://ams.example"}
 	if n, err := r.RunOnce(ctx); err != nil || n != 3 {
 		t.Fatalf("first run queued %d e-mails, %v", n, err)
 	}
-	got := queued(t, db, clock.now())
+	got := queued(t, db, clock.Now())
 	if len(got) != 2 || len(got[ann.Email]) != 2 || len(got[bob.Email]) != 1 {
 		t.Fatalf("e-mails by recipient: %v", got)
 	}
@@ -135,17 +128,17 @@ func TestKeyReminders(t *testing.T) {
 	// keys reminded are not reminded again; ci and bobs have expired; young
 	// is 31 days old).
 	for _, step := range []time.Duration{0, time.Hour, 30 * day} {
-		clock.add(step)
-		again := &account.KeyReminders{Store: db, Clock: clock.now, Logger: r.Logger, BaseURL: r.BaseURL}
+		clock.Add(step)
+		again := &account.KeyReminders{Store: db, Clock: clock.Now, Logger: r.Logger, BaseURL: r.BaseURL}
 		if n, err := again.RunOnce(ctx); err != nil || n != 0 {
-			t.Fatalf("run at +%v queued %d, %v", clock.now().Sub(start), n, err)
+			t.Fatalf("run at +%v queued %d, %v", clock.Now().Sub(start), n, err)
 		}
-		if q := queued(t, db, clock.now()); len(q) != 0 {
-			t.Fatalf("run at +%v: e-mails %v", clock.now().Sub(start), q)
+		if q := queued(t, db, clock.Now()); len(q) != 0 {
+			t.Fatalf("run at +%v: e-mails %v", clock.Now().Sub(start), q)
 		}
 	}
 	// 45 more days: young turns 90 within 14 days, the only reminder due.
-	clock.add(45 * day)
+	clock.Add(45 * day)
 	if n, err := r.RunOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("young at 76 days: %d, %v", n, err)
 	}

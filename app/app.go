@@ -3,7 +3,7 @@
 // wakes the reminder and calendar workers), the services (accounts,
 // world, messaging, webhooks), the API server, the OAuth server, the account
 // pages, their mux, and the background workers. `ams serve` (cmd/ams) and
-// the test fixture (internal/amstest) both call New, so the fixture runs
+// the test fixture (internal/testing/amstest) both call New, so the fixture runs
 // the production wiring; serve adds the flags, the listener and signals,
 // the fixture a temporary SQLite store and a hand-moved clock.
 package app

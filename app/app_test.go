@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/smtptest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/smtptest"
 	"github.com/amsdev/ams/mail"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/webhook"

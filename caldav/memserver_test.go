@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -17,8 +16,9 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/pgtest"
-	"github.com/amsdev/ams/sqlite"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/emersion/go-ical"
 	"github.com/emersion/go-webdav"
 	"github.com/emersion/go-webdav/caldav"
@@ -191,15 +191,11 @@ func (b *memBackend) DeleteCalendarObject(_ context.Context, path string) error 
 // AMS_TEST_DATABASE_URL is set).
 func onEngines(t *testing.T, fn func(t *testing.T, f *fixture)) {
 	t.Run("sqlite", func(t *testing.T) {
-		db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		db := sqlitetest.Open(t)
 		fn(t, newFixtureOn(t, db))
 	})
 	t.Run("postgres", func(t *testing.T) {
-		fn(t, newFixtureOn(t, pgtest.New(t)))
+		fn(t, newFixtureOn(t, pgtest.Open(t)))
 	})
 }
 
@@ -231,14 +227,12 @@ func (f *fixture) integration(id string) *ams.Integration {
 // of the database is open), so the test waits for it, up to a minute.
 func (f *fixture) emittedN(n int, types ...string) []string {
 	f.t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		got := f.emitted(types...)
-		if len(got) >= n || time.Now().After(deadline) {
-			return got
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	var got []string
+	wait.Until(func() bool {
+		got = f.emitted(types...)
+		return len(got) >= n
+	})
+	return got
 }
 
 // put writes an iCalendar object into the calendar, as another client of

@@ -10,7 +10,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +18,9 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/caldav"
-	"github.com/amsdev/ams/sqlite"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
+	"github.com/amsdev/ams/internal/testing/testclock"
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/world"
 	"github.com/emersion/go-ical"
@@ -131,26 +132,13 @@ func (s *server) remove(t *testing.T, calURL, name string) {
 	}
 }
 
-// clock is a clock the test moves by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-var start = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+var start = testclock.Start
 
 // fixture is an account on a SQLite store with a CalDAV worker.
 type fixture struct {
 	t         *testing.T
 	db        ams.Store
-	clock     *clock
+	clock     *testclock.Clock
 	user      *ams.User
 	assistant *ams.Assistant
 	worker    *caldav.Worker
@@ -159,18 +147,14 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := sqlitetest.Open(t)
 	return newFixtureOn(t, db)
 }
 
 // newFixtureOn is newFixture on store db.
 func newFixtureOn(t *testing.T, db ams.Store) *fixture {
 	t.Helper()
-	f := &fixture{t: t, db: db, clock: &clock{t: start}}
+	f := &fixture{t: t, db: db, clock: testclock.New(start)}
 	ctx := context.Background()
 	f.user = &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "ann@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: start, UpdatedAt: start}
 	if err := db.CreateUser(ctx, f.user); err != nil {
@@ -646,31 +630,25 @@ func TestWorkerRun(t *testing.T) {
 	cal := srv.calendar(t)
 	in := f.connect(cal, srv.user, srv.password)
 	f.worker.Interval, f.worker.Poll = time.Minute, 10*time.Millisecond
+	f.worker.Signals.Pass.Init()
+	f.worker.Signals.Started.Init()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { f.worker.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 	// A change here is pushed soon, without waiting for the interval.
 	e := f.createEvent(`{"title":"Pushed soon","starts_at":"2026-11-22T09:00:00Z"}`)
-	wait("the push", func() bool { return srv.get(t, cal, e.ID+".ics") != nil })
+	wait.Eventually(t, "the push", func() bool { return srv.get(t, cal, e.ID+".ics") != nil })
 	_ = in
 
 	// A change on the server comes at the next interval.
 	srv.put(t, cal, "later.ics", strings.NewReplacer("UID:lunch-1@example.com", "UID:later", "SUMMARY:Lunch with Bob", "SUMMARY:Pulled later").Replace(remoteEvent))
-	time.Sleep(100 * time.Millisecond)
+	f.worker.Signals.Started.Drain()
+	f.worker.Signals.Pass.WaitPass(t)
+	f.worker.Signals.Started.RequireEmpty(t) // a pass went by: nothing was due
 	if f.events()["Pulled later"] != nil {
 		t.Fatal("pulled before the interval")
 	}
 	f.clock.Add(time.Minute)
-	wait("the periodic sync", func() bool { return f.events()["Pulled later"] != nil })
+	wait.Eventually(t, "the periodic sync", func() bool { return f.events()["Pulled later"] != nil })
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/testsignal"
 	"github.com/amsdev/ams/ssrf"
 )
 
@@ -46,6 +47,9 @@ type Worker struct {
 	// RunTimeout bounds one run (DefaultRunTimeout); a run that started
 	// this long ago and never recorded its outcome died with its process.
 	RunTimeout time.Duration
+	// Signals fire for tests (package testsignal); off unless a test
+	// turns them on.
+	Signals WorkerSignals
 
 	once      sync.Once
 	mu        sync.Mutex
@@ -55,6 +59,15 @@ type Worker struct {
 	kick      chan struct{}
 	sem       chan struct{}
 	wg        sync.WaitGroup
+}
+
+// WorkerSignals are the moments of a running Worker that tests wait for.
+type WorkerSignals struct {
+	// Pass fires after each look for integrations due.
+	Pass testsignal.Signal[struct{}]
+	// Started fires with an integration's id when a run of it starts in
+	// the background.
+	Started testsignal.Signal[string]
 }
 
 func (w *Worker) init() {
@@ -152,6 +165,7 @@ func (w *Worker) SyncDue(ctx context.Context) {
 // syncDue starts a run of every integration whose last run started an
 // Interval ago or more and whose back-off is over.
 func (w *Worker) syncDue(ctx context.Context) {
+	defer w.Signals.Pass.Signal(struct{}{})
 	ins, err := w.Store.ActiveIntegrations(ctx, Provider)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -212,6 +226,7 @@ func (w *Worker) start(ctx context.Context, in *ams.Integration, minAge time.Dur
 	}
 	w.running[in.ID] = true
 	w.mu.Unlock()
+	w.Signals.Started.Signal(in.ID)
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()

@@ -61,6 +61,8 @@ var operations = map[string]string{
 	"createCalendarFeed":       "CreateCalendarFeed",
 	"listEvents":               "ListEvents",
 	"getEvent":                 "GetEvent",
+	"streamEvents":             "FollowEvents",
+	"triggerEvent":             "TriggerEvent",
 	"createWebhook":            "CreateWebhook",
 	"listWebhooks":             "ListWebhooks",
 	"getWebhook":               "GetWebhook",

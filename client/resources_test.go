@@ -8,8 +8,9 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/client"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 const conversationJSON = `{"id":"conv_1","object":"conversation","assistant_id":"ast_1","title":"Trip","message_count":0,` +
@@ -100,7 +101,7 @@ func TestResourcesLive(t *testing.T) {
 			if engine == "sqlite" {
 				f = amstest.New(t)
 			} else {
-				f = amstest.New(t, amstest.OnStore(pgtest.New(t)))
+				f = amstest.New(t, amstest.OnStore(pgtest.Open(t)))
 			}
 			c := client.New(f.Server.URL, f.Key)
 			ctx := context.Background()
@@ -150,11 +151,10 @@ func TestResourcesLive(t *testing.T) {
 				// Wait on the store (on PostgreSQL an event is listed a moment
 				// after its commit), then read the API once: polling it
 				// would spend the account's 60 requests a minute.
-				for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-					if pg, err := f.Data.ListEvents(ctx, f.User.ID, ams.EventFilter{Type: typ}, ams.ListParams{Limit: 100}); err != nil || len(pg.Data) >= n {
-						break
-					}
-				}
+				wait.Until(func() bool {
+					pg, err := f.Data.ListEvents(ctx, f.User.ID, ams.EventFilter{Type: typ}, ams.ListParams{Limit: 100})
+					return err == nil && len(pg.Data) >= n
+				})
 				evs, err := c.ListEvents(ctx, &client.ListEventsParams{Type: typ})
 				if err != nil || len(evs.Data) != n {
 					t.Fatalf("%s events: %+v %v", typ, evs, err)

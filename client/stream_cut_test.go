@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams/client"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 )
 
 // cut says where a cuttingProxy cuts a stream: an offset into the

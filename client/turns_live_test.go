@@ -9,11 +9,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/client"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // cutTransport cuts the body of the first POST /v1/messages answer after
@@ -150,7 +150,12 @@ func TestCancelTurnLive(t *testing.T) {
 		done <- nil
 	}()
 	<-started
-	time.Sleep(20 * time.Millisecond)
+	// The engine runs: the turn is stored (wait on the store, then read
+	// the API once).
+	wait.Until(func() bool {
+		p, err := f.Data.ListTurns(ctx, f.User.ID, "", ams.ListParams{Limit: 10})
+		return err == nil && len(p.Data) == 1
+	})
 	turns, err := c.ListTurns(ctx, nil)
 	if err != nil || len(turns.Data) != 1 {
 		t.Fatalf("turns: %+v %v", turns, err)

@@ -16,10 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/client"
 	"github.com/amsdev/ams/client/webhook"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // liveFixture starts a server on the engine ("sqlite" or "postgres").
@@ -28,7 +30,7 @@ func liveFixture(t *testing.T, engine string) *amstest.Fixture {
 	if engine == "sqlite" {
 		return amstest.New(t)
 	}
-	return amstest.New(t, amstest.OnStore(pgtest.New(t)))
+	return amstest.New(t, amstest.OnStore(pgtest.Open(t)))
 }
 
 // verifyingReceiver is a webhook endpoint as a user writes it with package
@@ -200,16 +202,15 @@ func TestWebhooksLive(t *testing.T) {
 			// The list shows an event once every write that began before it
 			// has ended, on the whole PostgreSQL server (other packages'
 			// tests write there meanwhile): usually at once, at most after
-			// their transactions. Polled every 2 s, within the account's 60
-			// requests a minute.
-			for deadline := time.Now().Add(time.Minute); ; time.Sleep(2 * time.Second) {
-				ev, err := c.ListEvents(ctx, &client.ListEventsParams{Type: "message.created"})
-				if err == nil && ev != nil && len(ev.Data) == 2 && ev.Data[0].Data["message_id"] == reply.ID {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("events: %+v %v", ev, err)
-				}
+			// their transactions.
+			// Wait on the store, then read the API once: polling it would
+			// spend the account's 60 requests a minute.
+			wait.Until(func() bool {
+				pg, err := f.Data.ListEvents(ctx, f.User.ID, ams.EventFilter{Type: "message.created"}, ams.ListParams{Limit: 100})
+				return err == nil && len(pg.Data) >= 2
+			})
+			if ev, err := c.ListEvents(ctx, &client.ListEventsParams{Type: "message.created"}); err != nil || len(ev.Data) != 2 || ev.Data[0].Data["message_id"] != reply.ID {
+				t.Fatalf("events: %+v %v", ev, err)
 			}
 
 			// Rotation: the receiver still on the old secret accepts

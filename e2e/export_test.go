@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -151,13 +152,8 @@ func TestMoveSQLiteToPostgres(t *testing.T) {
 	}
 	// Wait for a failed attempt, so that the deliveries are pending with
 	// a retry when the server stops.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if n, _, _ := rc.state(); n >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no delivery attempt before the move\n%s", s.logs.String())
-		}
+	if !wait.Until(func() bool { n, _, _ := rc.state(); return n >= 2 }) {
+		t.Fatalf("no delivery attempt before the move\n%s", s.logs.String())
 	}
 	exStop(t, s)
 	_, good, bad := rc.state()
@@ -219,28 +215,24 @@ func TestMoveSQLiteToPostgres(t *testing.T) {
 	// The deliveries pending before the move arrive, signed with the
 	// secret (sealed again with the target's key), and so does the new
 	// message's.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	if !wait.Until(func() bool {
 		_, good, bad := rc.state()
 		if len(bad) > 0 {
 			t.Fatalf("deliveries with a bad signature after the move: %v", bad)
 		}
-		if len(good) == 4 && good[events[0]] >= 1 && good[events[1]] >= 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("delivered after the move: %v, want %v and the new message's two events\n%s", good, events, s2.logs.String())
-		}
+		return len(good) == 4 && good[events[0]] >= 1 && good[events[1]] >= 1
+	}) {
+		_, good, _ := rc.state()
+		t.Fatalf("delivered after the move: %v, want %v and the new message's two events\n%s", good, events, s2.logs.String())
 	}
 	// An attempt is recorded just after the receiver has answered it, so
 	// the log may trail the receiver by a moment.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		st, dl := request(t, "GET", s2.base+"/v1/webhooks/"+wh["id"].(string)+"/deliveries?limit=100", key, "")
-		if st == 200 && len(dl["data"].([]any)) >= 6 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("delivery log after the move (failed attempts before, successes after): %d %v", st, dl)
-		}
+	var dl map[string]any
+	if !wait.Until(func() bool {
+		st, dl = request(t, "GET", s2.base+"/v1/webhooks/"+wh["id"].(string)+"/deliveries?limit=100", key, "")
+		return st == 200 && len(dl["data"].([]any)) >= 6
+	}) {
+		t.Fatalf("delivery log after the move (failed attempts before, successes after): %d %v", st, dl)
 	}
 	exStop(t, s2)
 }

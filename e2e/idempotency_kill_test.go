@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite" // to move the killed store's idempotency records back in time
 )
@@ -229,7 +230,7 @@ func killNineKeyedWrites(t *testing.T, dir string, shift func(time.Duration)) {
 	}
 	// An event is listed once no write that began before it still runs:
 	// read until all are there, or a while.
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	wait.Until(func() bool {
 		tasks, created = map[string]int{}, map[string]int{}
 		list("/v1/tasks?limit=100", func(m map[string]any) { tasks[m["title"].(string)]++ })
 		list("/v1/conversations?limit=100", func(m map[string]any) { tasks[m["title"].(string)]++ })
@@ -238,10 +239,8 @@ func killNineKeyedWrites(t *testing.T, dir string, shift func(time.Duration)) {
 				created[d["id"].(string)]++
 			}
 		})
-		if len(created) >= n/2 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return len(created) >= n/2
+	})
 	for i := range n {
 		if got := tasks[fmt.Sprintf("keyed %d", i)]; got != 1 {
 			t.Errorf("request %d made %d records (%s), want 1", i, got, path(i))

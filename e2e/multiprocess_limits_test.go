@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // mlSetup starts n `ams serve` processes (with the extra flags of each) on
@@ -89,12 +91,8 @@ func TestMultiProcessPerWebhookCap(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for arrived.Load() < 2*messages {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d deliveries arrived in 60 s\n%s", arrived.Load(), 2*messages, mpLogs(procs))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !wait.Until(func() bool { return arrived.Load() >= 2*messages }) {
+		t.Fatalf("%d of %d deliveries arrived\n%s", arrived.Load(), 2*messages, mpLogs(procs))
 	}
 	if p := peak.Load(); p > perHook {
 		t.Fatalf("the receiver had %d requests open at once; the per-webhook cap is %d across all processes", p, perHook)

@@ -32,6 +32,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/amsdev/ams/webhook"
 	"github.com/jackc/pgx/v5"
 )
@@ -840,16 +841,15 @@ func mpStart(t *testing.T, bin string, env []string, n int, extra ...string) *mp
 			<-p.done
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(out.String(), `"message": "Hello! What can you do?"`) {
+	if !wait.Until(func() bool {
 		select {
 		case <-p.done:
 			t.Fatalf("process %d exited at start: %v\n%s\n%s", n, p.err, out.String(), logs.String())
-		case <-time.After(20 * time.Millisecond):
+		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d not ready after 30 s\n%s", n, logs.String())
-		}
+		return strings.Contains(out.String(), `"message": "Hello! What can you do?"`)
+	}) {
+		t.Fatalf("process %d not ready\n%s", n, logs.String())
 	}
 	m := mpBaseRE.FindStringSubmatch(out.String())
 	if m == nil {

@@ -21,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 var (
@@ -328,16 +330,11 @@ func TestKillNineLosesNoDelivery(t *testing.T) {
 		}
 	}
 	// Let some first attempts fail, then kill the process mid-flight.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.Until(func() bool {
 		mu.Lock()
-		n := attempts
-		mu.Unlock()
-		if n >= 5 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer mu.Unlock()
+		return attempts >= 5
+	})
 	if err := s.cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -368,23 +365,19 @@ func TestKillNineLosesNoDelivery(t *testing.T) {
 	if len(want) != 20 {
 		t.Fatalf("%d message.created events stored, want 20", len(want))
 	}
-	deadline = time.Now().Add(30 * time.Second)
-	for {
+	missing := 0
+	if !wait.Until(func() bool {
 		mu.Lock()
-		missing := 0
+		defer mu.Unlock()
+		missing = 0
 		for _, id := range want {
 			if delivered[id] == 0 {
 				missing++
 			}
 		}
-		mu.Unlock()
-		if missing == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of 20 events never arrived after the restart\n%s", missing, s2.logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return missing == 0
+	}) {
+		t.Fatalf("%d of 20 events never arrived after the restart\n%s", missing, s2.logs.String())
 	}
 	mu.Lock()
 	defer mu.Unlock()

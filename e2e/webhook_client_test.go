@@ -10,10 +10,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/amsdev/ams/client"
 	"github.com/amsdev/ams/client/webhook"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // TestClientWebhooksAgainstAmsServe drives the Go SDK against a real
@@ -50,17 +50,18 @@ func TestClientWebhooksAgainstAmsServe(t *testing.T) {
 	defer rc.Close()
 	received := func(n int) []string {
 		t.Helper()
-		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var got []string
+		wait.Until(func() bool {
 			mu.Lock()
-			got, errs := append([]string(nil), accepted...), verifyErrs
+			var errs []error
+			got, errs = append([]string(nil), accepted...), verifyErrs
 			mu.Unlock()
 			if len(errs) > 0 {
 				t.Fatalf("the receiver refused a delivery: %v", errs)
 			}
-			if len(got) >= n || time.Now().After(deadline) {
-				return got
-			}
-		}
+			return len(got) >= n
+		})
+		return got
 	}
 
 	wh, err := c.CreateWebhook(ctx, client.CreateWebhookParams{URL: rc.URL + "/hook", Events: []string{client.EventTypeAll}, Secret: secret})
@@ -76,12 +77,10 @@ func TestClientWebhooksAgainstAmsServe(t *testing.T) {
 	}
 	// The attempt is recorded just after the answer: wait for it.
 	var dl *client.List[client.WebhookDelivery]
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	wait.Until(func() bool {
 		dl, err = c.ListWebhookDeliveries(ctx, wh.ID, &client.ListWebhookDeliveriesParams{EventID: ping.ID})
-		if err != nil || len(dl.Data) > 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return err != nil || len(dl.Data) > 0
+	})
 	if err != nil || len(dl.Data) != 1 || !dl.Data[0].Success {
 		t.Fatalf("ListWebhookDeliveries: %+v %v", dl, err)
 	}

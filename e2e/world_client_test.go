@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams/client"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 )
 
 // TestClientWorldEndpoints drives every endpoint of the assistant's world

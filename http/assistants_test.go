@@ -12,6 +12,7 @@ func (f *fixture) assistantCount() int {
 }
 
 func TestAssistantLifecycle(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	a := f.create("/v1/assistants", `{"name":"  Travel helper ","description":"Plans trips.","instructions":"Answer briefly."}`)
 	id := a["id"].(string)
@@ -58,6 +59,7 @@ func TestAssistantLifecycle(t *testing.T) {
 }
 
 func TestAssistantBadInput(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	cases := []struct {
 		name, body, code, param string
@@ -114,6 +116,7 @@ func TestAssistantBadInput(t *testing.T) {
 }
 
 func TestAssistantIdempotentCreate(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	first := f.do("POST", "/v1/assistants", `{"name":"Once"}`, "Idempotency-Key", "ast-1")
 	second := f.do("POST", "/v1/assistants", `{"name":"Once"}`, "Idempotency-Key", "ast-1")

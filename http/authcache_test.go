@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 	"github.com/amsdev/ams/sqlite"
 )
 
@@ -20,15 +21,11 @@ func twoHandles(t *testing.T, engine string) (a, b ams.Store) {
 	if engine == "postgres" {
 		url := pgtest.URL(t)
 		schema := pgtest.FreshSchema(t, url)
-		return pgtest.Open(t, url, schema), pgtest.Open(t, url, schema)
+		return pgtest.OpenSchema(t, url, schema), pgtest.OpenSchema(t, url, schema)
 	}
 	path := filepath.Join(t.TempDir(), "ams.db")
 	open := func() ams.Store {
-		db, err := sqlite.Open(context.Background(), path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		db := sqlitetest.OpenFile(t, path)
 		return db
 	}
 	return open(), open()
@@ -125,6 +122,7 @@ func (s *countingStore) AuthenticateKey(ctx context.Context, hash string) (*ams.
 // revoked) and after the cache's minute. With the cache off every
 // request looks it up.
 func TestAuthCacheNoLookup(t *testing.T) {
+	t.Parallel()
 	var cs *countingStore
 	f := amstest.New(t, amstest.WithStore(func(db *sqlite.DB) ams.Store {
 		cs = &countingStore{Store: db}

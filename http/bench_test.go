@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 	"github.com/amsdev/ams/messaging"
 )
 
@@ -78,7 +78,7 @@ func BenchmarkGetMessageAuth(b *testing.B) {
 			b.Run(engine+"/"+mode.name, func(b *testing.B) {
 				var opts []amstest.Option
 				if engine == "postgres" {
-					opts = append(opts, amstest.OnStore(pgtest.New(b)))
+					opts = append(opts, amstest.OnStore(pgtest.Open(b)))
 				}
 				f, key, _, m := benchFixture(b, opts...)
 				f.API.AuthCacheSize = mode.size

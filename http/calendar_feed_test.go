@@ -32,6 +32,7 @@ func getFeed(t *testing.T, url string) (int, http.Header, []byte) {
 }
 
 func TestCalendarFeed(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	svc := &world.Service{Store: f.Store, Clock: f.Clock.Now}
 	ctx := context.Background()
@@ -154,6 +155,7 @@ func TestCalendarFeed(t *testing.T) {
 }
 
 func TestCalendarFeedEmpty(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	r := f.do("POST", "/v1/calendar/feed", "{}")
 	if r.status != 201 {
@@ -174,6 +176,7 @@ func TestCalendarFeedEmpty(t *testing.T) {
 // with the same Idempotency-Key replays it (no-store, the same URL, which
 // still works) instead of making a new feed that would cut off the first.
 func TestCalendarFeedReplayed(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	first := f.do("POST", "/v1/calendar/feed", "", "Idempotency-Key", "feed-1")
 	if first.status != 201 {
@@ -197,6 +200,7 @@ func TestCalendarFeedReplayed(t *testing.T) {
 // still written in the feed, which answers 200 and parses back; the API
 // itself stores "\n" for "\r\n".
 func TestCalendarFeedOddText(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
 	at := time.Date(2026, 11, 22, 15, 0, 0, 0, time.UTC)

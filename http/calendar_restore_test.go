@@ -12,6 +12,7 @@ import (
 // event, listed with ?deleted=true, and POST .../restore brings it back
 // with event.restored; on both engines.
 func TestCalendarEventRestore(t *testing.T) {
+	t.Parallel()
 	onBothEngines(t, func(t *testing.T, f *fixture) {
 		ev := f.create("/v1/calendar/events", `{"assistant_id":"`+f.Assistant.ID+`","title":"Dentist","starts_at":"2026-11-23T14:00:00Z"}`)
 		id := ev["id"].(string)

@@ -14,6 +14,7 @@ import (
 // carries null for both. GET /v1/events/{id} and the delivery body
 // (webhook.Body) show the same.
 func TestEventsNameTheirCause(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	// A task through the API, with a key.
 	r := f.do("POST", "/v1/tasks", `{"assistant_id":"`+f.Assistant.ID+`","title":"keyed"}`, "Idempotency-Key", "cause-1")

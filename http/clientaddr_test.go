@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/amsdev/ams/clientaddr"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 )
 
 // lockedBuffer is a log destination safe for concurrent writes: the

@@ -10,7 +10,7 @@ import (
 
 	"github.com/amsdev/ams"
 	amshttp "github.com/amsdev/ams/http"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 )
 
 const appOrigin = "https://app.example.com"
@@ -70,6 +70,7 @@ func listed(value string, names ...string) bool {
 // origin 403 without any Access-Control-* header; an OPTIONS that is
 // not a preflight still gets the route's 405.
 func TestCORSPreflight(t *testing.T) {
+	t.Parallel()
 	f := corsSetup(t)
 
 	for _, path := range []string{"/v1/assistants", "/v1/assistants/" + "ast_x", "/oauth/token", "/oauth/revoke"} {
@@ -124,6 +125,7 @@ func TestCORSPreflight(t *testing.T) {
 // errors included; another origin's carry none; every /v1 answer varies
 // on Origin; the account pages and operations endpoints get nothing.
 func TestCORSRequests(t *testing.T) {
+	t.Parallel()
 	f := corsSetup(t)
 
 	r := f.do("GET", "/v1/assistants", "", "Origin", appOrigin)
@@ -176,6 +178,7 @@ func TestCORSRequests(t *testing.T) {
 // later is allowed once the cached set is PublicOriginsMinAge old, a
 // deleted one refused once it is PublicOriginsMaxAge old.
 func TestCORSPublicClients(t *testing.T) {
+	t.Parallel()
 	f := setup(t) // no --cors-allowed-origins
 	ctx := context.Background()
 	client := func(public bool, uris ...string) *ams.OAuthClient {
@@ -239,6 +242,7 @@ func TestCORSPublicClients(t *testing.T) {
 // TestParseOrigins: --cors-allowed-origins takes origins only, in the
 // form browsers send them; "*" and anything with a path are refused.
 func TestParseOrigins(t *testing.T) {
+	t.Parallel()
 	got, err := amshttp.ParseOrigins(" https://App.example.com , http://localhost:3000,https://x.example:443/,http://[::1]:8080")
 	if want := []string{"https://app.example.com", "http://localhost:3000", "https://x.example", "http://[::1]:8080"}; err != nil || !slices.Equal(got, want) {
 		t.Fatalf("ParseOrigins: %v %v, want %v", got, err, want)

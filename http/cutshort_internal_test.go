@@ -22,6 +22,7 @@ import (
 // other error is logged as an error. Before the answer began, an error is
 // answered with the error body as always.
 func TestErrorAfterTheAnswerBegan(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	s := &Server{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	partial := `{"id":"msg_1","content":"`

@@ -46,6 +46,7 @@ func allocBound(n int) uint64 { return uint64(bytesPerByte*n + bytesFixed) }
 // with invalid_json naming the path where it goes too deep; one nested
 // exactly that deep is accepted.
 func TestCheckJSONDepth(t *testing.T) {
+	t.Parallel()
 	nest := func(depth int) []byte {
 		// {"a":[[...]]}: the object is depth 1, each array one more.
 		return []byte(`{"a":` + strings.Repeat("[", depth-1) + strings.Repeat("]", depth-1) + `}`)

@@ -13,6 +13,7 @@ import (
 // successful or the failed attempts; another value is 400 naming
 // success.
 func TestDeliveriesBySuccess(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	ctx := context.Background()
 	hook := f.create("/v1/webhooks", `{"url":"`+hookURL+`","events":["task.created"],"secret":"0123456789abcdef"}`)["id"].(string)

@@ -14,6 +14,7 @@ import (
 // included, carries Deprecation (RFC 9745) and, when a date is set,
 // Sunset (RFC 8594) and the Link relations; other operations carry none.
 func TestDeprecationHeaders(t *testing.T) {
+	t.Parallel()
 	since := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	sunset := time.Date(2027, 5, 1, 0, 0, 0, 0, time.UTC)
 	s := &Server{
@@ -62,6 +63,7 @@ func TestDeprecationHeaders(t *testing.T) {
 // TestDeprecatedRoutesExist: every key of the package's table names a
 // route, so that a renamed route cannot silently lose its headers.
 func TestDeprecatedRoutesExist(t *testing.T) {
+	t.Parallel()
 	routes := map[string]bool{}
 	for _, rt := range (&Server{}).Routes() {
 		routes[rt.Method+" "+rt.Pattern] = true
@@ -74,6 +76,7 @@ func TestDeprecatedRoutesExist(t *testing.T) {
 }
 
 func TestETagMatches(t *testing.T) {
+	t.Parallel()
 	tag := etagOf([]byte(`{"id":"task_1"}`))
 	for _, c := range []struct {
 		header []string

@@ -10,6 +10,7 @@ import (
 // the record changes the old tag gets the new body and a new tag. Lists
 // and error answers carry no ETag.
 func TestConditionalGet(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	task := f.create("/v1/tasks", `{"assistant_id":"`+f.Assistant.ID+`","title":"Call Bob"}`)["id"].(string)
 	path := "/v1/tasks/" + task

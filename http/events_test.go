@@ -36,6 +36,7 @@ func (f *fixture) listIDs(path string) []string {
 }
 
 func TestGetEvent(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	m := f.send("hello", "")
 	l := f.do("GET", "/v1/events?type=message.created&order=asc", "").json(t)
@@ -79,6 +80,7 @@ func TestGetEvent(t *testing.T) {
 }
 
 func TestListEventsCreatedFilters(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	var ev []*ams.Event // one a minute from t0, types alternating

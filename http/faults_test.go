@@ -15,8 +15,9 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/amsdev/ams/postgres"
 	"github.com/jackc/pgx/v5"
 )
@@ -59,11 +60,7 @@ func readyStatus(f *amstest.Fixture) int { return f.Do("GET", "/readyz", "", "")
 // waitReady waits until /readyz answers 200.
 func waitReady(t *testing.T, f *amstest.Fixture) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); readyStatus(f) != 200; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("/readyz did not come back to 200")
-		}
-	}
+	wait.Eventually(t, "/readyz to come back to 200", func() bool { return readyStatus(f) == 200 })
 }
 
 // countTasks returns the number of the fixture account's tasks, through
@@ -83,6 +80,7 @@ func countTasks(t *testing.T, f *amstest.Fixture) int {
 // reads go on, /readyz fails until a write can succeed again, and what
 // failed left nothing stored.
 func TestFullDiskAnswers503(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := amstest.New(t)
 	if s := readyStatus(f); s != 200 {
@@ -134,6 +132,7 @@ func TestFullDiskAnswers503(t *testing.T) {
 // lock longer than the busy timeout. The write gives up and answers 503
 // request_timeout, not 500.
 func TestLockedDatabaseAnswers503(t *testing.T) {
+	t.Parallel() // it waits out SQLite's busy timeout on a file of its own
 	f := amstest.New(t, amstest.WithRequestTimeout(30*time.Second))
 	if r := f.Do("POST", "/v1/tasks", f.Key, task(f, "before")); r.Status != 201 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
@@ -263,7 +262,7 @@ func proxiedStore(t *testing.T, opts ...amstest.Option) (*amstest.Fixture, *cutP
 	p := newCutProxy(t, u.Host)
 	u.Host = p.ln.Addr().String()
 	schema := pgtest.FreshSchema(t, raw)
-	db := pgtest.Open(t, u.String(), schema)
+	db := pgtest.OpenSchema(t, u.String(), schema)
 	t.Cleanup(func() { p.set("up") }) // before the store closes (cleanups run last first)
 	f := amstest.New(t, append(opts, amstest.OnStore(db))...)
 	// And before the server closes, which waits for the requests in
@@ -277,6 +276,7 @@ func proxiedStore(t *testing.T, opts ...amstest.Option) (*amstest.Fixture, *cutP
 // service_unavailable with Retry-After, /readyz fails, and once the
 // server is back everything works and nothing half-written is left.
 func TestDatabaseGoneAnswers503(t *testing.T) {
+	t.Parallel()
 	f, p := proxiedStore(t)
 	if r := f.Do("POST", "/v1/tasks", f.Key, task(f, "before")); r.Status != 201 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)
@@ -346,7 +346,7 @@ func TestStatementTimeoutAnswers503(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.URL(t)
 	schema := pgtest.FreshSchema(t, url)
-	db := pgtest.Open(t, url, schema, postgres.WithStatementTimeout(200*time.Millisecond))
+	db := pgtest.OpenSchema(t, url, schema, postgres.WithStatementTimeout(200*time.Millisecond))
 	f := amstest.New(t, amstest.OnStore(db), amstest.WithRequestTimeout(time.Minute))
 	if r := f.Do("POST", "/v1/tasks", f.Key, task(f, "before")); r.Status != 201 {
 		t.Fatalf("create: %d %s", r.Status, r.Body)

@@ -16,6 +16,7 @@ import (
 // and the rate-limit headers; and that query parameters are still
 // checked.
 func TestGetMessageAnswer(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	text := "Tags <b> & \"quotes\"\n\u2028 é"
 	reply := f.send(text, "")

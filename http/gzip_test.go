@@ -14,6 +14,7 @@ import (
 // stream, not the account pages, and nothing for a client that does not
 // ask.
 func TestGzip(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	gz := []string{"Accept-Encoding", "gzip"}
 

@@ -19,6 +19,7 @@ import (
 // them, nil pointers (null), values without MarshalJSON, and this
 // package's own encoders.
 func TestEncodeJSONAsEncoder(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 24, 18, 30, 0, 120e6, time.UTC)
 	m := &ams.Message{ID: "msg_1", Object: "message", UserID: "usr_1", AssistantID: "ast_1", ConversationID: "conv_1",
 		Direction: ams.DirectionOutbound, Content: "a <b> & \"c\"\n\u2028 é \x01", Metadata: ams.Metadata{"k": "<v>"}, CreatedAt: at, UpdatedAt: at}
@@ -65,6 +66,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // past, now and a fraction of a second ahead, and each window; and that a
 // value added later to one header leaves the others alone.
 func TestRateLimitHeaders(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 24, 21, 40, 0, 250e6, time.UTC)
 	for _, limits := range []ams.Limits{{PerMinute: 60, PerDay: 10_000}, {PerMinute: 1_000_000_000, PerDay: 2_000_000_000}, {}} {
 		for _, win := range []ams.RateWindow{

@@ -15,7 +15,7 @@ import (
 
 	"github.com/amsdev/ams"
 	amshttp "github.com/amsdev/ams/http"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/sqlite"
 )
 
@@ -103,6 +103,7 @@ func (f *fixture) send(msg, conv string) map[string]any {
 }
 
 func TestSendMessageAndReadBack(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	r := f.do("POST", "/v1/messages", `{"assistant_id":"`+f.Assistant.ID+`","message":"Hello there"}`)
 	if r.status != 201 {
@@ -155,6 +156,7 @@ func TestSendMessageAndReadBack(t *testing.T) {
 }
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	cases := []struct {
 		name, auth, code string
@@ -187,6 +189,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestRevokedKeyRefusedOnNextRequest(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	if r := f.do("GET", "/v1/assistants", ""); r.status != 200 {
 		t.Fatalf("before revoke: %d", r.status)
@@ -202,6 +205,7 @@ func TestRevokedKeyRefusedOnNextRequest(t *testing.T) {
 }
 
 func TestExpiredKey(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	exp := f.Clock.Now().Add(time.Hour)
 	secret, k := ams.NewAPIKey(f.User.ID, "short", ams.Permissions{ams.PermRead}, f.Clock.Now(), &exp)
@@ -216,6 +220,7 @@ func TestExpiredKey(t *testing.T) {
 }
 
 func TestPermissions(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	readOnly := f.NewKey(f.User, "read")
 	msgsOnly := f.NewKey(f.User, "messages")
@@ -255,6 +260,7 @@ func TestPermissions(t *testing.T) {
 }
 
 func TestBadInputStoresNothing(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	other := f.NewUser("bob@example.com", ams.PlanStandard)
 	bobs := f.NewAssistant(other, "Bob's")
@@ -357,6 +363,7 @@ func TestDeepBodiesRefusedCheaply(t *testing.T) {
 }
 
 func TestConversationOfAnotherAssistant(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	m := f.send("hi", "")
 	second := f.NewAssistant(f.User, "Second")
@@ -369,6 +376,7 @@ func TestConversationOfAnotherAssistant(t *testing.T) {
 }
 
 func TestRoutesAndMethods(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	wantError(t, f.do("GET", "/v1/nothing", ""), 404, "invalid_request_error", "route_not_found", "")
 	wantError(t, f.do("GET", "/v1/assistants/ast_x/y", ""), 404, "invalid_request_error", "route_not_found", "")
@@ -400,6 +408,7 @@ func TestRoutesAndMethods(t *testing.T) {
 }
 
 func TestListParameters(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	for i := 0; i < 5; i++ {
 		f.send("hi", "")
@@ -442,6 +451,7 @@ func TestListParameters(t *testing.T) {
 }
 
 func TestIdempotencyKey(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	body := `{"assistant_id":"` + f.Assistant.ID + `","message":"hello"}`
 	first := f.do("POST", "/v1/messages", body, "Idempotency-Key", "abc-123")
@@ -472,6 +482,7 @@ func TestIdempotencyKey(t *testing.T) {
 }
 
 func TestRateLimits(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	// The clock stands still: all 60 requests fall in one second, which
 	// leaves the sliding minute window 61 s after it began.
@@ -515,6 +526,7 @@ func TestRateLimits(t *testing.T) {
 }
 
 func TestEnterpriseLimits(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	u := f.NewUser("corp@example.com", ams.PlanEnterprise)
 	rpm, rpd := 3, 5
@@ -552,6 +564,7 @@ func (failingStore) FindMessage(context.Context, string, string) (*ams.Message, 
 }
 
 func TestInternalErrorsHidden(t *testing.T) {
+	t.Parallel()
 	f := &fixture{amstest.New(t, amstest.WithStore(func(db *sqlite.DB) ams.Store { return failingStore{db} }))}
 	r := f.do("GET", "/v1/messages/msg_abc", "")
 	wantError(t, r, 500, "api_error", "internal_error", "")
@@ -561,6 +574,7 @@ func TestInternalErrorsHidden(t *testing.T) {
 }
 
 func TestOpenAPIServedWithoutAuth(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	r := f.do("GET", "/v1/openapi.json", "", "Authorization", "")
 	if r.status != 200 || r.json(t)["openapi"] != "3.1.0" || r.header.Get("X-Request-Id") == "" {

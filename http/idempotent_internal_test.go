@@ -8,6 +8,7 @@ import "testing"
 // names is a POST route, so that neither a new route nor a renamed one
 // can silently go without.
 func TestIdempotencyRoutesExist(t *testing.T) {
+	t.Parallel()
 	posts := map[string]bool{}
 	for _, rt := range (&Server{}).Routes() {
 		if rt.Method == "POST" {

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/sqlite"
 )
 
@@ -43,6 +43,7 @@ func (s *dyingStore) FinishIdempotent(ctx context.Context, rec *ams.IdempotencyR
 // request that committed nothing and failed frees its key; one whose
 // answer showed a secret runs again, as documented.
 func TestIdempotentAnswerStoredWithChange(t *testing.T) {
+	t.Parallel()
 	var st *dyingStore
 	f := &fixture{amstest.New(t, amstest.WithStore(func(db *sqlite.DB) ams.Store {
 		st = &dyingStore{DB: db}

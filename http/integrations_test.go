@@ -9,11 +9,11 @@ import (
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/caldav"
 	amshttp "github.com/amsdev/ams/http"
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/amsdev/ams/ssrf"
 )
 
@@ -95,6 +95,7 @@ func (f *fixture) integrationCount() int {
 }
 
 func TestIntegrationLifecycle(t *testing.T) {
+	t.Parallel()
 	cal, user, password := radicaleCalendar(t)
 	f := setup(t)
 	withCalDAV(f)
@@ -144,6 +145,7 @@ func TestIntegrationLifecycle(t *testing.T) {
 }
 
 func TestIntegrationRefused(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	withCalDAV(f)
 	cases := []struct{ name, body, code, param string }{
@@ -174,6 +176,7 @@ func TestIntegrationRefused(t *testing.T) {
 
 // Without --dev, a CalDAV URL on loopback is refused like a webhook URL.
 func TestIntegrationURLGuard(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	w := withCalDAV(f)
 	w.Guard = &ssrf.Guard{}
@@ -184,6 +187,7 @@ func TestIntegrationURLGuard(t *testing.T) {
 }
 
 func TestIntegrationWrongPassword(t *testing.T) {
+	t.Parallel()
 	cal, user, _ := radicaleCalendar(t)
 	f := setup(t)
 	withCalDAV(f)
@@ -195,6 +199,7 @@ func TestIntegrationWrongPassword(t *testing.T) {
 }
 
 func TestIntegrationPermissions(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	withCalDAV(f)
 	readOnly := f.NewKey(f.User, "read")
@@ -230,6 +235,7 @@ func TestIntegrationPermissions(t *testing.T) {
 
 // A new integration's first sync starts at once, in the background.
 func TestIntegrationFirstSync(t *testing.T) {
+	t.Parallel()
 	cal, user, password := radicaleCalendar(t)
 	f := setup(t)
 	w := withCalDAV(f)
@@ -245,8 +251,7 @@ func TestIntegrationFirstSync(t *testing.T) {
 	if r := f.do("POST", "/v1/integrations", `{"provider":"caldav","config":{"url":"`+cal+`","username":"`+user+`"},"secrets":{"password":"`+password+`"}}`); r.status != 201 {
 		t.Fatalf("create: %d %s", r.status, r.body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	wait.Eventually(t, "the event to reach the server", func() bool {
 		req, _ := http.NewRequest("GET", cal+id+".ics", nil)
 		req.SetBasicAuth(user, password)
 		resp, err := http.DefaultClient.Do(req)
@@ -254,12 +259,6 @@ func TestIntegrationFirstSync(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if resp.StatusCode == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the event never reached the server: %s", resp.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return resp.StatusCode == 200
+	})
 }

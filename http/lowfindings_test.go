@@ -12,7 +12,8 @@ import (
 
 	"github.com/amsdev/ams"
 	amshttp "github.com/amsdev/ams/http"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // Issue 26, the low findings (L4 to L8 and the last two), over HTTP on
@@ -23,6 +24,7 @@ import (
 // ("1970-01-01T00:00:00+01:00"), is refused with 400 naming the field or
 // query parameter, and nothing is stored.
 func TestTimeRangeCheckedInUTC(t *testing.T) {
+	t.Parallel()
 	onBothEngines(t, func(t *testing.T, f *fixture) {
 		ctx := context.Background()
 		for _, v := range []string{"9999-12-31T23:59:59-23:59", "1970-01-01T00:00:00+01:00"} {
@@ -51,6 +53,7 @@ func TestTimeRangeCheckedInUTC(t *testing.T) {
 // (the API, its errors, the health check) carries Strict-Transport-Security;
 // with an http one, none does.
 func TestHSTSWithHTTPSBaseURL(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ base, want string }{
 		{"https://ams.example.com", amshttp.HSTS},
 		{"HTTPS://ams.example.com/", amshttp.HSTS},
@@ -73,6 +76,7 @@ func TestHSTSWithHTTPSBaseURL(t *testing.T) {
 // /v1/oauth/clients; nothing is stored and no event emitted. Revoking a
 // key frees its place.
 func TestKeyAndClientCaps(t *testing.T) {
+	t.Parallel()
 	onBothEngines(t, func(t *testing.T, f *fixture) {
 		ctx := context.Background()
 		admin := f.NewKey(f.User, "admin")
@@ -125,6 +129,7 @@ func TestKeyAndClientCaps(t *testing.T) {
 // admin does. A credential without admin may not change a webhook that
 // receives them.
 func TestManagementEventsNeedAdmin(t *testing.T) {
+	t.Parallel()
 	onBothEngines(t, func(t *testing.T, f *fixture) {
 		ctx := context.Background()
 		admin := f.NewKey(f.User, "admin")
@@ -151,8 +156,8 @@ func TestManagementEventsNeedAdmin(t *testing.T) {
 		}
 		f.do("POST", "/v1/tasks", `{"assistant_id":"`+f.Assistant.ID+`","title":"Not an audit event"}`)
 		var id string
-		for deadline := time.Now().Add(time.Minute); id == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			// On PostgreSQL an event is listed a moment after its commit.
+		// On PostgreSQL an event is listed a moment after its commit.
+		wait.Until(func() bool {
 			p, err := f.Data.ListEvents(ctx, f.User.ID, ams.EventFilter{}, ams.ListParams{Limit: 100})
 			if err != nil {
 				t.Fatal(err)
@@ -160,7 +165,8 @@ func TestManagementEventsNeedAdmin(t *testing.T) {
 			if len(p.Data) == 2 {
 				id = p.Data[1].ID
 			}
-		}
+			return id != ""
+		})
 
 		types := func(key string) []string {
 			var out []string
@@ -204,6 +210,7 @@ func TestManagementEventsNeedAdmin(t *testing.T) {
 // further send or turn stream, and nothing is stored; another account is
 // not held back; once a turn ends its slot is free again.
 func TestConcurrentTurnsCap(t *testing.T) {
+	t.Parallel()
 	started, release := make(chan string, 10), make(chan struct{})
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
@@ -260,6 +267,7 @@ func TestConcurrentTurnsCap(t *testing.T) {
 // Retry-After until the window moves on; fetches with a wrong token (404)
 // do not count against it, and another account's feed is not held back.
 func TestCalendarFeedRateLimited(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	feed := func(key string) string {
 		r := f.Do("POST", "/v1/calendar/feed", key, "")

@@ -47,6 +47,7 @@ func (a *admin) adminEvents(typ string) []map[string]any {
 // refused to a credential without admin, with 403 insufficient_scope, and
 // changes nothing.
 func TestManagementNeedsAdmin(t *testing.T) {
+	t.Parallel()
 	a := setupAdmin(t)
 	kid := a.call(201, "POST", "/v1/keys", `{"name":"k","permissions":["read"]}`).json(t)["id"].(string)
 	cid := a.call(201, "POST", "/v1/oauth/clients", `{"name":"c","redirect_uris":["https://example.com/cb"]}`).json(t)["id"].(string)
@@ -83,6 +84,7 @@ func TestManagementNeedsAdmin(t *testing.T) {
 }
 
 func TestManagementKeys(t *testing.T) {
+	t.Parallel()
 	a := setupAdmin(t)
 	ctx := context.Background()
 	r := a.call(201, "POST", "/v1/keys", `{"name":" nightly export ","permissions":["messages","read"],"expires_at":"2027-01-31T00:00:00Z"}`,
@@ -193,6 +195,7 @@ func TestManagementKeys(t *testing.T) {
 // TestManagementKeysBadInput: each wrong field is the documented 400,
 // and nothing is stored nor emitted.
 func TestManagementKeysBadInput(t *testing.T) {
+	t.Parallel()
 	a := setupAdmin(t)
 	count := func() (int, int) {
 		keys, _ := a.Data.ListKeys(context.Background(), a.User.ID)
@@ -225,6 +228,7 @@ func TestManagementKeysBadInput(t *testing.T) {
 // expires cannot create one that outlives it. (The permission half is
 // account.CheckHeld's, tested in package account with narrower sets.)
 func TestManagementNoEscalation(t *testing.T) {
+	t.Parallel()
 	a := setupAdmin(t)
 	ctx := context.Background()
 	exp := a.Clock.Now().Add(7 * 24 * time.Hour)
@@ -257,6 +261,7 @@ func TestManagementNoEscalation(t *testing.T) {
 }
 
 func TestManagementOAuthClients(t *testing.T) {
+	t.Parallel()
 	a := setupAdmin(t)
 	ctx := context.Background()
 	r := a.call(201, "POST", "/v1/oauth/clients", `{"name":"Planner","redirect_uris":["https://planner.example/cb","http://localhost:8000/cb"]}`)
@@ -341,6 +346,7 @@ func TestManagementOAuthClients(t *testing.T) {
 }
 
 func TestManagementAccount(t *testing.T) {
+	t.Parallel()
 	a := setupAdmin(t)
 	acct := a.call(200, "GET", "/v1/account", "").json(t)
 	notify, _ := acct["email_notifications"].(map[string]any)

@@ -456,6 +456,12 @@ var storedAnswers = map[string]answerFunc{
 		}
 		return e, ""
 	}),
+	"/v1/events/trigger": fromRecord(http.StatusCreated, func(e *ams.Event) (any, string) {
+		if e.Type == ams.EventWebhookPing {
+			return nil, ""
+		}
+		return e, "/v1/events/" + e.ID
+	}),
 	"/v1/webhooks/{id}/recover": fromRecord(http.StatusOK, func(r *webhook.Recovery) (any, string) { return r, "" }),
 	"/v1/webhooks/{id}/deliveries/{delivery_id}/redeliver": fromRecord(http.StatusAccepted, func(d *ams.Delivery) (any, string) {
 		return redeliveryOf(d), ""

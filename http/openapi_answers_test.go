@@ -20,7 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/openapi"
 )
 
@@ -197,6 +197,7 @@ func (c *answerChecker) ok(status int, method, pattern, path, body string, hdr .
 // one fails the test by name. Every authenticated operation is also
 // called without credentials, and that 401 validated.
 func TestEveryOperationAnswersAsDocumented(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	// An account of its own on the enterprise plan, so that the tour
 	// stays under the rate limit, with a key holding every permission.
@@ -339,6 +340,26 @@ func TestEveryOperationAnswersAsDocumented(t *testing.T) {
 	// Conditional GETs: 304 with the ETag of the record's last answer.
 	tag := c.call("GET", "/v1/conversations/{id}", "/v1/conversations/"+conv, "").header.Get("ETag")
 	c.ok(304, "GET", "/v1/conversations/{id}", "/v1/conversations/"+conv, "", "If-None-Match", tag)
+
+	// The event stream (events_stream.go): its answer up to the first
+	// event, a test event that trigger emits, then the stream cut here.
+	sctx, stopStream := context.WithCancel(context.Background())
+	sreq, _ := http.NewRequestWithContext(sctx, "GET", f.Server.URL+"/v1/events/stream", nil)
+	sreq.Header.Set("Authorization", "Bearer "+c.key)
+	sresp, err := http.DefaultClient.Do(sreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trig := c.ok(201, "POST", "/v1/events/trigger", "/v1/events/trigger", `{"type":"task.created"}`)
+	sbr := bufio.NewReader(sresp.Body)
+	sev, err := readEvent(sbr)
+	if err != nil || sev.id != trig["id"] {
+		t.Fatalf("stream: %+v %v", sev, err)
+	}
+	sbody := fmt.Sprintf(": keep-alive\n\nid: %s\nevent: %s\ndata: %s\n\n", sev.id, sev.name, sev.data)
+	stopStream()
+	sresp.Body.Close()
+	c.validate("GET", "/v1/events/stream", "/v1/events/stream", "", &amstest.Response{Status: sresp.StatusCode, Header: sresp.Header, Body: []byte(sbody)})
 
 	// Every authenticated operation without credentials: its 401.
 	ops, err := openapi.Operations()

@@ -14,6 +14,7 @@ import (
 // operation, an operation is documented without a route, or the documented
 // permissions differ from the ones the route enforces.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
 	ops, err := openapi.Operations()
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +58,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 // parameters its OpenAPI operation documents, and checks each id of its
 // path against the prefix of the documented id's pattern.
 func TestOpenAPIRoutePreludes(t *testing.T) {
+	t.Parallel()
 	type param struct {
 		Ref    string `json:"$ref"`
 		Name   string `json:"name"`

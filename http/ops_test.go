@@ -9,6 +9,7 @@ import (
 )
 
 func TestHealthReadyAndMetrics(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	if r := f.do("GET", "/healthz", "", "Authorization", ""); r.status != 200 || r.json(t)["status"] != "ok" {
 		t.Fatalf("healthz: %d %s", r.status, r.body)

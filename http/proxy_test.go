@@ -17,7 +17,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/engine/openai"
 	"github.com/amsdev/ams/engine/openai/openaitest"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 )
 
 // idleProxy is a TCP proxy that cuts a connection when no byte has

@@ -24,6 +24,7 @@ func (f *fixture) pending() int64 {
 // answered with the documented error body and queues nothing; a good one
 // queues the events the webhook missed while it was disabled.
 func TestWebhookRecoverBadInput(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	r := f.do("POST", "/v1/webhooks", `{"url":"`+hookURL+`","events":["message.created"],"secret":"0123456789abcdef"}`)
 	if r.status != 201 {
@@ -112,6 +113,7 @@ func TestWebhookRecoverBadInput(t *testing.T) {
 // webhook_limit_reached naming the cap, and nothing is stored. An
 // enterprise account's own cap applies to it.
 func TestWebhookLimit(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	create := func(i int) *response {
 		t.Helper()
@@ -163,6 +165,7 @@ func TestWebhookLimit(t *testing.T) {
 // include_earlier: true; then they are queued too. A bad include_earlier
 // is a 400 naming it, and queues nothing.
 func TestWebhookRecoverClamped(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	before := f.Clock.Now()
 	f.send("before the webhook", "")

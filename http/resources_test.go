@@ -9,8 +9,9 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // Conversations as resources, metadata and the deletion events over HTTP,
@@ -18,7 +19,7 @@ import (
 
 func onBothEngines(t *testing.T, fn func(t *testing.T, f *fixture)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t, &fixture{amstest.New(t)}) })
-	t.Run("postgres", func(t *testing.T) { fn(t, &fixture{amstest.New(t, amstest.OnStore(pgtest.New(t)))}) })
+	t.Run("postgres", func(t *testing.T) { fn(t, &fixture{amstest.New(t, amstest.OnStore(pgtest.Open(t)))}) })
 }
 
 // eventsN returns the data of the n events of type typ, newest first,
@@ -28,15 +29,13 @@ func onBothEngines(t *testing.T, fn func(t *testing.T, f *fixture)) {
 // account's 60 requests a minute on a slow machine.
 func (f *fixture) eventsN(typ string, n int) []map[string]any {
 	f.T.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	wait.Until(func() bool {
 		pg, err := f.Data.ListEvents(context.Background(), f.User.ID, ams.EventFilter{Type: typ}, ams.ListParams{Limit: 100})
 		if err != nil {
 			f.T.Fatal(err)
 		}
-		if len(pg.Data) >= n {
-			break
-		}
-	}
+		return len(pg.Data) >= n
+	})
 	got := f.events(typ)
 	if len(got) != n {
 		f.T.Fatalf("%d %s events, want %d: %v", len(got), typ, n, got)
@@ -45,6 +44,7 @@ func (f *fixture) eventsN(typ string, n int) []map[string]any {
 }
 
 func TestConversationResources(t *testing.T) {
+	t.Parallel()
 	onBothEngines(t, func(t *testing.T, f *fixture) {
 		ast := f.Assistant.ID
 		body := fmt.Sprintf(`{"assistant_id":%q,"title":"  Trip planning ","metadata":{"crm":"T-1","empty":""}}`, ast)
@@ -179,6 +179,7 @@ func TestConversationResources(t *testing.T) {
 }
 
 func TestMetadata(t *testing.T) {
+	t.Parallel()
 	onBothEngines(t, func(t *testing.T, f *fixture) {
 		ast := f.Assistant.ID
 		md := `{"order_id":"A-17","note":"ünïcode ✓"}`
@@ -267,6 +268,7 @@ func TestMetadata(t *testing.T) {
 }
 
 func TestDeletionEvents(t *testing.T) {
+	t.Parallel()
 	onBothEngines(t, func(t *testing.T, f *fixture) {
 		ast := f.Assistant.ID
 		// A webhook of the 13 types does not get them; one that lists them

@@ -313,6 +313,8 @@ func (s *Server) init() {
 			// Events (events.go).
 			{"GET", "/v1/events", perms(read), nil, listQuery("type", "created_after", "created_before"), s.listEvents},
 			{"GET", "/v1/events/{id}", perms(read), ids(eventPath), none, s.getEvent},
+			{"GET", "/v1/events/stream", perms(read), nil, Query{Names: []string{"type", "after"}}, streamed(s.withTurnSlot(s.streamEvents))}, // events_stream.go
+			{"POST", "/v1/events/trigger", perms(write), nil, none, s.triggerEvent},
 			// Webhooks and their deliveries (webhooks.go).
 			{"POST", "/v1/webhooks", perms(write), nil, none, s.createWebhook},
 			{"GET", "/v1/webhooks", perms(read), nil, listQuery(), s.listWebhooks},

@@ -101,6 +101,7 @@ func (f *fixture) streamBody(msg string) string {
 }
 
 func TestStreamBuiltinEngine(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	r := f.do("POST", "/v1/messages", f.streamBody("Hello! My name is Ada."))
 	if r.status != 200 {
@@ -164,6 +165,7 @@ func TestStreamBuiltinEngine(t *testing.T) {
 }
 
 func TestStreamFalseIsTheJSONAnswer(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	r := f.do("POST", "/v1/messages", `{"assistant_id":"`+f.Assistant.ID+`","message":"hi","stream":false}`)
 	if r.status != 201 || r.header.Get("Content-Type") != "application/json" {
@@ -172,6 +174,7 @@ func TestStreamFalseIsTheJSONAnswer(t *testing.T) {
 }
 
 func TestStreamBadInputIsAJSONError(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	ast := f.Assistant.ID
 	cases := []struct {
@@ -193,6 +196,7 @@ func TestStreamBadInputIsAJSONError(t *testing.T) {
 }
 
 func TestStreamDeltasArriveBeforeCompletion(t *testing.T) {
+	t.Parallel()
 	for _, key := range []string{"", "k-flush"} {
 		t.Run("idempotency key "+key, func(t *testing.T) { testDeltasArriveBeforeCompletion(t, key) })
 	}
@@ -265,6 +269,7 @@ func testDeltasArriveBeforeCompletion(t *testing.T, key string) {
 }
 
 func TestStreamEngineFailsMidStream(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	f.useEngine(engineFunc(func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
 		if err := req.Stream("Let me think"); err != nil {
@@ -314,6 +319,7 @@ func TestStreamEngineFailsMidStream(t *testing.T) {
 }
 
 func TestStreamEngineFailsBeforeAnyText(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	f.useEngine(engineFunc(func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
 		return nil, &ams.Error{Kind: ams.EUPSTREAM, Code: "engine_rate_limited", Message: "The assistant's engine could not reply: rate-limited."}
@@ -327,6 +333,7 @@ func TestStreamEngineFailsBeforeAnyText(t *testing.T) {
 }
 
 func TestStreamIdempotentReplay(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	body := f.streamBody("Hello! My name is Ada.")
 	first := f.do("POST", "/v1/messages", body, "Idempotency-Key", "k-stream")
@@ -350,6 +357,7 @@ func TestStreamIdempotentReplay(t *testing.T) {
 // end the turn: it completes, its reply is stored, and a resume from the
 // last event id the client saw gives exactly the events it missed.
 func TestStreamClientDisconnects(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	release := make(chan struct{})
 	finished := make(chan error, 1)
@@ -377,7 +385,7 @@ func TestStreamClientDisconnects(t *testing.T) {
 	}
 	cancel()
 	resp.Body.Close()
-	time.Sleep(50 * time.Millisecond) // the server notices the client left
+	f.App.Messages.Signals.FollowerLeft.Wait(t) // the server noticed the client left
 	close(release)
 	select {
 	case err := <-finished:
@@ -387,13 +395,7 @@ func TestStreamClientDisconnects(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the engine did not finish")
 	}
-	var turn map[string]any
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		turn = f.do("GET", "/v1/turns/"+turnID, "").json(t)
-		if turn["status"] != "running" {
-			break
-		}
-	}
+	turn := f.waitTurn(turnID)
 	if turn["status"] != "completed" || turn["reply_message_id"] == "" {
 		t.Fatalf("turn after the client left: %v", turn)
 	}

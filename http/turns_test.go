@@ -15,8 +15,9 @@ import (
 	"github.com/amsdev/ams/engine/builtin"
 	"github.com/amsdev/ams/engine/openai"
 	"github.com/amsdev/ams/engine/openai/openaitest"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // turnWorld counts what a turn left: tasks, task.created events, and the
@@ -27,7 +28,7 @@ func (f *fixture) turnWorld(conv string, want [3]int) [3]int {
 	f.T.Helper()
 	ctx := context.Background()
 	var got [3]int
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	wait.Until(func() bool {
 		ts, err1 := f.Data.ListTasks(ctx, f.User.ID, ams.TaskFilter{}, ams.ListParams{Limit: 100})
 		evs, err2 := f.Data.ListEvents(ctx, f.User.ID, ams.EventFilter{Type: "task.created"}, ams.ListParams{Limit: 100})
 		ms, err3 := f.Data.ListMessages(ctx, f.User.ID, conv, ams.ListParams{Limit: 100})
@@ -35,10 +36,9 @@ func (f *fixture) turnWorld(conv string, want [3]int) [3]int {
 			f.T.Fatal(err)
 		}
 		got = [3]int{len(ts.Data), len(evs.Data), len(ms.Data)}
-		if got == want || time.Now().After(deadline) {
-			return got
-		}
-	}
+		return got == want
+	})
+	return got
 }
 
 // TestFailureAfterToolRound is the scenario: the engine commits a
@@ -51,9 +51,10 @@ func (f *fixture) turnWorld(conv string, want [3]int) [3]int {
 // 500 on the second round) and with the built-in engine (wrapped to fail
 // after its tool call).
 func TestFailureAfterToolRound(t *testing.T) {
+	t.Parallel()
 	stores := map[string]func(t *testing.T) ams.Store{
 		"sqlite":   func(*testing.T) ams.Store { return nil },
-		"postgres": func(t *testing.T) ams.Store { return pgtest.New(t) },
+		"postgres": func(t *testing.T) ams.Store { return pgtest.Open(t) },
 	}
 	for sname, newStore := range stores {
 		t.Run(sname+"/openai", func(t *testing.T) {
@@ -172,26 +173,27 @@ func testFailureAfterToolRound(t *testing.T, store ams.Store, eng ams.Engine, ms
 func (f *fixture) waitTurn(id string) map[string]any {
 	f.T.Helper()
 	// The store is watched, not the API, whose rate limit a poll would
-	// run into; the API's record is read once the turn has ended.
+	// run into; the API's record is read once the turn has ended. On the
+	// fixture's own SQLite store the check runs again at each turn that
+	// ends in the server (messaging's TurnEnded signal).
 	if f.Store != nil {
-		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		ended := &f.App.Messages.Signals.TurnEnded
+		for {
 			turn, err := f.Store.FindTurn(context.Background(), f.User.ID, id)
 			if err != nil {
 				f.T.Fatalf("find turn %s: %v", id, err)
 			}
 			if turn.Status != ams.TurnRunning {
-				break
+				return f.do("GET", "/v1/turns/"+id, "").json(f.T)
 			}
+			ended.Wait(f.T)
 		}
-		return f.do("GET", "/v1/turns/"+id, "").json(f.T)
 	}
 	var turn map[string]any
-	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+	wait.Until(func() bool {
 		turn = f.do("GET", "/v1/turns/"+id, "").json(f.T)
-		if turn["status"] != "running" {
-			break
-		}
-	}
+		return turn["status"] != "running"
+	})
 	return turn
 }
 
@@ -202,6 +204,7 @@ func (f *fixture) waitTurn(id string) map[string]any {
 // the key of a turn still running (its client left) is 409
 // turn_in_progress.
 func TestCancelEndpoints(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	started := make(chan struct{}, 1)
 	f.useEngine(engineFunc(func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
@@ -229,12 +232,10 @@ func TestCancelEndpoints(t *testing.T) {
 	leave()
 	resp.Body.Close()
 	var r *response
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	wait.Until(func() bool {
 		r = f.do("POST", "/v1/messages", f.streamBody("hi"), "Idempotency-Key", "k-c")
-		if r.status != 409 || !strings.Contains(string(r.body), "idempotency_key_in_use") {
-			break
-		}
-	}
+		return r.status != 409 || !strings.Contains(string(r.body), "idempotency_key_in_use")
+	})
 	wantError(t, r, 409, "invalid_request_error", "turn_in_progress", "")
 	// Follow it from another connection while cancelling.
 	follow := make(chan []sseEvent, 1)

@@ -15,6 +15,7 @@ import (
 // is deprecated (deprecation.go) exactly when its operation says
 // "deprecated": true.
 func TestVersioningConventionsDocumented(t *testing.T) {
+	t.Parallel()
 	var doc struct {
 		Paths map[string]map[string]struct {
 			Deprecated bool `json:"deprecated"`

@@ -21,6 +21,7 @@ func (f *fixture) webhookCount() int {
 const hookURL = "http://127.0.0.1:9/hook" // dev-mode fixture: loopback http allowed
 
 func TestWebhookCRUD(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	r := f.do("POST", "/v1/webhooks", `{"url":"`+hookURL+`","events":["task.created","message.created","message.created"],"secret":"0123456789abcdef"}`)
 	if r.status != 201 {
@@ -54,6 +55,7 @@ func TestWebhookCRUD(t *testing.T) {
 }
 
 func TestWebhookBadInput(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	ok := `"url":"` + hookURL + `","events":["message.created"],"secret":"0123456789abcdef"`
 	cases := []struct{ name, body, code, param string }{
@@ -125,6 +127,7 @@ func TestWebhookBadInput(t *testing.T) {
 }
 
 func TestWebhookURLRulesOutsideDev(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	f.Webhooks.Guard.AllowPrivate = false
 	for _, u := range []string{"http://example.com/hook", "https://127.0.0.1/hook", "https://10.0.0.1/hook", "https://[::1]/hook", "https://169.254.169.254/"} {
@@ -142,6 +145,7 @@ func TestWebhookURLRulesOutsideDev(t *testing.T) {
 // of range (or the field on POST, or without a secret to overlap) is a 400
 // naming the field and changes nothing.
 func TestWebhookSecretRotation(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	r := f.do("POST", "/v1/webhooks", `{"url":"`+hookURL+`","events":["message.created"],"secret":"0123456789abcdef"}`)
 	w := r.json(t)
@@ -215,6 +219,7 @@ func TestWebhookSecretRotation(t *testing.T) {
 // (shown as ["*"] however it was listed), an unknown type beside it is
 // still refused, and a PATCH can narrow it again.
 func TestWebhookSubscribeToAll(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	r := f.do("POST", "/v1/webhooks", `{"url":"`+hookURL+`","events":["task.created","*"],"secret":"0123456789abcdef"}`)
 	if r.status != 201 {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/amsdev/ams"
 	amshttp "github.com/amsdev/ams/http"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/openapi"
 	"github.com/amsdev/ams/world"
 	"github.com/getkin/kin-openapi/openapi3"
@@ -110,6 +110,7 @@ func sameRecord(t *testing.T, data, record map[string]any) {
 }
 
 func TestTaskLifecycle(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	task := f.create("/v1/tasks", `{"assistant_id":"`+f.Assistant.ID+`","title":"  Call Bob  ","notes":"about the offer","due_at":"2026-11-22T09:00:00+01:00","remind_at":"2026-11-22T07:30:00Z"}`)
 	id := task["id"].(string)
@@ -180,6 +181,7 @@ func TestTaskLifecycle(t *testing.T) {
 }
 
 func TestTaskListFilters(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	second := f.NewAssistant(f.User, "Second")
 	var all []string
@@ -256,6 +258,7 @@ func TestTaskListFilters(t *testing.T) {
 }
 
 func TestTaskBadInputStoresNothing(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	bob := f.NewUser("bob@example.com", ams.PlanStandard)
 	bobs := f.NewAssistant(bob, "Bob's")
@@ -320,6 +323,7 @@ func TestTaskBadInputStoresNothing(t *testing.T) {
 }
 
 func TestCalendarEventLifecycle(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	ev := f.create("/v1/calendar/events", `{"assistant_id":"`+f.Assistant.ID+`","title":"Dentist","location":"Main St 1","starts_at":"2026-11-23T14:00:00Z","remind_at":"2026-11-23T13:00:00Z"}`)
 	id := ev["id"].(string)
@@ -362,6 +366,7 @@ func TestCalendarEventLifecycle(t *testing.T) {
 }
 
 func TestCalendarEventBadInputAndFilters(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	ast := `"assistant_id":"` + f.Assistant.ID + `"`
 	for _, c := range []struct {
@@ -428,6 +433,7 @@ func TestCalendarEventBadInputAndFilters(t *testing.T) {
 }
 
 func TestWorldTenantScoping(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	task := f.create("/v1/tasks", `{"assistant_id":"`+f.Assistant.ID+`","title":"mine"}`)["id"].(string)
 	ev := f.create("/v1/calendar/events", `{"assistant_id":"`+f.Assistant.ID+`","title":"mine","starts_at":"2026-11-23T14:00:00Z"}`)["id"].(string)
@@ -475,6 +481,7 @@ func TestWorldTenantScoping(t *testing.T) {
 }
 
 func TestWorldPermissions(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	task := f.create("/v1/tasks", `{"assistant_id":"`+f.Assistant.ID+`","title":"t"}`)["id"].(string)
 	ev := f.create("/v1/calendar/events", `{"assistant_id":"`+f.Assistant.ID+`","title":"e","starts_at":"2026-11-23T14:00:00Z"}`)["id"].(string)
@@ -532,6 +539,7 @@ func TestWorldPermissions(t *testing.T) {
 }
 
 func TestActions(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	base := "/v1/assistants/" + f.Assistant.ID + "/actions"
 	act := f.create(base, `{"type":"create_task","input":{"title":"Buy milk","due_at":"2026-11-22T18:00:00Z"}}`)
@@ -598,6 +606,7 @@ func TestActions(t *testing.T) {
 }
 
 func TestActionBadInputStoresNothing(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	task := f.create("/v1/tasks", `{"assistant_id":"`+f.Assistant.ID+`","title":"t"}`)["id"].(string)
 	bob := f.NewUser("bob@example.com", ams.PlanStandard)
@@ -643,6 +652,7 @@ func TestActionBadInputStoresNothing(t *testing.T) {
 }
 
 func TestMessageEditAndDelete(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	reply := f.send("Remind me to call Bob", "")
 	conv := reply["conversation_id"].(string)
@@ -755,6 +765,7 @@ func (e toolEngine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Rep
 }
 
 func TestEngineToolRunStoresAction(t *testing.T) {
+	t.Parallel()
 	f := &fixture{amstest.New(t, amstest.WithEngine(toolEngine{tool: "create_task", input: `{"title":"Call Ana","due_at":"2026-11-22T09:00:00Z"}`}))}
 	reply := f.send("Remind me to call Ana tomorrow at 9", "")
 	conv := reply["conversation_id"].(string)
@@ -800,6 +811,7 @@ func TestEngineToolRunStoresAction(t *testing.T) {
 // gives them, and that the document gives each tool's input the JSON
 // Schema the engines get (world.Specs).
 func TestWorldAnswersMatchOpenAPI(t *testing.T) {
+	t.Parallel()
 	doc, err := openapi3.NewLoader().LoadFromData(openapi.Document)
 	if err != nil {
 		t.Fatal(err)
@@ -905,6 +917,7 @@ func TestWorldAnswersMatchOpenAPI(t *testing.T) {
 // a message that makes it create a task: the action is stored with the
 // conversation's id, and the task with its event.
 func TestBuiltinEngineActsThroughTools(t *testing.T) {
+	t.Parallel()
 	f := setup(t)
 	reply := f.send("Remind me to call Bob tomorrow at 9", "")
 	conv := reply["conversation_id"].(string)

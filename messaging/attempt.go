@@ -255,4 +255,5 @@ func (s *Service) release(r *Run, e *ending) {
 	r.log.close()
 	r.reply, r.err = e.reply, e.err
 	close(r.done)
+	s.Signals.TurnEnded.Signal(t.ID)
 }

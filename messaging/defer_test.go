@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/amsdev/ams/messaging"
 )
 
@@ -48,23 +49,23 @@ func (c *countingStore) counts() [3]int {
 // waitStored waits until another process (s) sees the turn.
 func waitStored(t *testing.T, s *messaging.Service, userID, id string) *ams.Turn {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		tr, err := s.Turn(context.Background(), userID, id)
-		if err == nil {
-			return tr
-		}
-		if !ams.IsNotFound(err) {
+	var tr *ams.Turn
+	wait.Eventually(t, "the turn to be stored", func() bool {
+		var err error
+		tr, err = s.Turn(context.Background(), userID, id)
+		if err != nil && !ams.IsNotFound(err) {
 			t.Fatal(err)
 		}
-	}
-	t.Fatal("the turn was never stored")
-	return nil
+		return err == nil
+	})
+	return tr
 }
 
 // TestShortTurnStoredWhole: a turn that ends before DeferStart, without a
 // tool call, is one transaction: the conversation, both messages with
 // their events, the completed turn and its stream.
 func TestShortTurnStoredWhole(t *testing.T) {
+	t.Parallel()
 	s, db, u, a := setup(t, engineFunc(func(_ context.Context, _ *ams.Assistant, h []*ams.Message) (*ams.Reply, error) {
 		return &ams.Reply{Content: "ok " + h[len(h)-1].Content}, nil
 	}))
@@ -115,6 +116,7 @@ func TestShortTurnStoredWhole(t *testing.T) {
 // has its start stored (running, visible to another process), then its
 // end as usual.
 func TestLongTurnStoredAtDeferStart(t *testing.T) {
+	t.Parallel()
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	s, db, u, a := setup(t, blockingEngine(started, release))
 	s.EngineTimeout, s.DeferStart = 5*time.Second, 20*time.Millisecond
@@ -177,6 +179,7 @@ func (toolEngine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply
 // is stored, however short the turn: an action never names a turn or
 // conversation that is not stored.
 func TestToolCallStoresDeferredStart(t *testing.T) {
+	t.Parallel()
 	s, db, u, a := setup(t, toolEngine{})
 	s.EngineTimeout, s.DeferStart = 5*time.Second, time.Hour
 	tools := &recordingTools{db: db, userID: u.ID}
@@ -195,6 +198,7 @@ func TestToolCallStoresDeferredStart(t *testing.T) {
 // first to store wins; the other answers with the winner's reply and
 // stores nothing of its own.
 func TestDeferredKeyAcrossProcesses(t *testing.T) {
+	t.Parallel()
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	slow, db, u, a := setup(t, blockingEngine(started, release))
 	slow.EngineTimeout, slow.DeferStart = 5*time.Second, time.Hour
@@ -240,6 +244,7 @@ func TestDeferredKeyAcrossProcesses(t *testing.T) {
 // TestCancelDeferredTurn: a turn of this process not stored yet is
 // cancelled by its id and stored cancelled.
 func TestCancelDeferredTurn(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{}, 1)
 	s, db, u, a := setup(t, blockingEngine(started, nil))
 	s.EngineTimeout, s.DeferStart = 5*time.Second, time.Hour

@@ -26,6 +26,7 @@ func eventsOf(t *testing.T, s *messaging.Service, u *ams.User, typ string) []*am
 }
 
 func TestEditMessage(t *testing.T) {
+	t.Parallel()
 	s, db, u, a := setup(t, echo())
 	ctx := context.Background()
 	reply, err := s.Send(ctx, u.ID, messaging.SendInput{AssistantID: a.ID, Message: "one"})
@@ -85,6 +86,7 @@ func TestEditMessage(t *testing.T) {
 }
 
 func TestDeleteMessage(t *testing.T) {
+	t.Parallel()
 	s, db, u, a := setup(t, echo())
 	ctx := context.Background()
 	reply, err := s.Send(ctx, u.ID, messaging.SendInput{AssistantID: a.ID, Message: "one"})
@@ -119,6 +121,7 @@ func TestDeleteMessage(t *testing.T) {
 }
 
 func TestCheckContent(t *testing.T) {
+	t.Parallel()
 	for text, ok := range map[string]bool{
 		"hello":       true,
 		"line\nbreak": true,

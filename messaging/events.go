@@ -242,6 +242,7 @@ func (r *Run) Follow(ctx context.Context, after int64, send func(*ams.TurnEvent)
 		select {
 		case <-changed:
 		case <-ctx.Done():
+			r.s.Signals.FollowerLeft.Signal(r.Turn.ID)
 			return ctx.Err()
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/testsignal"
 	"github.com/amsdev/ams/tracing"
 )
 
@@ -58,12 +59,25 @@ type Service struct {
 	// start at once.
 	DeferStart time.Duration
 	Logger     *slog.Logger
+	// Signals fire for tests (package testsignal); off unless a test
+	// turns them on.
+	Signals Signals
 
 	mu   sync.Mutex
 	runs map[string]*Run // turns running in this process
 	// keys is the turns of this process whose start is deferred, by
 	// user and idempotency key: a retry of one is in progress here.
 	keys map[string]*Run
+}
+
+// Signals are the moments of the service that tests wait for.
+type Signals struct {
+	// TurnEnded fires with a turn's id once a turn run in this process
+	// has ended: its end is stored (or could not be) and Wait returns.
+	TurnEnded testsignal.Signal[string]
+	// FollowerLeft fires with a turn's id when a follower of its events
+	// (a stream) left before the end: its context ended.
+	FollowerLeft testsignal.Signal[string]
 }
 
 func runKey(userID, key string) string { return userID + "\x00" + key }

@@ -3,12 +3,12 @@ package messaging_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/sqlite"
 )
@@ -19,14 +19,12 @@ func (f engineFunc) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Rep
 	return f(ctx, req.Assistant, req.History)
 }
 
+// setup gives a service on a fresh store, with one account and assistant;
+// its engine may take a minute (a bound for a loaded machine, not a figure).
 func setup(t *testing.T, e ams.Engine) (*messaging.Service, *sqlite.DB, *ams.User, *ams.Assistant) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := sqlitetest.Open(t)
 	now := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "m@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
 	a := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), UserID: u.ID, Name: "A", Model: ams.ModelBuiltin, CreatedAt: now, UpdatedAt: now}
@@ -34,7 +32,7 @@ func setup(t *testing.T, e ams.Engine) (*messaging.Service, *sqlite.DB, *ams.Use
 		t.Fatal(err)
 	}
 	s := &messaging.Service{Store: ams.Narrow[messaging.Tx](db), Clock: func() time.Time { return now },
-		EngineFor: func(*ams.Assistant) (ams.Engine, error) { return e, nil }, EngineTimeout: 50 * time.Millisecond}
+		EngineFor: func(*ams.Assistant) (ams.Engine, error) { return e, nil }, EngineTimeout: time.Minute}
 	return s, db, u, a
 }
 
@@ -60,6 +58,7 @@ func onlyFailedTurn(t *testing.T, db *sqlite.DB, u *ams.User, code string) {
 }
 
 func TestEngineFailureLeavesAFailedTurn(t *testing.T) {
+	t.Parallel()
 	s, db, u, a := setup(t, engineFunc(func(context.Context, *ams.Assistant, []*ams.Message) (*ams.Reply, error) {
 		return nil, errors.New("provider said: secret internal detail")
 	}))
@@ -72,10 +71,12 @@ func TestEngineFailureLeavesAFailedTurn(t *testing.T) {
 }
 
 func TestEngineTimeout(t *testing.T) {
+	t.Parallel()
 	s, db, u, a := setup(t, engineFunc(func(ctx context.Context, _ *ams.Assistant, _ []*ams.Message) (*ams.Reply, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}))
+	s.EngineTimeout = 50 * time.Millisecond
 	_, err := s.Send(context.Background(), u.ID, messaging.SendInput{AssistantID: a.ID, Message: "hi"})
 	var e *ams.Error
 	if !errors.As(err, &e) || e.Kind != ams.EUPSTREAM || !strings.Contains(e.Message, "in time") {
@@ -85,6 +86,7 @@ func TestEngineTimeout(t *testing.T) {
 }
 
 func TestEmptyReplyRefused(t *testing.T) {
+	t.Parallel()
 	s, db, u, a := setup(t, engineFunc(func(context.Context, *ams.Assistant, []*ams.Message) (*ams.Reply, error) {
 		return &ams.Reply{Content: "  "}, nil
 	}))
@@ -95,6 +97,7 @@ func TestEmptyReplyRefused(t *testing.T) {
 }
 
 func TestEngineSeesHistoryEndingWithInbound(t *testing.T) {
+	t.Parallel()
 	var seen [][]*ams.Message
 	s, _, u, a := setup(t, engineFunc(func(_ context.Context, _ *ams.Assistant, h []*ams.Message) (*ams.Reply, error) {
 		seen = append(seen, h)
@@ -115,6 +118,7 @@ func TestEngineSeesHistoryEndingWithInbound(t *testing.T) {
 }
 
 func TestTitle(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"  Hello  ":                 "Hello",
 		"first line\nsecond":        "first line",

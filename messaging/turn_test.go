@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/amsdev/ams/messaging"
 )
 
@@ -27,25 +28,25 @@ func blockingEngine(started chan<- struct{}, release <-chan struct{}) ams.Engine
 
 func waitEnded(t *testing.T, s *messaging.Service, userID, id string) *ams.Turn {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		tr, err := s.Turn(context.Background(), userID, id)
+	var tr *ams.Turn
+	wait.Eventually(t, "the turn to end", func() bool {
+		var err error
+		tr, err = s.Turn(context.Background(), userID, id)
 		if ams.IsNotFound(err) {
-			continue // a deferred start, not stored yet
+			return false // a deferred start, not stored yet
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tr.Status != ams.TurnRunning {
-			return tr
-		}
-	}
-	t.Fatal("the turn did not end")
-	return nil
+		return tr.Status != ams.TurnRunning
+	})
+	return tr
 }
 
 // TestTurnOutlivesCaller: the caller's context ending does not stop the
 // turn; its reply is stored.
 func TestTurnOutlivesCaller(t *testing.T) {
+	t.Parallel()
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	s, _, u, a := setup(t, blockingEngine(started, release))
 	s.EngineTimeout = 5 * time.Second
@@ -70,6 +71,7 @@ func TestTurnOutlivesCaller(t *testing.T) {
 // cancelled; a second cancel answers it unchanged; a retry with its key
 // is refused.
 func TestCancelInProcess(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{}, 1)
 	s, _, u, a := setup(t, blockingEngine(started, nil))
 	s.EngineTimeout = 5 * time.Second
@@ -107,6 +109,7 @@ func TestCancelInProcess(t *testing.T) {
 // another process) marks the turn cancel_requested; the running process
 // reads it at its next lease renewal and records the turn cancelled.
 func TestCancelFromAnotherProcess(t *testing.T) {
+	t.Parallel()
 	started := make(chan struct{}, 1)
 	s, db, u, a := setup(t, blockingEngine(started, nil))
 	// The turn's start is stored once it has run 20 ms (DeferStart):
@@ -136,6 +139,7 @@ func TestCancelFromAnotherProcess(t *testing.T) {
 // lapsed) is resumed by a retry with its key; another is cancelled at
 // once by anyone.
 func TestResumeAbandonedTurn(t *testing.T) {
+	t.Parallel()
 	var seen []*ams.Message
 	s, db, u, a := setup(t, engineFunc(func(_ context.Context, _ *ams.Assistant, h []*ams.Message) (*ams.Reply, error) {
 		seen = h
@@ -195,6 +199,7 @@ func hasCode(err error, code string) bool {
 // another process) follows a running streamed turn from the stored events,
 // polling, live, to its end: the same events, in order.
 func TestFollowFromAnotherProcess(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	s, db, u, a := setup(t, engineFunc(func(ctx context.Context, _ *ams.Assistant, _ []*ams.Message) (*ams.Reply, error) {
 		return nil, nil
@@ -258,6 +263,7 @@ func (f streamEngine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.R
 // ask the engine to stream, and its stored events carry the reply as one
 // delta: turn.started, message.delta, message.completed.
 func TestUnstreamedTurnStoresOneDelta(t *testing.T) {
+	t.Parallel()
 	s, db, u, a := setup(t, engineFunc(func(ctx context.Context, _ *ams.Assistant, _ []*ams.Message) (*ams.Reply, error) {
 		return nil, nil
 	}))

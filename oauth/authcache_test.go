@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
-	"github.com/amsdev/ams/sqlite"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 )
 
 // TestTokenRevokedAcrossProcesses: server A authenticates (and caches) an
@@ -30,17 +30,13 @@ func TestTokenRevokedAcrossProcesses(t *testing.T) {
 			if engine == "postgres" {
 				u := pgtest.URL(t)
 				schema := pgtest.FreshSchema(t, u)
-				opts = append(opts, amstest.OnStore(pgtest.Open(t, u, schema)))
-				second = func() ams.Store { return pgtest.Open(t, u, schema) }
+				opts = append(opts, amstest.OnStore(pgtest.OpenSchema(t, u, schema)))
+				second = func() ams.Store { return pgtest.OpenSchema(t, u, schema) }
 			}
 			h := setup(t, opts...)
 			if second == nil {
 				second = func() ams.Store {
-					db, err := sqlite.Open(ctx, h.Store.Path())
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { db.Close() })
+					db := sqlitetest.OpenFile(t, h.Store.Path())
 					return db
 				}
 			}

@@ -3,15 +3,14 @@ package oauth_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 	"github.com/amsdev/ams/oauth"
-	"github.com/amsdev/ams/sqlite"
 )
 
 // TestCreateClient exercises oauth.CreateClient, what `ams oauth-clients
@@ -19,11 +18,7 @@ import (
 func TestCreateClient(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := sqlitetest.Open(t)
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "ann@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
 	if err := db.CreateUser(ctx, u); err != nil {
@@ -89,11 +84,7 @@ func TestCreateClient(t *testing.T) {
 func TestManageClients(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := sqlitetest.Open(t)
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	var users []*ams.User
 	for _, e := range []string{"ann@example.com", "bob@example.com"} {

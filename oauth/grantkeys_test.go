@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // TestGrantKeysDieWithGrant (issue 26, M3): an API key that an access
@@ -29,7 +30,7 @@ func TestGrantKeysDieWithGrant(t *testing.T) {
 			var opts []amstest.Option
 			if engine == "postgres" {
 				u := pgtest.URL(t)
-				opts = append(opts, amstest.OnStore(pgtest.Open(t, u, pgtest.FreshSchema(t, u))))
+				opts = append(opts, amstest.OnStore(pgtest.OpenSchema(t, u, pgtest.FreshSchema(t, u))))
 			}
 			h := setup(t, opts...)
 			plan, rpm := ams.PlanEnterprise, 100000 // the lists of events below poll
@@ -85,10 +86,10 @@ func TestGrantKeysDieWithGrant(t *testing.T) {
 			auditor := h.NewKey(h.User, "admin")
 			revokedEvents := func(ids ...string) {
 				t.Helper()
-				r := h.Do("GET", "/v1/events?type=api_key.revoked&limit=100", auditor, "")
 				seen := map[string]bool{}
-				deadline := time.Now().Add(time.Minute)
-				for {
+				missing := 0
+				if !wait.Until(func() bool {
+					r := h.Do("GET", "/v1/events?type=api_key.revoked&limit=100", auditor, "")
 					data, ok := r.JSON(t)["data"].([]any)
 					if !ok {
 						t.Fatalf("list events: %d %s", r.Status, r.Body)
@@ -96,20 +97,15 @@ func TestGrantKeysDieWithGrant(t *testing.T) {
 					for _, e := range data {
 						seen[e.(map[string]any)["data"].(map[string]any)["id"].(string)] = true
 					}
-					missing := 0
+					missing = 0
 					for _, id := range ids {
 						if !seen[id] {
 							missing++
 						}
 					}
-					if missing == 0 {
-						return
-					}
-					if time.Now().After(deadline) {
-						t.Fatalf("%d of %d keys revoked without an api_key.revoked event", missing, len(ids))
-					}
-					time.Sleep(20 * time.Millisecond)
-					r = h.Do("GET", "/v1/events?type=api_key.revoked&limit=100", auditor, "")
+					return missing == 0
+				}) {
+					t.Fatalf("%d of %d keys revoked without an api_key.revoked event", missing, len(ids))
 				}
 			}
 

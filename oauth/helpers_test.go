@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/oauth"
 	"golang.org/x/crypto/bcrypt"
 	"golang.org/x/net/html"

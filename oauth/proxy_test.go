@@ -13,8 +13,8 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/clientaddr"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 	"github.com/amsdev/ams/oauth"
 )
 
@@ -29,7 +29,7 @@ func throttles(t *testing.T, test func(t *testing.T, th func(t *testing.T) oauth
 		t.Parallel()
 		test(t, func(t *testing.T) oauth.LoginThrottle {
 			url := pgtest.URL(t)
-			return pgtest.Open(t, url, pgtest.FreshSchema(t, url)).LoginThrottle(oauth.ThrottleKeep, oauth.LoginFailureWindow)
+			return pgtest.OpenSchema(t, url, pgtest.FreshSchema(t, url)).LoginThrottle(oauth.ThrottleKeep, oauth.LoginFailureWindow)
 		})
 	})
 }

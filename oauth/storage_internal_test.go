@@ -3,28 +3,18 @@ package oauth
 import (
 	"context"
 	"errors"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
+	"github.com/amsdev/ams/internal/testing/testclock"
 	"github.com/amsdev/ams/password"
-	"github.com/amsdev/ams/sqlite"
 	"github.com/ory/fosite"
 	foauth2 "github.com/ory/fosite/handler/oauth2"
 	"github.com/ory/fosite/token/hmac"
 	"golang.org/x/crypto/bcrypt"
 )
-
-// testClock is a service clock the test sets.
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) Add(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
 
 // TestStorageClock: expiry follows the service clock, whether it is ahead
 // of the wall clock or behind it. fosite sets and checks expiry on the
@@ -34,12 +24,8 @@ func TestStorageClock(t *testing.T) {
 	for name, offset := range map[string]time.Duration{"ahead": 72 * time.Hour, "behind": -72 * time.Hour, "same": 0} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { db.Close() })
-			clock := &testClock{t: time.Now().Add(offset)}
+			db := sqlitetest.Open(t)
+			clock := testclock.New(time.Now().Add(offset))
 			now := clock.Now()
 			u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "ann@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
 			if err := db.CreateUser(ctx, u); err != nil {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 
 	"github.com/amsdev/ams/pages"
 	"golang.org/x/net/html"

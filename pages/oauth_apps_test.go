@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/pages"
 	"github.com/amsdev/ams/ssrf"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/clientaddr"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/password"
 	"golang.org/x/net/html"

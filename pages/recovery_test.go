@@ -15,8 +15,8 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/clientaddr"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/smtptest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/smtptest"
 	"github.com/amsdev/ams/mail"
 	"github.com/amsdev/ams/password"
 )

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // TestAuthGenerationAfterPause (issue 26, L1): a process paused longer
@@ -37,11 +38,7 @@ func TestAuthGenerationAfterPause(t *testing.T) {
 	if _, err := a.AuthGeneration(ctx); err != nil { // starts a's listener
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); !a.auth.live.Load(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("a's listener did not come up")
-		}
-	}
+	wait.Eventually(t, "a's listener to come up", a.auth.live.Load)
 	g0, err := a.AuthGeneration(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -75,11 +72,7 @@ func TestAuthGenerationAfterPause(t *testing.T) {
 	// Once the listener runs again it is trusted again, in step.
 	hold.Unlock()
 	held = false
-	for deadline := time.Now().Add(10 * time.Second); a.auth.heard.Load() < g; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("a's listener did not hear the revocation after it resumed")
-		}
-	}
+	wait.Eventually(t, "a's listener to hear the revocation after it resumed", func() bool { return a.auth.heard.Load() >= g })
 	if g2, err := a.AuthGeneration(ctx); err != nil || g2 != g {
 		t.Fatalf("after the listener resumed: %d %v, want %d", g2, err, g)
 	}

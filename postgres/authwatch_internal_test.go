@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -37,28 +38,23 @@ func TestAuthGenerationAcrossHandles(t *testing.T) {
 	}
 	waitLive := func() {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !a.auth.live.Load(); time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("a's listener did not come up")
-			}
-		}
+		wait.Eventually(t, "a's listener to come up", a.auth.live.Load)
 	}
 	waitLive()
 	// Moves within the time a notification takes, with no query by a.
 	waitGen := func(above int64) int64 {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-			g, err := a.AuthGeneration(ctx)
-			if err != nil {
+		var g int64
+		if !wait.Until(func() bool {
+			var err error
+			if g, err = a.AuthGeneration(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if g > above {
-				return g
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the generation stayed at %d after the other handle's change", g)
-			}
+			return g > above
+		}) {
+			t.Fatalf("the generation stayed at %d after the other handle's change", g)
 		}
+		return g
 	}
 	if _, err := b.RevokeKey(ctx, "", k1.ID, now); err != nil {
 		t.Fatal(err)
@@ -78,11 +74,7 @@ func TestAuthGenerationAcrossHandles(t *testing.T) {
 	if err := conn.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, int64(a.auth.pid.Load())).Scan(&cut); err != nil || !cut {
 		t.Fatalf("terminate a's listening connection: %v %v", cut, err)
 	}
-	for deadline := time.Now().Add(5 * time.Second); a.auth.live.Load(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("a did not notice its listener was cut")
-		}
-	}
+	wait.Eventually(t, "a to notice its listener was cut", func() bool { return !a.auth.live.Load() })
 	if _, err := b.RevokeKey(ctx, "", k2.ID, now); err != nil {
 		t.Fatal(err)
 	}

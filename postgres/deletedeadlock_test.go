@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // TestRecordWhileWebhookDeleted: recording an attempt while its webhook is
@@ -19,7 +20,7 @@ import (
 // as the cascade would: the record must wait on the webhook, holding no
 // job, and the delete must go through.
 func TestRecordWhileWebhookDeleted(t *testing.T) {
-	db := pgtest.New(t)
+	db := pgtest.Open(t)
 	ctx := context.Background()
 	now := time.Now()
 	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "dl@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
@@ -69,25 +70,19 @@ func TestRecordWhileWebhookDeleted(t *testing.T) {
 		recorded <- result{errs, err}
 	}()
 	// Wait until the record waits for a lock.
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	wait.Eventually(t, "the record to wait for a lock", func() bool {
 		var waiting int
 		if err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 			WHERE NOT l.granted AND a.datname = current_database() AND a.query LIKE '%webhook%' AND a.pid <> pg_backend_pid()`).Scan(&waiting); err != nil {
 			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
 		}
 		select {
 		case r := <-recorded:
 			t.Fatalf("the record did not wait for the webhook locked by a delete: %v %v", r.errs, r.err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the record never waited for a lock")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return waiting > 0
+	})
 	// The cascade's half: the jobs, then the webhook itself.
 	if _, err := del.Exec(ctx, `DELETE FROM webhooks WHERE id = $1`, w.ID); err != nil {
 		t.Fatalf("delete the webhook while its attempts are recorded: %v", err)

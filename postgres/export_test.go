@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/dump"
 	"github.com/amsdev/ams/internal/dump/dumptest"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/sqlite"
 )
@@ -43,11 +43,7 @@ func importAll(im dump.Importer, b []byte) error {
 // openSQLite returns a new SQLite store in a directory of the test's own.
 func openSQLite(t *testing.T) *sqlite.DB {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := sqlitetest.Open(t)
 	return db
 }
 

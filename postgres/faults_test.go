@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 	"github.com/amsdev/ams/storetest"
 )
 
@@ -23,7 +23,7 @@ func TestFaults(t *testing.T) {
 		}
 		p := newGate(t, u.Host)
 		u.Host = p.ln.Addr().String()
-		db := pgtest.Open(t, u.String(), freshSchema(t, raw))
+		db := pgtest.OpenSchema(t, u.String(), freshSchema(t, raw))
 		t.Cleanup(func() { p.set(true) }) // before the store closes
 		return storetest.Faulty{Store: db, Break: func(*testing.T) { p.set(false) }, Mend: func(*testing.T) { p.set(true) }}
 	})

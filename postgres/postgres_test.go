@@ -6,12 +6,13 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/amsdev/ams/internal/pgtest"
-
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/storetest"
 	"github.com/jackc/pgx/v5"
@@ -44,7 +45,7 @@ func createSchema(t *testing.T, url string) string {
 
 func openSchema(t *testing.T, url, schema string) *postgres.DB {
 	t.Helper()
-	return pgtest.Open(t, url, schema)
+	return pgtest.OpenSchema(t, url, schema)
 }
 
 // open returns an empty store in a schema of the test's own.
@@ -385,6 +386,7 @@ func TestDeactivateRacesFanOut(t *testing.T) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
+	var turns atomic.Int64
 	for range 4 {
 		wg.Go(func() {
 			for i := 0; ; i++ {
@@ -394,10 +396,13 @@ func TestDeactivateRacesFanOut(t *testing.T) {
 				default:
 				}
 				f.turn(t, a, t0, fmt.Sprint(i))
+				turns.Add(1)
 			}
 		})
 	}
-	time.Sleep(50 * time.Millisecond)
+	// The fan-outs are under way (every writer has had a turn or so)
+	// when the webhook is turned off.
+	wait.Eventually(t, "the writers' first turns", func() bool { return turns.Load() >= 4 })
 	off := false
 	if _, err := b.UpdateWebhook(ctx, f.user.ID, w.ID, ams.WebhookUpdate{Active: &off}, t0); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 	"github.com/amsdev/ams/ratelimit/ratelimittest"
 )
 
@@ -89,5 +89,5 @@ func TestPurgeRateState(t *testing.T) {
 
 // BenchmarkRateLimiter: docs/benchmarks.md, issue 14 (sliding windows).
 func BenchmarkRateLimiter(b *testing.B) {
-	ratelimittest.Bench(b, pgtest.New(b).RateLimiter())
+	ratelimittest.Bench(b, pgtest.Open(b).RateLimiter())
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 )
 
 // BenchmarkClaimAndRecordBatch measures one delivery cycle of a busy
@@ -14,7 +14,7 @@ import (
 // the record of their 24 successful attempts in one batch (RecordAttempts,
 // the path that key-share-locks the webhooks first).
 func BenchmarkClaimAndRecordBatch(b *testing.B) {
-	db := pgtest.New(b)
+	db := pgtest.Open(b)
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 21, 9, 0, 0, 0, time.UTC)
 	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "x@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: t0, UpdatedAt: t0}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // taskStore opens a store with an account and an assistant, and returns
@@ -83,16 +84,7 @@ func TestGroupCommit(t *testing.T) {
 		}()
 	}
 	// Wait until the 200 are queued behind the first, then let it go.
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		queued := db.group.group.Queued()
-		if queued == n {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d transactions queued, want %d", queued, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	wait.Eventually(t, fmt.Sprintf("%d transactions to be queued", n), func() bool { return db.group.group.Queued() == n })
 	close(release)
 	wg.Wait()
 
@@ -158,13 +150,7 @@ func TestGroupCommitCancelled(t *testing.T) {
 	ran := false
 	errc := make(chan error, 1)
 	go func() { errc <- db.Update(cctx, func(tx ams.Tx) error { ran = true; return nil }) }()
-	for {
-		q := db.group.group.Queued()
-		if q == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	wait.Eventually(t, "the caller to be queued", func() bool { return db.group.group.Queued() == 1 })
 	cancel()
 	close(release)
 	if err := <-errc; !errors.Is(err, context.Canceled) || ran {
@@ -196,9 +182,7 @@ func TestGroupCommitCallerCancelsMidway(t *testing.T) {
 		})
 	}()
 	go func() { errs <- db.Update(ctx, func(tx ams.Tx) error { return tx.CreateTask(ctx, task("other")) }) }()
-	for db.group.group.Queued() != 2 {
-		time.Sleep(time.Millisecond)
-	}
+	wait.Eventually(t, "two callers to be queued", func() bool { return db.group.group.Queued() == 2 })
 	close(release)
 	for range 3 {
 		if err := <-errs; err != nil {
@@ -229,11 +213,7 @@ func TestCheckpointer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); db.ckpt.full.Load() == before; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no checkpoint copied the WAL within 5 s")
-		}
-	}
+	wait.Eventually(t, "a checkpoint to copy the WAL", func() bool { return db.ckpt.full.Load() != before })
 }
 
 // TestCloseTwice: closing a store twice is harmless.

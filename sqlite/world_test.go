@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 	"github.com/amsdev/ams/sqlite"
 )
 
@@ -85,11 +86,7 @@ func TestFireRemindersTwoProcesses(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ams.db")
 	var dbs []*sqlite.DB
 	for range 2 {
-		db, err := sqlite.Open(context.Background(), path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		db := sqlitetest.OpenFile(t, path)
 		dbs = append(dbs, db)
 	}
 	u, a := worldFixture(t, dbs[0])

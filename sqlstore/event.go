@@ -152,7 +152,17 @@ func (q *Queries) ListEvents(ctx context.Context, userID string, f ams.EventFilt
 	if f.CreatedBefore != nil {
 		w.add("created_at < $?", ceilMS(*f.CreatedBefore))
 	}
-	return listOf(ctx, q, listQuery{cols: eventCols, from: "events", f: w, key: eventKey, visible: q.s.d.EventsVisible}, p, scanEvent)
+	key := eventKey
+	if q.s.d.EventsVisible == "" {
+		// Commit order is insert order (SQLite, where every txid is 0):
+		// seq alone orders the list, and with txid = 0 said, a cursor is
+		// a range on the indexes (user_id[, type], txid, seq) read in
+		// order, not a scan and a sort of the account's events from its
+		// first one (a row value (txid, seq) narrows only on txid).
+		key = nil
+		w.where += " AND txid = 0"
+	}
+	return listOf(ctx, q, listQuery{cols: eventCols, from: "events", f: w, key: key, visible: q.s.d.EventsVisible}, p, scanEvent)
 }
 
 // ceilMS is t in Unix milliseconds, rounded up.

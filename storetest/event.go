@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // testEventsCatchUp checks the catch-up guarantee of GET /v1/events: a
@@ -68,8 +69,9 @@ func testEventsCatchUp(t *testing.T, s ams.Store) {
 	seen := map[string]int{}
 	var order []string
 	after := ""
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	// Until gives up after a minute: a skipped event never appears after
+	// the cursor (the checks below tell which).
+	wait.Until(func() bool {
 		finished := done.Load() // before the read: a read after the last commit
 		pg, err := s.ListEvents(ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 50, Order: ams.OrderAsc, After: after})
 		if err != nil {
@@ -80,16 +82,8 @@ func testEventsCatchUp(t *testing.T, s ams.Store) {
 			order = append(order, e.ID)
 			after = e.ID
 		}
-		if finished && len(pg.Data) == 0 && len(seen) >= writers*txs*perTx {
-			break
-		}
-		if time.Now().After(deadline) {
-			break // a skipped event never appears after the cursor
-		}
-		if len(pg.Data) == 0 {
-			time.Sleep(time.Millisecond)
-		}
-	}
+		return finished && len(pg.Data) == 0 && len(seen) >= writers*txs*perTx
+	})
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -345,19 +339,13 @@ func SettleEvents(t testing.TB, s ams.Store) {
 	if err := s.Emit(ctx, e); err != nil {
 		t.Fatalf("settle events: emit: %v", err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	wait.Eventually(t, "settle events: an event emitted to be listed (a transaction of the database server runs that long?)", func() bool {
 		pg, err := s.ListEvents(ctx, userID, ams.EventFilter{}, ams.ListParams{Limit: 1})
 		if err != nil {
 			t.Fatalf("settle events: %v", err)
 		}
-		if len(pg.Data) == 1 && pg.Data[0].ID == e.ID {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("settle events: an event emitted 30 s ago is not listed yet (a transaction of the database server runs that long?)")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return len(pg.Data) == 1 && pg.Data[0].ID == e.ID
+	})
 }
 
 // listEvents is s.ListEvents once every event committed so far can be

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // Faulty is a store that a test can break as a failing database would:
@@ -80,13 +80,8 @@ func testWritesUnavailable(t *testing.T, f Faulty) {
 	}
 	f.Mend(t)
 	// The first use of a pool whose connections were cut may fail once.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if err = wc.CheckWrites(ctx); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CheckWrites once the database can write again: %v", err)
-		}
+	if !wait.Until(func() bool { err = wc.CheckWrites(ctx); return err == nil }) {
+		t.Fatalf("CheckWrites once the database can write again: %v", err)
 	}
 	if err := s.CreateUser(ctx, user(created)); err != nil {
 		t.Fatalf("a write once the database can write again: %v", err)

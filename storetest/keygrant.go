@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // testKeyGrants: an API key an OAuth grant made (APIKey.OAuthClientID,
@@ -98,22 +99,20 @@ func testKeyGrants(t *testing.T, s ams.Store) {
 	// still running, and the other tests run transactions meanwhile.
 	revokedEvents := func(user *ams.User, want int) []string {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute) // a bound for failure only: other processes' transactions on the server hold the list back under load
-		for {
+		var ids []string
+		wait.Until(func() bool {
 			pg, err := s.ListEvents(ctx, user.ID, ams.EventFilter{Type: ams.EventAPIKeyRevoked}, ams.ListParams{Limit: 50, Order: ams.OrderAsc})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ids []string
+			ids = nil
 			for _, e := range pg.Data {
 				id, _ := e.Data["id"].(string)
 				ids = append(ids, id)
 			}
-			if len(ids) >= want || time.Now().After(deadline) {
-				return ids
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return len(ids) >= want
+		})
+		return ids
 	}
 
 	// A refresh retires the grant's tokens; its keys live on.

@@ -3,12 +3,14 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // testManagementCaps (issue 26, L7): CountActiveKeys and
@@ -182,14 +184,11 @@ func testManagementEvents(t *testing.T, s ams.Store) {
 // PostgreSQL an event is listed a moment after its commit).
 func waitEvents(t *testing.T, s ams.Store, userID string, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	wait.Eventually(t, fmt.Sprintf("%d events to be listed", n), func() bool {
 		p, err := s.ListEvents(context.Background(), userID, ams.EventFilter{}, ams.ListParams{Limit: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(p.Data) >= n {
-			return
-		}
-	}
-	t.Fatalf("fewer than %d events listed", n)
+		return len(p.Data) >= n
+	})
 }

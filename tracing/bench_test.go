@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/tracing"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"

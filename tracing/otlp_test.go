@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/tracing"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"

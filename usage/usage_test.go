@@ -2,21 +2,19 @@ package usage_test
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/sqlite"
 	"github.com/amsdev/ams/usage"
-	"github.com/jackc/pgx/v5"
 )
 
 // Requests through the API show up in the store after a flush, counted
@@ -92,11 +90,7 @@ func TestAPIRequestsAreMetered(t *testing.T) {
 
 func openSQLite(t *testing.T) *sqlite.DB {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := sqlitetest.Open(t)
 	return db
 }
 
@@ -174,34 +168,10 @@ func TestRecorderOnSQLite(t *testing.T) {
 // Two processes (two Recorders, each with its own pool) on one PostgreSQL
 // schema: their counts of the same accounts and minutes add up.
 func TestTwoRecordersOnPostgres(t *testing.T) {
-	url := os.Getenv("AMS_TEST_DATABASE_URL")
-	if url == "" {
-		t.Skip("PostgreSQL tests skipped: set AMS_TEST_DATABASE_URL")
-	}
 	ctx := context.Background()
-	schema := "test_usage_" + strings.ToLower(ams.NewSecret("")[:12])
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, url)
-		if err != nil {
-			t.Errorf("drop schema: %v", err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("drop schema: %v", err)
-		}
-	})
-	key := make([]byte, 32)
-	rand.Read(key)
-	var dbs [2]*postgres.DB
-	for i := range dbs {
-		db, err := postgres.Open(ctx, url, postgres.WithSecretKey(key), postgres.WithSchema(schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
-		dbs[i] = db
-	}
+	url := pgtest.URL(t)
+	schema := pgtest.FreshSchema(t, url)
+	dbs := [2]*postgres.DB{pgtest.OpenSchema(t, url, schema), pgtest.OpenSchema(t, url, schema)}
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	accounts := []string{"usr_a", "usr_b", "usr_c"}
 	const rounds, perRound = 5, 200

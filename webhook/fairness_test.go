@@ -6,14 +6,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/pgtest"
-	"github.com/amsdev/ams/sqlite"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/webhook"
 )
@@ -31,16 +30,12 @@ import (
 func TestNoisyNeighbour(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
-		db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		db := sqlitetest.Open(t)
 		noisyNeighbour(t, db)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		noisyNeighbour(t, pgtest.New(t))
+		noisyNeighbour(t, pgtest.Open(t))
 	})
 }
 

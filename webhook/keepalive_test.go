@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 )
 
 // staleReceiver answers the first request of each connection 200 and

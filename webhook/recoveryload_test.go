@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
 	"github.com/amsdev/ams/webhook"
 )
 
@@ -86,7 +86,7 @@ func metric(t *testing.T, f *amstest.Fixture, name string) string {
 // seconds: not to be run in parallel with the package's other tests.
 func TestRecoveryUnderLoad(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) { recoveryUnderLoad(t, amstest.New(t)) })
-	t.Run("postgres", func(t *testing.T) { recoveryUnderLoad(t, amstest.New(t, amstest.OnStore(pgtest.New(t)))) })
+	t.Run("postgres", func(t *testing.T) { recoveryUnderLoad(t, amstest.New(t, amstest.OnStore(pgtest.Open(t)))) })
 }
 
 func recoveryUnderLoad(t *testing.T, f *amstest.Fixture) {

@@ -61,6 +61,8 @@ type Store interface {
 type Tx interface {
 	FindWebhook(ctx context.Context, userID, id string) (*ams.Webhook, error)
 	EnqueueRecovery(ctx context.Context, userID, webhookID string, since, until, now time.Time) (int64, error)
+	// Emit stores events and queues their deliveries (Trigger's test events).
+	Emit(ctx context.Context, events ...*ams.Event) error
 }
 
 // Input holds the fields of a webhook to create or change; nil fields are

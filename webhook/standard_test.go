@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 )
 
 // TestStandardWebhooksLibraryVerifiesDelivery captures a real delivery and

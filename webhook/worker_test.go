@@ -23,8 +23,9 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/smtptest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/smtptest"
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/amsdev/ams/mail"
 	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/webhook"
@@ -499,10 +500,8 @@ func TestSlowReceiverDoesNotDelayOthers(t *testing.T) {
 	}
 	createWebhook(t, f, fast.URL, "message.created")
 	sendMessage(t, f, "urgent")
-	for deadline := time.Now().Add(time.Minute); len(fast.requests()) < 2; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the fast receiver got %d of 2 deliveries while the slow one held its slots", len(fast.requests()))
-		}
+	if !wait.Until(func() bool { return len(fast.requests()) >= 2 }) {
+		t.Fatalf("the fast receiver got %d of 2 deliveries while the slow one held its slots", len(fast.requests()))
 	}
 	if n := open.Load(); n != int32(f.Worker.PerWebhook) {
 		t.Fatalf("the slow receiver has %d deliveries open, want its %d slots held throughout", n, f.Worker.PerWebhook)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestNormalizeNewlines(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"":                   "",
 		"plain":              "plain",
@@ -33,6 +34,7 @@ func TestNormalizeNewlines(t *testing.T) {
 // sends them (the API, the pages and the assistants' tools all come
 // here).
 func TestTextLineEndingsNormalised(t *testing.T) {
+	t.Parallel()
 	e := newSvcEnv(t)
 	ev, err := e.svc.CreateEvent(e.ctx, e.user.ID, e.ast.ID, json.RawMessage(
 		`{"title":"Board\r\nmeeting\r","description":"Agenda:\r\n1. budget\r2. hiring\r\n","location":"Room 1\r\nFloor 2","starts_at":"2026-11-24T11:30:00Z"}`), "")

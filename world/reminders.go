@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/testsignal"
 )
 
 // Reminders: a due remind_at of a task or calendar event emits
@@ -40,6 +41,9 @@ type Scheduler struct {
 	// OnFire, when set, is called with the number of reminders each batch
 	// fired (for metrics).
 	OnFire func(n int)
+	// Signals fire for tests (package testsignal); off unless a test
+	// turns them on.
+	Signals SchedulerSignals
 
 	once sync.Once
 	wake chan struct{}
@@ -55,6 +59,14 @@ func (s *Scheduler) init() {
 			s.Logger = slog.Default()
 		}
 	})
+}
+
+// SchedulerSignals are the moments of a running Scheduler that tests wait
+// for.
+type SchedulerSignals struct {
+	// Pass fires after each look for due reminders of Run, with how many
+	// fired.
+	Pass testsignal.Signal[int]
 }
 
 // Wake makes a running Run look at once, rather than at its next poll, for
@@ -93,7 +105,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	again := false // the last wait was skipped for a reminder already due
 	for {
 		wait := min(s.Poll, errorRetry) // after a failure
-		if n, err := s.RunOnce(ctx); err != nil {
+		n, err := s.RunOnce(ctx)
+		s.Signals.Pass.Signal(n)
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}

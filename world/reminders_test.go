@@ -2,12 +2,10 @@ package world_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,27 +13,16 @@ import (
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
+	"github.com/amsdev/ams/internal/testing/testclock"
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/amsdev/ams/postgres"
-	"github.com/amsdev/ams/sqlite"
 	"github.com/amsdev/ams/storetest"
 	"github.com/amsdev/ams/world"
-	"github.com/jackc/pgx/v5"
 )
 
-// clock is a clock the test moves by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-var start = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+var start = testclock.Start
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
@@ -54,15 +41,6 @@ func account(t *testing.T, s ams.Store) (*ams.User, *ams.Assistant) {
 		t.Fatal(err)
 	}
 	return u, a
-}
-
-func openSQLite(t *testing.T, path string) *sqlite.DB {
-	t.Helper()
-	db, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return db
 }
 
 // reminders returns the ids of the records of the account's events of
@@ -86,20 +64,9 @@ func reminders(t *testing.T, s ams.Store, userID, typ string) []string {
 	}
 }
 
-// waitFor polls cond until it holds or 5 s pass.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// run starts s.Run until the test ends.
+// run starts s.Run until the test ends, with its signals on.
 func run(t *testing.T, s *world.Scheduler) {
+	s.Signals.Pass.Init()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { s.Run(ctx); close(done) }()
@@ -107,9 +74,9 @@ func run(t *testing.T, s *world.Scheduler) {
 }
 
 func TestTaskReminderFiresOnceWhenDue(t *testing.T) {
-	db := openSQLite(t, filepath.Join(t.TempDir(), "ams.db"))
-	defer db.Close()
-	c := &clock{t: start}
+	t.Parallel()
+	db := sqlitetest.Open(t)
+	c := testclock.New(start)
 	u, a := account(t, db)
 	sched := &world.Scheduler{Store: db, Clock: c.Now, Logger: quiet, Poll: 5 * time.Millisecond}
 	svc := &world.Service{Store: world.Watch(db, world.Changes{Reminder: sched.Wake}), Clock: c.Now}
@@ -119,17 +86,17 @@ func TestTaskReminderFiresOnceWhenDue(t *testing.T) {
 	}
 	run(t, sched)
 
-	// Not before remind_at: ten polls at 10:29:59.999 fire nothing.
+	// Not before remind_at: a pass at 10:29:59.999 fires nothing.
 	c.Set(start.Add(30*time.Minute - time.Millisecond))
-	time.Sleep(50 * time.Millisecond)
+	sched.Signals.Pass.WaitPass(t)
 	if got := reminders(t, db, u.ID, ams.EventTaskReminder); len(got) != 0 {
 		t.Fatalf("fired before remind_at: %v", got)
 	}
 	c.Set(start.Add(30 * time.Minute))
-	waitFor(t, "task.reminder", func() bool { return len(reminders(t, db, u.ID, ams.EventTaskReminder)) > 0 })
+	wait.Eventually(t, "task.reminder", func() bool { return len(reminders(t, db, u.ID, ams.EventTaskReminder)) > 0 })
 	// More polls, later: still one.
 	c.Set(start.Add(3 * time.Hour))
-	time.Sleep(50 * time.Millisecond)
+	sched.Signals.Pass.WaitPass(t)
 	if got := reminders(t, db, u.ID, ams.EventTaskReminder); len(got) != 1 || got[0] != task.ID {
 		t.Fatalf("task.reminder events for %v, want one for %s", got, task.ID)
 	}
@@ -147,17 +114,17 @@ func TestTaskReminderFiresOnceWhenDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Set(start.Add(4 * time.Hour))
-	waitFor(t, "second task.reminder", func() bool { return len(reminders(t, db, u.ID, ams.EventTaskReminder)) == 2 })
-	time.Sleep(30 * time.Millisecond)
+	wait.Eventually(t, "second task.reminder", func() bool { return len(reminders(t, db, u.ID, ams.EventTaskReminder)) == 2 })
+	sched.Signals.Pass.WaitPass(t)
 	if got := reminders(t, db, u.ID, ams.EventTaskReminder); len(got) != 2 {
 		t.Fatalf("%d reminders, want 2", len(got))
 	}
 }
 
 func TestCompletedTaskDoesNotRemind(t *testing.T) {
-	db := openSQLite(t, filepath.Join(t.TempDir(), "ams.db"))
-	defer db.Close()
-	c := &clock{t: start}
+	t.Parallel()
+	db := sqlitetest.Open(t)
+	c := testclock.New(start)
 	u, a := account(t, db)
 	svc := &world.Service{Store: db, Clock: c.Now}
 	task, err := svc.CreateTask(context.Background(), u.ID, a.ID, json.RawMessage(`{"title":"Done early","remind_at":"2026-11-21T10:05:00Z"}`), "")
@@ -175,9 +142,9 @@ func TestCompletedTaskDoesNotRemind(t *testing.T) {
 }
 
 func TestCalendarEventReminder(t *testing.T) {
-	db := openSQLite(t, filepath.Join(t.TempDir(), "ams.db"))
-	defer db.Close()
-	c := &clock{t: start}
+	t.Parallel()
+	db := sqlitetest.Open(t)
+	c := testclock.New(start)
 	u, a := account(t, db)
 	sched := &world.Scheduler{Store: db, Clock: c.Now, Logger: quiet, Poll: 5 * time.Millisecond}
 	svc := &world.Service{Store: world.Watch(db, world.Changes{Reminder: sched.Wake}), Clock: c.Now}
@@ -188,14 +155,14 @@ func TestCalendarEventReminder(t *testing.T) {
 	}
 	run(t, sched)
 	c.Set(start.Add(4*time.Hour + 44*time.Minute))
-	time.Sleep(40 * time.Millisecond)
+	sched.Signals.Pass.WaitPass(t)
 	if got := reminders(t, db, u.ID, ams.EventEventReminder); len(got) != 0 {
 		t.Fatalf("fired early: %v", got)
 	}
 	c.Set(start.Add(4*time.Hour + 45*time.Minute))
-	waitFor(t, "event.reminder", func() bool { return len(reminders(t, db, u.ID, ams.EventEventReminder)) == 1 })
+	wait.Eventually(t, "event.reminder", func() bool { return len(reminders(t, db, u.ID, ams.EventEventReminder)) == 1 })
 	c.Set(start.Add(6 * time.Hour))
-	time.Sleep(40 * time.Millisecond)
+	sched.Signals.Pass.WaitPass(t)
 	if got := reminders(t, db, u.ID, ams.EventEventReminder); len(got) != 1 || got[0] != ev.ID {
 		t.Fatalf("event.reminder for %v, want one for %s", got, ev.ID)
 	}
@@ -205,8 +172,8 @@ func TestCalendarEventReminder(t *testing.T) {
 // its poll: a reminder due in 20 ms (on a clock that runs) fires long
 // before the hour-long poll.
 func TestSchedulerSleepsUntilNextReminder(t *testing.T) {
-	db := openSQLite(t, filepath.Join(t.TempDir(), "ams.db"))
-	defer db.Close()
+	t.Parallel()
+	db := sqlitetest.Open(t)
 	u, a := account(t, db)
 	now := func() time.Time { return time.Now() }
 	svc := &world.Service{Store: db, Clock: now}
@@ -215,17 +182,18 @@ func TestSchedulerSleepsUntilNextReminder(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(t, &world.Scheduler{Store: db, Clock: now, Logger: quiet, Poll: time.Hour})
-	waitFor(t, "task.reminder", func() bool { return len(reminders(t, db, u.ID, ams.EventTaskReminder)) == 1 })
+	wait.Eventually(t, "task.reminder", func() bool { return len(reminders(t, db, u.ID, ams.EventTaskReminder)) == 1 })
 }
 
 // A reminder that came due while no process ran fires when the next one
 // starts, and a restart never fires a reminder again.
 func TestRemindersSurviveRestart(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "ams.db")
 	ctx := context.Background()
-	c := &clock{t: start}
+	c := testclock.New(start)
 
-	db := openSQLite(t, path)
+	db := sqlitetest.OpenFile(t, path)
 	u, a := account(t, db)
 	svc := &world.Service{Store: db, Clock: c.Now}
 	early, err := svc.CreateTask(ctx, u.ID, a.ID, json.RawMessage(`{"title":"Early","remind_at":"2026-11-21T10:10:00Z"}`), "")
@@ -243,8 +211,7 @@ func TestRemindersSurviveRestart(t *testing.T) {
 	db.Close() // the process stops; "late" comes due while none runs
 
 	c.Set(start.Add(5 * time.Hour))
-	db = openSQLite(t, path)
-	defer db.Close()
+	db = sqlitetest.OpenFile(t, path)
 	sched := &world.Scheduler{Store: db, Clock: c.Now, Logger: quiet}
 	if n, err := sched.RunOnce(ctx); err != nil || n != 1 {
 		t.Fatalf("after restart fired %d, %v; want 1 (the one due while down)", n, err)
@@ -255,8 +222,7 @@ func TestRemindersSurviveRestart(t *testing.T) {
 		}
 	}
 	db.Close()
-	db = openSQLite(t, path) // another restart
-	defer db.Close()
+	db = sqlitetest.OpenFile(t, path) // another restart
 	if n, err := (&world.Scheduler{Store: db, Clock: c.Now, Logger: quiet}).RunOnce(ctx); err != nil || n != 0 {
 		t.Fatalf("second restart fired %d, %v; want 0", n, err)
 	}
@@ -268,10 +234,10 @@ func TestRemindersSurviveRestart(t *testing.T) {
 // A webhook subscribed to task.reminder gets the reminder queued for
 // delivery, in the reminder's transaction.
 func TestReminderQueuedForWebhook(t *testing.T) {
-	db := openSQLite(t, filepath.Join(t.TempDir(), "ams.db"))
-	defer db.Close()
+	t.Parallel()
+	db := sqlitetest.Open(t)
 	ctx := context.Background()
-	c := &clock{t: start}
+	c := testclock.New(start)
 	u, a := account(t, db)
 	for _, events := range [][]string{{ams.EventTaskReminder}, {ams.EventMessageCreated}} {
 		wh := &ams.Webhook{ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: u.ID, URL: "https://example.com/" + events[0],
@@ -306,33 +272,12 @@ func TestReminderQueuedForWebhook(t *testing.T) {
 // Two schedulers (two processes) on one PostgreSQL database racing over
 // 200 due reminders fire each exactly once.
 func TestRemindersOncePerReminderAcrossProcesses(t *testing.T) {
-	url := os.Getenv("AMS_TEST_DATABASE_URL")
-	if url == "" {
-		t.Skip("PostgreSQL test skipped: set AMS_TEST_DATABASE_URL (e.g. postgres://postgres@127.0.0.1:5432/test?sslmode=disable) to run it")
-	}
+	t.Parallel()
 	ctx := context.Background()
-	schema := "test_" + strings.ToLower(ams.NewSecret("")[:16])
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
-		conn.Close(context.Background())
-	})
-	key := make([]byte, 32)
-	rand.Read(key)
-	var dbs [2]*postgres.DB
-	for i := range dbs {
-		if dbs[i], err = postgres.Open(ctx, url, postgres.WithSecretKey(key), postgres.WithSchema(schema)); err != nil {
-			t.Fatal(err)
-		}
-		defer dbs[i].Close()
-	}
-	c := &clock{t: start}
+	url := pgtest.URL(t)
+	schema := pgtest.FreshSchema(t, url)
+	dbs := [2]*postgres.DB{pgtest.OpenSchema(t, url, schema), pgtest.OpenSchema(t, url, schema)}
+	c := testclock.New(start)
 	u, a := account(t, dbs[0])
 	svc := &world.Service{Store: dbs[0], Clock: c.Now}
 	want := map[string]bool{}

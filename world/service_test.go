@@ -3,12 +3,12 @@ package world_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 	"github.com/amsdev/ams/sqlite"
 	"github.com/amsdev/ams/world"
 )
@@ -27,11 +27,7 @@ type svcEnv struct {
 func newSvcEnv(t *testing.T) *svcEnv {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := sqlitetest.Open(t)
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "w@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
 	if err := db.CreateUser(ctx, u); err != nil {
@@ -88,6 +84,7 @@ func wantParam(t *testing.T, err error, kind ams.ErrorKind, param string) {
 }
 
 func TestTaskLifecycle(t *testing.T) {
+	t.Parallel()
 	e := newSvcEnv(t)
 	task, err := e.svc.CreateTask(e.ctx, e.user.ID, e.ast.ID, json.RawMessage(`{"title":"  Renew passport ","due_at":"2026-11-27T17:00:00+01:00"}`), "")
 	if err != nil {
@@ -138,6 +135,7 @@ func TestTaskLifecycle(t *testing.T) {
 // TestBadInputStoresNothing: each refused input names its field and
 // leaves no record and no event.
 func TestBadInputStoresNothing(t *testing.T) {
+	t.Parallel()
 	e := newSvcEnv(t)
 	for _, tc := range []struct {
 		name, input, param string
@@ -182,6 +180,7 @@ func TestBadInputStoresNothing(t *testing.T) {
 }
 
 func TestEventUpdateKeepsLength(t *testing.T) {
+	t.Parallel()
 	e := newSvcEnv(t)
 	ev, err := e.svc.CreateEvent(e.ctx, e.user.ID, e.ast.ID, json.RawMessage(`{"title":"Lunch with Sam","starts_at":"2026-11-24T11:30:00Z","location":"Café"}`), "")
 	if err != nil {
@@ -209,6 +208,7 @@ func TestEventUpdateKeepsLength(t *testing.T) {
 // TestRunAction: the API's direct run stores the action with the change;
 // bad input is an error and stores nothing.
 func TestRunAction(t *testing.T) {
+	t.Parallel()
 	e := newSvcEnv(t)
 	act, err := e.svc.RunAction(e.ctx, e.user.ID, e.ast, "", world.ToolCreateTask, json.RawMessage(`{"title":"Call Anna","remind_at":"2026-11-22T09:00:00Z"}`))
 	if err != nil {
@@ -256,6 +256,7 @@ func TestRunAction(t *testing.T) {
 // TestToolboxRecordsFailures: an engine's failed tool run is a stored
 // failed action carrying the error, not an error.
 func TestToolboxRecordsFailures(t *testing.T) {
+	t.Parallel()
 	e := newSvcEnv(t)
 	box := e.svc.Toolbox(e.user.ID, e.ast, "conv_1")
 	if len(box.Specs()) != 7 {

@@ -97,7 +97,7 @@ the service (the waitlist page of the account pages).`,
 			}
 			if f.Changed("timezone") {
 				if _, err := time.LoadLocation(uTZ); err != nil {
-					return fmt.Errorf("unknown timezone %q", uTZ)
+					return fmt.Errorf("--timezone: unknown time zone %q (an IANA name such as Europe/Paris)", uTZ)
 				}
 				upd.Timezone = &uTZ
 			}
@@ -374,7 +374,7 @@ func keyStatus(k *ams.APIKey, now time.Time) string {
 }
 
 func newAssistantsCmd(sf *storeFlags) *cobra.Command {
-	cmd := &cobra.Command{Use: "assistants", Short: "Create assistants"}
+	cmd := &cobra.Command{Use: "assistants", Short: "Create and list assistants"}
 	var email, name, desc, instr, model string
 	create := &cobra.Command{
 		Use:   "create --email E --name N",
@@ -409,7 +409,7 @@ func newAssistantsCmd(sf *storeFlags) *cobra.Command {
 	create.Flags().StringVar(&model, "model", ams.ModelBuiltin, "the engine that runs it: builtin, or a model of the --llm-base-url server")
 	create.MarkFlagRequired("email")
 	create.MarkFlagRequired("name")
-	cmd.AddCommand(create)
+	cmd.AddCommand(create, newAssistantsListCmd(sf))
 	return cmd
 }
 

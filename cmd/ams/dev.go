@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"fmt"
 	"io"
+	"math/big"
+	"strings"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/password"
@@ -15,11 +19,27 @@ const (
 	devAssistantName = "Dev Assistant"
 )
 
-// devBootstrap makes sure the dev user and its assistant exist, replaces
-// the previous dev key and password with new ones (secrets are shown only
-// once, so each start prints fresh ones), and prints them with a first
-// request.
-func devBootstrap(ctx context.Context, store ams.Store, base string, w io.Writer) error {
+// devSecret derives a secret of n base62 characters from the process's
+// token key (shared by every process on the store: --secret-key, or the
+// key file of the SQLite data directory) and what it is for.
+func devSecret(tokenKey []byte, what string, n int) string {
+	m := hmac.New(sha256.New, tokenKey)
+	m.Write([]byte("ams dev " + what + " v1"))
+	s := new(big.Int).SetBytes(m.Sum(nil)).Text(62)
+	if len(s) < n {
+		s = strings.Repeat("0", n-len(s)) + s
+	}
+	return s[:n]
+}
+
+// devBootstrap makes sure the dev user, its API key and its assistant
+// exist, and prints them with a first request. The key and the password
+// are derived from the token key that every process on the store shares,
+// so every start prints the same ones and a second dev process on a
+// shared database does not cut off the first: the key is created at the
+// first start and reused after (dev keys of older versions, random, are
+// revoked).
+func devBootstrap(ctx context.Context, store ams.Store, tokenKey []byte, base string, w io.Writer) error {
 	now := ams.Clock(nil).Now()
 	u, err := store.FindUserByEmail(ctx, devEmail)
 	if ams.IsNotFound(err) {
@@ -30,30 +50,41 @@ func devBootstrap(ctx context.Context, store ams.Store, base string, w io.Writer
 		return err
 	}
 	// A password, so that the login and OAuth consent pages can be tried.
-	pw := ams.NewSecret("")[:16]
-	hash, err := password.Hash(pw)
-	if err != nil {
-		return err
+	pw := devSecret(tokenKey, "password "+u.ID, 16)
+	if !password.Check(u.PasswordHash, pw) {
+		hash, err := password.Hash(pw)
+		if err != nil {
+			return err
+		}
+		if _, err := store.UpdateUser(ctx, u.ID, ams.UserUpdate{PasswordHash: &hash}, now); err != nil {
+			return err
+		}
 	}
-	if _, err := store.UpdateUser(ctx, u.ID, ams.UserUpdate{PasswordHash: &hash}, now); err != nil {
-		return err
-	}
+	secret := ams.PrefixSecretKey + devSecret(tokenKey, "api key "+u.ID, 40)
 	keys, err := store.ListKeys(ctx, u.ID)
 	if err != nil {
 		return err
 	}
+	perms := ams.Permissions{ams.PermRead, ams.PermWrite, ams.PermMessages, ams.PermIntegrations}
+	var key *ams.APIKey
 	for _, k := range keys {
-		if k.Name == devKeyName && k.RevokedAt == nil {
-			if _, err := store.RevokeKey(ctx, u.ID, k.ID, now); err != nil {
-				return err
-			}
+		if k.Name != devKeyName || k.RevokedAt != nil {
+			continue
+		}
+		if ams.SecretsEqual(k.Hash, ams.HashSecret(secret)) {
+			key = k
+		} else if _, err := store.RevokeKey(ctx, u.ID, k.ID, now); err != nil {
+			return err
 		}
 	}
-	perms := ams.Permissions{ams.PermRead, ams.PermWrite, ams.PermMessages, ams.PermIntegrations}
-	secret, key := ams.NewAPIKey(u.ID, devKeyName, perms, now, nil)
-	if err := store.CreateKey(ctx, key); err != nil {
-		return err
+	if key == nil {
+		key = &ams.APIKey{ID: ams.NewID(ams.PrefixAPIKey), Object: "api_key", UserID: u.ID, Name: devKeyName,
+			Hint: ams.KeyHint(secret), Hash: ams.HashSecret(secret), Permissions: perms, CreatedAt: now}
+		if err := store.CreateKey(ctx, key); err != nil {
+			return err
+		}
 	}
+	perms = key.Permissions
 	var asst *ams.Assistant
 	page, err := store.ListAssistants(ctx, u.ID, ams.ListParams{Limit: 100, Order: ams.OrderAsc})
 	if err != nil {
@@ -76,7 +107,7 @@ func devBootstrap(ctx context.Context, store ams.Store, base string, w io.Writer
   user       %s (%s, plan %s)
   password   %s (sign in at %s/login)
   API key    %s
-             (%s: %s; a new key is printed at each start)
+             (%s: %s; the same key at every start on this store)
   assistant  %s (%s)
 
 Send your first message:

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -78,12 +79,13 @@ func newRoot() *cobra.Command {
 			return bindEnv(cmd)
 		},
 	}
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return flagParseError(cmd, err) })
 	pf := root.PersistentFlags()
 	pf.StringVar(&sf.dataDir, "data-dir", "./ams-data", "directory of the embedded SQLite store and the e-mail outbox (env AMS_DATA_DIR)")
 	pf.StringVar(&sf.databaseURL, "database-url", "", "PostgreSQL URL (postgres://...); empty uses SQLite under --data-dir (env AMS_DATABASE_URL)")
 	pf.StringVar(&sf.secretKey, "secret-key", "", "base64 32-byte key sealing webhook secrets and signing OAuth tokens; required with --database-url, the same in every process (env AMS_SECRET_KEY; SQLite default: key files in --data-dir)")
 	root.AddCommand(newServeCmd(sf), newUsersCmd(sf), newKeysCmd(sf), newAssistantsCmd(sf), newVersionCmd())
-	root.AddCommand(newOAuthClientsCmd(sf), newMigrateCmd(sf), newExportCmd(sf), newImportCmd(sf))
+	root.AddCommand(newOAuthClientsCmd(sf), newMigrateCmd(sf), newExportCmd(sf), newImportCmd(sf), newWebhooksCmd(sf), newListenCmd(), newTriggerCmd())
 	return root
 }
 
@@ -97,7 +99,7 @@ func bindEnv(cmd *cobra.Command) error {
 		}
 		if v, ok := os.LookupEnv(envName(f.Name)); ok {
 			if err := f.Value.Set(v); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", envName(f.Name), err))
+				errs = append(errs, badValue(f, v, envName(f.Name)+" (--"+f.Name+")", err))
 			}
 			f.Changed = true
 		}
@@ -105,6 +107,44 @@ func bindEnv(cmd *cobra.Command) error {
 	cmd.Flags().VisitAll(visit)
 	cmd.InheritedFlags().VisitAll(visit)
 	return errors.Join(errs...)
+}
+
+// badValue words the error of a value v that flag f refused, set from
+// src (the flag itself, or its variable): what was expected, in words.
+func badValue(f *pflag.Flag, v, src string, err error) error {
+	var want string
+	switch f.Value.Type() {
+	case "bool":
+		want = "true or false (or 1 or 0)"
+	case "duration":
+		want = "a duration such as 30s, 5m or 2h"
+	case "int", "int64", "int32":
+		want = "a whole number"
+	case "uint", "uint64", "uint32":
+		want = "a whole number, 0 or more"
+	case "float64", "float32":
+		want = "a number"
+	default:
+		return fmt.Errorf("%s: %q: %w", src, v, err)
+	}
+	return fmt.Errorf("%s must be %s, not %q", src, want, v)
+}
+
+// flagArgument matches pflag's error for a value a flag refuses.
+var flagArgument = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-\w, )?--([\w-]+)" flag`)
+
+// flagParseError words the command line's flag errors as badValue does;
+// others (an unknown flag) are pflag's own.
+func flagParseError(cmd *cobra.Command, err error) error {
+	m := flagArgument.FindStringSubmatch(err.Error())
+	if m == nil {
+		return err
+	}
+	f := cmd.Flags().Lookup(m[2])
+	if f == nil {
+		return err
+	}
+	return badValue(f, m[1], "--"+f.Name, err)
 }
 
 func envName(flag string) string {

@@ -9,7 +9,7 @@ import (
 )
 
 func newOAuthClientsCmd(sf *storeFlags) *cobra.Command {
-	cmd := &cobra.Command{Use: "oauth-clients", Short: "Register OAuth 2.0 clients"}
+	cmd := &cobra.Command{Use: "oauth-clients", Short: "Register, list and delete OAuth 2.0 clients"}
 	var email, name string
 	var uris []string
 	var public bool
@@ -61,6 +61,6 @@ or http on localhost or a loopback address.`,
 	for _, f := range []string{"email", "name", "redirect-uri"} {
 		create.MarkFlagRequired(f)
 	}
-	cmd.AddCommand(create)
+	cmd.AddCommand(create, newOAuthClientsListCmd(sf), newOAuthClientsDeleteCmd(sf))
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	netmail "net/mail"
 	"net/url"
 	"os"
 	"os/signal"
@@ -121,8 +122,11 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 
 func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
+	switch strings.ToLower(level) {
+	case "debug", "info", "warn", "error":
+		lv.UnmarshalText([]byte(level))
+	default:
+		return nil, fmt.Errorf("--log-level must be debug, info, warn or error, not %q", level)
 	}
 	opts := &slog.HandlerOptions{Level: lv}
 	switch format {
@@ -190,6 +194,9 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	if err != nil {
 		return fmt.Errorf("--cors-allowed-origins: %w", err)
 	}
+	if _, err := netmail.ParseAddress(cfg.mailFrom); cfg.mailFrom != "" && (err != nil || strings.ContainsAny(cfg.mailFrom, "\r\n")) {
+		return fmt.Errorf("--mail-from must be an e-mail address such as %q, not %q", mail.DefaultFrom, cfg.mailFrom)
+	}
 	// Tracing (docs/operations.md) is on only with --otlp-endpoint; its
 	// last spans are sent after the background work stops.
 	stopTracing, err := tracing.Setup(ctx, cfg.otlpEndpoint, ams.Version)
@@ -207,11 +214,41 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	if err != nil {
 		return fmt.Errorf("--smtp-url: %w", err)
 	}
-	sf.create = true // a first ams serve makes the store
-	store, err := openStore(ctx, sf)
+	if cfg.baseURL != "" {
+		if err := checkHTTPURL("--base-url", cfg.baseURL); err != nil {
+			return err
+		}
+	}
+	engine := builtin.New()
+	llm, err := llmEngine(cfg, logger)
 	if err != nil {
 		return err
 	}
+	// Everything that can fail without the store is checked, and the
+	// address taken, before the store is opened: a serve that cannot
+	// start leaves no new store behind (and removes one it made, below).
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", cfg.addr, err)
+	}
+	started := false
+	defer func() {
+		if !started {
+			ln.Close()
+		}
+	}()
+	undo := newStoreUndo(sf)
+	sf.create = true // a first ams serve makes the store
+	store, err := openStore(ctx, sf)
+	if err != nil {
+		undo.run()
+		return err
+	}
+	defer func() {
+		if !started {
+			undo.run() // after store.Close, deferred below
+		}
+	}()
 	defer store.Close()
 	limiter, throttle, err := limiters(ctx, store, cfg.redisURL, logger)
 	if err != nil {
@@ -222,15 +259,6 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	}
 	guard := &ssrf.Guard{AllowPrivate: cfg.dev}
 
-	engine := builtin.New()
-	llm, err := llmEngine(cfg, logger)
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", cfg.addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	base := cfg.baseURL
 	if base == "" {
 		base = "http://" + ln.Addr().String()
@@ -239,7 +267,6 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	// The OAuth server signs tokens with a key every process shares (see oauthKey).
 	tokenKey, err := oauthKey(sf)
 	if err != nil {
-		ln.Close()
 		return fmt.Errorf("oauth key: %w", err)
 	}
 	// The server is built as the tests build it (package app).
@@ -278,17 +305,19 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		MaxConcurrentTurns:  cfg.maxTurns,
 	})
 	if err != nil {
-		ln.Close()
 		return err
 	}
 	if cfg.dev {
-		if err := devBootstrap(ctx, store, base, stdout); err != nil {
-			ln.Close()
+		if err := devBootstrap(ctx, store, tokenKey, base, stdout); err != nil {
 			return fmt.Errorf("dev bootstrap: %w", err)
 		}
 	}
+	// Event streams (GET /v1/events/stream) last until their client
+	// leaves: they end when the shutdown begins, their clients resuming
+	// elsewhere, so that it does not wait for them.
+	shuttingDown := make(chan struct{})
 	srv := &http.Server{
-		Handler:           a.Handler(),
+		Handler:           amshttp.EndStreamsOnShutdown(a.Handler(), shuttingDown),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		WriteTimeout:      120 * time.Second,
@@ -297,6 +326,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	srv.RegisterOnShutdown(func() { close(shuttingDown) })
 	// Background work: webhook deliveries, queued e-mails, reminders,
 	// CalDAV sync, usage, retention. It stops when ctx is done; deliveries
 	// in flight finish and are recorded.
@@ -307,6 +337,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 
 	logger.Info("ams listening", "addr", ln.Addr().String(), "base_url", base, "data_dir", sf.dataDir, "dev", cfg.dev, "trusted_proxies", proxies.String(), "client_address_header", addrHeader, "cors_allowed_origins", strings.Join(corsOrigins, ","), "version", ams.Version)
 	errc := make(chan error, 1)
+	started = true
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:

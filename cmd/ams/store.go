@@ -135,3 +135,51 @@ func warnWideDataDir(w io.Writer, dir string) {
 	fmt.Fprintf(w, "ams: warning: the data directory %s has mode %v: other users can list its files "+
 		"(the files themselves are readable by their owner only); make it private with: chmod 700 %s\n", dir, st.Mode().Perm(), dir)
 }
+
+// storeUndo removes what a failed ams serve made of a new SQLite store:
+// the data directory if it did not exist, else the files it did not hold.
+// A store that existed, or one on PostgreSQL, is left as it is.
+type storeUndo struct {
+	dir     string
+	active  bool // a new SQLite store: something to undo
+	existed bool // the directory existed
+	before  map[string]bool
+}
+
+func newStoreUndo(sf *storeFlags) *storeUndo {
+	u := &storeUndo{dir: sf.dataDir}
+	if sf.databaseURL != "" {
+		return u
+	}
+	entries, err := os.ReadDir(sf.dataDir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		u.active = true
+		return u
+	case err != nil:
+		return u // not a directory we can read: openStore says why
+	}
+	u.existed, u.before = true, map[string]bool{}
+	for _, e := range entries {
+		u.before[e.Name()] = true
+	}
+	u.active = !u.before["ams.db"]
+	return u
+}
+
+// run removes what was made since newStoreUndo; the store must be closed.
+func (u *storeUndo) run() {
+	if !u.active {
+		return
+	}
+	if !u.existed {
+		os.RemoveAll(u.dir)
+		return
+	}
+	entries, _ := os.ReadDir(u.dir)
+	for _, e := range entries {
+		if !u.before[e.Name()] {
+			os.RemoveAll(filepath.Join(u.dir, e.Name()))
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // site starts a web server of its own origin (another port of
@@ -130,13 +132,7 @@ func TestCORSFromAnotherOrigin(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	deadline := time.Now().Add(time.Minute)
-	for preflight() != http.StatusNoContent {
-		if time.Now().After(deadline) {
-			t.Fatalf("the public client's origin %s is not allowed preflights", spa.URL)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	wait.Eventually(t, "the public client's origin "+spa.URL+" to be allowed preflights", func() bool { return preflight() == http.StatusNoContent })
 	public := callFromPage(t, p, spa.URL, 0)
 	if !strings.HasPrefix(public.Error, "TypeError") || public.Name != "" {
 		t.Fatalf("from the public client's origin %s with an API key: %+v", spa.URL, public)

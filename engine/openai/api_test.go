@@ -10,7 +10,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/engine/openai"
 	"github.com/amsdev/ams/engine/openai/openaitest"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 )
 
 // apiFixture is the in-process API server with the engine of a fake

@@ -15,7 +15,7 @@ import (
 // code may connect out on its own: package ssrf itself, and code that
 // does not run in the service (the Go SDK for ams's users, benchmarks,
 // end-to-end tests, test fixtures).
-var outboundExempt = []string{"ssrf", "client", "bench", "e2e", "sdk", "internal/amstest", "internal/smtptest", "internal/testing"}
+var outboundExempt = []string{"ssrf", "client", "bench", "e2e", "sdk", "internal/testing"}
 
 // outboundNames are, by import path, the functions and variables that
 // make a connection or hold a client of their own; outboundTypes the

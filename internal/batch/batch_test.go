@@ -3,7 +3,8 @@ package batch
 import (
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // TestBatches: calls made while a batch runs are answered by the next
@@ -39,9 +40,7 @@ func TestBatches(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); got[i] = b.Do(i) }()
 	}
-	for b.Queued() != 25 {
-		time.Sleep(time.Millisecond)
-	}
+	wait.Eventually(t, "25 calls to be queued", func() bool { return b.Queued() == 25 })
 	close(release)
 	wg.Wait()
 	for i, v := range got {

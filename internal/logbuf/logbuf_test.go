@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // syncBuffer is a bytes.Buffer safe for the flusher goroutine and the test.
@@ -44,13 +46,7 @@ func TestFlushesOnInterval(t *testing.T) {
 	w := New(out, 4096, 5*time.Millisecond)
 	defer w.Close()
 	w.Write([]byte("tick\n"))
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(out.String(), "tick") {
-		if time.Now().After(deadline) {
-			t.Fatal("not flushed by the interval")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	wait.Eventually(t, "the flush of the interval", func() bool { return strings.Contains(out.String(), "tick") })
 }
 
 func TestConcurrentLinesStayWhole(t *testing.T) {

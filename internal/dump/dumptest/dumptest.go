@@ -19,6 +19,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/dump"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // T0 is the fixture's clock.
@@ -367,12 +368,12 @@ func Compare(t *testing.T, want, got ams.Store, f *Fixture) {
 	// server): lists of events are compared until they agree.
 	sameEventually := func(what string, read func(s ams.Store) (any, error)) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if wait.Until(func() bool {
 			w, err1 := read(want)
 			g, err2 := read(got)
-			if err1 == nil && err2 == nil && reflect.DeepEqual(w, g) {
-				return
-			}
+			return err1 == nil && err2 == nil && reflect.DeepEqual(w, g)
+		}) {
+			return
 		}
 		same(what, read)
 	}
@@ -555,10 +556,13 @@ func CheckMoved(t *testing.T, s ams.Store, f *Fixture) {
 	}
 	// Listed once no older transaction of the server runs.
 	evs, err := s.ListEvents(ctx, ann.ID, ams.EventFilter{}, ams.ListParams{Limit: 1})
-	for deadline := time.Now().Add(10 * time.Second); err == nil && (len(evs.Data) != 1 || evs.Data[0].ID != ev.ID) && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-		evs, err = s.ListEvents(ctx, ann.ID, ams.EventFilter{}, ams.ListParams{Limit: 1})
-	}
+	wait.Until(func() bool {
+		if err == nil && (len(evs.Data) != 1 || evs.Data[0].ID != ev.ID) {
+			evs, err = s.ListEvents(ctx, ann.ID, ams.EventFilter{}, ams.ListParams{Limit: 1})
+			return false
+		}
+		return true
+	})
 	if err != nil || len(evs.Data) != 1 || evs.Data[0].ID != ev.ID {
 		t.Fatalf("newest event after a new one: %s %v", show(evs), err)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/caldav"
-	"github.com/amsdev/ams/internal/amstest"
 	"github.com/amsdev/ams/internal/race"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/internal/testing/hostile"
 	"github.com/amsdev/ams/ssrf"
 )

@@ -2,10 +2,10 @@ package hostile_test
 
 import (
 	"testing"
-	"time"
 
-	"github.com/amsdev/ams/internal/amstest"
-	"github.com/amsdev/ams/internal/pgtest"
+	"github.com/amsdev/ams/internal/testing/amstest"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // onEngines runs fn on a server of each storage engine: SQLite, and
@@ -13,18 +13,11 @@ import (
 // otherwise). Where a failure is recorded is the store's.
 func onEngines(t *testing.T, fn func(t *testing.T, opts ...amstest.Option)) {
 	t.Run("sqlite", func(t *testing.T) { fn(t) })
-	t.Run("postgres", func(t *testing.T) { fn(t, amstest.OnStore(pgtest.New(t))) })
+	t.Run("postgres", func(t *testing.T) { fn(t, amstest.OnStore(pgtest.Open(t))) })
 }
 
-// waitFor polls the store through cond until it holds, or fails the test
-// after a minute.
+// waitFor polls the store through cond until it holds (wait.Eventually).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.Eventually(t, what, cond)
 }

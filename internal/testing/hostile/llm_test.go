@@ -10,7 +10,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/engine/openai"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 	"github.com/amsdev/ams/internal/testing/hostile"
 )
 

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,8 +13,8 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/dump"
 	"github.com/amsdev/ams/internal/testing/hostile"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
 	"github.com/amsdev/ams/mail"
-	"github.com/amsdev/ams/sqlite"
 )
 
 // smtpSession plays an SMTP server that behaves until step ("greeting",
@@ -121,11 +120,7 @@ func TestSMTPServer(t *testing.T) {
 			budget: 4 << 20, want: "short response"},
 	}
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "ams.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := sqlitetest.Open(t)
 	// The cases share the store and the time: the e-mails of the cases
 	// before are not due again (their retries come a minute later).
 	now := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)

@@ -869,6 +869,66 @@ class Client:
         """``GET /v1/events/{id}``: one event of the last 30 days."""
         return self._one(Event, "GET", "/events/" + seg(event_id))
 
+    def trigger_event(self, type: str, *, idempotency_key: Optional[str] = None) -> Event:
+        """``POST /v1/events/trigger``: record a test event of ``type``
+        (such as ``"task.created"``), listed, streamed and delivered to the
+        webhooks that subscribe to its type like any event of that type,
+        with ``data`` ``{"test": True}``; returns the event. Permission
+        ``write``."""
+        return self._one(Event, "POST", "/events/trigger", body={"type": type}, idempotency_key=idempotency_key)
+
+    def follow_events(self, *, type: Optional[str] = None, last_event_id: Optional[str] = None) -> Iterator[Event]:
+        """``GET /v1/events/stream``: yield the account's events live, in
+        the catch-up order of ``list_events(order="asc", after=...)``, after
+        ``last_event_id`` (without it: the events that come after the
+        newest one listed when the stream opens), of one ``type`` if
+        given. The iteration does not end by itself: leave the loop to
+        stop. A dropped connection (or one silent for the client's
+        ``timeout``; the server sends a keep-alive every 15 s) is resumed
+        after the last event yielded (``Last-Event-ID``), so that no event
+        is skipped or repeated; after ``max_retries`` failed resumptions in
+        a row it raises ``APIConnectionError``. Errors when opening the
+        stream (a bad key, a cursor that is no event) are raised as for any
+        request."""
+        t = self._t
+        last = last_event_id or ""
+        failures = 0
+        what = "GET /v1/events/stream"
+        while True:
+            resp: Any = None
+            cause: Any = None
+            try:
+                url = t.url("/events/stream", {"type": type} if type else None)
+                h = t.headers(accept="text/event-stream")
+                if last:
+                    h["Last-Event-ID"] = last
+                resp = t.open("GET", url, h, None)
+                if "text/event-stream" not in dict(resp.headers.items()).get("Content-Type", ""):
+                    raise APIConnectionError("%s: the answer is not an event stream" % what)
+                for eid, _name, data in _read_sse(resp):
+                    if not eid:
+                        continue  # not an event of the account (a later version's)
+                    ev = Event.from_dict(json.loads(data))
+                    last = eid
+                    failures = 0
+                    yield ev
+            except AmsError:
+                raise
+            except (OSError, ValueError, http.client.HTTPException) as e:
+                cause = e
+            finally:
+                if resp is not None:
+                    resp.close()
+            if failures >= t.max_retries:
+                msg = "%s: the stream ended and could not be resumed" % what
+                if last:
+                    msg += " after %s" % last
+                if cause is not None:
+                    msg += ": %s" % cause
+                raise APIConnectionError(msg)
+            t.sleep(backoff(failures))
+            failures += 1
+
     # -- webhooks -----------------------------------------------------------
 
     def create_webhook(

@@ -58,6 +58,8 @@ OPERATIONS = {
     "createCalendarFeed": "create_calendar_feed",
     "listEvents": "list_events",
     "getEvent": "get_event",
+    "streamEvents": "follow_events",
+    "triggerEvent": "trigger_event",
     "createWebhook": "create_webhook",
     "listWebhooks": "list_webhooks",
     "getWebhook": "get_webhook",

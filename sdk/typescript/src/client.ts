@@ -4,7 +4,9 @@
 import { Transport, timeString, type ClientOptions, type RequestOptions } from "./core.js";
 import { PagePromise, type PageFetcher } from "./pagination.js";
 import { MessageStream, type StreamResumer } from "./streaming.js";
+import { EventStream, type EventStreamOpener } from "./events-stream.js";
 import type {
+  EventType,
   Account,
   Action,
   APIKey,
@@ -382,6 +384,32 @@ export class Events extends Resource {
   /** One event of the last 30 days (404 NotFoundError for an unknown id or another account's). */
   async get(id: string, options?: RequestOptions): Promise<Event> {
     return this.doGet(`/events/${seg(id)}`, undefined, options);
+  }
+  /**
+   * Records a test event of `type` (POST /v1/events/trigger; permission
+   * write): listed, streamed and delivered to the webhooks that subscribe
+   * to its type like any event of that type, with data `{ test: true }`.
+   */
+  async trigger(type: EventType, options?: RequestOptions): Promise<Event> {
+    return this.doPost("/events/trigger", { type }, options);
+  }
+  /**
+   * The account's events live (GET /v1/events/stream), in the catch-up
+   * order of `list({ order: "asc", after })`: after `lastEventId`, or
+   * without it the events that come after the newest one listed when the
+   * stream opens; of one `type` if given. A dropped connection resumes
+   * after the last event yielded; see EventStream.
+   */
+  stream(params?: { type?: EventType; lastEventId?: string }, options?: RequestOptions): EventStream {
+    const t = this.t;
+    const open: EventStreamOpener = async (lastEventId) => {
+      const headers: Record<string, string> = { ...(options?.headers ?? {}) };
+      if (lastEventId !== undefined) headers["Last-Event-ID"] = lastEventId;
+      const query = params?.type !== undefined ? { type: params.type } : undefined;
+      const r = await t.send({ method: "GET", path: "/events/stream", query, options: { ...options, headers }, stream: true });
+      return { response: r.response, controller: r.controller };
+    };
+    return new EventStream(open, options?.maxRetries ?? t.maxRetries, params?.lastEventId, options?.signal);
   }
 }
 

@@ -455,6 +455,8 @@ const OPERATIONS: Record<string, (c: Client) => unknown> = {
   createCalendarFeed: (c) => c.calendar.createFeed,
   listEvents: (c) => c.events.list,
   getEvent: (c) => c.events.get,
+  streamEvents: (c) => c.events.stream,
+  triggerEvent: (c) => c.events.trigger,
   createWebhook: (c) => c.webhooks.create,
   listWebhooks: (c) => c.webhooks.list,
   getWebhook: (c) => c.webhooks.get,

@@ -54,9 +54,9 @@ func FreshSchema(t testing.TB, url string) string {
 	return name
 }
 
-// Open returns a store in schema (created if missing), closed when the
-// test ends; several stores on one schema act as several processes.
-func Open(t testing.TB, url, schema string, opts ...postgres.Option) *postgres.DB {
+// OpenSchema returns a store in schema (created if missing), closed when
+// the test ends; several stores on one schema act as several processes.
+func OpenSchema(t testing.TB, url, schema string, opts ...postgres.Option) *postgres.DB {
 	t.Helper()
 	db, err := postgres.Open(context.Background(), url, append([]postgres.Option{postgres.WithSecretKey(Key), postgres.WithSchema(schema)}, opts...)...)
 	if err != nil {
@@ -66,9 +66,10 @@ func Open(t testing.TB, url, schema string, opts ...postgres.Option) *postgres.D
 	return db
 }
 
-// New returns an empty store in a fresh schema, or skips the test.
-func New(t testing.TB) *postgres.DB {
+// Open returns an empty store in a fresh schema, or skips the test: the
+// PostgreSQL twin of sqlitetest.Open.
+func Open(t testing.TB, opts ...postgres.Option) *postgres.DB {
 	t.Helper()
 	url := URL(t)
-	return Open(t, url, FreshSchema(t, url))
+	return OpenSchema(t, url, FreshSchema(t, url), opts...)
 }

@@ -14,9 +14,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,6 +23,8 @@ import (
 	"github.com/amsdev/ams/clientaddr"
 	"github.com/amsdev/ams/engine/builtin"
 	amshttp "github.com/amsdev/ams/http"
+	"github.com/amsdev/ams/internal/testing/sqlitetest"
+	"github.com/amsdev/ams/internal/testing/testclock"
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/pages"
 	"github.com/amsdev/ams/password"
@@ -36,24 +36,9 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
-// Clock is a clock that tests move by hand. It is safe for concurrent use.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-// Add moves the clock forward by d.
-func (c *Clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
-// Start is the time every fixture's clock starts at: 10:00:00 UTC.
-var Start = time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+// Start is the time every fixture's clock starts at: 10:00:00 UTC
+// (testclock.Start).
+var Start = testclock.Start
 
 // Fixture is a running server with one account ("ann@example.com",
 // standard plan), an API key of it with read, write, messages and
@@ -77,7 +62,7 @@ type Fixture struct {
 	// Data is the store the server runs on, unwatched: Store, or the one
 	// given with OnStore (Store is then nil).
 	Data      ams.Store
-	Clock     *Clock
+	Clock     *testclock.Clock
 	User      *ams.User
 	Key       string
 	Assistant *ams.Assistant
@@ -136,7 +121,7 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // OnStore builds the fixture on s (e.g. a PostgreSQL store of
-// internal/pgtest) instead of a new SQLite database; Fixture.Store is then
+// internal/testing/pgtest) instead of a new SQLite database; Fixture.Store is then
 // nil and Fixture.Data is s. WithStore does not apply.
 func OnStore(s ams.Store) Option {
 	return func(o *options) { o.on = s }
@@ -176,15 +161,10 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	var db *sqlite.DB
 	var store, data ams.Store = o.on, o.on
 	if o.on == nil {
-		var err error
-		db, err = sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "ams.db"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { db.Close() })
+		db = sqlitetest.Open(t)
 		store, data = o.wrap(db), db
 	}
-	clock := &Clock{t: Start}
+	clock := testclock.New(Start)
 	logger := o.logger
 	if logger == nil {
 		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -222,6 +202,7 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	// Passwords set through the pages are hashed at bcrypt's lowest cost
 	// (HashPassword), the one difference from ams serve's wiring.
 	a.Accounts.Hash = HashPassword
+	signalsOn(a)
 	srv.Config.Handler = a.Handler()
 	srv.Start()
 	t.Cleanup(srv.Close)
@@ -231,6 +212,15 @@ func New(t testing.TB, opts ...Option) *Fixture {
 	f.Key = f.NewKey(f.User, "read,write,messages,integrations")
 	f.Assistant = f.NewAssistant(f.User, "Ann's assistant")
 	return f
+}
+
+// signalsOn turns on the signals of a's services and workers (package
+// testsignal), before anything runs: tests wait on them (a turn ended, a
+// reminder pass) instead of sleeping.
+func signalsOn(a *app.App) {
+	a.Messages.Signals.TurnEnded.Init()
+	a.Messages.Signals.FollowerLeft.Init()
+	a.Reminders.Signals.Pass.Init()
 }
 
 // HashPassword is the fixture's password hash: bcrypt at its lowest
@@ -364,6 +354,7 @@ func (f *Fixture) Peer(store ams.Store) *Fixture {
 		f.T.Fatal(err)
 	}
 	a.Accounts.Hash = HashPassword
+	signalsOn(a)
 	srv.Config.Handler = a.Handler()
 	srv.Start()
 	f.T.Cleanup(srv.Close)

@@ -1,0 +1,94 @@
+// The account's event stream (events.stream) and test events
+// (events.trigger) against a real `ams serve`, resumed through a proxy
+// that cuts the connection.
+
+import assert from "node:assert/strict";
+import { createConnection, createServer, type Server, type Socket } from "node:net";
+import { after, before, describe, test } from "node:test";
+import { Client, InvalidRequestError, type Event } from "@ams/sdk";
+import { startServe, type AmsServer } from "./helpers.js";
+
+let srv: AmsServer;
+let client: Client;
+
+before(async () => {
+  srv = await startServe();
+  client = new Client({ apiKey: srv.apiKey, baseURL: srv.baseURL });
+});
+after(async () => {
+  await srv?.stop();
+});
+
+/** Forwards TCP connections to the server until cut() closes every one open. */
+class CutProxy {
+  sockets: Socket[] = [];
+  accepted = 0;
+  private constructor(readonly server: Server, readonly url: string) {}
+
+  static async start(target: string): Promise<CutProxy> {
+    const u = new URL(target);
+    const server = createServer();
+    const url = await new Promise<string>((resolve) =>
+      server.listen(0, "127.0.0.1", () => resolve(`http://127.0.0.1:${(server.address() as { port: number }).port}`)),
+    );
+    const p = new CutProxy(server, url);
+    server.on("connection", (c) => {
+      p.accepted++;
+      const up = createConnection({ host: u.hostname, port: Number(u.port) });
+      c.pipe(up);
+      up.pipe(c);
+      c.on("error", () => up.destroy());
+      up.on("error", () => c.destroy());
+      p.sockets.push(c, up);
+    });
+    return p;
+  }
+
+  cut(): void {
+    for (const s of this.sockets) s.destroy();
+    this.sockets = [];
+  }
+
+  async close(): Promise<void> {
+    this.cut();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+}
+
+describe("events stream", () => {
+  test("trigger, then stream resumed after a cut: every event once, in order", async () => {
+    const e0 = await client.events.trigger("task.created");
+    assert.equal(e0.type, "task.created");
+    assert.deepEqual(e0.data, { test: true });
+    const e1 = await client.events.trigger("task.updated");
+    const e2 = await client.events.trigger("message.created");
+    const proxy = await CutProxy.start(srv.baseURL);
+    try {
+      const pc = new Client({ apiKey: srv.apiKey, baseURL: proxy.url });
+      const stream = pc.events.stream({ lastEventId: e0.id });
+      const it = stream[Symbol.asyncIterator]();
+      const next = async (): Promise<Event> => {
+        const r = await it.next();
+        assert.ok(!r.done);
+        return r.value;
+      };
+      assert.equal((await next()).id, e1.id);
+      proxy.cut();
+      const e3 = await client.events.trigger("task.deleted");
+      const got = [await next(), await next()];
+      assert.deepEqual(got.map((e) => e.id), [e2.id, e3.id]);
+      assert.equal(got[1]!.type, "task.deleted");
+      assert.equal(stream.lastEventId, e3.id);
+      assert.ok(proxy.accepted >= 2, "the stream was not resumed on a new connection");
+      await it.return?.(undefined);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test("errors", async () => {
+    const it = client.events.stream({ lastEventId: "evt_nosuchevent" })[Symbol.asyncIterator]();
+    await assert.rejects(it.next(), (e: unknown) => e instanceof InvalidRequestError && e.param === "Last-Event-ID");
+    await assert.rejects(client.events.trigger("nope" as "task.created"), (e: unknown) => e instanceof InvalidRequestError && e.param === "type");
+  });
+});
