@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/amsdev/ams/client"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 )
 
 // eventsCutTransport cuts the body of the first GET /v1/events/stream

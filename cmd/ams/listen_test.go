@@ -15,7 +15,7 @@ import (
 
 	"github.com/amsdev/ams/client"
 	"github.com/amsdev/ams/client/webhook"
-	"github.com/amsdev/ams/internal/amstest"
+	"github.com/amsdev/ams/internal/testing/amstest"
 )
 
 // cutProxy forwards TCP connections to target until cut closes every

@@ -170,13 +170,15 @@ func newWebhooksCmd(sf *storeFlags) *cobra.Command {
 
 	var rEmail string
 	var since, until time.Duration
+	var includeEarlier bool
 	recoverCmd := &cobra.Command{
 		Use:   "recover WEBHOOK_ID --email E --since 24h [--until 1h]",
 		Short: "Queue again the events a webhook missed (not received successfully), oldest first",
 		Long: `Queue again, for the webhook, every kept event of a type it subscribes to
 that it has not received successfully and that is not already pending for
 it, created from --since ago until --until ago (default: now), oldest
-first; as POST /v1/webhooks/{id}/recover does. The webhook must be on:
+first; as POST /v1/webhooks/{id}/recover does. Events from before the
+webhook was created are left out unless --include-earlier. The webhook must be on:
 turn it on in the account pages or with PATCH /v1/webhooks/{id}.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -199,7 +201,7 @@ turn it on in the account pages or with PATCH /v1/webhooks/{id}.`,
 					t := now.Add(-until)
 					to = &t
 				}
-				rec, err := (&webhook.Service{Store: ams.Narrow[webhook.Tx](store)}).Recover(ctx, u.ID, args[0], &from, to)
+				rec, err := (&webhook.Service{Store: ams.Narrow[webhook.Tx](store)}).Recover(ctx, u.ID, args[0], &from, to, includeEarlier)
 				if err != nil {
 					return err
 				}
@@ -212,6 +214,7 @@ turn it on in the account pages or with PATCH /v1/webhooks/{id}.`,
 	recoverCmd.Flags().StringVar(&rEmail, "email", "", "the account's e-mail address (required)")
 	recoverCmd.Flags().DurationVar(&since, "since", 0, "recover the events created since this long ago, such as 24h (required; events are kept 30 days)")
 	recoverCmd.Flags().DurationVar(&until, "until", 0, "up to this long ago (default 0: now)")
+	recoverCmd.Flags().BoolVar(&includeEarlier, "include-earlier", false, "also queue the events from before the webhook was created")
 	recoverCmd.MarkFlagRequired("email")
 	recoverCmd.MarkFlagRequired("since")
 

@@ -507,6 +507,12 @@ const EVENT_TYPES: Record<EventType, true> = {
   "oauth_client.secret_rotated": true,
   "oauth_client.deleted": true,
   "account.updated": true,
+  "assistant.created": true,
+  "assistant.updated": true,
+  "assistant.deleted": true,
+  "conversation.created": true,
+  "conversation.updated": true,
+  "conversation.deleted": true,
 };
 
 describe("coverage of the OpenAPI document", () => {
