@@ -196,6 +196,7 @@ func checkTrace(t *testing.T, flush func() []span) {
 	}
 
 	spans := flush()
+	t.Logf("%d spans received", len(spans))
 	byID := map[string]span{}
 	for _, s := range spans {
 		byID[s.SpanID] = s
