@@ -131,7 +131,7 @@ func TestMoveSQLiteToPostgres(t *testing.T) {
 	src := t.TempDir()
 	s := startServe(t, src, retry...)
 	asst := s.field(t, `assistant\s+(ast_\w+)`)
-	// A key of its own: each --dev start replaces the dev key.
+	// A key of its own, which the move carries to the other store.
 	key := strings.TrimSpace(run(t, src, "", "keys", "create", "--email", "dev@example.com", "--name", "move", "--permissions", "read,write,messages"))
 	st, wh := request(t, "POST", s.base+"/v1/webhooks", key, `{"url":"`+hook.URL+`","events":["message.created"],"secret":"`+exSecret+`"}`)
 	if st != 201 {
