@@ -230,7 +230,16 @@ func (w *Worker) RunOnce(ctx context.Context) (int, error) {
 		busy := w.total
 		w.mu.Unlock()
 		if busy == 0 {
-			return total, nil
+			// The deliveries in flight at that claim may have ended since
+			// (a job whose lease ran out meanwhile is due again): with
+			// nothing in flight now, one more claim sees their ends.
+			n, _, err := w.fill(ctx)
+			total += n
+			if err != nil || n == 0 {
+				w.wg.Wait()
+				return total, err
+			}
+			continue
 		}
 		w.wg.Wait()
 	}
