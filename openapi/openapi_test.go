@@ -571,7 +571,7 @@ func TestRecordsMatchSchemas(t *testing.T) {
 	data := map[string]any{
 		"message.created": msgData, "message.updated": msgData,
 		"message.deleted": jsonValue(t, ams.MessageDeletedEvent(msg, at)).(map[string]any)["data"],
-		"task.created": task, "task.completed": task, "task.updated": task, "task.reminder": task, "task.deleted": task,
+		"task.created":    task, "task.completed": task, "task.updated": task, "task.reminder": task, "task.deleted": task,
 		"event.created": cev, "event.updated": cev, "event.reminder": cev, "event.deleted": cev, "event.restored": cev,
 		"integration.connected": integData, "integration.disconnected": integData, "integration.error": errData,
 		"webhook.ping":    map[string]any{"webhook_id": ams.NewID(ams.PrefixWebhook)},

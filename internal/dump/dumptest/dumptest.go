@@ -406,7 +406,9 @@ func Compare(t *testing.T, want, got ams.Store, f *Fixture) {
 	}
 	for _, w := range f.Webhooks {
 		same("webhook "+w.ID, func(s ams.Store) (any, error) { return s.FindWebhook(ctx, w.UserID, w.ID) })
-		same("deliveries of "+w.ID, func(s ams.Store) (any, error) { return s.ListDeliveries(ctx, w.UserID, w.ID, ams.DeliveryFilter{}, all) })
+		same("deliveries of "+w.ID, func(s ams.Store) (any, error) {
+			return s.ListDeliveries(ctx, w.UserID, w.ID, ams.DeliveryFilter{}, all)
+		})
 		fw, err := got.FindWebhook(ctx, w.UserID, w.ID)
 		if err != nil || fw.Secret != w.Secret || fw.PreviousSecret != w.PreviousSecret || fw.Active != w.Active || fw.Status != w.Status ||
 			(w.PreviousSecretExpiresAt != nil) != (fw.PreviousSecretExpiresAt != nil) {
