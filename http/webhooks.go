@@ -141,14 +141,12 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	}
 	f := ams.DeliveryFilter{EventID: eventID}
 	if q := r.URL.Query(); q.Has("success") {
-		switch q.Get("success") {
-		case "true":
-			f.Success = ptrTo(true)
-		case "false":
-			f.Success = ptrTo(false)
-		default:
+		v := q.Get("success")
+		if v != "true" && v != "false" {
 			return ams.ParamError("parameter_invalid", "success", "'success' must be true or false.")
 		}
+		ok := v == "true"
+		f.Success = &ok
 	}
 	page, err := s.Store.ListDeliveries(r.Context(), userID, id, f, listOf(r))
 	if err != nil {
@@ -156,9 +154,6 @@ func (s *Server) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeList(w, page, func(d *ams.Delivery) string { return d.ID })
 }
-
-// ptrTo returns a pointer to v.
-func ptrTo[T any](v T) *T { return &v }
 
 // redelivery is the answer of POST .../deliveries/{id}/redeliver.
 type redelivery struct {
