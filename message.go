@@ -82,6 +82,22 @@ const MaxMessageLength = 32 * 1024
 type Reply struct {
 	Content string
 	Actions []*Action
+	// Usage is the tokens the engine's model calls took (the built-in
+	// engine counts words).
+	Usage Usage
+	// StopReason is why the engine stopped: StopEndTurn,
+	// StopMaxOutputTokens, or StopRequiresAction with RequiredAction set
+	// ("" is read as StopEndTurn).
+	StopReason string
+	// RequiredAction, when set, stops the turn at requires_action: the
+	// calls of client tools to be answered with outputs, or of tools
+	// that need approval before they run (its ExpiresAt is set by the
+	// turn, not the engine). Content is then empty.
+	RequiredAction *RequiredAction
+	// Calls are all the turn's tool calls with their outcomes, those of
+	// EngineRequest.Calls first, then the ones made in this reply; the
+	// turn stores them so that a resumed engine goes on from there.
+	Calls []*ToolCallRecord
 }
 
 // EngineRequest is one turn for an engine to answer.
@@ -100,6 +116,26 @@ type EngineRequest struct {
 	// pieces put together are Reply.Content. An error from it (the client
 	// went away) ends the turn with that error.
 	Stream func(delta string) error
+	// Options are the request's per-turn options (instructions, client
+	// tools, tool_choice, max_output_tokens, response_format); nil when
+	// there are none. An engine that cannot honour one is refused before
+	// the turn is stored (see EngineChecker).
+	Options *TurnOptions
+	// Calls are the turn's earlier tool calls with their outcomes (client
+	// outputs, approved calls' results, rejections): an engine resumed
+	// after requires_action goes on from them instead of calling again.
+	Calls []*ToolCallRecord
+	// NeedsApproval reports whether a call of tool name must be approved
+	// before it runs; nil means none does. The engine stops with a
+	// RequiredAction of type approve_tool_calls instead of running it.
+	NeedsApproval func(name string) bool
+}
+
+// EngineChecker is implemented by an engine that can refuse per-request
+// options it cannot honour: CheckOptions returns a 400
+// (unsupported_parameter) naming the parameter.
+type EngineChecker interface {
+	CheckOptions(o *TurnOptions) error
 }
 
 // Engine produces an assistant's reply. The built-in engine needs no

@@ -11,12 +11,129 @@ import (
 // (failed), or someone cancels it (cancelled). A failed or interrupted
 // turn may be resumed by a retry with the same Idempotency-Key, which
 // makes it running again.
+//
+// A turn is queued while an earlier unfinished turn of its conversation
+// holds it back (multitask_strategy "enqueue"), and requires_action
+// while it waits for client tool outputs or approvals (RequiredAction).
 const (
-	TurnRunning   = "running"
-	TurnCompleted = "completed"
-	TurnFailed    = "failed"
-	TurnCancelled = "cancelled"
+	TurnQueued         = "queued"
+	TurnRunning        = "running"
+	TurnRequiresAction = "requires_action"
+	TurnCompleted      = "completed"
+	TurnFailed         = "failed"
+	TurnCancelled      = "cancelled"
 )
+
+// Multitask strategies: what a send does when its conversation already
+// has an unfinished turn (DESIGN.md, "Turns an integrator builds on").
+const (
+	MultitaskEnqueue   = "enqueue"
+	MultitaskReject    = "reject"
+	MultitaskInterrupt = "interrupt"
+)
+
+// Stop reasons of a turn (Turn.StopReason).
+const (
+	StopEndTurn         = "end_turn"
+	StopMaxOutputTokens = "max_output_tokens"
+	StopRequiresAction  = "requires_action"
+	StopCancelled       = "cancelled"
+	StopInterrupted     = "interrupted"
+	StopError           = "error"
+)
+
+// Required action types (RequiredAction.Type).
+const (
+	RequiredSubmitToolOutputs = "submit_tool_outputs"
+	RequiredApproveToolCalls  = "approve_tool_calls"
+)
+
+// RequiredAction is what a turn in status requires_action waits for: the
+// outputs of client tool calls, or approval of tool calls.
+type RequiredAction struct {
+	Type      string             `json:"type"`
+	ToolCalls []*ToolCallRequest `json:"tool_calls"`
+	ExpiresAt time.Time          `json:"expires_at"`
+}
+
+// ToolCallRequest is one tool call an engine asks for: its id (call_…),
+// the tool's name, and its arguments (a JSON object).
+type ToolCallRequest struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolCallRecord is one tool call of a turn with its outcome, in the
+// order the engine made them: what a resumed engine is given
+// (EngineRequest.Calls) to go on from. Output is the text the model is
+// told (a tool's result as JSON, a client's output, or why a call was
+// rejected); Rejected marks a call the user did not approve.
+type ToolCallRecord struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Output    string          `json:"output"`
+	Rejected  bool            `json:"rejected,omitempty"`
+	// ActionID is the action that recorded the call ("" for a client
+	// tool's call).
+	ActionID string `json:"action_id,omitempty"`
+}
+
+// Usage is a turn's token count (summed over its engine calls).
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	TotalTokens  int64 `json:"total_tokens"`
+}
+
+// Add returns u plus v, with TotalTokens their sum of input and output.
+func (u Usage) Add(v Usage) Usage {
+	in, out := u.InputTokens+v.InputTokens, u.OutputTokens+v.OutputTokens
+	return Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
+}
+
+// TurnOptions are the per-request options of a turn (POST /v1/messages),
+// stored with it so that a queued, resumed or taken-over turn runs with
+// them.
+type TurnOptions struct {
+	Instructions    *string         `json:"instructions,omitempty"`
+	Tools           []*ClientTool   `json:"tools,omitempty"`
+	ToolChoice      *ToolChoice     `json:"tool_choice,omitempty"`
+	MaxOutputTokens int             `json:"max_output_tokens,omitempty"`
+	ResponseFormat  *ResponseFormat `json:"response_format,omitempty"`
+}
+
+// ClientTool is a function tool the client runs itself:
+// {"type": "function", "name", "description"?, "parameters"?}.
+type ClientTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// ToolChoice is "auto" (the default), "none", "required", or one named
+// function ({"type": "function", "name"}): Mode is one of the three words
+// or "function" with Name set.
+type ToolChoice struct {
+	Mode string
+	Name string
+}
+
+// ResponseFormat is {"type": "text"} or {"type": "json_schema",
+// "json_schema": {"name", "schema"}}.
+type ResponseFormat struct {
+	Type       string          `json:"type"`
+	JSONSchema *JSONSchemaSpec `json:"json_schema,omitempty"`
+}
+
+// JSONSchemaSpec names a JSON Schema a structured reply must follow.
+type JSONSchemaSpec struct {
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+	Strict *bool           `json:"strict,omitempty"`
+}
 
 // Turn is one POST /v1/messages: the inbound message, the tool calls the
 // engine made (actions carrying the turn's id), and the reply. The effects
@@ -50,15 +167,35 @@ type Turn struct {
 	Attempt int `json:"-"`
 	// Request is the API request that started or resumed the turn in this
 	// process (not stored): the events of the turn's changes name it.
-	Request     *EventRequest `json:"-"`
-	CreatedAt   time.Time     `json:"created_at"`
-	UpdatedAt   time.Time     `json:"updated_at"`
-	CompletedAt *time.Time    `json:"completed_at"` // when it ended (completed, failed or cancelled)
+	Request *EventRequest `json:"-"`
+	// Background is set for a turn started with background: true; it
+	// runs on the server and must end by Deadline.
+	Background        bool       `json:"background"`
+	Deadline          *time.Time `json:"-"`
+	MultitaskStrategy string     `json:"multitask_strategy"`
+	// Options are the request's per-turn options; QueuedMessage is the
+	// inbound message of a queued turn, stored into the conversation
+	// when the turn starts (both stored in the options column).
+	Options       *TurnOptions `json:"-"`
+	QueuedMessage *Message     `json:"-"`
+	// RequiredAction is what a turn in status requires_action waits for.
+	RequiredAction *RequiredAction `json:"required_action"`
+	// Calls are the turn's tool calls so far with their outcomes.
+	Calls      []*ToolCallRecord `json:"-"`
+	Usage      Usage             `json:"usage"`
+	StopReason string            `json:"stop_reason"` // "" until it ends
+	// ActionIDs are the actions the turn's tool calls recorded, in order.
+	ActionIDs   []string   `json:"action_ids"`
+	CreatedAt   time.Time  `json:"created_at"`
+	UpdatedAt   time.Time  `json:"updated_at"`
+	CompletedAt *time.Time `json:"completed_at"` // when it ended (completed, failed or cancelled)
 }
 
 // Finished reports whether the turn has ended for good (completed or
 // cancelled) or failed.
-func (t *Turn) Finished() bool { return t.Status != TurnRunning }
+func (t *Turn) Finished() bool {
+	return t.Status == TurnCompleted || t.Status == TurnFailed || t.Status == TurnCancelled
+}
 
 // TurnEvent is one event of a turn's stream, numbered from 1 in the order
 // it was produced. Data is the event's JSON.
@@ -133,4 +270,38 @@ func WithToolCall(ctx context.Context, c ToolCall) context.Context {
 func ToolCallFrom(ctx context.Context) ToolCall {
 	c, _ := ctx.Value(toolCallKey{}).(ToolCall)
 	return c
+}
+
+// MarshalJSON writes "auto", "none", "required", or {"type": "function",
+// "name"}.
+func (c ToolChoice) MarshalJSON() ([]byte, error) {
+	if c.Mode == "function" {
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		}{"function", c.Name})
+	}
+	if c.Mode == "" {
+		return json.Marshal("auto")
+	}
+	return json.Marshal(c.Mode)
+}
+
+// UnmarshalJSON reads what MarshalJSON writes; it does not check the
+// words (the service does, naming the parameter).
+func (c *ToolChoice) UnmarshalJSON(b []byte) error {
+	var mode string
+	if err := json.Unmarshal(b, &mode); err == nil {
+		*c = ToolChoice{Mode: mode}
+		return nil
+	}
+	var f struct {
+		Type string `json:"type"`
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return err
+	}
+	*c = ToolChoice{Mode: f.Type, Name: f.Name}
+	return nil
 }
