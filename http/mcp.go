@@ -27,6 +27,7 @@ import (
 	"strings"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/oauth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -348,9 +349,12 @@ func (s *Server) publicBase(r *http.Request) string {
 func (s *Server) protectedResource(resource string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		base := s.publicBase(r)
-		scopes := make([]string, len(ams.AllPermissions))
-		for i, p := range ams.AllPermissions {
-			scopes[i] = string(p)
+		scopes := oauth.MCPScopes // what the tools need
+		if resource != MCPPath {
+			scopes = make([]string, len(ams.AllPermissions))
+			for i, p := range ams.AllPermissions {
+				scopes[i] = string(p)
+			}
 		}
 		doc := map[string]any{
 			"resource":                 base + resource,

@@ -304,7 +304,8 @@ var Tables = []*Table{
 	)},
 	{Name: "oauth_clients", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
-		cols(Text, "id", "user_id", "name"),
+		// user_id is NULL for a client registered by RFC 7591 (0038).
+		cols(Text, "id"), []Column{nullCol("user_id", Text)}, cols(Text, "name"),
 		[]Column{col("redirect_uris", JSON), col("public", Bool), col("secret_hash", Text)},
 		cols(Int, "created_at", "updated_at"),
 	)},
