@@ -113,6 +113,9 @@ func (s *Server) postAuthorize(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.authorizeError(w, r, ar, err)
 	}
+	if ar.GetState() == "" {
+		resp.GetParameters().Del("state") // none was sent (PKCE, authorizeRequest)
+	}
 	s.provider.WriteAuthorizeResponse(ctx, w, ar, resp)
 	return nil
 }
@@ -136,7 +139,22 @@ func (s *Server) authorizeRequest(ctx context.Context, r *http.Request) (fosite.
 		// a default); the consent page still lets the user narrow it.
 		r.Form.Set("scope", strings.Join(MCPScopes, " "))
 	}
+	// With PKCE, state may be left out (OAuth 2.1: the code is bound to
+	// the client's verifier, which is what state protects; MCP clients
+	// such as the official TypeScript SDK send none). fosite requires
+	// one, so it is given a placeholder, taken away again at once: the
+	// answer carries no state the client did not send.
+	noState := r.Form.Get("state") == "" && r.Form.Get("code_challenge") != ""
+	if noState {
+		r.Form.Set("state", "pkce-without-state")
+	}
 	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
+	if noState {
+		r.Form.Del("state")
+		if a, ok := ar.(*fosite.AuthorizeRequest); ok {
+			a.State = ""
+		}
+	}
 	if err != nil {
 		return ar, err
 	}
