@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"slices"
 	"strings"
 	"testing"
@@ -286,5 +288,49 @@ func TestMCPRateLimitAndUsage(t *testing.T) {
 	}
 	if allowed != 4 || refused != 3 {
 		t.Fatalf("metered %d allowed, %d refused; want 4, 3", allowed, refused)
+	}
+}
+
+// BenchmarkMCPListTasks measures the MCP tool call list_tasks (POST /mcp,
+// tools/call, one JSON-RPC request as a stateless client sends it) beside
+// its REST twin GET /v1/tasks, in the same run, through the whole handler
+// stack without the network, on an account with 20 tasks: both answer
+// the same page. docs/benchmarks.md, "Issue 30: /mcp beside /v1", has the
+// figures.
+func BenchmarkMCPListTasks(b *testing.B) {
+	f, _, a, _ := benchFixture(b)
+	owner := a.UserID
+	key := f.NewKey(&ams.User{ID: owner}, "read")
+	for i := range 20 {
+		if _, err := f.API.World.CreateTask(context.Background(), owner, a.ID, json.RawMessage(`{"title":"Task `+strconv.Itoa(i)+`"}`), ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+	h := f.API.Handler()
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_tasks","arguments":{}}}`
+	for _, c := range []struct {
+		name string
+		req  func() *http.Request
+	}{
+		{"rest", func() *http.Request { return httptest.NewRequest("GET", "/v1/tasks", nil) }},
+		{"mcp", func() *http.Request {
+			r := httptest.NewRequest("POST", "/mcp", strings.NewReader(call))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			return r
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				req := c.req()
+				req.Header.Set("Authorization", "Bearer "+key)
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, req)
+				if w.Code != 200 || !strings.Contains(w.Body.String(), "Task 19") {
+					b.Fatalf("status %d: %s", w.Code, w.Body)
+				}
+			}
+		})
 	}
 }
