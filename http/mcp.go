@@ -231,7 +231,7 @@ func (s *Server) runMCPTool(ctx context.Context, name string, tool mcpTool, call
 	}
 	// The tool's request has a state of its own (a list's page, its
 	// answer), with the caller and the request id of the /mcp request.
-	rec := &memoryAnswer{header: http.Header{}}
+	rec := &bufferedWriter{header: http.Header{}}
 	sw := &statusWriter{ResponseWriter: rec}
 	sub := &reqState{id: st.id, auth: a, resp: sw}
 	ctx = context.WithValue(ctx, reqStateKey{}, sub)
@@ -283,39 +283,11 @@ func mcpError(e *ams.Error, requestID string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
 }
 
-// memoryAnswer is the http.ResponseWriter of a tool's REST request: the
-// answer kept in memory.
-type memoryAnswer struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (m *memoryAnswer) Header() http.Header { return m.header }
-
-func (m *memoryAnswer) WriteHeader(code int) {
-	if m.status == 0 {
-		m.status = code
-	}
-}
-
-func (m *memoryAnswer) Write(b []byte) (int, error) {
-	if m.status == 0 {
-		m.status = http.StatusOK
-	}
-	return m.body.Write(b)
-}
-
 // serveMCP is /mcp: authentication (a 401 names the resource's metadata,
 // RFC 9728), the rate limits and metering of the account, then the SDK's
 // Streamable HTTP handler.
 func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.authenticate(r)
-	if err != nil {
-		return err
-	}
-	stateOf(r.Context()).auth = a
-	if err := s.rateLimit(w, r, a); err != nil {
+	if _, err := s.authorize(w, r); err != nil {
 		return err
 	}
 	s.mcpHTTP.ServeHTTP(w, r)
@@ -326,20 +298,7 @@ func (s *Server) serveMCP(w http.ResponseWriter, r *http.Request) error {
 // with RFC 9728's resource_metadata, which an MCP client follows to find
 // the authorization server.
 func (s *Server) mcpChallenge(r *http.Request) string {
-	return fmt.Sprintf(`Bearer error="invalid_token", resource_metadata="%s"`, s.publicBase(r)+protectedResourcePath+MCPPath)
-}
-
-// publicBase is the service's public URL (BaseURL), or the request's
-// scheme and host when none is set.
-func (s *Server) publicBase(r *http.Request) string {
-	if s.BaseURL != "" {
-		return strings.TrimRight(s.BaseURL, "/")
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host
+	return fmt.Sprintf(`Bearer error="invalid_token", resource_metadata="%s"`, s.baseURL(r)+protectedResourcePath+MCPPath)
 }
 
 // protectedResource answers the RFC 9728 metadata of the MCP endpoint
@@ -348,7 +307,7 @@ func (s *Server) publicBase(r *http.Request) string {
 // own), the scopes and how a token is sent.
 func (s *Server) protectedResource(resource string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		base := s.publicBase(r)
+		base := s.baseURL(r)
 		scopes := oauth.MCPScopes // what the tools need
 		if resource != MCPPath {
 			scopes = make([]string, len(ams.AllPermissions))

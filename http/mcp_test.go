@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -308,28 +308,46 @@ func BenchmarkMCPListTasks(b *testing.B) {
 	}
 	h := f.API.Handler()
 	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"list_tasks","arguments":{}}}`
+	rest := func() *http.Request { return httptest.NewRequest("GET", "/v1/tasks", nil) }
+	mcpCall := func() *http.Request {
+		r := httptest.NewRequest("POST", "/mcp", strings.NewReader(call))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		return r
+	}
+	serve := func(b *testing.B, req *http.Request) {
+		req.Header.Set("Authorization", "Bearer "+key)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 || !strings.Contains(w.Body.String(), "Task 19") {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+	// interleaved alternates the two, one of each per iteration, and
+	// reports each one's time and their ratio: on a loaded machine the
+	// ratio of two benchmarks run one after the other measures the load
+	// as much as the code.
+	b.Run("interleaved", func(b *testing.B) {
+		var tRest, tMCP time.Duration
+		for b.Loop() {
+			start := time.Now()
+			serve(b, rest())
+			mid := time.Now()
+			serve(b, mcpCall())
+			tRest, tMCP = tRest+mid.Sub(start), tMCP+time.Since(mid)
+		}
+		b.ReportMetric(float64(tRest.Nanoseconds())/float64(b.N), "rest-ns/call")
+		b.ReportMetric(float64(tMCP.Nanoseconds())/float64(b.N), "mcp-ns/call")
+		b.ReportMetric(float64(tMCP)/float64(tRest), "mcp/rest")
+	})
 	for _, c := range []struct {
 		name string
 		req  func() *http.Request
-	}{
-		{"rest", func() *http.Request { return httptest.NewRequest("GET", "/v1/tasks", nil) }},
-		{"mcp", func() *http.Request {
-			r := httptest.NewRequest("POST", "/mcp", strings.NewReader(call))
-			r.Header.Set("Content-Type", "application/json")
-			r.Header.Set("Accept", "application/json, text/event-stream")
-			return r
-		}},
-	} {
+	}{{"rest", rest}, {"mcp", mcpCall}} {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				req := c.req()
-				req.Header.Set("Authorization", "Bearer "+key)
-				w := httptest.NewRecorder()
-				h.ServeHTTP(w, req)
-				if w.Code != 200 || !strings.Contains(w.Body.String(), "Task 19") {
-					b.Fatalf("status %d: %s", w.Code, w.Body)
-				}
+				serve(b, c.req())
 			}
 		})
 	}
