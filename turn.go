@@ -306,7 +306,6 @@ func (c *ToolChoice) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-
 // MarshalJSON implements json.Marshaler (expires_at as TimeFormat).
 func (r RequiredAction) MarshalJSON() ([]byte, error) {
 	type plain RequiredAction
