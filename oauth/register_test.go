@@ -148,8 +148,9 @@ func TestRegisterAndAuthorize(t *testing.T) {
 	if !strings.Contains(apps.Body, "Claude") {
 		t.Fatalf("the OAuth apps page does not list the registered app:\n%s", apps.Body)
 	}
-	if err := oauth.RevokeGrants(context.Background(), h.Data, h.User.ID, pub.ID, h.Clock.Now()); err != nil {
-		t.Fatal(err)
+	action := "/account/apps/authorized/" + pub.ID + "/revoke"
+	if p := h.post(t, h.Browser, action, findForm(t, apps, action).Values); p.StatusCode != 200 || !strings.Contains(p.Body, "no longer has access") {
+		t.Fatalf("revoke on the OAuth apps page: %d\n%s", p.StatusCode, p.Body)
 	}
 	if st, _ := h.apiStatus(t, access); st != 401 {
 		t.Fatalf("/v1 after revocation: %d", st)
