@@ -201,8 +201,17 @@ func addMCPTool[In any](s *Server, srv *mcp.Server, name, description, route str
 // and handler on an in-memory answer. A 2xx answer is the result's
 // structuredContent (and its text); an error answer is an error result
 // carrying the API's error body.
-func (s *Server) runMCPTool(ctx context.Context, name string, tool mcpTool, call mcpCall) (*mcp.CallToolResult, any, error) {
+func (s *Server) runMCPTool(ctx context.Context, name string, tool mcpTool, call mcpCall) (res *mcp.CallToolResult, _ any, err error) {
 	st := stateOf(ctx)
+	defer func() {
+		// The SDK runs the call on a goroutine of its own, outside
+		// withRequestID's recover: a panic is answered here, as there.
+		if p := recover(); p != nil {
+			s.Logger.ErrorContext(ctx, "internal error", "request_id", st.id, "tool", name, "err", fmt.Errorf("panic: %v", p))
+			res, err = mcpError(&ams.Error{Kind: ams.EINTERNAL, Code: "internal_error",
+				Message: "An internal error occurred. If it persists, contact support with the request id."}, st.id), nil
+		}
+	}()
 	a := st.auth
 	if a == nil { // serveMCP authenticates before the SDK runs
 		return nil, nil, fmt.Errorf("mcp: tool %s called without a caller", name)

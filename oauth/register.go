@@ -179,8 +179,8 @@ func (s *Server) registerClient(r *http.Request, now time.Time) (c *ams.OAuthCli
 			return nil, "", "", badMetadata("The response type '" + t + "' is not supported: use code.")
 		}
 	}
-	if req.Scope != "" {
-		if _, err := ams.ParsePermissions(strings.Join(strings.Fields(req.Scope), ",")); err != nil {
+	for _, sc := range strings.Fields(req.Scope) {
+		if !slices.Contains(ams.AllPermissions, ams.Permission(sc)) {
 			return nil, "", "", badMetadata("scope may name only read, write, admin, messages and integrations.")
 		}
 	}
