@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"RecordAttempts", testRecordAttempts}, {"FailureFenced", testFailureFenced},
 		{"WebhookSecretRotation", testWebhookSecretRotation},
 		{"Purge", testPurge},
+		{"PurgeInBatches", testPurgeInBatches},
 		{"Recovery", testRecovery},
 		{"WebhookCap", testWebhookCap},
 		{"ManagementCaps", testManagementCaps},
