@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// The tables partitioned by day on created_at (migration 0051): history
+// The tables partitioned by day on created_at (migration 0027): history
 // that grows with traffic and is kept for the events' retention.
 var partitionedTables = []string{"events", "webhook_deliveries", "turn_events"}
 

@@ -1,4 +1,4 @@
--- 0051: history partitioned by time (issue 33). events, webhook_deliveries
+-- 0027: history partitioned by time (issue 33). events, webhook_deliveries
 -- (the attempts) and turn_events grow with traffic and are kept for the
 -- events' retention (30 days): partitioned by day on created_at (Unix
 -- milliseconds), retention drops the partitions wholly past it instead of
@@ -9,9 +9,10 @@
 -- batches like SQLite's.
 --
 -- A partitioned table's unique keys must hold created_at: events' and
--- deliveries' primary keys become (seq, created_at), and their id
--- uniqueness (random 128-bit ids) is no longer enforced by an index; ids
--- stay indexed for lookups. The foreign key from webhook_jobs.event_id
+-- deliveries' primary keys become (seq, created_at), and their ids are
+-- unique with their time, (id, created_at) (an id is random, 128 bits:
+-- two rows of one id are a write repeated, which this still refuses
+-- when it repeats the time too, as a retried write does). The foreign key from webhook_jobs.event_id
 -- to events(id) cannot reference a partitioned table's non-unique id and
 -- is dropped: jobs are created in the transaction of their event, or by
 -- a redelivery/recovery that reads the event first, and the purge deletes
@@ -43,7 +44,7 @@ INSERT INTO events (seq, id, user_id, type, data, created_at, txid)
     SELECT seq, id, user_id, type, data, created_at, txid FROM events_old;
 SELECT setval('events_seq', coalesce((SELECT max(seq) FROM events_old), 0) + 1, false);
 DROP TABLE events_old;
-CREATE INDEX events_id ON events (id);
+CREATE UNIQUE INDEX events_id ON events (id, created_at);
 CREATE INDEX events_user ON events (user_id, txid, seq);
 CREATE INDEX events_user_type ON events (user_id, type, txid, seq);
 CREATE INDEX events_created ON events (created_at);
@@ -75,7 +76,7 @@ CREATE TABLE webhook_deliveries_default PARTITION OF webhook_deliveries DEFAULT;
 INSERT INTO webhook_deliveries SELECT * FROM webhook_deliveries_old;
 SELECT setval('webhook_deliveries_seq', coalesce((SELECT max(seq) FROM webhook_deliveries_old), 0) + 1, false);
 DROP TABLE webhook_deliveries_old;
-CREATE INDEX webhook_deliveries_id ON webhook_deliveries (id);
+CREATE UNIQUE INDEX webhook_deliveries_id ON webhook_deliveries (id, created_at);
 CREATE INDEX webhook_deliveries_webhook ON webhook_deliveries (webhook_id, seq);
 CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at);
 
