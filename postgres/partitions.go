@@ -56,20 +56,14 @@ func partitionDay(table, name string) (int64, bool) {
 // would read what dropping saves reading). A partition whose locks are
 // not granted within partitionLockTimeout is left for the next run.
 func (db *DB) MaintainPartitions(ctx context.Context, now, cutoff time.Time) (int64, error) {
-	today := now.UTC().Truncate(24 * time.Hour).UnixMilli()
+	if err := db.EnsurePartitions(ctx, now, now.Add(PartitionDaysAhead*24*time.Hour)); err != nil {
+		return 0, err
+	}
 	var dropped int64
 	for _, table := range partitionedTables {
 		have, err := db.partitions(ctx, table)
 		if err != nil {
 			return dropped, err
-		}
-		for d := today; d <= today+PartitionDaysAhead*dayMS; d += dayMS {
-			if _, ok := have[d]; ok {
-				continue
-			}
-			if err := db.makePartition(ctx, table, d); err != nil {
-				return dropped, err
-			}
 		}
 		for d, name := range have {
 			if d+dayMS > cutoff.UnixMilli() {
@@ -83,6 +77,30 @@ func (db *DB) MaintainPartitions(ctx context.Context, now, cutoff time.Time) (in
 		}
 	}
 	return dropped, nil
+}
+
+// EnsurePartitions makes, for every partitioned table, the partitions of
+// the days from from's to to's (UTC) that do not exist yet, moving their
+// rows out of the DEFAULT partition. The janitor makes today's and the
+// days ahead (MaintainPartitions); a tool that writes history directly
+// (bench/growth's seeder) makes the days it writes.
+func (db *DB) EnsurePartitions(ctx context.Context, from, to time.Time) error {
+	first, last := from.UTC().Truncate(24*time.Hour).UnixMilli(), to.UTC().Truncate(24*time.Hour).UnixMilli()
+	for _, table := range partitionedTables {
+		have, err := db.partitions(ctx, table)
+		if err != nil {
+			return err
+		}
+		for d := first; d <= last; d += dayMS {
+			if _, ok := have[d]; ok {
+				continue
+			}
+			if err := db.makePartition(ctx, table, d); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // partitions returns table's day partitions by day.
