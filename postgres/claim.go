@@ -181,7 +181,7 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 // window at now (ratelimit.State.Expired) and the failed
 // logins older than loginFailureRetention.
 //
-// The partitioned history (events, deliveries, turn events) is kept by
+// The partitioned history (deliveries, turn events) is kept by
 // day: MaintainPartitions drops the days wholly past the retention and
 // makes the days ahead first; the row deletes then find only the oldest
 // day's remainder and the DEFAULT partition's rows to delete.

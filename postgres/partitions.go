@@ -13,7 +13,7 @@ import (
 
 // The tables partitioned by day on created_at (migration 0027): history
 // that grows with traffic and is kept for the events' retention.
-var partitionedTables = []string{"events", "webhook_deliveries", "turn_events"}
+var partitionedTables = []string{"webhook_deliveries", "turn_events"}
 
 // PartitionDaysAhead is how many days after today have their partitions
 // made by each purge (which runs at start and every hour): rows never
@@ -30,7 +30,7 @@ const partitionLockTimeout = 2 * time.Second
 const dayMS = int64(24 * time.Hour / time.Millisecond)
 
 // partitionName is the name of table's partition of day (UTC midnight
-// in Unix milliseconds): events_p20261127.
+// in Unix milliseconds): turn_events_p20261127.
 func partitionName(table string, day int64) string {
 	return table + "_p" + time.UnixMilli(day).UTC().Format("20060102")
 }

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -11,47 +12,45 @@ import (
 
 // TestPartitionsByDay: the purge makes the partitions of today and the
 // days ahead (moving rows of those days out of the DEFAULT partition),
-// events of a day land in its partition, and once a day is wholly past
-// the retention the purge drops its partition: its events are gone, the
-// next day's stay.
+// turn events of a day land in its partition, and once a day is wholly
+// past the retention the purge drops its partition: its rows are gone,
+// the next day's stay.
 func TestPartitionsByDay(t *testing.T) {
 	db := pgtest.Open(t)
 	ctx := context.Background()
 	day := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
-	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "part@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: day, UpdatedAt: day}
-	if err := db.CreateUser(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	emit := func(at time.Time) *ams.Event {
+	turn := ams.NewID(ams.PrefixTurn)
+	seq := int64(0)
+	add := func(at time.Time) int64 {
 		t.Helper()
-		e := &ams.Event{ID: ams.NewID(ams.PrefixEvent), Object: "event", UserID: u.ID, Type: ams.EventTaskCreated,
-			Data: map[string]any{"task_id": ams.NewID(ams.PrefixTask)}, CreatedAt: at}
-		if err := db.Emit(ctx, e); err != nil {
+		seq++
+		if err := db.AppendTurnEvents(ctx, []*ams.TurnEvent{{TurnID: turn, Seq: seq, Type: "message.delta",
+			Data: json.RawMessage(`{"delta":"x"}`), CreatedAt: at}}); err != nil {
 			t.Fatal(err)
 		}
-		return e
+		return seq
 	}
-	where := func(e *ams.Event) string {
+	where := func(seq int64) string {
 		t.Helper()
 		var part string
-		if err := db.Pool().QueryRow(ctx, `SELECT tableoid::regclass::text FROM events WHERE id = $1`, e.ID).Scan(&part); err != nil {
+		if err := db.Pool().QueryRow(ctx, `SELECT tableoid::regclass::text FROM turn_events WHERE turn_id = $1 AND seq = $2`, turn, seq).Scan(&part); err != nil {
 			t.Fatal(err)
 		}
 		return part
 	}
-	early := emit(day.Add(2 * time.Hour)) // before any partition: DEFAULT
-	if got := where(early); got != "events_default" {
-		t.Fatalf("an event before maintenance is in %s, want events_default", got)
+	early := add(day.Add(2 * time.Hour)) // before any partition: DEFAULT
+	if got := where(early); got != "turn_events_default" {
+		t.Fatalf("a row before maintenance is in %s, want turn_events_default", got)
 	}
 	if _, err := db.Purge(ctx, day.Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if got := where(early); got != "events_p20260310" {
-		t.Fatalf("after maintenance the day's event is in %s, want events_p20260310 (moved out of DEFAULT)", got)
+	if got := where(early); got != "turn_events_p20260310" {
+		t.Fatalf("after maintenance the day's row is in %s, want turn_events_p20260310 (moved out of DEFAULT)", got)
 	}
-	next := emit(day.Add(26 * time.Hour))
-	if got := where(next); got != "events_p20260311" {
-		t.Fatalf("an event of the next day is in %s, want events_p20260311", got)
+	next := add(day.Add(26 * time.Hour))
+	if got := where(next); got != "turn_events_p20260311" {
+		t.Fatalf("a row of the next day is in %s, want turn_events_p20260311", got)
 	}
 	for _, table := range []string{"webhook_deliveries", "turn_events"} {
 		var n int
@@ -65,19 +64,16 @@ func TestPartitionsByDay(t *testing.T) {
 	}
 
 	// A purge when 10 March is wholly past the retention drops its
-	// partition; 11 March is kept (its events are 30 days old only in
-	// part).
+	// partition; 11 March is kept (its rows are 30 days old only in part).
 	if _, err := db.Purge(ctx, day.Add(24*time.Hour+ams.EventRetention+time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.FindEvent(ctx, u.ID, early.ID); !ams.IsNotFound(err) {
-		t.Fatalf("an event of a dropped day: %v", err)
-	}
 	var exists bool
-	if err := db.Pool().QueryRow(ctx, `SELECT to_regclass('events_p20260310') IS NOT NULL`).Scan(&exists); err != nil || exists {
+	if err := db.Pool().QueryRow(ctx, `SELECT to_regclass('turn_events_p20260310') IS NOT NULL`).Scan(&exists); err != nil || exists {
 		t.Fatalf("the partition past retention still exists (%v)", err)
 	}
-	if _, err := db.FindEvent(ctx, u.ID, next.ID); err != nil {
-		t.Fatalf("an event within the retention: %v", err)
+	left, err := db.TurnEvents(ctx, turn, 0, 10)
+	if err != nil || len(left) != 1 || left[0].Seq != next {
+		t.Fatalf("after the drop %d rows left (%v), want the next day's", len(left), err)
 	}
 }
