@@ -313,7 +313,7 @@ var Tables = []*Table{
 	)},
 	{Name: "oauth_clients", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
-		// user_id is NULL for a client registered by RFC 7591 (0038).
+		// user_id is NULL for a client registered by RFC 7591 (0028).
 		cols(Text, "id"), []Column{nullCol("user_id", Text)}, cols(Text, "name"),
 		[]Column{col("redirect_uris", JSON), col("public", Bool), col("secret_hash", Text)},
 		cols(Int, "created_at", "updated_at"),

@@ -1,4 +1,4 @@
--- 0038: OAuth clients that registered themselves (RFC 7591 dynamic client
+-- 0028: OAuth clients that registered themselves (RFC 7591 dynamic client
 -- registration, POST /oauth/register) belong to no account: user_id
 -- becomes nullable. SQLite cannot drop a NOT NULL, so oauth_clients is
 -- rebuilt; oauth_tokens, which references it ON DELETE CASCADE, is moved
