@@ -175,4 +175,3 @@ func TestApprovalBeforeBuiltinTool(t *testing.T) {
 		t.Fatalf("last message = %v", last)
 	}
 }
-
