@@ -57,3 +57,15 @@ func (c *ToolCallRecord) Action() *Action {
 	}
 	return a
 }
+
+// NeedsApproval reports whether a call of tool name by the assistant
+// waits for approval: its require_approval names the tool, or is ["*"].
+// Client tools never do (the client runs them).
+func (a *Assistant) NeedsApproval(name string) bool {
+	for _, n := range a.RequireApproval {
+		if n == "*" || n == name {
+			return true
+		}
+	}
+	return false
+}

@@ -193,6 +193,8 @@ var Tables = []*Table{
 		cols(Int, "created_at", "updated_at"),
 		[]Column{nullCol("deleted_at", Int)},
 		metadataCol(),
+		[]Column{{Name: "tools", SQL: "tools", Kind: Text, Default: "[]"}, {Name: "require_approval", SQL: "require_approval", Kind: Text, Default: "[]"},
+			{Name: "multitask_strategy", SQL: "multitask_strategy", Kind: Text, Default: "enqueue"}},
 	)},
 	{Name: "conversations", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
