@@ -1,8 +1,10 @@
 package ams
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
+	"time"
 )
 
 // ActionRejected is the status of an action recording a tool call the
@@ -68,4 +70,45 @@ func (a *Assistant) NeedsApproval(name string) bool {
 		}
 	}
 	return false
+}
+
+// TurnResume is a turn waiting in requires_action made running again by
+// the answer to its required action (POST /v1/turns/{id}/tool_outputs
+// or /approvals): ResumeTurn writes it in one transaction.
+type TurnResume struct {
+	UserID, TurnID string
+	// Attempt is the attempt that stopped at requires_action, and Type
+	// its required action's type: the turn resumes only if it still
+	// waits so, which fences two answers against each other.
+	Attempt int
+	Type    string
+	// Calls are the turn's calls with the answered ones appended.
+	Calls []*ToolCallRecord
+	// Rejected are the actions recording the calls the user rejected
+	// (status ActionRejected, with the turn's id and call numbers),
+	// stored with the resume.
+	Rejected []*Action
+	// Now is when; the resumed attempt's lease runs until LeaseUntil.
+	Now, LeaseUntil time.Time
+}
+
+// TurnRequiredStore pauses and resumes turns around their required
+// actions (DESIGN.md, "Turns an integrator builds on").
+type TurnRequiredStore interface {
+	// ResumeTurn makes the turn of r running again as its next attempt
+	// (lease until r.LeaseUntil), its required action cleared and its
+	// calls r.Calls, and stores r.Rejected, in one transaction. ECONFLICT
+	// turn_not_waiting when the turn no longer waits in requires_action
+	// of r.Type at attempt r.Attempt (another answer resumed it, it
+	// expired or was cancelled); ENOTFOUND when it is not the user's.
+	ResumeTurn(ctx context.Context, r *TurnResume) (*Turn, error)
+	// DueRequiredActions returns, across accounts, turns in
+	// requires_action whose action expired at or before now, oldest
+	// first, at most limit (index turns_action_expiry).
+	DueRequiredActions(ctx context.Context, now time.Time, limit int) ([]*Turn, error)
+	// ExpireRequiredAction fails turn t (its status, error, stop reason
+	// and times as given) if it still waits in requires_action with an
+	// action expired at or before now, with events and stream events, in
+	// one transaction; false when it no longer does (nothing stored).
+	ExpireRequiredAction(ctx context.Context, t *Turn, now time.Time, events []*Event, stream ...*TurnEvent) (bool, error)
 }
