@@ -19,6 +19,11 @@ type Assistant struct {
 	Metadata     Metadata  `json:"metadata"`
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
+
+	// MultitaskStrategy is what a send does by default when its
+	// conversation has an unfinished turn (MultitaskEnqueue, also "",
+	// MultitaskReject or MultitaskInterrupt); a request's own overrides it.
+	MultitaskStrategy string `json:"multitask_strategy,omitempty"`
 }
 
 // ModelBuiltin is the model name of the built-in engine, the default.
