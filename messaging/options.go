@@ -92,3 +92,15 @@ func validSchemaName(n string) bool {
 	}
 	return true
 }
+
+// CheckStrategy checks a multitask strategy ("" is the default,
+// enqueue) and returns it, or a 400 naming multitask_strategy.
+func CheckStrategy(s string) (string, error) {
+	switch s {
+	case "":
+		return ams.MultitaskEnqueue, nil
+	case ams.MultitaskEnqueue, ams.MultitaskReject, ams.MultitaskInterrupt:
+		return s, nil
+	}
+	return "", ams.ParamError("parameter_invalid", "multitask_strategy", "multitask_strategy must be 'enqueue', 'reject' or 'interrupt', not '%s'.", ams.Clip(s))
+}

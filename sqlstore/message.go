@@ -2,8 +2,8 @@ package sqlstore
 
 import (
 	"context"
-	"encoding/json"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
