@@ -90,6 +90,8 @@ type TurnResume struct {
 	Rejected []*Action
 	// Now is when; the resumed attempt's lease runs until LeaseUntil.
 	Now, LeaseUntil time.Time
+	// Deadline, when set, is the background turn's new deadline.
+	Deadline *time.Time
 }
 
 // TurnRequiredStore pauses and resumes turns around their required

@@ -376,7 +376,7 @@ func (s *Service) begin(ctx context.Context, a *ams.Assistant, x *ams.Exchange, 
 		return nil, err
 	}
 	if c, ok := engine.(ams.EngineChecker); ok && in.Options != nil {
-		if err := c.CheckOptions(in.Options); err != nil {
+		if err := c.CheckOptions(turnOptions(a, in.Options)); err != nil {
 			return nil, err
 		}
 	}
@@ -691,13 +691,15 @@ func (s *Service) launch(parent context.Context, a *ams.Assistant, engine ams.En
 			loc = l
 		}
 	}
-	req := &ams.EngineRequest{Assistant: a, History: history, Now: s.Clock.Now(), Location: loc, Options: t.Options, Calls: t.Calls}
+	req := &ams.EngineRequest{Assistant: a, History: history, Now: s.Clock.Now(), Location: loc, Options: turnOptions(a, t.Options), Calls: t.Calls,
+		NeedsApproval: needsApproval(a)}
 	if stream {
 		req.Stream = func(d string) error { r.log.addDelta(d); return nil }
 	}
 	if s.Tools != nil {
 		if tb := s.Tools(t.UserID, a, t.ConversationID); tb != nil {
-			req.Tools = &turnTools{inner: tb, r: r}
+			// Calls number on from the turn's earlier ones (required.go).
+			req.Tools = &turnTools{inner: tb, r: r, n: len(t.Calls)}
 		}
 	}
 	go s.run(ctx, r, engine, req)

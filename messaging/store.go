@@ -42,6 +42,8 @@ type turnStore interface {
 	RunnableTurns(ctx context.Context, now time.Time, limit int) ([]*ams.Turn, error)
 	NextTurn(ctx context.Context, userID, conversationID string) (*ams.Turn, error)
 	eventStore
+	// ams.TurnRequiredStore resumes and expires waiting turns (required.go).
+	ams.TurnRequiredStore
 }
 
 // eventStore is a turn's stream events, as stored.

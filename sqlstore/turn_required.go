@@ -53,9 +53,9 @@ func (q *Queries) ResumeTurn(ctx context.Context, r *ams.TurnResume) (*ams.Turn,
 			return notWaiting(r.TurnID)
 		}
 		n, err := q.exec(ctx, "resume turn", `UPDATE turns SET status = 'running', required_action = NULL, action_expires_at = NULL, calls = $1,
-			stop_reason = '', cancel_requested = FALSE, lease_until = $2, updated_at = $3, attempt = attempt + 1
+			stop_reason = '', cancel_requested = FALSE, lease_until = $2, updated_at = $3, attempt = attempt + 1, deadline = COALESCE(CAST($7 AS BIGINT), deadline)
 			WHERE id = $4 AND user_id = $5 AND status = 'requires_action' AND attempt = $6`,
-			calls, MS(r.LeaseUntil), MS(r.Now), r.TurnID, r.UserID, r.Attempt)
+			calls, MS(r.LeaseUntil), MS(r.Now), r.TurnID, r.UserID, r.Attempt, nullMS(r.Deadline))
 		if err != nil {
 			return err
 		}
