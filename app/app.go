@@ -69,6 +69,10 @@ type Config struct {
 	// BackgroundTurnTimeout bounds a background turn from its start to
 	// its end (0: messaging's default, 10 minutes).
 	BackgroundTurnTimeout time.Duration
+	// RequiredActionTimeout is how long a turn waits for tool outputs or
+	// approvals before it fails with required_action_expired (ams serve
+	// --required-action-timeout); 0 means 10 minutes.
+	RequiredActionTimeout time.Duration
 	// TurnRunnerInterval is how often this process looks for turns no
 	// process runs: abandoned ones and queued ones that are next (0:
 	// messaging's default, 1 s). NoTurnRunner turns that off.
@@ -178,7 +182,8 @@ func New(cfg Config) (*App, error) {
 	a.Accounts = &account.Service{Store: a.Store, Clock: cfg.Clock, BaseURL: base}
 	a.World = &world.Service{Store: a.Store, Clock: cfg.Clock, Integrations: map[string]world.Integrator{caldav.Provider: a.Calendars}}
 	a.Messages = &messaging.Service{Store: ams.Narrow[messaging.Tx](a.Store), Clock: cfg.Clock, Tools: tracedTools(a.World.Toolbox), EngineFor: tracedEngineFor(cfg.EngineFor),
-		EngineTimeout: cfg.EngineTimeout, Logger: logger, BackgroundTimeout: cfg.BackgroundTurnTimeout, RunnerInterval: cfg.TurnRunnerInterval}
+		EngineTimeout: cfg.EngineTimeout, Logger: logger, BackgroundTimeout: cfg.BackgroundTurnTimeout, RunnerInterval: cfg.TurnRunnerInterval,
+		RequiredActionTimeout: cfg.RequiredActionTimeout}
 	a.Webhooks = &webhook.Service{Store: ams.Narrow[webhook.Tx](a.Store), Guard: guard, Clock: cfg.Clock, MaxPerAccount: cfg.MaxWebhooks}
 
 	doc, err := openapi.ForServer(base)
@@ -260,6 +265,8 @@ func (a *App) Run(ctx context.Context) error {
 		// Background and queued turns whose process died, or that are
 		// next in their conversation, are taken up by some process.
 		runs = append(runs, a.Messages.RunTurns)
+		// Waits for tool outputs or approvals that expired fail.
+		runs = append(runs, a.Messages.RunExpiry)
 	}
 	if a.Webhook != nil {
 		runs = append(runs, a.Webhook.Run)

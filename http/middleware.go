@@ -189,11 +189,13 @@ func (s *Server) endpoint(rt Route) http.Handler {
 // stream's deadline bounds only what precedes it.
 var (
 	upstreamRoutes = map[string]bool{"POST /v1/messages": true, "POST /v1/assistants/{id}/actions": true,
-		"POST /v1/integrations": true, "POST /v1/integrations/{id}/sync": true}
+		"POST /v1/integrations": true, "POST /v1/integrations/{id}/sync": true,
+		"POST /v1/turns/{id}/tool_outputs": true, "POST /v1/turns/{id}/approvals": true}
 	streamRoutes = map[string]bool{"GET /v1/turns/{id}/events": true}
 	// The routes that run or follow a turn hold one of the account's
 	// turn slots (withTurnSlot) from before their prelude.
-	turnRoutes = map[string]bool{"POST /v1/messages": true, "GET /v1/turns/{id}/events": true}
+	turnRoutes = map[string]bool{"POST /v1/messages": true, "GET /v1/turns/{id}/events": true,
+		"POST /v1/turns/{id}/tool_outputs": true, "POST /v1/turns/{id}/approvals": true}
 )
 
 // withDeadline runs next under the deadline of rt's requests

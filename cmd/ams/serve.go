@@ -67,6 +67,7 @@ type serveConfig struct {
 	requestTimeout  time.Duration
 	otlpEndpoint    string
 	bgTurnTimeout   time.Duration
+	actionTimeout   time.Duration
 }
 
 func newServeCmd(sf *storeFlags) *cobra.Command {
@@ -117,6 +118,7 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.DurationVar(&cfg.requestTimeout, "request-timeout", 30*time.Second, "how long one API request may take before it is answered 503 request_timeout (a database that does not answer, say); requests that wait for a reply or a CalDAV sync get --llm-timeout more, a stream is bounded only until it begins; 0: no bound (env AMS_REQUEST_TIMEOUT)")
 	f.DurationVar(&sf.statementTimeout, "database-statement-timeout", 30*time.Second, "PostgreSQL's statement_timeout on every connection, unless the URL sets statement_timeout; 0: the server's setting (env AMS_DATABASE_STATEMENT_TIMEOUT)")
 	f.StringVar(&cfg.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry collector to export traces to over OTLP/HTTP, such as http://127.0.0.1:4318 (/v1/traces is added to a URL without a path) (env AMS_OTLP_ENDPOINT; empty: no tracing)")
+	f.DurationVar(&cfg.actionTimeout, "required-action-timeout", 10*time.Minute, "how long a turn waits for tool outputs or approvals (status requires_action) before it fails with required_action_expired (env AMS_REQUIRED_ACTION_TIMEOUT)")
 	f.DurationVar(&cfg.bgTurnTimeout, "background-turn-timeout", 10*time.Minute, "how long a background turn (POST /v1/messages with background: true) may take from its start to its end, whichever processes run it; past it the turn fails with background_turn_timeout (env AMS_BACKGROUND_TURN_TIMEOUT)")
 	f.StringSliceVar(&cfg.llmModels, "llm-models", nil, "the models assistants may use on --llm-base-url, comma-separated (env AMS_LLM_MODELS; empty: any)")
 	return cmd
@@ -164,6 +166,9 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	}
 	if cfg.webhookWorkers < 0 || cfg.webhookPerHook < 1 || cfg.webhookPerAcct < 1 {
 		return errors.New("--webhook-concurrency must be 0 or more, --webhook-concurrency-per-webhook and --webhook-concurrency-per-account 1 or more")
+	}
+	if cfg.actionTimeout <= 0 {
+		return errors.New("--required-action-timeout must be positive")
 	}
 	if cfg.bgTurnTimeout <= 0 {
 		return errors.New("--background-turn-timeout must be positive")
@@ -309,6 +314,7 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		ClientAddressHeader:   addrHeader,
 		MaxConcurrentTurns:    cfg.maxTurns,
 		BackgroundTurnTimeout: cfg.bgTurnTimeout,
+		RequiredActionTimeout: cfg.actionTimeout,
 	})
 	if err != nil {
 		return err
