@@ -60,6 +60,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"WorldMessages", testWorldMessages},
 		{"Metadata", testMetadata}, {"Conversations", testConversations},
 		{"Turns", testTurns}, {"TurnWhole", testTurnWhole},
+		{"TurnRequired", testTurnRequired}, {"TurnRequiredRace", testTurnRequiredRace}, {"TurnRequiredExpiry", testTurnRequiredExpiry},
 		{"WorldIntegrations", testWorldIntegrations},
 		{"WorldActions", testWorldActions},
 		{"WorldReminders", testWorldReminders},
