@@ -486,6 +486,10 @@ var rerunAnswers = map[string]bool{
 	"/v1/turns/{id}/cancel":      true,
 	"/v1/messages/{id}/cancel":   true,
 	"/v1/integrations/{id}/sync": true,
+	// An answer to a waiting turn that resumed it is answered again as a
+	// conflict (turn_not_waiting): the turn went on, nothing runs twice.
+	"/v1/turns/{id}/tool_outputs": true,
+	"/v1/turns/{id}/approvals":    true,
 }
 
 // answerFunc makes a route's stored answer to request r from a value the
