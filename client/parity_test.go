@@ -31,6 +31,8 @@ var operations = map[string]string{
 	"cancelMessage":            "CancelMessage",
 	"listTurns":                "ListTurns",
 	"getTurn":                  "GetTurn",
+	"submitToolOutputs":        "SubmitToolOutputs",
+	"approveToolCalls":         "ApproveToolCalls",
 	"streamTurnEvents":         "FollowTurn",
 	"cancelTurn":               "CancelTurn",
 	"updateMessage":            "UpdateMessageFields",
@@ -94,6 +96,7 @@ var helpers = map[string]bool{
 	"SendMessageStream":       true, // createMessage with "stream": true
 	"UpdateMessage":           true, // updateMessage, content only
 	"ListConversationActions": true, // listActions with conversation_id
+	"RunTurn":                 true, // createMessage with tools, then submitToolOutputs / approveToolCalls until the turn ends
 }
 
 func TestEveryOperationHasAMethod(t *testing.T) {
