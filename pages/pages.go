@@ -73,10 +73,10 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/account"
 	"github.com/amsdev/ams/messaging"
-	"github.com/amsdev/ams/world"
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/webhook"
+	"github.com/amsdev/ams/world"
 )
 
 // Server serves the account pages. Set its fields, then call Register.
