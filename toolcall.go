@@ -114,12 +114,3 @@ type TurnRequiredStore interface {
 	// one transaction; false when it no longer does (nothing stored).
 	ExpireRequiredAction(ctx context.Context, t *Turn, now time.Time, events []*Event, stream ...*TurnEvent) (bool, error)
 }
-
-// MarshalJSON writes expires_at as every API timestamp (TimeFormat).
-func (r RequiredAction) MarshalJSON() ([]byte, error) {
-	type plain RequiredAction
-	return json.Marshal(struct {
-		plain
-		ExpiresAt JSONTime `json:"expires_at"`
-	}{plain(r), JSONTime(r.ExpiresAt)})
-}
