@@ -321,7 +321,11 @@ func (s *Service) recordEnd(ctx context.Context, r *Run, e *ending) {
 			}
 			r.log.emit(EventError, ErrorData{Error: apiError(e.err)})
 			if ev := ams.TurnLifecycleEvent(cur, s.Clock.Now()); ev != nil && cur.Finished() {
+				// Interrupted (or cancelled) by its store: its stream
+				// ends here. A turn another process took over goes on in
+				// that process's stream.
 				r.log.emit(ev.Type, cur)
+				r.log.flush(ctx)
 			}
 			return
 		}
