@@ -2,6 +2,7 @@ package messaging
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -31,6 +32,9 @@ func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.E
 	bg := context.WithoutCancel(ctx)
 	h := s.watch(bg, r)
 	reply, err := s.reply(ctx, r, engine, req)
+	if err != nil && r.Turn.Background && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = backgroundTimeout(s.backgroundTimeout())
+	}
 	h.stop()
 	r.cancel()
 	e := s.settle(r, reply, err)
