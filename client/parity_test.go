@@ -94,6 +94,7 @@ var operations = map[string]string{
 var helpers = map[string]bool{
 	"Request":                 true, // any endpoint
 	"SendMessageStream":       true, // createMessage with "stream": true
+	"SendMessageBackground":   true, // createMessage with "background": true
 	"UpdateMessage":           true, // updateMessage, content only
 	"ListConversationActions": true, // listActions with conversation_id
 	"RunTurn":                 true, // createMessage with tools, then submitToolOutputs / approveToolCalls until the turn ends

@@ -187,4 +187,9 @@ type SendMessageParams struct {
 	// client generate one. Repeating a call with the same key and params
 	// within 24 hours returns the first reply instead of sending again.
 	IdempotencyKey string
+	// MultitaskStrategy is what the send does when the conversation has
+	// an unfinished turn: MultitaskEnqueue (the assistant's default, or
+	// enqueue), MultitaskReject (409 conversation_busy) or
+	// MultitaskInterrupt.
+	MultitaskStrategy string
 }

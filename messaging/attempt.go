@@ -2,6 +2,7 @@ package messaging
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -31,6 +32,9 @@ func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.E
 	bg := context.WithoutCancel(ctx)
 	h := s.watch(bg, r)
 	reply, err := s.reply(ctx, r, engine, req)
+	if err != nil && r.Turn.Background && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = backgroundTimeout(s.backgroundTimeout())
+	}
 	h.stop()
 	r.cancel()
 	e := s.settle(r, reply, err)
@@ -321,7 +325,11 @@ func (s *Service) recordEnd(ctx context.Context, r *Run, e *ending) {
 			}
 			r.log.emit(EventError, ErrorData{Error: apiError(e.err)})
 			if ev := ams.TurnLifecycleEvent(cur, s.Clock.Now()); ev != nil && cur.Finished() {
+				// Interrupted (or cancelled) by its store: its stream
+				// ends here. A turn another process took over goes on in
+				// that process's stream.
 				r.log.emit(ev.Type, cur)
+				r.log.flush(ctx)
 			}
 			return
 		}

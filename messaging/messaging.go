@@ -665,9 +665,9 @@ func (s *Service) launch(parent context.Context, a *ams.Assistant, engine ams.En
 	base := ams.WithRequest(tracing.Detach(parent), t.Request)
 	ctx, cancel := context.WithTimeout(base, timeout)
 	if t.Background && t.Deadline != nil {
-		// A background turn is bounded by its deadline, not one reply's
-		// time.
-		ctx, cancel = context.WithDeadline(base, *t.Deadline)
+		// A background turn is bounded by its deadline (on the service's
+		// clock), not one reply's time.
+		ctx, cancel = context.WithTimeout(base, t.Deadline.Sub(s.Clock.Now()))
 	}
 	r := &Run{Turn: t, s: s, cancel: cancel, done: make(chan struct{}), pending: pending,
 		log: newEventLog(s.Store, s.Clock, s.logger(), t.ID, lastSeq)}

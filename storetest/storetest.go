@@ -59,7 +59,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"WorldAssistants", testWorldAssistants},
 		{"WorldMessages", testWorldMessages},
 		{"Metadata", testMetadata}, {"Conversations", testConversations},
-		{"Turns", testTurns}, {"TurnWhole", testTurnWhole},
+		{"Turns", testTurns}, {"TurnWhole", testTurnWhole}, {"TurnQueue", testTurnQueue}, {"TurnTakeover", testTurnTakeover},
 		{"TurnRequired", testTurnRequired}, {"TurnRequiredRace", testTurnRequiredRace}, {"TurnRequiredExpiry", testTurnRequiredExpiry},
 		{"WorldIntegrations", testWorldIntegrations},
 		{"WorldActions", testWorldActions},
