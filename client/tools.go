@@ -32,13 +32,6 @@ type RequestedToolCall struct {
 	Arguments json.RawMessage `json:"arguments"` // a JSON object
 }
 
-// Usage is a turn's token count.
-type Usage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
-	TotalTokens  int64 `json:"total_tokens"`
-}
-
 // ClientTool is a function tool the client runs itself.
 type ClientTool struct {
 	Type        string          `json:"type"` // "function" (set by the client when empty)

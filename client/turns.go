@@ -16,12 +16,10 @@ import (
 
 // Turn statuses.
 const (
-	TurnQueued         = "queued"
-	TurnRunning        = "running"
-	TurnRequiresAction = "requires_action"
-	TurnCompleted      = "completed"
-	TurnFailed         = "failed"
-	TurnCancelled      = "cancelled"
+	TurnRunning   = "running"
+	TurnCompleted = "completed"
+	TurnFailed    = "failed"
+	TurnCancelled = "cancelled"
 )
 
 // Turn is the record of one SendMessage: its inbound message, the tool
@@ -42,23 +40,6 @@ type Turn struct {
 	Error *ActionError `json:"error"`
 	// CancelRequested: a cancel was asked of the process that runs the
 	// turn, which has not acted on it yet.
-<<<<<<< HEAD
-	CancelRequested bool `json:"cancel_requested"`
-	// Background, MultitaskStrategy: as the send asked.
-	Background        bool   `json:"background"`
-	MultitaskStrategy string `json:"multitask_strategy"`
-	// RequiredAction is what a turn in TurnRequiresAction waits for
-	// (SubmitToolOutputs or ApproveToolCalls answer it); nil otherwise.
-	RequiredAction *RequiredAction `json:"required_action"`
-	Usage          Usage           `json:"usage"`
-	// StopReason: "end_turn", "max_output_tokens", "requires_action",
-	// "cancelled", "interrupted" or "error"; "" while it runs.
-	StopReason  string     `json:"stop_reason"`
-	ActionIDs   []string   `json:"action_ids"`
-	CreatedAt   time.Time  `json:"created_at"`
-	UpdatedAt   time.Time  `json:"updated_at"`
-	CompletedAt *time.Time `json:"completed_at"`
-=======
 	CancelRequested bool       `json:"cancel_requested"`
 	CreatedAt       time.Time  `json:"created_at"`
 	UpdatedAt       time.Time  `json:"updated_at"`
@@ -71,6 +52,9 @@ type Turn struct {
 	// unfinished turns (MultitaskEnqueue, MultitaskReject,
 	// MultitaskInterrupt).
 	MultitaskStrategy string `json:"multitask_strategy"`
+	// RequiredAction is what a turn in TurnRequiresAction waits for
+	// (SubmitToolOutputs or ApproveToolCalls answer it); nil otherwise.
+	RequiredAction *RequiredAction `json:"required_action"`
 	// Usage is the tokens its engine calls took.
 	Usage TurnUsage `json:"usage"`
 	// StopReason is why it stopped ("" while queued or running):
@@ -114,7 +98,6 @@ func (c *Client) SendMessageBackground(ctx context.Context, p SendMessageParams)
 		return nil, err
 	}
 	return out, nil
->>>>>>> h/turns-run
 }
 
 // ListTurnsParams select one page of turns.
