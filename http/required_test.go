@@ -239,3 +239,22 @@ func TestBadTurnOptions(t *testing.T) {
 	wantError(t, f.do("PATCH", "/v1/assistants/"+f.Assistant.ID, `{"require_approval": ["launch_rockets"]}`), 400, "invalid_request_error", "parameter_invalid", "require_approval[0]")
 	wantError(t, f.do("PATCH", "/v1/assistants/"+f.Assistant.ID, `{"multitask_strategy": "later"}`), 400, "invalid_request_error", "parameter_invalid", "multitask_strategy")
 }
+
+// A waiting turn can be cancelled; its answer is then refused.
+func TestCancelWaitingTurn(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	turn := f.waitingTurn()
+	id := turn["id"].(string)
+	r := f.do("POST", "/v1/turns/"+id+"/cancel", "")
+	got := r.json(t)
+	if r.status != 200 || got["status"] != "cancelled" || got["stop_reason"] != "cancelled" || got["required_action"] != nil {
+		t.Fatalf("cancel: %d %s", r.status, r.body)
+	}
+	call := pendingCall(t, turn)
+	wantError(t, f.do("POST", "/v1/turns/"+id+"/tool_outputs", fmt.Sprintf(`{"tool_outputs": [{"tool_call_id": %q, "output": "x"}]}`, call["id"])),
+		409, "invalid_request_error", "turn_not_waiting", "")
+	if evs := f.do("GET", "/v1/events?type=turn.cancelled", "").json(t)["data"].([]any); len(evs) != 1 {
+		t.Fatalf("turn.cancelled events: %v", evs)
+	}
+}

@@ -309,6 +309,39 @@ func (s *Service) ExpireRequiredActions(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// cancelWaiting cancels turn t, which waits in requires_action: it
+// ends cancelled (stop reason cancelled) with its turn.cancelled event,
+// in the store's conditional write of an ended wait (the wait's own
+// expiry time passed as now, so that only this wait is ended: an answer
+// that resumed the turn first wins, and the turn is returned as it is).
+func (s *Service) cancelWaiting(ctx context.Context, t *ams.Turn) (*ams.Turn, error) {
+	now := s.Clock.Now()
+	end := *t
+	end.Status, end.StopReason, end.UpdatedAt, end.CompletedAt, end.RequiredAction = ams.TurnCancelled, ams.StopCancelled, now, &now, nil
+	end.Error = apiError(ams.Errorf(ams.ECONFLICT, "turn_cancelled", "The turn was cancelled."))
+	last, err := s.lastEventSeq(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	errData, _ := json.Marshal(ErrorData{Error: end.Error})
+	turnData, _ := json.Marshal(&end)
+	stream := []*ams.TurnEvent{{TurnID: t.ID, Seq: last + 1, Type: EventError, Data: errData, CreatedAt: now},
+		{TurnID: t.ID, Seq: last + 2, Type: ams.EventTurnCancelled, Data: turnData, CreatedAt: now}}
+	var events []*ams.Event
+	if ev := ams.TurnLifecycleEvent(&end, now); ev != nil {
+		events = append(events, ev)
+	}
+	ok, err := s.Store.ExpireRequiredAction(ctx, &end, t.RequiredAction.ExpiresAt, events, stream...)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		s.wakeWaiters()
+		go s.advance(context.WithoutCancel(ctx), t.UserID, t.ConversationID)
+	}
+	return s.Store.FindTurn(ctx, t.UserID, t.ID)
+}
+
 // RunExpiry fails expired required actions until ctx is done, every
 // RunnerInterval (1 s when unset).
 func (s *Service) RunExpiry(ctx context.Context) error {

@@ -110,6 +110,9 @@ func (s *Service) Cancel(ctx context.Context, userID, turnID string) (*ams.Turn,
 	if err != nil {
 		return nil, err
 	}
+	if t.Status == ams.TurnRequiresAction {
+		return s.cancelWaiting(ctx, t) // required.go
+	}
 	if t.Status != ams.TurnRunning {
 		return t, nil
 	}
