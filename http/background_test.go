@@ -65,8 +65,8 @@ func TestDoubleTextingOverHTTP(t *testing.T) {
 		{`,"multitask_strategy":""`, "multitask_strategy"},
 		{`,"max_output_tokens":0`, "max_output_tokens"},
 		{`,"tool_choice":"sometimes"`, "tool_choice"},
-		{`,"tools":[{"type":"function","name":"bad name"}]`, "tools"},
-		{`,"response_format":{"type":"xml"}`, "response_format"},
+		{`,"tools":[{"type":"function","name":"bad name"}]`, "tools[0].name"},
+		{`,"response_format":{"type":"xml"}`, "response_format.type"},
 	} {
 		wantError(t, f.do("POST", "/v1/messages", body(c.extra)), 400, "invalid_request_error", "parameter_invalid", c.param)
 	}
