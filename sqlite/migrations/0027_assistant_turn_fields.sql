@@ -1,4 +1,4 @@
--- 0030: an assistant's turn defaults (DESIGN.md, "Turns an integrator
+-- 0027: an assistant's turn defaults (DESIGN.md, "Turns an integrator
 -- builds on"): tools (JSON array of client function tools every turn
 -- has), require_approval (JSON array of tool names whose calls wait for
 -- approval, ["*"] for all) and multitask_strategy (what a send to a busy
