@@ -207,6 +207,44 @@ func AccountUpdatedEvent(u *User, previous map[string]any, at time.Time) *Event 
 	return e
 }
 
+// Lifecycle events of turns (DESIGN.md, "Turns an integrator builds on"),
+// additions beyond the interface's 13: a turn that stops to wait for
+// tool outputs or approvals, completes, fails or is cancelled emits one,
+// in the transaction that stores its new state. Data is the turn record.
+const (
+	EventTurnRequiresAction = "turn.requires_action"
+	EventTurnCompleted      = "turn.completed"
+	EventTurnFailed         = "turn.failed"
+	EventTurnCancelled      = "turn.cancelled"
+)
+
+// TurnLifecycleEvent returns the turn.* event of t's status (requires_action,
+// completed, failed or cancelled), carrying t's record and its id as the
+// event's turn_id; nil for a status that has none (queued, running).
+func TurnLifecycleEvent(t *Turn, at time.Time) *Event {
+	var typ string
+	switch t.Status {
+	case TurnRequiresAction:
+		typ = EventTurnRequiresAction
+	case TurnCompleted:
+		typ = EventTurnCompleted
+	case TurnFailed:
+		typ = EventTurnFailed
+	case TurnCancelled:
+		typ = EventTurnCancelled
+	default:
+		return nil
+	}
+	rec := *t
+	if rec.ActionIDs == nil {
+		rec.ActionIDs = []string{}
+	}
+	e := recordEvent(typ, t.UserID, "turn", &rec, at)
+	id := t.ID
+	e.TurnID = &id
+	return e
+}
+
 // EventAll is the subscription to every event type, present and future
 // (DESIGN.md, "Additions"): a webhook whose events are ["*"] receives every
 // event of its account, the types added in later versions included, but
@@ -227,6 +265,7 @@ var EventTypes = []string{
 	EventAccountUpdated,
 	EventAssistantCreated, EventAssistantUpdated, EventAssistantDeleted,
 	EventConversationCreated, EventConversationUpdated, EventConversationDeleted,
+	EventTurnRequiresAction, EventTurnCompleted, EventTurnFailed, EventTurnCancelled,
 }
 
 // WebhookFailingEvent returns the webhook.failing event of webhook

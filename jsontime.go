@@ -54,6 +54,17 @@ func jsonTimePtr(p *time.Time) *JSONTime {
 // MarshalJSON implements json.Marshaler (timestamps as TimeFormat).
 func (a Assistant) MarshalJSON() ([]byte, error) {
 	type plain Assistant
+	// The turn defaults read [] and "enqueue" when unset (a record made
+	// before they existed, or in a test).
+	if a.Tools == nil {
+		a.Tools = []*ClientTool{}
+	}
+	if a.RequireApproval == nil {
+		a.RequireApproval = []string{}
+	}
+	if a.MultitaskStrategy == "" {
+		a.MultitaskStrategy = MultitaskEnqueue
+	}
 	return json.Marshal(struct {
 		plain
 		CreatedAt JSONTime `json:"created_at"`

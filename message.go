@@ -9,16 +9,23 @@ import (
 
 // Assistant is one of a user's AI assistants.
 type Assistant struct {
-	ID           string    `json:"id"`
-	Object       string    `json:"object"` // "assistant"
-	UserID       string    `json:"-"`
-	Name         string    `json:"name"`
-	Description  string    `json:"description"`
-	Instructions string    `json:"instructions"`
-	Model        string    `json:"model"` // chooses the engine; "builtin" is the embedded one
-	Metadata     Metadata  `json:"metadata"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	ID           string `json:"id"`
+	Object       string `json:"object"` // "assistant"
+	UserID       string `json:"-"`
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	Instructions string `json:"instructions"`
+	Model        string `json:"model"` // chooses the engine; "builtin" is the embedded one
+	// Tools are client function tools every turn of the assistant has
+	// (a request's are added); RequireApproval names the built-in or
+	// integration tools whose calls wait for approval (["*"]: all);
+	// MultitaskStrategy is the default of a send to a busy conversation.
+	Tools             []*ClientTool `json:"tools"`
+	RequireApproval   []string      `json:"require_approval"`
+	MultitaskStrategy string        `json:"multitask_strategy"`
+	Metadata          Metadata      `json:"metadata"`
+	CreatedAt         time.Time     `json:"created_at"`
+	UpdatedAt         time.Time     `json:"updated_at"`
 }
 
 // ModelBuiltin is the model name of the built-in engine, the default.

@@ -43,6 +43,7 @@ type Store interface {
 	IdempotencyStore
 	ReminderStore
 	TurnStore
+	TurnRequiredStore
 
 	// Update runs fn in one transaction; see Tx. It commits when fn
 	// returns nil and returns fn's error unchanged otherwise. fn must not

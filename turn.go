@@ -249,6 +249,33 @@ type TurnStore interface {
 	// FindTurnCall returns the action of the turn's call number seq;
 	// ENOTFOUND when that call has not committed.
 	FindTurnCall(ctx context.Context, userID, turnID string, seq int) (*Action, error)
+	// AdmitTurn stores the start of x.Turn in an existing conversation
+	// (x.NewConversation nil; with one it is SaveExchange), deciding in
+	// one transaction by x.Turn.MultitaskStrategy what becomes of it when
+	// the conversation has unfinished turns: enqueue stores it queued
+	// (its inbound message kept in the turn until it starts), reject
+	// stores nothing (ECONFLICT conversation_busy), interrupt cancels
+	// them (stop_reason interrupted, turn.cancelled each) and stores it
+	// running. x.Turn.Status tells what was stored; the interrupted turns
+	// are returned.
+	AdmitTurn(ctx context.Context, x *Exchange) (interrupted []*Turn, err error)
+	// StartQueuedTurn makes a queued turn that is the first unfinished
+	// turn of its conversation running (lease until leaseUntil, deadline
+	// when set) and stores its inbound message into the conversation at
+	// now, with its message.created event, in one transaction. ECONFLICT
+	// turn_not_next otherwise; ENOTFOUND when it or its conversation is
+	// gone.
+	StartQueuedTurn(ctx context.Context, userID, id string, now, leaseUntil time.Time, deadline *time.Time) (*Turn, error)
+	// RunnableTurns returns, across accounts, the running turns whose
+	// lease ended before now and the queued turns first in their
+	// conversation's queue: at most limit of each.
+	RunnableTurns(ctx context.Context, now time.Time, limit int) ([]*Turn, error)
+	// NextTurn returns the first unfinished turn of a conversation;
+	// ENOTFOUND when there is none.
+	NextTurn(ctx context.Context, userID, conversationID string) (*Turn, error)
+	// TokenTotals sums the usage of the user's turns created at or after
+	// since.
+	TokenTotals(ctx context.Context, userID string, since time.Time) (Usage, error)
 }
 
 // ToolCall names the turn and call number of a tool run, carried in the

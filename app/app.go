@@ -66,6 +66,18 @@ type Config struct {
 	EngineFor func(a *ams.Assistant) (ams.Engine, error)
 	// EngineTimeout bounds one reply (0: messaging's default).
 	EngineTimeout time.Duration
+	// BackgroundTurnTimeout bounds a background turn from its start to
+	// its end (0: messaging's default, 10 minutes).
+	BackgroundTurnTimeout time.Duration
+	// RequiredActionTimeout is how long a turn waits for tool outputs or
+	// approvals before it fails with required_action_expired (ams serve
+	// --required-action-timeout); 0 means 10 minutes.
+	RequiredActionTimeout time.Duration
+	// TurnRunnerInterval is how often this process looks for turns no
+	// process runs: abandoned ones and queued ones that are next (0:
+	// messaging's default, 1 s). NoTurnRunner turns that off.
+	TurnRunnerInterval time.Duration
+	NoTurnRunner       bool
 	// RequestTimeout bounds each API request (amshttp.Server's; 0: no
 	// bound); requests that wait for a reply or a sync get EngineTimeout
 	// more.
@@ -131,9 +143,10 @@ type App struct {
 	Calendars    *caldav.Worker
 	Usage        *usage.Recorder
 
-	plain  ams.Store
-	logger *slog.Logger
-	clock  ams.Clock
+	plain        ams.Store
+	noTurnRunner bool
+	logger       *slog.Logger
+	clock        ams.Clock
 }
 
 // New builds the server. It starts nothing: serve the Handler and call Run
@@ -155,7 +168,7 @@ func New(cfg Config) (*App, error) {
 		guard = &ssrf.Guard{}
 	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
-	a := &App{plain: cfg.Store, logger: logger, clock: cfg.Clock}
+	a := &App{plain: cfg.Store, logger: logger, clock: cfg.Clock, noTurnRunner: cfg.NoTurnRunner}
 
 	// Workers that the world's changes wake: reminders fire on time, and
 	// CalDAV calendars sync soon after a change. They use the plain store,
@@ -169,7 +182,8 @@ func New(cfg Config) (*App, error) {
 	a.Accounts = &account.Service{Store: a.Store, Clock: cfg.Clock, BaseURL: base}
 	a.World = &world.Service{Store: a.Store, Clock: cfg.Clock, Integrations: map[string]world.Integrator{caldav.Provider: a.Calendars}}
 	a.Messages = &messaging.Service{Store: ams.Narrow[messaging.Tx](a.Store), Clock: cfg.Clock, Tools: tracedTools(a.World.Toolbox), EngineFor: tracedEngineFor(cfg.EngineFor),
-		EngineTimeout: cfg.EngineTimeout, Logger: logger}
+		EngineTimeout: cfg.EngineTimeout, Logger: logger, BackgroundTimeout: cfg.BackgroundTurnTimeout, RunnerInterval: cfg.TurnRunnerInterval,
+		RequiredActionTimeout: cfg.RequiredActionTimeout}
 	a.Webhooks = &webhook.Service{Store: ams.Narrow[webhook.Tx](a.Store), Guard: guard, Clock: cfg.Clock, MaxPerAccount: cfg.MaxWebhooks}
 
 	doc, err := openapi.ForServer(base)
@@ -220,7 +234,7 @@ func New(cfg Config) (*App, error) {
 	a.API.Tokens = authz
 	authz.Register(a.API.Mux())
 	a.Pages = &pages.Server{Store: a.Store, OAuthClients: clients, Clock: cfg.Clock, Logger: logger, BaseURL: base, OAuth: authz, Accounts: a.Accounts, Messages: a.Messages,
-		Webhooks: a.Webhooks, Limiter: limiter, Usage: a.Usage}
+		Webhooks: a.Webhooks, Limiter: limiter, Usage: a.Usage, World: a.World}
 	a.Pages.Register(a.API.Mux())
 
 	if !cfg.NoWebhookWorker {
@@ -247,6 +261,13 @@ func (a *App) Handler() http.Handler { return a.API.Handler() }
 // finish (deliveries in flight are recorded, usage counts are written).
 func (a *App) Run(ctx context.Context) error {
 	runs := []func(context.Context) error{a.Reminders.Run, a.Calendars.Run, a.Usage.Run, a.KeyReminders.Run, a.janitor}
+	if !a.noTurnRunner {
+		// Background and queued turns whose process died, or that are
+		// next in their conversation, are taken up by some process.
+		runs = append(runs, a.Messages.RunTurns)
+		// Waits for tool outputs or approvals that expired fail.
+		runs = append(runs, a.Messages.RunExpiry)
+	}
 	if a.Webhook != nil {
 		runs = append(runs, a.Webhook.Run)
 	}

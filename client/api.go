@@ -47,17 +47,23 @@ func (c *Client) GetAssistant(ctx context.Context, id string) (*Assistant, error
 // conversation, new unless p.ConversationID was set. The request carries
 // p.IdempotencyKey, or a generated key, so retries cannot send it twice.
 func (c *Client) SendMessage(ctx context.Context, p SendMessageParams) (*Message, error) {
-	body := struct {
-		AssistantID    string   `json:"assistant_id"`
-		Message        string   `json:"message"`
-		ConversationID string   `json:"conversation_id,omitempty"`
-		Metadata       Metadata `json:"metadata,omitempty"`
-	}{p.AssistantID, p.Message, p.ConversationID, p.Metadata}
 	out := new(Message)
-	if err := c.Request(ctx, http.MethodPost, "/messages", body, out, WithIdempotencyKey(p.IdempotencyKey)); err != nil {
+	if err := c.Request(ctx, http.MethodPost, "/messages", sendBody(p, false), out, WithIdempotencyKey(p.IdempotencyKey)); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// sendBody is the body of POST /messages for p.
+func sendBody(p SendMessageParams, background bool) any {
+	return struct {
+		AssistantID       string   `json:"assistant_id"`
+		Message           string   `json:"message"`
+		ConversationID    string   `json:"conversation_id,omitempty"`
+		Metadata          Metadata `json:"metadata,omitempty"`
+		MultitaskStrategy string   `json:"multitask_strategy,omitempty"`
+		Background        bool     `json:"background,omitempty"`
+	}{p.AssistantID, p.Message, p.ConversationID, p.Metadata, p.MultitaskStrategy, background}
 }
 
 // GetMessage returns the message with id.

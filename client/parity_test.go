@@ -31,6 +31,8 @@ var operations = map[string]string{
 	"cancelMessage":            "CancelMessage",
 	"listTurns":                "ListTurns",
 	"getTurn":                  "GetTurn",
+	"submitToolOutputs":        "SubmitToolOutputs",
+	"approveToolCalls":         "ApproveToolCalls",
 	"streamTurnEvents":         "FollowTurn",
 	"cancelTurn":               "CancelTurn",
 	"updateMessage":            "UpdateMessageFields",
@@ -92,8 +94,10 @@ var operations = map[string]string{
 var helpers = map[string]bool{
 	"Request":                 true, // any endpoint
 	"SendMessageStream":       true, // createMessage with "stream": true
+	"SendMessageBackground":   true, // createMessage with "background": true
 	"UpdateMessage":           true, // updateMessage, content only
 	"ListConversationActions": true, // listActions with conversation_id
+	"RunTurn":                 true, // createMessage with tools, then submitToolOutputs / approveToolCalls until the turn ends
 }
 
 func TestEveryOperationHasAMethod(t *testing.T) {

@@ -22,6 +22,11 @@ const (
 	StreamEventToolResult  = "tool_result"
 	StreamEventDelta       = "message.delta"
 	StreamEventCompleted   = "message.completed"
+	// StreamEventTurnRequiresAction ends the stream of a turn that waits
+	// for tool outputs or approvals (MessageStreamEvent.TurnRecord).
+	// turn.completed, turn.failed and turn.cancelled follow
+	// message.completed or the error, which end the sequence already.
+	StreamEventTurnRequiresAction = "turn.requires_action"
 )
 
 // MessageStreamEvent is one event of a streamed reply.
@@ -44,6 +49,8 @@ type MessageStreamEvent struct {
 	Delta string
 	// Message is the stored reply (StreamEventCompleted), the last event.
 	Message *Message
+	// TurnRecord is the turn of a StreamEventTurnRequiresAction.
+	TurnRecord *Turn
 }
 
 // TurnStarted is the data of a turn.started event.
@@ -118,11 +125,12 @@ func (c *Client) SendMessageStream(ctx context.Context, p SendMessageParams) ite
 // stream. Failures before that are retried like Request's.
 func (c *Client) openStream(ctx context.Context, p SendMessageParams) (*http.Response, error) {
 	payload, err := json.Marshal(struct {
-		AssistantID    string `json:"assistant_id"`
-		Message        string `json:"message"`
-		ConversationID string `json:"conversation_id,omitempty"`
-		Stream         bool   `json:"stream"`
-	}{p.AssistantID, p.Message, p.ConversationID, true})
+		AssistantID       string `json:"assistant_id"`
+		Message           string `json:"message"`
+		ConversationID    string `json:"conversation_id,omitempty"`
+		MultitaskStrategy string `json:"multitask_strategy,omitempty"`
+		Stream            bool   `json:"stream"`
+	}{p.AssistantID, p.Message, p.ConversationID, p.MultitaskStrategy, true})
 	if err != nil {
 		return nil, fmt.Errorf("ams: POST /v1/messages: encode request body: %w", err)
 	}

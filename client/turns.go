@@ -44,6 +44,60 @@ type Turn struct {
 	CreatedAt       time.Time  `json:"created_at"`
 	UpdatedAt       time.Time  `json:"updated_at"`
 	CompletedAt     *time.Time `json:"completed_at"`
+
+	// Background: started with SendMessageBackground; it runs on the
+	// server within its --background-turn-timeout.
+	Background bool `json:"background"`
+	// MultitaskStrategy is what its send did with the conversation's
+	// unfinished turns (MultitaskEnqueue, MultitaskReject,
+	// MultitaskInterrupt).
+	MultitaskStrategy string `json:"multitask_strategy"`
+	// RequiredAction is what a turn in TurnRequiresAction waits for
+	// (SubmitToolOutputs or ApproveToolCalls answer it); nil otherwise.
+	RequiredAction *RequiredAction `json:"required_action"`
+	// Usage is the tokens its engine calls took.
+	Usage TurnUsage `json:"usage"`
+	// StopReason is why it stopped ("" while queued or running):
+	// "end_turn", "max_output_tokens", "requires_action", "cancelled",
+	// "interrupted" or "error".
+	StopReason string `json:"stop_reason"`
+	// ActionIDs are the actions its tool calls recorded, in order.
+	ActionIDs []string `json:"action_ids"`
+}
+
+// TurnUsage is a turn's token count.
+type TurnUsage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	TotalTokens  int64 `json:"total_tokens"`
+}
+
+// Statuses of a turn beyond running, completed, failed and cancelled: a
+// send queued behind the unfinished turns of its conversation, and a
+// turn waiting for tool outputs or approvals.
+const (
+	TurnQueued         = "queued"
+	TurnRequiresAction = "requires_action"
+)
+
+// Multitask strategies (SendMessageParams.MultitaskStrategy): what a send
+// does when its conversation has an unfinished turn.
+const (
+	MultitaskEnqueue   = "enqueue"
+	MultitaskReject    = "reject"
+	MultitaskInterrupt = "interrupt"
+)
+
+// SendMessageBackground sends a message with "background": true: the
+// server answers at once (202) with the turn, queued or running, which
+// runs on the server (another process takes it over if its process
+// dies). Follow it with GetTurn, FollowTurn, or the turn.* events.
+func (c *Client) SendMessageBackground(ctx context.Context, p SendMessageParams) (*Turn, error) {
+	out := new(Turn)
+	if err := c.Request(ctx, http.MethodPost, "/messages", sendBody(p, true), out, WithIdempotencyKey(p.IdempotencyKey)); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // ListTurnsParams select one page of turns.
@@ -269,6 +323,17 @@ func (st *turnStream) read(resp *http.Response, yield func(MessageStreamEvent, e
 			}
 			yield(MessageStreamEvent{}, parseError(resp, data, st.c.now()))
 			return true, nil
+		case StreamEventTurnRequiresAction:
+			// The turn waits for tool outputs or approvals: the stream
+			// ends here, and goes on once the turn is resumed.
+			ev.TurnRecord = new(Turn)
+			if derr = json.Unmarshal(data, ev.TurnRecord); derr == nil {
+				if id != "" {
+					st.lastID = id
+				}
+				yield(ev, nil)
+				return true, nil
+			}
 		default:
 			// Other events are for later versions: skipped.
 			if id != "" {

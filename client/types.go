@@ -18,15 +18,21 @@ type MetadataUpdate map[string]*string
 
 // Assistant is one of an account's AI assistants.
 type Assistant struct {
-	ID           string    `json:"id"`     // "ast_..."
-	Object       string    `json:"object"` // "assistant"
-	Name         string    `json:"name"`
-	Description  string    `json:"description"`
-	Instructions string    `json:"instructions"`
-	Model        string    `json:"model"` // "builtin" is the server's embedded engine
-	Metadata     Metadata  `json:"metadata"`
-	CreatedAt    time.Time `json:"created_at"`
-	UpdatedAt    time.Time `json:"updated_at"`
+	ID           string `json:"id"`     // "ast_..."
+	Object       string `json:"object"` // "assistant"
+	Name         string `json:"name"`
+	Description  string `json:"description"`
+	Instructions string `json:"instructions"`
+	Model        string `json:"model"` // "builtin" is the server's embedded engine
+	// Tools are client tools every turn has; RequireApproval the tools
+	// whose calls wait for approval (["*"]: all); MultitaskStrategy
+	// what a send to a busy conversation does by default.
+	Tools             []ClientTool `json:"tools"`
+	RequireApproval   []string     `json:"require_approval"`
+	MultitaskStrategy string       `json:"multitask_strategy"`
+	Metadata          Metadata     `json:"metadata"`
+	CreatedAt         time.Time    `json:"created_at"`
+	UpdatedAt         time.Time    `json:"updated_at"`
 }
 
 // Conversation is a thread of messages between a program and one assistant.
@@ -181,4 +187,9 @@ type SendMessageParams struct {
 	// client generate one. Repeating a call with the same key and params
 	// within 24 hours returns the first reply instead of sending again.
 	IdempotencyKey string
+	// MultitaskStrategy is what the send does when the conversation has
+	// an unfinished turn: MultitaskEnqueue (the assistant's default, or
+	// enqueue), MultitaskReject (409 conversation_busy) or
+	// MultitaskInterrupt.
+	MultitaskStrategy string
 }

@@ -145,6 +145,11 @@ type UpdateAssistantParams struct {
 	Instructions *string
 	Model        *string
 	Metadata     MetadataUpdate // merged into the assistant's
+	// Tools, RequireApproval replace the assistant's when not nil (an
+	// empty slice clears them); MultitaskStrategy when not nil.
+	Tools             []ClientTool
+	RequireApproval   []string
+	MultitaskStrategy *string
 }
 
 // CreateAssistant creates an assistant.
@@ -171,6 +176,13 @@ func (c *Client) UpdateAssistant(ctx context.Context, id string, p UpdateAssista
 	setString(body, "instructions", p.Instructions)
 	setString(body, "model", p.Model)
 	setMetadataUpdate(body, p.Metadata)
+	if p.Tools != nil {
+		body["tools"] = p.Tools
+	}
+	if p.RequireApproval != nil {
+		body["require_approval"] = p.RequireApproval
+	}
+	setString(body, "multitask_strategy", p.MultitaskStrategy)
 	return patch[Assistant](ctx, c, "/assistants", id, body)
 }
 

@@ -60,9 +60,9 @@ func TestEventsNameTheirCause(t *testing.T) {
 		}
 	}
 	// The conversation the send made, the inbound message, the reply and
-	// the task the tool created.
-	if turnEvents != 4 {
-		t.Errorf("%d events name the turn, want 4 (conversation.created, two message.created, task.created)", turnEvents)
+	// the task the tool created, and the turn's turn.completed.
+	if turnEvents != 5 {
+		t.Errorf("%d events name the turn, want 5 (conversation.created, two message.created, task.created, turn.completed)", turnEvents)
 	}
 
 	// A change made outside a request names neither.

@@ -440,7 +440,7 @@ func TestStreamOutlivesRequestDeadline(t *testing.T) {
 		}
 		last = ev.name
 	}
-	if last != "message.completed" {
+	if last != "turn.completed" {
 		t.Fatalf("the stream past the request deadline ended with %q", last)
 	}
 }

@@ -150,7 +150,7 @@ func TestSendMessageAndReadBack(t *testing.T) {
 	if !strings.Contains(reply["content"].(string), "Ada") || reply["conversation_id"] != conv {
 		t.Fatalf("context lost: %v", reply)
 	}
-	if n := f.counts(); n != [3]int{1, 6, 7} { // six message.created and the conversation.created
+	if n := f.counts(); n != [3]int{1, 6, 10} { // six message.created, the conversation.created and three turn.completed
 		t.Fatalf("counts %v", n)
 	}
 }

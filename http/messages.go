@@ -20,6 +20,33 @@ type createMessageRequest struct {
 	Stream *bool `json:"stream"`
 	// Metadata is the inbound message's (ams.MetadataPatch).
 	Metadata ams.MetadataPatch `json:"metadata"`
+	// Background true answers 202 with the turn at once; the turn runs on
+	// the server (messaging.SendInput.Background).
+	Background *bool `json:"background"`
+	// MultitaskStrategy: enqueue, reject or interrupt (the assistant's
+	// by default).
+	MultitaskStrategy *string `json:"multitask_strategy"`
+	// The per-turn options (ams.TurnOptions).
+	Instructions    *string             `json:"instructions"`
+	Tools           []*ams.ClientTool   `json:"tools"`
+	ToolChoice      *ams.ToolChoice     `json:"tool_choice"`
+	MaxOutputTokens *int                `json:"max_output_tokens"`
+	ResponseFormat  *ams.ResponseFormat `json:"response_format"`
+}
+
+// options returns the request's per-turn options, nil when it has none.
+func (req *createMessageRequest) options() (*ams.TurnOptions, error) {
+	if req.Instructions == nil && req.Tools == nil && req.ToolChoice == nil && req.MaxOutputTokens == nil && req.ResponseFormat == nil {
+		return nil, nil
+	}
+	o := &ams.TurnOptions{Instructions: req.Instructions, Tools: req.Tools, ToolChoice: req.ToolChoice, ResponseFormat: req.ResponseFormat}
+	if req.MaxOutputTokens != nil {
+		if *req.MaxOutputTokens < 1 {
+			return nil, ams.ParamError("parameter_invalid", "max_output_tokens", "'max_output_tokens' must be an integer of 1 or more.")
+		}
+		o.MaxOutputTokens = *req.MaxOutputTokens
+	}
+	return o, nil
 }
 
 func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
@@ -44,6 +71,18 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 		}
 		in.ConversationID = *req.ConversationID
 	}
+	if req.MultitaskStrategy != nil {
+		if *req.MultitaskStrategy == "" {
+			return ams.ParamError("parameter_invalid", "multitask_strategy", "multitask_strategy must be 'enqueue', 'reject' or 'interrupt'.")
+		}
+		in.MultitaskStrategy = *req.MultitaskStrategy
+	}
+	opts, err := req.options()
+	if err != nil {
+		return err
+	}
+	in.Options = opts
+	in.Background = req.Background != nil && *req.Background
 	if req.Stream != nil && *req.Stream {
 		in.Stream = true
 		return s.streamMessage(w, r, auth(r).User.ID, in)
@@ -51,6 +90,17 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 	run, err := s.Messages.Start(r.Context(), auth(r).User.ID, in)
 	if err != nil {
 		return err
+	}
+	if in.Background {
+		// 202 with the turn as it started (queued or running), or as it
+		// is for a retry of a background send.
+		t := run.Turn
+		if run.Replayed {
+			t = run.Final()
+		}
+		w.Header().Set("X-Turn-Id", t.ID)
+		w.Header().Set("Location", "/v1/turns/"+t.ID)
+		return writeJSON(w, http.StatusAccepted, t)
 	}
 	reply, err := run.Wait(r.Context())
 	select {
@@ -66,6 +116,13 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 	}
 	if err != nil {
 		return err
+	}
+	if reply == nil {
+		// The turn stopped at requires_action: the turn tells what it
+		// waits for (POST /v1/turns/{id}/tool_outputs or /approvals).
+		t := run.Final()
+		w.Header().Set("Location", "/v1/turns/"+t.ID)
+		return writeJSON(w, http.StatusOK, t)
 	}
 	w.Header().Set("Location", "/v1/messages/"+reply.ID)
 	return writeJSON(w, http.StatusCreated, reply)

@@ -185,11 +185,13 @@ func (s *Server) endpoint(rt Route) http.Handler {
 // stream's deadline bounds only what precedes it.
 var (
 	upstreamRoutes = map[string]bool{"POST /v1/messages": true, "POST /v1/assistants/{id}/actions": true,
-		"POST /v1/integrations": true, "POST /v1/integrations/{id}/sync": true}
+		"POST /v1/integrations": true, "POST /v1/integrations/{id}/sync": true,
+		"POST /v1/turns/{id}/tool_outputs": true, "POST /v1/turns/{id}/approvals": true}
 	streamRoutes = map[string]bool{"GET /v1/turns/{id}/events": true}
 	// The routes that run or follow a turn hold one of the account's
 	// turn slots (withTurnSlot) from before their prelude.
-	turnRoutes = map[string]bool{"POST /v1/messages": true, "GET /v1/turns/{id}/events": true}
+	turnRoutes = map[string]bool{"POST /v1/messages": true, "GET /v1/turns/{id}/events": true,
+		"POST /v1/turns/{id}/tool_outputs": true, "POST /v1/turns/{id}/approvals": true}
 )
 
 // withDeadline runs next under the deadline of rt's requests
@@ -495,6 +497,10 @@ var rerunAnswers = map[string]bool{
 	"/v1/turns/{id}/cancel":      true,
 	"/v1/messages/{id}/cancel":   true,
 	"/v1/integrations/{id}/sync": true,
+	// An answer to a waiting turn that resumed it is answered again as a
+	// conflict (turn_not_waiting): the turn went on, nothing runs twice.
+	"/v1/turns/{id}/tool_outputs": true,
+	"/v1/turns/{id}/approvals":    true,
 }
 
 // answerFunc makes a route's stored answer to request r from a value the

@@ -252,6 +252,19 @@ func TestEveryOperationAnswersAsDocumented(t *testing.T) {
 	}
 	c.ok(200, "POST", "/v1/turns/{id}/cancel", "/v1/turns/"+running["id"].(string)+"/cancel", "")
 	f.API.Messages.EngineFor = builtin
+	// A client tool's call, answered; a built-in tool's call that waits
+	// for approval, rejected.
+	tools := `[{"type":"function","name":"lookup_order","parameters":{"type":"object"}}]`
+	waiting := c.ok(200, "POST", "/v1/messages", "/v1/messages", `{"assistant_id":"`+ast+`","message":"lookup_order {\"id\": 7}","tools":`+tools+`}`)
+	call := waiting["required_action"].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)["id"].(string)
+	c.ok(200, "POST", "/v1/turns/{id}/tool_outputs", "/v1/turns/"+waiting["id"].(string)+"/tool_outputs",
+		`{"tool_outputs":[{"tool_call_id":"`+call+`","output":"shipped"}]}`)
+	c.ok(200, "PATCH", "/v1/assistants/{id}", "/v1/assistants/"+ast, `{"require_approval":["create_task"]}`)
+	waiting = c.ok(200, "POST", "/v1/messages", "/v1/messages", `{"assistant_id":"`+ast+`","message":"add a task: water the plants"}`)
+	call = waiting["required_action"].(map[string]any)["tool_calls"].([]any)[0].(map[string]any)["id"].(string)
+	c.ok(200, "POST", "/v1/turns/{id}/approvals", "/v1/turns/"+waiting["id"].(string)+"/approvals",
+		`{"approvals":[{"tool_call_id":"`+call+`","approved":false,"reason":"not now"}]}`)
+	c.ok(200, "PATCH", "/v1/assistants/{id}", "/v1/assistants/"+ast, `{"require_approval":[]}`)
 	c.ok(200, "GET", "/v1/conversations", "/v1/conversations", "")
 	c.ok(200, "GET", "/v1/conversations/{id}", "/v1/conversations/"+conv, "")
 	c.ok(200, "PATCH", "/v1/conversations/{id}", "/v1/conversations/"+conv, `{"metadata":{"topic":"tour"}}`)

@@ -173,7 +173,7 @@ func TestStreamSurvivesIdleProxy(t *testing.T) {
 			got := strings.Join(names, " ")
 			if withKeepAlive {
 				if readErr != nil || proxy.cuts.Load() != 0 || seen.count() < 2*spans ||
-					got != "turn.started tool_call tool_result tool_call tool_result message.delta message.completed" {
+					got != "turn.started tool_call tool_result tool_call tool_result message.delta message.completed turn.completed" {
 					t.Fatalf("through the proxy: %s (%v, %d cuts, %d keep-alives)", got, readErr, proxy.cuts.Load(), seen.count())
 				}
 				return
@@ -214,7 +214,7 @@ func TestStreamOutlivesWriteTimeout(t *testing.T) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	evs := readEvents(t, body)
-	if err != nil || len(evs) == 0 || evs[len(evs)-1].name != "message.completed" || !strings.Contains(string(body), ": keep-alive") {
+	if err != nil || len(evs) == 0 || evs[len(evs)-1].name != "turn.completed" || !strings.Contains(string(body), ": keep-alive") {
 		t.Fatalf("stream past the write timeout: %v\n%s", err, body)
 	}
 }

@@ -283,6 +283,8 @@ func (s *Server) init() {
 			{"GET", "/v1/turns/{id}", perms(read, msgs), ids(turnPath), none, s.getTurn},
 			{"GET", "/v1/turns/{id}/events", perms(read, msgs), ids(turnPath), none, s.streamTurn},
 			{"POST", "/v1/turns/{id}/cancel", perms(msgs), ids(turnPath), none, s.cancelTurn},
+			{"POST", "/v1/turns/{id}/tool_outputs", perms(msgs), ids(turnPath), none, s.submitToolOutputs},
+			{"POST", "/v1/turns/{id}/approvals", perms(msgs), ids(turnPath), none, s.approveToolCalls},
 			// Tasks (tasks.go).
 			{"POST", "/v1/tasks", perms(write), nil, none, s.createTask},
 			{"GET", "/v1/tasks", perms(read), nil, listQuery("assistant_id", "status", "due_after", "due_before"), s.listTasks},

@@ -244,7 +244,7 @@ func (s *Server) streamMessage(w http.ResponseWriter, r *http.Request, userID st
 	} else {
 		err = run.Follow(r.Context(), run.FirstSeq()-1, send)
 	}
-	if sse.lastEvent() != EventMessageCompleted {
+	if last := sse.lastEvent(); last != EventMessageCompleted && last != messaging.EventTurnCompleted && last != messaging.EventTurnRequiresAction {
 		// A failed turn, or a client that left: the key is released, so
 		// that a retry with it finds the turn (resumes it, or replays its
 		// reply).

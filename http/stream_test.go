@@ -117,7 +117,7 @@ func TestStreamBuiltinEngine(t *testing.T) {
 		t.Errorf("headers %v", r.header)
 	}
 	evs := readEvents(t, r.body)
-	if len(evs) < 2 || evs[len(evs)-1].name != "message.completed" {
+	if len(evs) < 3 || evs[len(evs)-2].name != "message.completed" || evs[len(evs)-1].name != "turn.completed" {
 		t.Fatalf("events %+v", evs)
 	}
 	if evs[0].name != "turn.started" || evs[0].id != "1" {
@@ -132,7 +132,7 @@ func TestStreamBuiltinEngine(t *testing.T) {
 		t.Fatalf("the built-in engine's reply came in %d deltas, want it word by word: %+v", len(evs)-2, evs)
 	}
 	var text strings.Builder
-	for _, ev := range evs[1 : len(evs)-1] {
+	for _, ev := range evs[1 : len(evs)-2] {
 		if ev.name != "message.delta" {
 			t.Fatalf("event %q before the completed event", ev.name)
 		}
@@ -143,7 +143,7 @@ func TestStreamBuiltinEngine(t *testing.T) {
 		text.WriteString(d.Delta)
 	}
 	var done map[string]any
-	if err := json.Unmarshal([]byte(evs[len(evs)-1].data), &done); err != nil {
+	if err := json.Unmarshal([]byte(evs[len(evs)-2].data), &done); err != nil {
 		t.Fatal(err)
 	}
 	if done["object"] != "message" || done["direction"] != "outbound" || !strings.Contains(done["content"].(string), "Ada") {
@@ -260,6 +260,9 @@ func testDeltasArriveBeforeCompletion(t *testing.T, key string) {
 	if err != nil || ev.name != "message.completed" || !strings.Contains(ev.data, `"content":"Hello!"`) {
 		t.Fatalf("last event %+v %v", ev, err)
 	}
+	if ev, err = readEvent(br); err != nil || ev.name != "turn.completed" || !strings.Contains(ev.data, `"status":"completed"`) {
+		t.Fatalf("lifecycle event %+v %v", ev, err)
+	}
 	if _, err := readEvent(br); err != io.EOF {
 		t.Fatalf("after message.completed: %v, want the end of the stream", err)
 	}
@@ -282,7 +285,7 @@ func TestStreamEngineFailsMidStream(t *testing.T) {
 		t.Fatalf("status %d", r.status)
 	}
 	evs := readEvents(t, r.body)
-	if len(evs) != 3 || evs[0].name != "turn.started" || evs[1].name != "message.delta" || evs[2].name != "error" {
+	if len(evs) != 4 || evs[0].name != "turn.started" || evs[1].name != "message.delta" || evs[2].name != "error" || evs[3].name != "turn.failed" {
 		t.Fatalf("events %+v", evs)
 	}
 	evs = evs[1:]
@@ -299,8 +302,8 @@ func TestStreamEngineFailsMidStream(t *testing.T) {
 		strings.Contains(body.Error.Message, "secret") {
 		t.Fatalf("error event %s", evs[1].data)
 	}
-	if c := f.counts(); c != [3]int{1, 1, 2} {
-		t.Fatalf("a failed stream stored %v, want its conversation and inbound message with their events", c)
+	if c := f.counts(); c != [3]int{1, 1, 3} {
+		t.Fatalf("a failed stream stored %v, want its conversation and inbound message with their events, and turn.failed", c)
 	}
 	// The failure released the key: the same request may be retried, and
 	// resumes the turn.
@@ -309,11 +312,11 @@ func TestStreamEngineFailsMidStream(t *testing.T) {
 	}))
 	r = f.do("POST", "/v1/messages", f.streamBody("hi"), "Idempotency-Key", "k-fail")
 	evs = readEvents(t, r.body)
-	if r.header.Get("Idempotent-Replayed") != "" || len(evs) != 3 || evs[0].name != "turn.started" || evs[0].id != "4" ||
-		!strings.Contains(evs[0].data, `"resumed":true`) || evs[2].name != "message.completed" || evs[2].id != "6" {
+	if r.header.Get("Idempotent-Replayed") != "" || len(evs) != 4 || evs[0].name != "turn.started" || evs[0].id != "5" ||
+		!strings.Contains(evs[0].data, `"resumed":true`) || evs[2].name != "message.completed" || evs[2].id != "7" || evs[3].name != "turn.completed" {
 		t.Fatalf("retry: %v %s", r.header, r.body)
 	}
-	if c := f.counts(); c != [3]int{1, 2, 3} {
+	if c := f.counts(); c != [3]int{1, 2, 5} {
 		t.Fatalf("after the retry: %v", c)
 	}
 }
@@ -326,7 +329,7 @@ func TestStreamEngineFailsBeforeAnyText(t *testing.T) {
 	}))
 	r := f.do("POST", "/v1/messages", f.streamBody("hi"))
 	evs := readEvents(t, r.body)
-	if r.status != 200 || len(evs) != 2 || evs[0].name != "turn.started" || evs[1].name != "error" ||
+	if r.status != 200 || len(evs) != 3 || evs[0].name != "turn.started" || evs[1].name != "error" || evs[2].name != "turn.failed" ||
 		!strings.Contains(evs[1].data, `"code":"engine_rate_limited"`) || !strings.Contains(evs[1].data, `"type":"api_error"`) {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
@@ -409,7 +412,7 @@ func TestStreamClientDisconnects(t *testing.T) {
 		t.Fatalf("resume: %d %s", r.status, r.body)
 	}
 	evs := readEvents(t, r.body)
-	want := []string{"3 message.delta", "4 message.delta", "5 message.completed"}
+	want := []string{"3 message.delta", "4 message.delta", "5 message.completed", "6 turn.completed"}
 	if len(evs) != len(want) {
 		t.Fatalf("resumed events %+v, want %v", evs, want)
 	}
@@ -419,7 +422,7 @@ func TestStreamClientDisconnects(t *testing.T) {
 		}
 	}
 	// From the start, and a bad Last-Event-ID.
-	if evs := readEvents(t, f.do("GET", "/v1/turns/"+turnID+"/events", "").body); len(evs) != 5 {
+	if evs := readEvents(t, f.do("GET", "/v1/turns/"+turnID+"/events", "").body); len(evs) != 6 {
 		t.Fatalf("whole stream: %+v", evs)
 	}
 	wantError(t, f.do("GET", "/v1/turns/"+turnID+"/events", "", "Last-Event-ID", "x"), 400, "invalid_request_error", "parameter_invalid", "Last-Event-ID")

@@ -155,8 +155,8 @@ func testFailureAfterToolRound(t *testing.T, store ams.Store, eng ams.Engine, ms
 		}
 	}
 	got := strings.Join(names, " ")
-	if !strings.HasPrefix(got, "turn.started tool_call tool_result") || !strings.Contains(got, "error turn.started tool_call tool_result") ||
-		!strings.HasSuffix(got, "message.completed") {
+	if !strings.HasPrefix(got, "turn.started tool_call tool_result") || !strings.Contains(got, "error turn.failed turn.started tool_call tool_result") ||
+		!strings.HasSuffix(got, "message.completed turn.completed") || !strings.Contains(got, "error turn.failed turn.started") {
 		t.Fatalf("stream of the turn: %s", got)
 	}
 	// A third try replays the reply; another message with the key is refused.
@@ -249,7 +249,7 @@ func TestCancelEndpoints(t *testing.T) {
 	}
 	select {
 	case evs := <-follow:
-		if len(evs) != 1 || evs[0].name != "error" || !strings.Contains(evs[0].data, "turn_cancelled") {
+		if len(evs) != 2 || evs[0].name != "error" || !strings.Contains(evs[0].data, "turn_cancelled") || evs[1].name != "turn.cancelled" {
 			t.Fatalf("followed events %+v", evs)
 		}
 	case <-time.After(5 * time.Second):

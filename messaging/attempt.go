@@ -2,6 +2,8 @@ package messaging
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +32,9 @@ func (s *Service) run(ctx context.Context, r *Run, engine ams.Engine, req *ams.E
 	bg := context.WithoutCancel(ctx)
 	h := s.watch(bg, r)
 	reply, err := s.reply(ctx, r, engine, req)
+	if err != nil && r.Turn.Background && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = backgroundTimeout(s.backgroundTimeout())
+	}
 	h.stop()
 	r.cancel()
 	e := s.settle(r, reply, err)
@@ -121,15 +126,19 @@ type ending struct {
 	reply  *ams.Message
 	err    error
 	events []*ams.Event
-	// last is the turn's last stream event (message.completed with the
-	// reply, or error); stream is it with the events not stored yet,
-	// written in the turn's last transaction: subscribers get last once
-	// it commits.
-	last   *ams.TurnEvent
+	// tail is the turn's last stream events (message.completed with the
+	// reply, or error; then the turn's lifecycle event); stream is them
+	// after the events not stored yet, written in the turn's last
+	// transaction: subscribers get the tail once it commits.
+	tail   []*ams.TurnEvent
 	stream []*ams.TurnEvent
 }
 
-// settle turns the engine's answer into the attempt's ending.
+// settle turns the engine's answer into the attempt's ending. Each end
+// state is a case of its switch and a method of ending that fills it in
+// (status, stop reason, reply or required action); what every ending
+// carries (usage, action ids, calls, the lifecycle event and the tail of
+// the stream) is added after.
 func (s *Service) settle(r *Run, reply *ams.Reply, err error) *ending {
 	t := r.Turn
 	now := s.Clock.Now()
@@ -138,38 +147,106 @@ func (s *Service) settle(r *Run, reply *ams.Reply, err error) *ending {
 	}
 	e := &ending{turn: *t, err: err}
 	e.turn.UpdatedAt, e.turn.CompletedAt = now, &now
+	if err != nil && t.Background && t.Deadline != nil && !now.Before(*t.Deadline) {
+		e.err = backgroundTimeout(s.backgroundTimeout())
+	}
 	switch {
 	case r.isCancelled():
 		e.cancelled()
-	case err != nil:
-		e.turn.Status = ams.TurnFailed
+	case e.err != nil:
+		e.turn.Status, e.turn.StopReason = ams.TurnFailed, ams.StopError
+	case reply.RequiredAction != nil:
+		e.requiresAction(reply, now, s.requiredActionTimeout())
 	default:
 		e.completed(r, reply, now)
 	}
 	if e.err != nil {
 		e.turn.Error = apiError(e.err)
 	}
-	if e.reply != nil {
-		e.events = []*ams.Event{ams.MessageCreatedEvent(e.reply)}
-		e.last = r.log.prepare(EventMessageCompleted, e.reply)
-	} else {
-		e.last = r.log.prepare(EventError, ErrorData{Error: e.turn.Error})
+	e.account(r, reply)
+	var last *ams.TurnEvent
+	switch {
+	case e.reply != nil:
+		last = r.log.prepare(EventMessageCompleted, e.reply)
+	case e.turn.Status != ams.TurnRequiresAction:
+		last = r.log.prepare(EventError, ErrorData{Error: e.turn.Error})
 	}
-	e.stream = append(r.log.unwritten(), e.last)
+	if last != nil {
+		e.tail = append(e.tail, last)
+	}
+	if ev := ams.TurnLifecycleEvent(&e.turn, now); ev != nil {
+		e.events = append(e.events, ev)
+		e.tail = append(e.tail, r.log.prepareAfter(last, ev.Type, &e.turn))
+	}
+	e.stream = append(r.log.unwritten(), e.tail...)
 	return e
+}
+
+// account fills in what every ending of the attempt carries: the usage
+// (the turn's earlier attempts' plus this reply's), the tool calls so
+// far, and the ids of the actions its calls recorded, and the reply's
+// message.created event.
+func (e *ending) account(r *Run, reply *ams.Reply) {
+	ids := append([]string{}, r.Turn.ActionIDs...)
+	r.mu.Lock()
+	more := append([]string{}, r.actionIDs...)
+	r.mu.Unlock()
+	if reply != nil {
+		e.turn.Usage = r.Turn.Usage.Add(reply.Usage)
+		if len(reply.Calls) > 0 {
+			e.turn.Calls = reply.Calls
+		}
+		for _, a := range reply.Actions {
+			more = append(more, a.ID)
+		}
+		for _, c := range reply.Calls {
+			if c.ActionID != "" {
+				more = append(more, c.ActionID)
+			}
+		}
+	}
+	for _, id := range more {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	e.turn.ActionIDs = ids
+	if e.reply != nil {
+		e.events = append(e.events, ams.MessageCreatedEvent(e.reply))
+	}
+}
+
+// backgroundTimeout is the error of a background turn that did not end
+// within d.
+func backgroundTimeout(d time.Duration) error {
+	return ams.Errorf(ams.EUPSTREAM, "background_turn_timeout", "The background turn did not end within %s (--background-turn-timeout).", d)
 }
 
 // cancelled ends the turn cancelled.
 func (e *ending) cancelled() {
-	e.turn.Status = ams.TurnCancelled
+	e.turn.Status, e.turn.StopReason = ams.TurnCancelled, ams.StopCancelled
 	e.err = ams.Errorf(ams.ECONFLICT, "turn_cancelled", "The turn was cancelled.")
+}
+
+// requiresAction stops the turn at requires_action: it waits, until
+// timeout from now, for the outputs of the client tool calls the engine
+// made or the approval of its calls (reply.RequiredAction). The turn is
+// not ended (no completed_at, no reply); its stream stops at
+// turn.requires_action, and goes on when the turn is resumed.
+func (e *ending) requiresAction(reply *ams.Reply, now time.Time, timeout time.Duration) {
+	ra := *reply.RequiredAction
+	ra.ExpiresAt = now.Add(timeout)
+	e.turn.Status, e.turn.StopReason, e.turn.RequiredAction, e.turn.CompletedAt = ams.TurnRequiresAction, ams.StopRequiresAction, &ra, nil
 }
 
 // completed ends the turn completed with the engine's reply, stored as
 // an outbound message at now.
 func (e *ending) completed(r *Run, reply *ams.Reply, now time.Time) {
 	t := r.Turn
-	e.turn.Status = ams.TurnCompleted
+	e.turn.Status, e.turn.StopReason, e.turn.RequiredAction = ams.TurnCompleted, reply.StopReason, nil
+	if e.turn.StopReason == "" || e.turn.StopReason == ams.StopRequiresAction {
+		e.turn.StopReason = ams.StopEndTurn
+	}
 	e.reply = &ams.Message{
 		ID: ams.NewID(ams.PrefixMessage), Object: "message", UserID: t.UserID, AssistantID: t.AssistantID,
 		ConversationID: t.ConversationID, Direction: ams.DirectionOutbound, Content: reply.Content, Metadata: ams.Metadata{},
@@ -213,8 +290,8 @@ func (s *Service) recordWhole(ctx context.Context, r *Run, e *ending, whole *ams
 		startErr = s.Store.SaveExchange(ctx, whole)
 	}
 	if startErr == nil {
-		r.log.addStored(e.last)
-		r.final = &e.turn
+		r.log.addStored(e.tail...)
+		r.final, r.whole = &e.turn, true
 		return
 	}
 	var other *ams.Turn
@@ -230,15 +307,38 @@ func (s *Service) recordWhole(ctx context.Context, r *Run, e *ending, whole *ams
 
 // recordEnd stores the end of a turn whose start is stored.
 func (s *Service) recordEnd(ctx context.Context, r *Run, e *ending) {
-	if err := s.Store.FinishTurn(ctx, &e.turn, e.reply, e.events, e.stream...); err != nil {
-		s.logger().Error("finish turn", "turn", r.Turn.ID, "err", err)
-		e.reply, e.err = nil, err
-		e.turn.Error = apiError(err)
-		r.log.emit(EventError, ErrorData{Error: e.turn.Error})
-		r.log.flush(ctx)
-	} else {
-		r.log.addStored(e.last)
+	err := s.Store.FinishTurn(ctx, &e.turn, e.reply, e.events, e.stream...)
+	if err == nil {
+		r.log.addStored(e.tail...)
+		r.final = &e.turn
+		return
 	}
+	if ams.ErrorKindOf(err) == ams.ECONFLICT {
+		// Fenced: another process took the turn over (its lease had
+		// lapsed), or a newer message interrupted it. What this attempt
+		// did is not stored; the turn is as the store has it.
+		if cur, ferr := s.Store.FindTurn(ctx, r.Turn.UserID, r.Turn.ID); ferr == nil {
+			r.final, e.reply = cur, nil
+			e.err = err
+			if cur.Error != nil {
+				e.err = &ams.Error{Kind: ams.ECONFLICT, Code: cur.Error.Code, Message: cur.Error.Message}
+			}
+			r.log.emit(EventError, ErrorData{Error: apiError(e.err)})
+			if ev := ams.TurnLifecycleEvent(cur, s.Clock.Now()); ev != nil && cur.Finished() {
+				// Interrupted (or cancelled) by its store: its stream
+				// ends here. A turn another process took over goes on in
+				// that process's stream.
+				r.log.emit(ev.Type, cur)
+				r.log.flush(ctx)
+			}
+			return
+		}
+	}
+	s.logger().Error("finish turn", "turn", r.Turn.ID, "err", err)
+	e.reply, e.err = nil, err
+	e.turn.Error = apiError(err)
+	r.log.emit(EventError, ErrorData{Error: e.turn.Error})
+	r.log.flush(ctx)
 	r.final = &e.turn
 }
 
@@ -255,5 +355,11 @@ func (s *Service) release(r *Run, e *ending) {
 	r.log.close()
 	r.reply, r.err = e.reply, e.err
 	close(r.done)
+	s.wakeWaiters()
 	s.Signals.TurnEnded.Signal(t.ID)
+	if r.final != nil && r.final.Status != ams.TurnRequiresAction && !r.whole {
+		// The conversation's next queued turn, if any, starts now (in
+		// this process; the runners of others would find it too).
+		go s.advance(context.Background(), t.UserID, t.ConversationID)
+	}
 }

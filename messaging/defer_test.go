@@ -94,12 +94,13 @@ func TestShortTurnStoredWhole(t *testing.T) {
 	for _, e := range evs {
 		types = append(types, e.Type)
 	}
-	if len(types) != 3 || types[0] != messaging.EventTurnStarted || types[1] != messaging.EventMessageDelta || types[2] != messaging.EventMessageCompleted {
+	if len(types) != 4 || types[0] != messaging.EventTurnStarted || types[1] != messaging.EventMessageDelta || types[2] != messaging.EventMessageCompleted ||
+		types[3] != messaging.EventTurnCompleted {
 		t.Fatalf("stream of a turn stored whole: %v", types)
 	}
 	c, _ := db.FindConversation(ctx, u.ID, tr.ConversationID)
 	e, _ := db.ListEvents(ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10})
-	if c == nil || c.MessageCount != 2 || len(e.Data) != 3 { // conversation.created, two message.created
+	if c == nil || c.MessageCount != 2 || len(e.Data) != 4 { // conversation.created, two message.created, turn.completed
 		t.Fatalf("conversation %+v, %d events", c, len(e.Data))
 	}
 	// A retry with the key replays the stored reply.
@@ -236,7 +237,7 @@ func TestDeferredKeyAcrossProcesses(t *testing.T) {
 	}
 	c, _ := db.ListConversations(ctx, u.ID, "", ams.ListParams{Limit: 10})
 	e, _ := db.ListEvents(ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10})
-	if len(c.Data) != 1 || c.Data[0].MessageCount != 2 || len(e.Data) != 3 { // conversation.created, two message.created
+	if len(c.Data) != 1 || c.Data[0].MessageCount != 2 || len(e.Data) != 4 { // conversation.created, two message.created, turn.completed
 		t.Fatalf("stored %d conversations and %d events, want the winner's only", len(c.Data), len(e.Data))
 	}
 }

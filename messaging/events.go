@@ -21,9 +21,28 @@ const (
 	EventError            = "error"
 )
 
-// Terminal reports whether an event of type typ ends an attempt of a turn:
-// message.completed ends the turn, error ends a failed or cancelled one.
-func Terminal(typ string) bool { return typ == EventMessageCompleted || typ == EventError }
+// Lifecycle events of a turn's stream: the last event of an attempt,
+// after message.completed or error, carrying the turn record (the same
+// as the account events of these types, ams.TurnLifecycleEvent).
+const (
+	EventTurnRequiresAction = ams.EventTurnRequiresAction
+	EventTurnCompleted      = ams.EventTurnCompleted
+	EventTurnFailed         = ams.EventTurnFailed
+	EventTurnCancelled      = ams.EventTurnCancelled
+)
+
+// Terminal reports whether an event of type typ ends an attempt of a
+// turn: its lifecycle event (turn.completed, turn.failed,
+// turn.cancelled, or turn.requires_action, after which the turn's stream
+// goes on when it resumes); message.completed and error end the streams
+// of turns stored before lifecycle events existed.
+func Terminal(typ string) bool {
+	switch typ {
+	case EventTurnCompleted, EventTurnFailed, EventTurnCancelled, EventTurnRequiresAction, EventMessageCompleted, EventError:
+		return true
+	}
+	return false
+}
 
 // TurnStartedData is the data of a turn.started event.
 type TurnStartedData struct {
@@ -147,13 +166,23 @@ func (l *eventLog) flush(ctx context.Context) {
 // the turn's last event, to be stored with the turn's completion and
 // added by addStored once that has committed.
 func (l *eventLog) prepare(typ string, v any) *ams.TurnEvent {
+	return l.prepareAfter(nil, typ, v)
+}
+
+// prepareAfter is prepare for the event after prev (one prepared too),
+// or the next one when prev is nil.
+func (l *eventLog) prepareAfter(prev *ams.TurnEvent, typ string, v any) *ams.TurnEvent {
 	b, err := json.Marshal(v)
 	if err != nil {
 		b = []byte(`{}`)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return &ams.TurnEvent{TurnID: l.turnID, Seq: l.seq + 1, Type: typ, Data: b, CreatedAt: l.clock.Now()}
+	seq := l.seq + 1
+	if prev != nil {
+		seq = prev.Seq + 1
+	}
+	return &ams.TurnEvent{TurnID: l.turnID, Seq: seq, Type: typ, Data: b, CreatedAt: l.clock.Now()}
 }
 
 // unwritten returns the events not stored yet.
@@ -165,11 +194,13 @@ func (l *eventLog) unwritten() []*ams.TurnEvent {
 
 // addStored adds e, the event prepare made, stored with every event
 // before it, and wakes the subscribers.
-func (l *eventLog) addStored(e *ams.TurnEvent) {
+func (l *eventLog) addStored(es ...*ams.TurnEvent) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.seq = e.Seq
-	l.events = append(l.events, e)
+	for _, e := range es {
+		l.seq = e.Seq
+		l.events = append(l.events, e)
+	}
 	l.written = len(l.events)
 	l.wakeLocked()
 }
@@ -208,6 +239,11 @@ func (l *eventLog) since(after int64) ([]*ams.TurnEvent, bool, <-chan struct{}) 
 // until the attempt ends (its terminal event is sent), send fails or ctx
 // is done. Events of earlier attempts are read from the store.
 func (r *Run) Follow(ctx context.Context, after int64, send func(*ams.TurnEvent) error) error {
+	if r.queued {
+		// A queued turn: its events come once it starts, here or
+		// elsewhere.
+		return r.s.FollowStored(ctx, r.Turn.UserID, r.Turn.ID, max(after, 0), 0, send)
+	}
 	l := r.log
 	if after < l.first-1 {
 		old, err := r.s.Store.TurnEvents(ctx, r.Turn.ID, after, int(l.first-1-after))
@@ -280,7 +316,7 @@ func (s *Service) FollowStored(ctx context.Context, userID, turnID string, after
 		if len(evs) == 500 {
 			continue
 		}
-		if t.Status != ams.TurnRunning {
+		if t.Status != ams.TurnRunning && t.Status != ams.TurnQueued {
 			// Ended: done once its terminal event is read (it is written
 			// just after the turn's row), or after a few polls without one
 			// (a process that died in between).

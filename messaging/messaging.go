@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -58,7 +59,22 @@ type Service struct {
 	// client with its answer. 0 means 100 ms; negative stores every
 	// start at once.
 	DeferStart time.Duration
-	Logger     *slog.Logger
+	// BackgroundTimeout bounds a background turn, from its start to its
+	// end, whichever processes run it (ams serve
+	// --background-turn-timeout); 0 means 10 minutes.
+	BackgroundTimeout time.Duration
+	// RequiredActionTimeout is how long a turn waits in requires_action
+	// for outputs or approvals; 0 means 10 minutes.
+	RequiredActionTimeout time.Duration
+	// QueuePoll is how often a send waiting for its queued turn (or a
+	// runner) looks at the store for a turn that another process started
+	// or ended; 0 means 250 ms. Turns ending in this process wake waiters
+	// at once.
+	QueuePoll time.Duration
+	// RunnerInterval is how often RunTurns looks for abandoned and queued
+	// turns to take up; 0 means 1 s.
+	RunnerInterval time.Duration
+	Logger         *slog.Logger
 	// Signals fire for tests (package testsignal); off unless a test
 	// turns them on.
 	Signals Signals
@@ -68,6 +84,9 @@ type Service struct {
 	// keys is the turns of this process whose start is deferred, by
 	// user and idempotency key: a retry of one is in progress here.
 	keys map[string]*Run
+	// wake is closed (and replaced) whenever a turn run in this process
+	// ends: sends waiting for their queued turn look again.
+	wake chan struct{}
 }
 
 // Signals are the moments of the service that tests wait for.
@@ -105,6 +124,17 @@ type SendInput struct {
 	// not store dozens of events (the built-in engine streams word by
 	// word). It is not part of what an Idempotency-Key names.
 	Stream bool
+	// Background starts the turn and returns at once (Start's Run is not
+	// waited for): the turn runs on the server, taken over by another
+	// process if this one dies, within Service.BackgroundTimeout.
+	Background bool
+	// MultitaskStrategy is what the send does when its conversation has
+	// an unfinished turn: ams.MultitaskEnqueue, ams.MultitaskReject or
+	// ams.MultitaskInterrupt ("": the assistant's, else enqueue).
+	MultitaskStrategy string
+	// Options are the per-turn options (nil: none), checked by
+	// CheckOptions and the engine before anything is stored.
+	Options *ams.TurnOptions
 }
 
 // Run is a turn running (or just run) in this process.
@@ -128,6 +158,18 @@ type Run struct {
 	startMu  sync.Mutex
 	pending  *ams.Exchange // the turn's start, while it is deferred
 	startErr error         // why the deferred start could not be stored
+
+	// queued is set for the Run of a queued turn that Start returns: it
+	// waits for the turn to be started (here or elsewhere) and ended.
+	queued bool
+	// actionIDs are the actions the turn's tool calls returned in this
+	// attempt (turnTools), in order; fenced is set when the store said
+	// another attempt owns the turn now.
+	actionIDs []string
+	fenced    bool
+	// whole is set when the turn was stored whole at its end (its start
+	// deferred): no turn can have queued behind it.
+	whole bool
 }
 
 // Final returns the turn as stored when the run ended (completed, failed
@@ -195,7 +237,32 @@ func (r *Run) requestCancel() {
 	r.mu.Lock()
 	r.cancelled = true
 	r.mu.Unlock()
-	r.cancel()
+	if r.cancel != nil {
+		r.cancel()
+	}
+}
+
+// fence stops a run whose turn is no longer its attempt's (another
+// process claimed it, or a newer message interrupted it): what it does
+// from now on is not stored.
+func (r *Run) fence() {
+	r.mu.Lock()
+	r.fenced = true
+	r.mu.Unlock()
+	r.requestCancel()
+}
+
+func (r *Run) isFenced() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fenced
+}
+
+// addAction records an action of the turn's tool calls.
+func (r *Run) addAction(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.actionIDs = append(r.actionIDs, id)
 }
 
 func (r *Run) isCancelled() bool {
@@ -234,6 +301,15 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 	a, err := s.Store.FindAssistant(ctx, userID, in.AssistantID)
 	if err != nil {
 		return nil, ams.WithParam(err, "assistant_id")
+	}
+	if in.MultitaskStrategy == "" {
+		in.MultitaskStrategy = a.MultitaskStrategy
+	}
+	if in.MultitaskStrategy, err = CheckStrategy(in.MultitaskStrategy); err != nil {
+		return nil, err
+	}
+	if err := CheckOptions(in.Options, a); err != nil {
+		return nil, err
 	}
 	now := s.Clock.Now()
 	hash := RequestHash(in)
@@ -299,19 +375,49 @@ func (s *Service) begin(ctx context.Context, a *ams.Assistant, x *ams.Exchange, 
 	if err != nil {
 		return nil, err
 	}
+	if c, ok := engine.(ams.EngineChecker); ok && in.Options != nil {
+		if err := c.CheckOptions(turnOptions(a, in.Options)); err != nil {
+			return nil, err
+		}
+	}
 	userID := x.Inbound.UserID
 	x.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: userID, AssistantID: a.ID, ConversationID: x.ConversationID,
 		InboundMessageID: x.Inbound.ID, Status: ams.TurnRunning, IdempotencyKey: in.IdempotencyKey, RequestHash: hash,
-		LeaseUntil: now.Add(s.lease()), Attempt: 1, CreatedAt: now, UpdatedAt: now, Request: ams.RequestFrom(ctx)}
+		LeaseUntil: now.Add(s.lease()), Attempt: 1, CreatedAt: now, UpdatedAt: now, Request: ams.RequestFrom(ctx),
+		Background: in.Background, MultitaskStrategy: in.MultitaskStrategy, Options: in.Options, ActionIDs: []string{}}
+	if in.Background {
+		d := now.Add(s.backgroundTimeout())
+		x.Turn.Deadline = &d
+	}
 	x.Events = []*ams.Event{ams.MessageCreatedEvent(x.Inbound)}
 	if x.NewConversation != nil {
 		x.Events = append([]*ams.Event{ams.ConversationEvent(ams.EventConversationCreated, x.NewConversation, now)}, x.Events...)
 	}
 	history = append(history, x.Inbound)
-	if !in.Stream && s.DeferStart >= 0 {
+	// A turn in a new conversation may defer its start: nobody else can
+	// send to the conversation before it is stored. In an existing one
+	// the start is admitted first (AdmitTurn), so that the
+	// conversation's turns run one at a time; a background turn is
+	// stored at once, for another process to take over.
+	if !in.Stream && !in.Background && s.DeferStart >= 0 && x.NewConversation != nil {
 		return s.launch(ctx, a, engine, x.Turn, history, in.Timezone, false, false, 0, x), nil
 	}
-	if err := s.Store.SaveExchange(ctx, x); err != nil {
+	var cut []*ams.Turn
+	if x.NewConversation != nil {
+		err = s.Store.SaveExchange(ctx, x)
+	} else {
+		cut, err = s.Store.AdmitTurn(ctx, x)
+	}
+	if err == nil {
+		s.interrupted(cut)
+		if x.Turn.Status == ams.TurnQueued {
+			r := s.awaitQueued(ctx, x.Turn, in.Background)
+			// The turn before it may have ended while it was admitted.
+			go s.advance(context.WithoutCancel(ctx), x.Turn.UserID, x.Turn.ConversationID)
+			return r, nil
+		}
+	}
+	if err != nil {
 		if in.IdempotencyKey != "" && ams.ErrorKindOf(err) != ams.ENOTFOUND {
 			// Another request with the key stored its turn first.
 			if t, ferr := s.Store.FindTurnByKey(ctx, userID, in.IdempotencyKey, now.Add(-ams.IdempotencyTTL)); ferr == nil {
@@ -370,6 +476,13 @@ func (s *Service) retry(ctx context.Context, a *ams.Assistant, t *ams.Turn, hash
 		return r, nil
 	case ams.TurnCancelled:
 		return nil, keyCancelled(t.ID)
+	case ams.TurnQueued:
+		// Still waiting for its turn: this send waits for it too.
+		return s.awaitQueued(ctx, t, t.Background), nil
+	case ams.TurnRequiresAction:
+		r := &Run{Turn: t, Replayed: true, s: s, done: make(chan struct{}), final: t}
+		close(r.done)
+		return r, nil
 	}
 	if r := s.running(t.ID); r != nil {
 		return nil, inProgress(t.ID)
@@ -386,7 +499,7 @@ func (s *Service) retry(ctx context.Context, a *ams.Assistant, t *ams.Turn, hash
 		}
 		return nil, err
 	}
-	r, err := s.resume(ctx, a, engine, claimed, in.Timezone, in.Stream)
+	r, err := s.resume(ctx, a, engine, claimed, in.Timezone, in.Stream, true)
 	if err != nil {
 		// Not started after all: the attempt fails at once rather than
 		// hold its lease with no process running it.
@@ -404,7 +517,7 @@ func (s *Service) retry(ctx context.Context, a *ams.Assistant, t *ams.Turn, hash
 // resume starts the claimed attempt of turn t: the engine gets the
 // conversation up to the turn's inbound message, and the stream goes on
 // numbering after the turn's stored events.
-func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engine, t *ams.Turn, tz string, stream bool) (*Run, error) {
+func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engine, t *ams.Turn, tz string, stream, resumed bool) (*Run, error) {
 	history, err := s.Store.RecentMessages(ctx, t.UserID, t.ConversationID, HistoryLength+1)
 	if err != nil {
 		return nil, err
@@ -430,7 +543,7 @@ func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engin
 		return nil, err
 	}
 	t.Request = ams.RequestFrom(ctx)
-	return s.launch(ctx, a, engine, t, history, tz, stream, true, last, nil), nil
+	return s.launch(ctx, a, engine, t, history, tz, stream, resumed, last, nil), nil
 }
 
 // keyReused answers a send whose idempotency key named another message.
@@ -467,8 +580,19 @@ func (s *Service) lastEventSeq(ctx context.Context, turnID string) (int64, error
 // RequestHash identifies what a send asks (assistant, conversation and
 // message), for its idempotency key: a retry must ask the same.
 func RequestHash(in SendInput) string {
-	sum := sha256.Sum256([]byte(in.AssistantID + "\x00" + in.ConversationID + "\x00" + in.Message))
-	return hex.EncodeToString(sum[:])
+	h := sha256.New()
+	h.Write([]byte(in.AssistantID + "\x00" + in.ConversationID + "\x00" + in.Message))
+	// What only the new options ask is added when they are given, so
+	// that a send without them keeps the hash it always had.
+	if in.Background || in.Options != nil {
+		b, _ := json.Marshal(struct {
+			Background bool             `json:"background"`
+			Options    *ams.TurnOptions `json:"options"`
+		}{in.Background, in.Options})
+		h.Write([]byte{0})
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 func (s *Service) deferStart() time.Duration {
@@ -476,6 +600,27 @@ func (s *Service) deferStart() time.Duration {
 		return s.DeferStart
 	}
 	return 100 * time.Millisecond
+}
+
+func (s *Service) backgroundTimeout() time.Duration {
+	if s.BackgroundTimeout > 0 {
+		return s.BackgroundTimeout
+	}
+	return 10 * time.Minute
+}
+
+func (s *Service) requiredActionTimeout() time.Duration {
+	if s.RequiredActionTimeout > 0 {
+		return s.RequiredActionTimeout
+	}
+	return 10 * time.Minute
+}
+
+func (s *Service) queuePoll() time.Duration {
+	if s.QueuePoll > 0 {
+		return s.QueuePoll
+	}
+	return 250 * time.Millisecond
 }
 
 func (s *Service) lease() time.Duration {
@@ -517,7 +662,13 @@ func (s *Service) launch(parent context.Context, a *ams.Assistant, engine ams.En
 		timeout = 60 * time.Second
 	}
 	// Only the request's span (the parent of the turn's) is kept of parent.
-	ctx, cancel := context.WithTimeout(ams.WithRequest(tracing.Detach(parent), t.Request), timeout)
+	base := ams.WithRequest(tracing.Detach(parent), t.Request)
+	ctx, cancel := context.WithTimeout(base, timeout)
+	if t.Background && t.Deadline != nil {
+		// A background turn is bounded by its deadline (on the service's
+		// clock), not one reply's time.
+		ctx, cancel = context.WithTimeout(base, t.Deadline.Sub(s.Clock.Now()))
+	}
 	r := &Run{Turn: t, s: s, cancel: cancel, done: make(chan struct{}), pending: pending,
 		log: newEventLog(s.Store, s.Clock, s.logger(), t.ID, lastSeq)}
 	s.mu.Lock()
@@ -540,13 +691,15 @@ func (s *Service) launch(parent context.Context, a *ams.Assistant, engine ams.En
 			loc = l
 		}
 	}
-	req := &ams.EngineRequest{Assistant: a, History: history, Now: s.Clock.Now(), Location: loc}
+	req := &ams.EngineRequest{Assistant: a, History: history, Now: s.Clock.Now(), Location: loc, Options: turnOptions(a, t.Options), Calls: t.Calls,
+		NeedsApproval: needsApproval(a)}
 	if stream {
 		req.Stream = func(d string) error { r.log.addDelta(d); return nil }
 	}
 	if s.Tools != nil {
 		if tb := s.Tools(t.UserID, a, t.ConversationID); tb != nil {
-			req.Tools = &turnTools{inner: tb, r: r}
+			// Calls number on from the turn's earlier ones (required.go).
+			req.Tools = &turnTools{inner: tb, r: r, n: len(t.Calls)}
 		}
 	}
 	go s.run(ctx, r, engine, req)
@@ -563,6 +716,12 @@ func (r *Run) renew(ctx context.Context) {
 	now := s.Clock.Now()
 	cancel, err := s.Store.RenewTurn(ctx, r.Turn.UserID, r.Turn.ID, r.Turn.Attempt, now.Add(s.lease()))
 	if err != nil {
+		if ams.ErrorKindOf(err) == ams.ECONFLICT {
+			// Another process took the turn over, or a newer message
+			// interrupted it: this attempt stops.
+			r.fence()
+			return
+		}
 		s.logger().Warn("renew turn lease", "turn", r.Turn.ID, "err", err)
 		return
 	}
@@ -582,7 +741,7 @@ func (s *Service) reply(ctx context.Context, r *Run, engine ams.Engine, req *ams
 		return nil, &ams.Error{Kind: ams.EUPSTREAM, Code: "engine_error",
 			Message: fmt.Sprintf("The assistant's engine could not reply: %s", engineReason(err))}
 	}
-	if strings.TrimSpace(reply.Content) == "" {
+	if reply.RequiredAction == nil && strings.TrimSpace(reply.Content) == "" {
 		return nil, &ams.Error{Kind: ams.EUPSTREAM, Code: "engine_error", Message: "The assistant's engine returned an empty reply."}
 	}
 	return reply, nil

@@ -37,22 +37,23 @@ func setup(t *testing.T, e ams.Engine) (*messaging.Service, *sqlite.DB, *ams.Use
 }
 
 // onlyFailedTurn checks what a failed turn leaves: its conversation, its
-// inbound message with its message.created event, and the turn, failed
-// with code; no reply.
+// inbound message with its message.created event, the turn, failed
+// with code, and its turn.failed event; no reply.
 func onlyFailedTurn(t *testing.T, db *sqlite.DB, u *ams.User, code string) {
 	t.Helper()
 	ctx := context.Background()
 	c, _ := db.ListConversations(ctx, u.ID, "", ams.ListParams{Limit: 10})
 	e, _ := db.ListEvents(ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10})
 	tr, _ := db.ListTurns(ctx, u.ID, "", ams.ListParams{Limit: 10})
-	if len(c.Data) != 1 || len(e.Data) != 2 || len(tr.Data) != 1 {
+	if len(c.Data) != 1 || len(e.Data) != 3 || len(tr.Data) != 1 || e.Data[0].Type != ams.EventTurnFailed {
 		t.Fatalf("stored %d conversations, %d events, %d turns after a failure", len(c.Data), len(e.Data), len(tr.Data))
 	}
 	m, _ := db.ListMessages(ctx, u.ID, c.Data[0].ID, ams.ListParams{Limit: 10})
 	if len(m.Data) != 1 || m.Data[0].Direction != ams.DirectionInbound || m.Data[0].ID != tr.Data[0].InboundMessageID {
 		t.Fatalf("messages of a failed turn: %v", m.Data)
 	}
-	if got := tr.Data[0]; got.Status != ams.TurnFailed || got.Error == nil || got.Error.Code != code || got.ReplyMessageID != "" || got.CompletedAt == nil {
+	if got := tr.Data[0]; got.Status != ams.TurnFailed || got.Error == nil || got.Error.Code != code || got.ReplyMessageID != "" || got.CompletedAt == nil ||
+		got.StopReason != ams.StopError {
 		t.Fatalf("failed turn: %+v", got)
 	}
 }

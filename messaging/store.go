@@ -16,6 +16,8 @@ type Store interface {
 	FindAssistant(ctx context.Context, userID, id string) (*ams.Assistant, error)
 	FindConversation(ctx context.Context, userID, id string) (*ams.Conversation, error)
 	FindMessage(ctx context.Context, userID, id string) (*ams.Message, error)
+	// FindUser gives a turn taken up by a runner its account's time zone.
+	FindUser(ctx context.Context, id string) (*ams.User, error)
 	RecentMessages(ctx context.Context, userID, conversationID string, n int) ([]*ams.Message, error)
 	// SaveExchange stores a turn's start (a new conversation, the inbound
 	// message, the running turn), or a whole turn, in one transaction.
@@ -35,7 +37,13 @@ type turnStore interface {
 	RequestTurnCancel(ctx context.Context, userID, id string, now time.Time) (*ams.Turn, error)
 	FinishTurn(ctx context.Context, t *ams.Turn, reply *ams.Message, events []*ams.Event, stream ...*ams.TurnEvent) error
 	FindTurnCall(ctx context.Context, userID, turnID string, seq int) (*ams.Action, error)
+	AdmitTurn(ctx context.Context, x *ams.Exchange) ([]*ams.Turn, error)
+	StartQueuedTurn(ctx context.Context, userID, id string, now, leaseUntil time.Time, deadline *time.Time) (*ams.Turn, error)
+	RunnableTurns(ctx context.Context, now time.Time, limit int) ([]*ams.Turn, error)
+	NextTurn(ctx context.Context, userID, conversationID string) (*ams.Turn, error)
 	eventStore
+	// ams.TurnRequiredStore resumes and expires waiting turns (required.go).
+	ams.TurnRequiredStore
 }
 
 // eventStore is a turn's stream events, as stored.

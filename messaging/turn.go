@@ -56,6 +56,7 @@ func (b *turnTools) Run(ctx context.Context, name string, input json.RawMessage)
 		}
 		if act.Type == name {
 			r.log.emit(EventToolResult, ToolResultData{TurnID: t.ID, CallSeq: b.n, Name: name, Action: act, Replayed: true})
+			r.addAction(act.ID)
 			return act, nil
 		}
 		// The engine chose another tool this time: the call gets the
@@ -67,6 +68,7 @@ func (b *turnTools) Run(ctx context.Context, name string, input json.RawMessage)
 		return nil, err
 	}
 	r.log.emit(EventToolResult, ToolResultData{TurnID: t.ID, CallSeq: b.n, Name: name, Action: act})
+	r.addAction(act.ID)
 	return act, nil
 }
 
@@ -107,6 +109,9 @@ func (s *Service) Cancel(ctx context.Context, userID, turnID string) (*ams.Turn,
 	}
 	if err != nil {
 		return nil, err
+	}
+	if t.Status == ams.TurnRequiresAction {
+		return s.cancelWaiting(ctx, t) // required.go
 	}
 	if t.Status != ams.TurnRunning {
 		return t, nil

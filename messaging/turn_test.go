@@ -100,7 +100,7 @@ func TestCancelInProcess(t *testing.T) {
 		t.Fatalf("retry of a cancelled turn: %v", err)
 	}
 	evs, _ := s.LastAttempt(ctx, r.Turn.ID)
-	if last := evs[len(evs)-1]; last.Type != messaging.EventError || !json.Valid(last.Data) {
+	if last := evs[len(evs)-1]; last.Type != messaging.EventTurnCancelled || evs[len(evs)-2].Type != messaging.EventError || !json.Valid(last.Data) {
 		t.Fatalf("last event %+v", last)
 	}
 }
@@ -248,7 +248,7 @@ func TestFollowFromAnotherProcess(t *testing.T) {
 	for e := range seen {
 		rest = append(rest, e)
 	}
-	if len(rest) != 2 || rest[0] != messaging.EventMessageDelta || rest[1] != messaging.EventMessageCompleted {
+	if len(rest) != 3 || rest[0] != messaging.EventMessageDelta || rest[1] != messaging.EventMessageCompleted || rest[2] != messaging.EventTurnCompleted {
 		t.Fatalf("events after the release: %v", rest)
 	}
 }
@@ -290,8 +290,8 @@ func TestUnstreamedTurnStoresOneDelta(t *testing.T) {
 	for _, e := range evs {
 		types = append(types, e.Type)
 	}
-	if asked || len(evs) != 3 || types[0] != messaging.EventTurnStarted || types[1] != messaging.EventMessageDelta ||
-		types[2] != messaging.EventMessageCompleted || !strings.Contains(string(evs[1].Data), "Hello there, you") {
+	if asked || len(evs) != 4 || types[0] != messaging.EventTurnStarted || types[1] != messaging.EventMessageDelta ||
+		types[2] != messaging.EventMessageCompleted || types[3] != messaging.EventTurnCompleted || !strings.Contains(string(evs[1].Data), "Hello there, you") {
 		t.Fatalf("asked to stream %v; events %v", asked, types)
 	}
 }

@@ -93,6 +93,7 @@ var eventTypes = []string{
 	ams.EventAccountUpdated,
 	ams.EventAssistantCreated, ams.EventAssistantUpdated, ams.EventAssistantDeleted,
 	ams.EventConversationCreated, ams.EventConversationUpdated, ams.EventConversationDeleted,
+	ams.EventTurnRequiresAction, ams.EventTurnCompleted, ams.EventTurnFailed, ams.EventTurnCancelled,
 }
 
 var rateLimitHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"}
@@ -515,11 +516,14 @@ func TestRecordsMatchSchemas(t *testing.T) {
 	}{
 		{"Assistant", asst},
 		{"Turn", &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: "usr_x", AssistantID: astID, ConversationID: convID,
-			Status: ams.TurnCompleted, InboundMessageID: in.ID, ReplyMessageID: msg.ID, IdempotencyKey: "k", Attempt: 2, CreatedAt: at, UpdatedAt: at, CompletedAt: &at}},
+			Status: ams.TurnCompleted, InboundMessageID: in.ID, ReplyMessageID: msg.ID, IdempotencyKey: "k", Attempt: 2, CreatedAt: at, UpdatedAt: at, CompletedAt: &at,
+			MultitaskStrategy: ams.MultitaskEnqueue, StopReason: ams.StopEndTurn, ActionIDs: []string{"act_1"}, Usage: ams.Usage{InputTokens: 1, OutputTokens: 2, TotalTokens: 3}}},
 		{"Turn", &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: "usr_x", AssistantID: astID, ConversationID: convID,
-			Status: ams.TurnFailed, InboundMessageID: in.ID, Error: &ams.ActionError{Type: "api_error", Code: "engine_error", Message: "m"}, CreatedAt: at, UpdatedAt: at, CompletedAt: &at}},
+			Status: ams.TurnFailed, InboundMessageID: in.ID, Error: &ams.ActionError{Type: "api_error", Code: "engine_error", Message: "m"}, CreatedAt: at, UpdatedAt: at, CompletedAt: &at,
+			MultitaskStrategy: ams.MultitaskReject, StopReason: ams.StopError, ActionIDs: []string{}}},
 		{"Turn", &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: "usr_x", AssistantID: astID, ConversationID: convID,
-			Status: ams.TurnRunning, InboundMessageID: in.ID, CancelRequested: true, CreatedAt: at, UpdatedAt: at}},
+			Status: ams.TurnRunning, InboundMessageID: in.ID, CancelRequested: true, CreatedAt: at, UpdatedAt: at, MultitaskStrategy: ams.MultitaskEnqueue,
+			ActionIDs: []string{}, Background: true}},
 		{"Conversation", conv},
 		{"Message", msg},
 		{"Message", &in},
@@ -583,6 +587,17 @@ func TestRecordsMatchSchemas(t *testing.T) {
 	}
 	for _, typ := range []string{ams.EventConversationCreated, ams.EventConversationUpdated, ams.EventConversationDeleted} {
 		data[typ] = jsonValue(t, ams.ConversationEvent(typ, conv, at).Data)
+	}
+	for _, st := range []string{ams.TurnRequiresAction, ams.TurnCompleted, ams.TurnFailed, ams.TurnCancelled} {
+		tr := &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: "usr_x", AssistantID: astID, ConversationID: convID, Status: st,
+			InboundMessageID: in.ID, MultitaskStrategy: ams.MultitaskEnqueue, ActionIDs: []string{}, CreatedAt: at, UpdatedAt: at, CompletedAt: &at}
+		if st == ams.TurnRequiresAction {
+			tr.CompletedAt, tr.StopReason = nil, ams.StopRequiresAction
+			tr.RequiredAction = &ams.RequiredAction{Type: ams.RequiredSubmitToolOutputs, ExpiresAt: at,
+				ToolCalls: []*ams.ToolCallRequest{{ID: "call_1", Name: "lookup", Arguments: json.RawMessage(`{"q":"x"}`)}}}
+		}
+		e := ams.TurnLifecycleEvent(tr, at)
+		data[e.Type] = jsonValue(t, e.Data)
 	}
 	// The audit events of the management API, built as the services build
 	// them (account.Service, package oauth).

@@ -109,6 +109,7 @@ type assistantData struct {
 	Pager         pager
 	Form          messageForm
 	CanSend       bool // the server sends messages from the pages
+	Settings      settings
 }
 
 // findAssistant returns the user's assistant id; another account's or an
@@ -134,6 +135,7 @@ func (s *Server) assistantPage(r *http.Request, c *Ctx, f messageForm) (*assista
 	}
 	base := "/account/assistants/" + url.PathEscape(a.ID)
 	d := &assistantData{Assistant: a, Conversations: page.Data, Form: f, CanSend: s.Messages != nil}
+	d.Settings = settingsOf(a, s.World != nil)
 	if n := len(page.Data); n > 0 {
 		d.Pager = newPager(base, p, page.HasMore, n, page.Data[0].ID, page.Data[n-1].ID)
 	} else {
@@ -178,6 +180,9 @@ type conversationData struct {
 	// Latest is whether the page ends with the conversation's last
 	// message (the form to reply is shown below it).
 	Latest bool
+	// Waiting are the conversation's turns waiting for approval or for
+	// tool outputs (approvals.go).
+	Waiting []waitingTurn
 }
 
 func conversationPath(assistantID, conversationID string) string {
@@ -219,6 +224,9 @@ func (s *Server) conversationPage(r *http.Request, c *Ctx, f messageForm) (*conv
 		d.Pager = newPager(base, p, false, 0, "", "")
 	}
 	d.Latest = d.Pager.Newer == ""
+	if d.Waiting, err = s.waitingTurns(r, c, conv.ID); err != nil {
+		return nil, err
+	}
 	d.Messages = make([]*ams.Message, len(msgs))
 	for i, m := range msgs {
 		d.Messages[len(msgs)-1-i] = m
@@ -288,7 +296,7 @@ func (s *Server) send(r *http.Request, c *Ctx, a *ams.Assistant, conv, text stri
 	} else if err != nil {
 		return nil, err
 	}
-	reply, err := s.Messages.Send(r.Context(), c.User.ID, messaging.SendInput{
+	reply, err := s.sendWait(r, c.User.ID, messaging.SendInput{
 		AssistantID: a.ID, ConversationID: conv, Message: text, Timezone: c.User.Timezone,
 	})
 	if err == nil {

@@ -76,6 +76,7 @@ import (
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/webhook"
+	"github.com/amsdev/ams/world"
 )
 
 // Server serves the account pages. Set its fields, then call Register.
@@ -103,6 +104,10 @@ type Server struct {
 	// Messages sends the messages of the assistants pages: the service
 	// of the API's POST /v1/messages (nil: the pages only read).
 	Messages *messaging.Service
+	// World changes assistants (their approval and double-texting
+	// settings): the service of the API's PATCH /v1/assistants/{id}
+	// (nil: the settings are only shown).
+	World *world.Service
 	// Webhooks changes webhooks: give it the API's (http.Server.Webhooks),
 	// so that the pages accept exactly the webhooks the API accepts (in
 	// --dev mode, loopback and plain http URLs).

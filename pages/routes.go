@@ -69,6 +69,9 @@ func (s *Server) routes() {
 	s.Form("POST /account/assistants/{id}/conversations", "assistant.html", "GET /account/assistants/{id}", s.startConversation)
 	s.Page("GET /account/assistants/{id}/conversations/{conv}", "conversation.html", s.conversation)
 	s.Form("POST /account/assistants/{id}/conversations/{conv}/messages", "conversation.html", "GET /account/assistants/{id}/conversations/{conv}", s.sendMessage)
+	// Approvals and the assistant's turn settings (approvals.go).
+	s.Form("POST /account/assistants/{id}/conversations/{conv}/turns/{turn}/approvals", "conversation.html", "GET /account/assistants/{id}/conversations/{conv}", s.decideTurn)
+	s.Form("POST /account/assistants/{id}/settings", "assistant.html", "GET /account/assistants/{id}", s.assistantSettings)
 
 	// The waitlist, for admins (admin.go).
 	s.Page("GET /account/admin/waitlist", "waitlist.html", s.waitlist)

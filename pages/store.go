@@ -29,4 +29,7 @@ type Reader interface {
 	ListWaitlist(ctx context.Context, limit int) ([]*ams.User, bool, error)
 	// UsageSeries reads the usage page's counts (usage.Load).
 	UsageSeries(ctx context.Context, userID string, from, to time.Time, step time.Duration) ([]ams.UsagePoint, error)
+	// TokenTotals sums the tokens of the account's turns (the usage
+	// page's model tokens).
+	TokenTotals(ctx context.Context, userID string, since time.Time) (ams.Usage, error)
 }

@@ -30,6 +30,17 @@ type usageData struct {
 	Lag string
 	// Zone is the user's time zone, in which the minutes are labelled.
 	Zone string
+	// TokensToday and Tokens30d are the model tokens of the account's
+	// turns started today (UTC) and in the last 30 days: input, output
+	// and total, formatted.
+	TokensToday, Tokens30d tokenFigures
+}
+
+// tokenFigures are a usage's token counts, formatted.
+type tokenFigures struct{ Input, Output, Total string }
+
+func tokensOf(u ams.Usage) tokenFigures {
+	return tokenFigures{thousands(u.InputTokens), thousands(u.OutputTokens), thousands(u.TotalTokens)}
 }
 
 // usage shows the account's plan, its limits, and its requests per minute
@@ -45,7 +56,18 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request, c *Ctx) (any, err
 		minute = rep.Minutes[n-1]
 	}
 	today := rep.Today()
+	day := c.Now.UTC().Truncate(24 * time.Hour)
+	tokToday, err := s.Store.TokenTotals(r.Context(), c.User.ID, day)
+	if err != nil {
+		return nil, err
+	}
+	tok30, err := s.Store.TokenTotals(r.Context(), c.User.ID, day.AddDate(0, 0, -29))
+	if err != nil {
+		return nil, err
+	}
 	return &usageData{
+		TokensToday:       tokensOf(tokToday),
+		Tokens30d:         tokensOf(tok30),
 		Plan:              rep.Plan,
 		Limits:            rep.Limits,
 		PerMinute:         thousands(int64(rep.Limits.PerMinute)),

@@ -111,9 +111,35 @@ func TestUsagePage(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Model tokens: ann's turns of today and of 40 days ago (out of the
+	// 30 days), bob's of today.
+	asst := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), Object: "assistant", UserID: ann.ID, Name: "T", Model: ams.ModelBuiltin, CreatedAt: now, UpdatedAt: now}
+	if err := e.f.Store.CreateAssistant(ctx, asst); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		at      time.Time
+		in, out int64
+	}{{now, 1200, 34}, {now.AddDate(0, 0, -3), 1000, 1000}, {now.AddDate(0, 0, -40), 99999, 1}} {
+		conv := &ams.Conversation{ID: ams.NewID(ams.PrefixConversation), UserID: ann.ID, AssistantID: asst.ID, CreatedAt: c.at, UpdatedAt: c.at, LastMessageAt: c.at}
+		in := &ams.Message{ID: ams.NewID(ams.PrefixMessage), UserID: ann.ID, AssistantID: asst.ID, ConversationID: conv.ID, Direction: ams.DirectionInbound,
+			Content: "hi", Metadata: ams.Metadata{}, CreatedAt: c.at, UpdatedAt: c.at}
+		tr := &ams.Turn{ID: ams.NewID(ams.PrefixTurn), UserID: ann.ID, AssistantID: asst.ID, ConversationID: conv.ID, InboundMessageID: in.ID,
+			Status: ams.TurnFailed, Usage: ams.Usage{InputTokens: c.in, OutputTokens: c.out}, CreatedAt: c.at, UpdatedAt: c.at, CompletedAt: &c.at}
+		if err := e.f.Store.SaveExchange(ctx, &ams.Exchange{NewConversation: conv, ConversationID: conv.ID, Inbound: in, Turn: tr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	b := e.browser()
 	b.signIn(ann.Email, "correct horse battery")
 	p := b.get("/account/usage")
+	if got := elementText(t, p, "usage-tokens-today"); got != "Today (UTC) 1,234 1,200 input, 34 output" {
+		t.Errorf("tokens today: %q", got)
+	}
+	if got := elementText(t, p, "usage-tokens-30d"); got != "Last 30 days 3,234 2,200 input, 1,034 output" {
+		t.Errorf("tokens, 30 days: %q", got)
+	}
 	p.mustStatus(http.StatusOK)
 	if cc := p.header.Get("Cache-Control"); cc != "no-store" {
 		t.Errorf("Cache-Control %q", cc)

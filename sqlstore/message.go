@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,17 +12,47 @@ import (
 	"github.com/amsdev/ams"
 )
 
-const assistantCols = `id, user_id, name, description, instructions, model, created_at, updated_at, metadata`
+const assistantCols = `id, user_id, name, description, instructions, model, created_at, updated_at, metadata, tools, require_approval, multitask_strategy`
 
 func scanAssistant(s scanner) (*ams.Assistant, error) {
 	a := &ams.Assistant{Object: "assistant"}
 	var c, u int64
-	var meta string
-	if err := s.Scan(&a.ID, &a.UserID, &a.Name, &a.Description, &a.Instructions, &a.Model, &c, &u, &meta); err != nil {
+	var meta, tools, approval string
+	if err := s.Scan(&a.ID, &a.UserID, &a.Name, &a.Description, &a.Instructions, &a.Model, &c, &u, &meta, &tools, &approval, &a.MultitaskStrategy); err != nil {
 		return nil, err
 	}
 	a.CreatedAt, a.UpdatedAt = FromMS(c), FromMS(u)
+	a.Tools, a.RequireApproval = []*ams.ClientTool{}, []string{}
+	if tools != "[]" {
+		if err := json.Unmarshal([]byte(tools), &a.Tools); err != nil {
+			return nil, fmt.Errorf("assistant %s: tools: %w", a.ID, err)
+		}
+	}
+	if approval != "[]" {
+		if err := json.Unmarshal([]byte(approval), &a.RequireApproval); err != nil {
+			return nil, fmt.Errorf("assistant %s: require_approval: %w", a.ID, err)
+		}
+	}
 	return a, scanMetadata(&a.Metadata, meta, "assistant", a.ID)
+}
+
+// assistantTurnFields returns the JSON of a's tools and require_approval,
+// and its multitask strategy ("enqueue" when unset).
+func assistantTurnFields(a *ams.Assistant) (string, string, string) {
+	tools, approval := "[]", "[]"
+	if len(a.Tools) > 0 {
+		b, _ := json.Marshal(a.Tools)
+		tools = string(b)
+	}
+	if len(a.RequireApproval) > 0 {
+		b, _ := json.Marshal(a.RequireApproval)
+		approval = string(b)
+	}
+	strategy := a.MultitaskStrategy
+	if strategy == "" {
+		strategy = ams.MultitaskEnqueue
+	}
+	return tools, approval, strategy
 }
 
 // scanMetadata decodes the metadata column of record id into dst.
@@ -50,8 +81,10 @@ func (q *Queries) conflict(op string, err error, msg string, args ...any) error 
 
 // CreateAssistant stores a.
 func (q *Queries) CreateAssistant(ctx context.Context, a *ams.Assistant) error {
-	if _, err := q.w.Exec(ctx, `INSERT INTO assistants (`+assistantCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-		a.ID, a.UserID, a.Name, a.Description, a.Instructions, a.Model, MS(a.CreatedAt), MS(a.UpdatedAt), ams.EncodeMetadata(a.Metadata)); err != nil {
+	tools, approval, strategy := assistantTurnFields(a)
+	if _, err := q.w.Exec(ctx, `INSERT INTO assistants (`+assistantCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		a.ID, a.UserID, a.Name, a.Description, a.Instructions, a.Model, MS(a.CreatedAt), MS(a.UpdatedAt), ams.EncodeMetadata(a.Metadata),
+		tools, approval, strategy); err != nil {
 		return q.conflict("insert assistant", err, "Assistant '%s' already exists.", a.ID)
 	}
 	return nil
@@ -71,11 +104,12 @@ func (q *Queries) ListAssistants(ctx context.Context, userID string, p ams.ListP
 }
 
 // UpdateAssistant writes a's name, description, instructions, model,
-// metadata and updated_at.
+// metadata, tools, require_approval, multitask_strategy and updated_at.
 func (q *Queries) UpdateAssistant(ctx context.Context, a *ams.Assistant) error {
+	tools, approval, strategy := assistantTurnFields(a)
 	n, err := q.exec(ctx, "update assistant", `UPDATE assistants SET name = $1, description = $2, instructions = $3, model = $4, updated_at = $5,
-		metadata = $6 WHERE id = $7 AND user_id = $8 AND deleted_at IS NULL`,
-		a.Name, a.Description, a.Instructions, a.Model, MS(a.UpdatedAt), ams.EncodeMetadata(a.Metadata), a.ID, a.UserID)
+		metadata = $6, tools = $9, require_approval = $10, multitask_strategy = $11 WHERE id = $7 AND user_id = $8 AND deleted_at IS NULL`,
+		a.Name, a.Description, a.Instructions, a.Model, MS(a.UpdatedAt), ams.EncodeMetadata(a.Metadata), a.ID, a.UserID, tools, approval, strategy)
 	if err != nil {
 		return err
 	}

@@ -12,25 +12,56 @@ import (
 )
 
 const turnCols = `id, user_id, assistant_id, conversation_id, inbound_message_id, reply_message_id, status, error, cancel_requested,
-	idempotency_key, request_hash, lease_until, created_at, updated_at, completed_at, attempt`
+	idempotency_key, request_hash, lease_until, created_at, updated_at, completed_at, attempt,
+	background, multitask_strategy, options, required_action, calls, input_tokens, output_tokens, stop_reason, action_expires_at, deadline, action_ids`
+
+// turnOptions is the JSON of a turn's options column: the request's
+// per-turn options, and a queued turn's inbound message.
+type turnOptions struct {
+	Options *ams.TurnOptions `json:"options,omitempty"`
+	Message *ams.Message     `json:"message,omitempty"`
+}
 
 func scanTurn(s scanner) (*ams.Turn, error) {
 	t := &ams.Turn{Object: "turn"}
-	var errText []byte
+	var errText, opts, required, calls, actionIDs []byte
 	var key *string
 	var lease, c, u int64
-	var done *int64
+	var done, expires, deadline *int64
 	if err := s.Scan(&t.ID, &t.UserID, &t.AssistantID, &t.ConversationID, &t.InboundMessageID, &t.ReplyMessageID, &t.Status, &errText,
-		&t.CancelRequested, &key, &t.RequestHash, &lease, &c, &u, &done, &t.Attempt); err != nil {
+		&t.CancelRequested, &key, &t.RequestHash, &lease, &c, &u, &done, &t.Attempt,
+		&t.Background, &t.MultitaskStrategy, &opts, &required, &calls, &t.Usage.InputTokens, &t.Usage.OutputTokens, &t.StopReason,
+		&expires, &deadline, &actionIDs); err != nil {
 		return nil, err
 	}
 	t.IdempotencyKey = deref(key)
 	t.LeaseUntil, t.CreatedAt, t.UpdatedAt, t.CompletedAt = FromMS(lease), FromMS(c), FromMS(u), fromNullMS(done)
-	if errText != nil {
-		t.Error = &ams.ActionError{}
-		if err := json.Unmarshal(errText, t.Error); err != nil {
-			return nil, fmt.Errorf("decode turn error %s: %w", t.ID, err)
+	t.Deadline = fromNullMS(deadline)
+	t.Usage.TotalTokens = t.Usage.InputTokens + t.Usage.OutputTokens
+	t.ActionIDs = []string{}
+	for _, f := range []struct {
+		b    []byte
+		v    any
+		what string
+	}{{errText, &t.Error, "error"}, {required, &t.RequiredAction, "required action"}, {calls, &t.Calls, "calls"}, {actionIDs, &t.ActionIDs, "action ids"}} {
+		if len(f.b) > 0 {
+			if err := json.Unmarshal(f.b, f.v); err != nil {
+				return nil, fmt.Errorf("decode turn %s %s: %w", f.what, t.ID, err)
+			}
 		}
+	}
+	if len(opts) > 0 {
+		var o turnOptions
+		if err := json.Unmarshal(opts, &o); err != nil {
+			return nil, fmt.Errorf("decode turn options %s: %w", t.ID, err)
+		}
+		t.Options, t.QueuedMessage = o.Options, o.Message
+		if m := t.QueuedMessage; m != nil {
+			m.UserID, m.Object = t.UserID, "message"
+		}
+	}
+	if t.RequiredAction != nil && expires != nil {
+		t.RequiredAction.ExpiresAt = FromMS(*expires)
 	}
 	return t, nil
 }
@@ -39,34 +70,87 @@ func turnError(e *ams.ActionError) (*string, error) {
 	if e == nil {
 		return nil, nil
 	}
-	b, err := json.Marshal(e)
+	return jsonText(e, "turn error")
+}
+
+// jsonText is v's JSON, or NULL for a nil v.
+func jsonText(v any, what string) (*string, error) {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return nil, fmt.Errorf("encode turn error: %w", err)
+		return nil, fmt.Errorf("encode %s: %w", what, err)
+	}
+	if string(b) == "null" {
+		return nil, nil
 	}
 	s := string(b)
 	return &s, nil
 }
 
-// insertTurn is the statements that store a new turn, running or already
-// ended (a turn stored whole at its end): the idempotency key is first
-// taken from a turn older than ams.IdempotencyTTL that held it.
+// turnState is the JSON and nullable columns of a turn that its stops
+// and ends write.
+type turnState struct {
+	errText, required, calls, actionIDs *string
+	expires                             *int64
+}
+
+func stateOf(t *ams.Turn) (*turnState, error) {
+	st := &turnState{}
+	var err error
+	if st.errText, err = turnError(t.Error); err != nil {
+		return nil, err
+	}
+	if t.RequiredAction != nil {
+		if st.required, err = jsonText(t.RequiredAction, "required action"); err != nil {
+			return nil, err
+		}
+		st.expires = nullMS(&t.RequiredAction.ExpiresAt)
+	}
+	if len(t.Calls) > 0 {
+		if st.calls, err = jsonText(t.Calls, "turn calls"); err != nil {
+			return nil, err
+		}
+	}
+	if len(t.ActionIDs) > 0 {
+		if st.actionIDs, err = jsonText(t.ActionIDs, "action ids"); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// insertTurn is the statements that store a new turn, queued, running or
+// already ended (a turn stored whole at its end): the idempotency key is
+// first taken from a turn older than ams.IdempotencyTTL that held it.
 func insertTurn(t *ams.Turn) ([]Stmt, error) {
-	errText, err := turnError(t.Error)
+	st, err := stateOf(t)
 	if err != nil {
 		return nil, err
+	}
+	var opts *string
+	if t.Options != nil || t.QueuedMessage != nil {
+		if opts, err = jsonText(turnOptions{Options: t.Options, Message: t.QueuedMessage}, "turn options"); err != nil {
+			return nil, err
+		}
 	}
 	lease := MS(t.LeaseUntil)
 	if t.Status != ams.TurnRunning {
 		lease = 0 // as FinishTurn leaves it
+	}
+	strategy := t.MultitaskStrategy
+	if strategy == "" {
+		strategy = ams.MultitaskEnqueue
 	}
 	var out []Stmt
 	if t.IdempotencyKey != "" {
 		out = append(out, Stmt{"free idempotency key", `UPDATE turns SET idempotency_key = NULL WHERE user_id = $1 AND idempotency_key = $2 AND created_at < $3`,
 			[]any{t.UserID, t.IdempotencyKey, MS(t.CreatedAt.Add(-ams.IdempotencyTTL))}})
 	}
-	return append(out, Stmt{"insert turn", `INSERT INTO turns (` + turnCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, FALSE, $9, $10, $11, $12, $13, $14, 1)`,
-		[]any{t.ID, t.UserID, t.AssistantID, t.ConversationID, t.InboundMessageID, t.ReplyMessageID, t.Status, errText,
-			nullText(t.IdempotencyKey), t.RequestHash, lease, MS(t.CreatedAt), MS(t.UpdatedAt), nullMS(t.CompletedAt)}}), nil
+	return append(out, Stmt{"insert turn", `INSERT INTO turns (` + turnCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, FALSE, $9, $10, $11, $12, $13, $14, 1,
+		$15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
+		[]any{t.ID, t.UserID, t.AssistantID, t.ConversationID, t.InboundMessageID, t.ReplyMessageID, t.Status, st.errText,
+			nullText(t.IdempotencyKey), t.RequestHash, lease, MS(t.CreatedAt), MS(t.UpdatedAt), nullMS(t.CompletedAt),
+			t.Background, strategy, opts, st.required, st.calls, t.Usage.InputTokens, t.Usage.OutputTokens, t.StopReason,
+			st.expires, nullMS(t.Deadline), st.actionIDs}}), nil
 }
 
 // FindTurn returns the user's turn; ENOTFOUND otherwise.
@@ -100,13 +184,20 @@ func (q *Queries) ListTurns(ctx context.Context, userID, conversationID string, 
 	return list(ctx, q, turnCols, "turns", f, p, scanTurn)
 }
 
+// openStatuses is the SQL list of the statuses of an unfinished turn:
+// the ones that hold a conversation's queue.
+const openStatuses = `('queued', 'running', 'requires_action')`
+
 // ClaimTurn makes a failed turn, or a running one whose lease has ended,
 // running again under a new lease (one conditional UPDATE: of several
-// claimants exactly one wins).
+// claimants exactly one wins). A failed turn is not claimed while
+// another turn of its conversation runs or waits (conversation_busy).
 func (q *Queries) ClaimTurn(ctx context.Context, userID, id string, now, leaseUntil time.Time) (*ams.Turn, error) {
 	t, err := scanTurn(q.w.QueryRow(ctx, `UPDATE turns SET status = 'running', error = NULL, cancel_requested = FALSE, completed_at = NULL,
-		lease_until = $1, updated_at = $2, attempt = attempt + 1
-		WHERE id = $3 AND user_id = $4 AND (status = 'failed' OR (status = 'running' AND lease_until < $2)) RETURNING `+turnCols,
+		stop_reason = '', lease_until = $1, updated_at = $2, attempt = attempt + 1
+		WHERE id = $3 AND user_id = $4 AND ((status = 'failed' AND NOT EXISTS (SELECT 1 FROM turns o WHERE o.conversation_id = turns.conversation_id
+			AND o.user_id = turns.user_id AND o.status IN ('running', 'requires_action')))
+		OR (status = 'running' AND lease_until < $2)) RETURNING `+turnCols,
 		MS(leaseUntil), MS(now), id, userID))
 	if err == nil {
 		return t, nil
@@ -118,10 +209,206 @@ func (q *Queries) ClaimTurn(ctx context.Context, userID, id string, now, leaseUn
 	if err != nil {
 		return nil, err
 	}
-	if cur.Status == ams.TurnRunning {
+	switch cur.Status {
+	case ams.TurnRunning:
 		return nil, ams.Errorf(ams.ECONFLICT, "turn_in_progress", "Turn '%s' is still running; wait for it, or follow its stream.", id)
+	case ams.TurnFailed:
+		return nil, conversationBusy(cur.ConversationID)
 	}
 	return nil, ams.Errorf(ams.ECONFLICT, "turn_finished", "Turn '%s' has ended (%s).", id, cur.Status)
+}
+
+// conversationBusy is the error of a turn refused because another turn of
+// its conversation is unfinished.
+func conversationBusy(conv string) error {
+	return ams.Errorf(ams.ECONFLICT, "conversation_busy",
+		"Conversation '%s' has a turn in progress; wait for it to end, or send with multitask_strategy 'enqueue' or 'interrupt'.", conv)
+}
+
+// lockConversation takes the lock of a conversation's row for the rest
+// of the transaction (PostgreSQL; SQLite's one writer serializes
+// transactions anyway): whatever decides on a conversation's turns
+// (admission, the start of a queued turn, a turn's end) takes it first,
+// always before a turn's row, so that they run one at a time and never
+// deadlock. ENOTFOUND when the conversation is not the user's.
+func (q *Queries) lockConversation(ctx context.Context, userID, id string) error {
+	lock := q.lock("FOR UPDATE")
+	if lock == "" {
+		return nil
+	}
+	ok, err := q.exists(ctx, "conversation", `SELECT 1 FROM conversations WHERE id = $1 AND user_id = $2`+lock, id, userID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ams.NotFound("conversation", id)
+	}
+	return nil
+}
+
+// AdmitTurn stores the start of turn x.Turn in an existing conversation,
+// deciding by its multitask strategy in one transaction, under the
+// conversation's lock, what becomes of it when the conversation already
+// has unfinished turns (queued, running or requires_action):
+//   - enqueue: the turn is stored queued, its inbound message kept in
+//     the turn (x.Turn.QueuedMessage) and left out of the conversation
+//     (and its message.created out of the events) until it starts;
+//   - reject: nothing is stored, ECONFLICT conversation_busy;
+//   - interrupt: those turns are cancelled (stop_reason interrupted, each
+//     with its turn.cancelled event), and the turn is stored running.
+//
+// Without unfinished turns it is stored running (as SaveExchange does).
+// x.Turn's Status (and for a queued turn, x.Inbound and x.Events) are
+// updated to what was stored; the interrupted turns are returned.
+func (q *Queries) AdmitTurn(ctx context.Context, x *ams.Exchange) ([]*ams.Turn, error) {
+	if x.NewConversation != nil || x.Turn == nil {
+		return nil, q.SaveExchange(ctx, x)
+	}
+	t := x.Turn
+	var cut []*ams.Turn
+	inbound, events := x.Inbound, x.Events
+	err := q.inTx(ctx, func(q *Queries) error {
+		x.Inbound, x.Events, t.Status, t.QueuedMessage, cut = inbound, events, ams.TurnRunning, nil, nil
+		if err := q.lockConversation(ctx, t.UserID, t.ConversationID); err != nil {
+			return err
+		}
+		open, err := collect(ctx, q.r, "open turns", scanTurn, `SELECT `+turnCols+` FROM turns
+			WHERE conversation_id = $1 AND user_id = $2 AND status IN `+openStatuses+` ORDER BY seq`, t.ConversationID, t.UserID)
+		if err != nil {
+			return err
+		}
+		if len(open) > 0 {
+			switch t.MultitaskStrategy {
+			case ams.MultitaskReject:
+				return conversationBusy(t.ConversationID)
+			case ams.MultitaskInterrupt:
+				if cut, err = q.interrupt(ctx, open, t.CreatedAt); err != nil {
+					return err
+				}
+			default:
+				t.Status, t.QueuedMessage, x.Inbound = ams.TurnQueued, inbound, nil
+				x.Events = nil
+				for _, e := range events {
+					if e.Type != ams.EventMessageCreated {
+						x.Events = append(x.Events, e)
+					}
+				}
+			}
+		}
+		return q.SaveExchange(ctx, x)
+	})
+	if err != nil {
+		x.Inbound, x.Events = inbound, events
+		return nil, err
+	}
+	return cut, nil
+}
+
+// interrupt cancels the unfinished turns open (stop_reason interrupted)
+// with their turn.cancelled events.
+func (q *Queries) interrupt(ctx context.Context, open []*ams.Turn, now time.Time) ([]*ams.Turn, error) {
+	var events []*ams.Event
+	for _, o := range open {
+		o.Status, o.StopReason, o.UpdatedAt, o.CompletedAt = ams.TurnCancelled, ams.StopInterrupted, now, &now
+		o.Error = &ams.ActionError{Type: ams.TypeInvalidRequest, Code: "turn_interrupted", Message: "The turn was interrupted by a newer message to its conversation."}
+		o.RequiredAction, o.CancelRequested, o.LeaseUntil = nil, false, time.Time{}
+		errText, err := turnError(o.Error)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := q.exec(ctx, "interrupt turn", `UPDATE turns SET status = 'cancelled', stop_reason = $1, error = $2, completed_at = $3, updated_at = $3,
+			lease_until = 0, cancel_requested = FALSE, required_action = NULL, action_expires_at = NULL WHERE id = $4 AND user_id = $5`,
+			ams.StopInterrupted, errText, MS(now), o.ID, o.UserID); err != nil {
+			return nil, err
+		}
+		events = append(events, ams.TurnLifecycleEvent(o, now))
+	}
+	return open, q.emit(ctx, nil, events)
+}
+
+// StartQueuedTurn starts a queued turn that is the first unfinished turn
+// of its conversation: it becomes running (attempt 1) with a lease until
+// leaseUntil (and, when deadline is set, that deadline), and its inbound
+// message joins the conversation now, with its message.created event, in
+// one transaction. ECONFLICT (turn_not_next) when the turn is not queued
+// or an earlier turn of its conversation is unfinished; ENOTFOUND when
+// the turn or its conversation is gone.
+func (q *Queries) StartQueuedTurn(ctx context.Context, userID, id string, now, leaseUntil time.Time, deadline *time.Time) (*ams.Turn, error) {
+	var started *ams.Turn
+	err := q.inTx(ctx, func(q *Queries) error {
+		cur, err := q.FindTurn(ctx, userID, id)
+		if err != nil {
+			return err
+		}
+		if err := q.lockConversation(ctx, userID, cur.ConversationID); err != nil {
+			return err
+		}
+		t, err := scanTurn(q.w.QueryRow(ctx, `UPDATE turns SET status = 'running', lease_until = $1, updated_at = $2, deadline = $3
+			WHERE id = $4 AND user_id = $5 AND status = 'queued' AND NOT EXISTS (SELECT 1 FROM turns o WHERE o.conversation_id = turns.conversation_id
+				AND o.user_id = turns.user_id AND o.seq < turns.seq AND o.status IN `+openStatuses+`) RETURNING `+turnCols,
+			MS(leaseUntil), MS(now), nullMS(deadline), id, userID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return ams.Errorf(ams.ECONFLICT, "turn_not_next", "Turn '%s' is not the next of its conversation.", id)
+		}
+		if err != nil {
+			return q.fail("start queued turn", err)
+		}
+		m := t.QueuedMessage
+		if m == nil {
+			return fmt.Errorf("start queued turn %s: no inbound message", id)
+		}
+		m.ID, m.ConversationID, m.AssistantID, m.Direction = t.InboundMessageID, t.ConversationID, t.AssistantID, ams.DirectionInbound
+		m.CreatedAt, m.UpdatedAt = now, now
+		if m.Metadata == nil {
+			m.Metadata = ams.Metadata{}
+		}
+		started = t
+		events := []*ams.Event{ams.MessageCreatedEvent(m)}
+		turnEvents(t.ID, events)
+		return q.SaveExchange(ctx, &ams.Exchange{ConversationID: t.ConversationID, Inbound: m, Events: events})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return started, nil
+}
+
+// RunnableTurns returns, across accounts, turns that a process should
+// take up: running turns whose lease ended before now (their process
+// died), and queued turns that are the first unfinished turn of their
+// conversation; at most limit of each, oldest first.
+func (q *Queries) RunnableTurns(ctx context.Context, now time.Time, limit int) ([]*ams.Turn, error) {
+	abandoned, err := collect(ctx, q.r, "abandoned turns", scanTurn, `SELECT `+turnCols+` FROM turns
+		WHERE status = 'running' AND lease_until < $1 ORDER BY lease_until LIMIT $2`, MS(now), limit)
+	if err != nil {
+		return nil, err
+	}
+	next, err := collect(ctx, q.r, "queued turns", scanTurn, `SELECT `+turnCols+` FROM turns
+		WHERE status = 'queued' AND NOT EXISTS (SELECT 1 FROM turns o WHERE o.conversation_id = turns.conversation_id
+			AND o.user_id = turns.user_id AND o.seq < turns.seq AND o.status IN `+openStatuses+`) ORDER BY seq LIMIT $1`, limit)
+	if err != nil {
+		return nil, err
+	}
+	return append(abandoned, next...), nil
+}
+
+// NextTurn returns the first unfinished turn of a conversation (queued,
+// running or requires_action); ENOTFOUND when there is none.
+func (q *Queries) NextTurn(ctx context.Context, userID, conversationID string) (*ams.Turn, error) {
+	return findOne(ctx, q, scanTurn, "turn", conversationID, `SELECT `+turnCols+` FROM turns
+		WHERE conversation_id = $1 AND user_id = $2 AND status IN `+openStatuses+` ORDER BY seq LIMIT 1`, conversationID, userID)
+}
+
+// TokenTotals returns the tokens of the user's turns created at or after
+// since.
+func (q *Queries) TokenTotals(ctx context.Context, userID string, since time.Time) (ams.Usage, error) {
+	var u ams.Usage
+	if err := q.r.QueryRow(ctx, `SELECT COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0) FROM turns WHERE user_id = $1 AND created_at >= $2`,
+		userID, MS(since)).Scan(&u.InputTokens, &u.OutputTokens); err != nil {
+		return ams.Usage{}, q.fail("sum turn tokens", err)
+	}
+	u.TotalTokens = u.InputTokens + u.OutputTokens
+	return u, nil
 }
 
 // RenewTurn extends the lease of a running turn's attempt.
@@ -147,16 +434,28 @@ func (q *Queries) RequestTurnCancel(ctx context.Context, userID, id string, now 
 	return q.FindTurn(ctx, userID, id)
 }
 
-// FinishTurn ends a running turn, with its reply when there is one.
+// FinishTurn ends (or, for status requires_action, stops) a running
+// turn's attempt, with its reply when there is one. The events given
+// carry the turn's lifecycle event (messaging makes it).
 func (q *Queries) FinishTurn(ctx context.Context, t *ams.Turn, reply *ams.Message, events []*ams.Event, stream ...*ams.TurnEvent) error {
-	errText, err := turnError(t.Error)
+	st, err := stateOf(t)
 	if err != nil {
 		return err
 	}
 	return q.inTx(ctx, func(q *Queries) error {
+		if reply != nil {
+			// The conversation's lock before the turn's row, as admission
+			// takes them.
+			if err := q.lockConversation(ctx, t.UserID, t.ConversationID); err != nil {
+				return err
+			}
+		}
 		n, err := q.exec(ctx, "finish turn", `UPDATE turns SET status = $1, error = $2, reply_message_id = $3, completed_at = $4, updated_at = $5,
-			lease_until = 0, cancel_requested = FALSE WHERE id = $6 AND user_id = $7 AND status = 'running' AND attempt = $8`,
-			t.Status, errText, t.ReplyMessageID, nullMS(t.CompletedAt), MS(t.UpdatedAt), t.ID, t.UserID, t.Attempt)
+			lease_until = 0, cancel_requested = FALSE, stop_reason = $9, input_tokens = $10, output_tokens = $11, calls = $12, action_ids = $13,
+			required_action = $14, action_expires_at = $15
+			WHERE id = $6 AND user_id = $7 AND status = 'running' AND attempt = $8`,
+			t.Status, st.errText, t.ReplyMessageID, nullMS(t.CompletedAt), MS(t.UpdatedAt), t.ID, t.UserID, t.Attempt,
+			t.StopReason, t.Usage.InputTokens, t.Usage.OutputTokens, st.calls, st.actionIDs, st.required, st.expires)
 		if err != nil {
 			return err
 		}

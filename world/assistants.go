@@ -44,6 +44,11 @@ type AssistantInput struct {
 	Description  Optional[string] `json:"description"`
 	Instructions Optional[string] `json:"instructions"`
 	Model        Optional[string] `json:"model"`
+	// Tools, RequireApproval and MultitaskStrategy are the assistant's
+	// turn defaults (null resets them: [], [] and "enqueue").
+	Tools             Optional[[]*ams.ClientTool] `json:"tools"`
+	RequireApproval   Optional[[]string]          `json:"require_approval"`
+	MultitaskStrategy Optional[string]            `json:"multitask_strategy"`
 	// Metadata is merged into the assistant's (ams.MetadataPatch).
 	Metadata ams.MetadataPatch `json:"metadata"`
 }
@@ -112,6 +117,9 @@ func (in *AssistantInput) apply(a *ams.Assistant, create bool) error {
 	case in.Model.Null || create:
 		a.Model = ams.ModelBuiltin
 	}
+	if err := in.applyTurnFields(a, create); err != nil {
+		return err
+	}
 	m, err := in.Metadata.Merge(a.Metadata, "metadata")
 	if err != nil {
 		return err
@@ -123,7 +131,7 @@ func (in *AssistantInput) apply(a *ams.Assistant, create bool) error {
 // assistantEqual reports whether a and b hold the same fields.
 func assistantEqual(a, b *ams.Assistant) bool {
 	return a.Name == b.Name && a.Description == b.Description && a.Instructions == b.Instructions && a.Model == b.Model &&
-		a.Metadata.Equal(b.Metadata)
+		a.Metadata.Equal(b.Metadata) && turnFieldsEqual(a, b)
 }
 
 // CreateAssistant validates in (name is required; model defaults to

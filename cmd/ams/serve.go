@@ -66,6 +66,8 @@ type serveConfig struct {
 	corsOrigins     string
 	requestTimeout  time.Duration
 	otlpEndpoint    string
+	bgTurnTimeout   time.Duration
+	actionTimeout   time.Duration
 }
 
 func newServeCmd(sf *storeFlags) *cobra.Command {
@@ -116,6 +118,8 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.DurationVar(&cfg.requestTimeout, "request-timeout", 30*time.Second, "how long one API request may take before it is answered 503 request_timeout (a database that does not answer, say); requests that wait for a reply or a CalDAV sync get --llm-timeout more, a stream is bounded only until it begins; 0: no bound (env AMS_REQUEST_TIMEOUT)")
 	f.DurationVar(&sf.statementTimeout, "database-statement-timeout", 30*time.Second, "PostgreSQL's statement_timeout on every connection, unless the URL sets statement_timeout; 0: the server's setting (env AMS_DATABASE_STATEMENT_TIMEOUT)")
 	f.StringVar(&cfg.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry collector to export traces to over OTLP/HTTP, such as http://127.0.0.1:4318 (/v1/traces is added to a URL without a path) (env AMS_OTLP_ENDPOINT; empty: no tracing)")
+	f.DurationVar(&cfg.actionTimeout, "required-action-timeout", 10*time.Minute, "how long a turn waits for tool outputs or approvals (status requires_action) before it fails with required_action_expired (env AMS_REQUIRED_ACTION_TIMEOUT)")
+	f.DurationVar(&cfg.bgTurnTimeout, "background-turn-timeout", 10*time.Minute, "how long a background turn (POST /v1/messages with background: true) may take from its start to its end, whichever processes run it; past it the turn fails with background_turn_timeout (env AMS_BACKGROUND_TURN_TIMEOUT)")
 	f.StringSliceVar(&cfg.llmModels, "llm-models", nil, "the models assistants may use on --llm-base-url, comma-separated (env AMS_LLM_MODELS; empty: any)")
 	return cmd
 }
@@ -162,6 +166,12 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 	}
 	if cfg.webhookWorkers < 0 || cfg.webhookPerHook < 1 || cfg.webhookPerAcct < 1 {
 		return errors.New("--webhook-concurrency must be 0 or more, --webhook-concurrency-per-webhook and --webhook-concurrency-per-account 1 or more")
+	}
+	if cfg.actionTimeout <= 0 {
+		return errors.New("--required-action-timeout must be positive")
+	}
+	if cfg.bgTurnTimeout <= 0 {
+		return errors.New("--background-turn-timeout must be positive")
 	}
 	if cfg.maxTurns < 1 {
 		return errors.New("--max-concurrent-turns-per-account must be 1 or more")
@@ -285,24 +295,26 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 			}
 			return nil, ams.Errorf(ams.EINVALID, "model_not_supported", "Assistant '%s' uses model '%s', which this server does not run.", a.ID, a.Model)
 		},
-		EngineTimeout:       cfg.llmTimeout,
-		RequestTimeout:      cfg.requestTimeout,
-		BaseURL:             base,
-		OAuthSecret:         tokenKey,
-		Mail:                sender,
-		WebhookSchedule:     schedule,
-		WebhookLease:        cfg.webhookLease,
-		WebhookConcurrency:  cfg.webhookWorkers,
-		WebhookPerWebhook:   cfg.webhookPerHook,
-		WebhookPerAccount:   cfg.webhookPerAcct,
-		WebhookPollInterval: cfg.webhookPoll,
-		NoWebhookWorker:     cfg.webhookWorkers == 0,
-		MaxWebhooks:         cfg.maxWebhooks,
-		CalDAVInterval:      cfg.caldavInterval,
-		TrustedProxies:      proxies,
-		CORSAllowedOrigins:  corsOrigins,
-		ClientAddressHeader: addrHeader,
-		MaxConcurrentTurns:  cfg.maxTurns,
+		EngineTimeout:         cfg.llmTimeout,
+		RequestTimeout:        cfg.requestTimeout,
+		BaseURL:               base,
+		OAuthSecret:           tokenKey,
+		Mail:                  sender,
+		WebhookSchedule:       schedule,
+		WebhookLease:          cfg.webhookLease,
+		WebhookConcurrency:    cfg.webhookWorkers,
+		WebhookPerWebhook:     cfg.webhookPerHook,
+		WebhookPerAccount:     cfg.webhookPerAcct,
+		WebhookPollInterval:   cfg.webhookPoll,
+		NoWebhookWorker:       cfg.webhookWorkers == 0,
+		MaxWebhooks:           cfg.maxWebhooks,
+		CalDAVInterval:        cfg.caldavInterval,
+		TrustedProxies:        proxies,
+		CORSAllowedOrigins:    corsOrigins,
+		ClientAddressHeader:   addrHeader,
+		MaxConcurrentTurns:    cfg.maxTurns,
+		BackgroundTurnTimeout: cfg.bgTurnTimeout,
+		RequiredActionTimeout: cfg.actionTimeout,
 	})
 	if err != nil {
 		return err

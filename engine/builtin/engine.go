@@ -80,6 +80,16 @@ func (e *Engine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply,
 		at := req.Now
 		now = func() time.Time { return at }
 	}
+	usage := ams.Usage{InputTokens: inputTokens(req)}
+	// A client tool's output answers the turn; otherwise a client tool
+	// the message asks for stops it (options.go).
+	if c := lastClientCall(req.Options, req.Calls); c != nil {
+		return finish(req, &ams.Reply{Content: clientReturned(c), Calls: req.Calls}, usage)
+	}
+	if call := clientCall(req.Options, last.Content); call != nil {
+		return &ams.Reply{StopReason: ams.StopRequiresAction, Usage: usage.Add(ams.Usage{}), Calls: req.Calls,
+			RequiredAction: &ams.RequiredAction{Type: ams.RequiredSubmitToolOutputs, ToolCalls: []*ams.ToolCallRequest{call}}}, nil
+	}
 	t := &turn{
 		assistant: a,
 		earlier:   history[:len(history)-1],
@@ -87,15 +97,40 @@ func (e *Engine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply,
 		text:      clean(last.Content),
 		now:       now,
 		ctx:       ctx,
-		tools:     req.Tools,
 		clock:     newClock(now(), req.Location),
+	}
+	var book *calls
+	if req.Tools != nil {
+		book = &calls{inner: req.Tools, needs: req.NeedsApproval, earlier: req.Calls}
+		t.tools = book
 	}
 	t.norm = normalize(t.text)
 	content := answer(t)
+	if book != nil && errors.Is(t.err, errPause) {
+		return &ams.Reply{StopReason: ams.StopRequiresAction, Usage: usage.Add(ams.Usage{}), Actions: t.actions,
+			Calls:          append(append([]*ams.ToolCallRecord(nil), req.Calls...), book.all...),
+			RequiredAction: &ams.RequiredAction{Type: ams.RequiredApproveToolCalls, ToolCalls: book.pending}}, nil
+	}
 	if t.err != nil {
 		return nil, t.err
 	}
 	reply := &ams.Reply{Content: content, Actions: t.actions}
+	if book != nil && len(req.Calls)+len(book.all) > 0 {
+		reply.Calls = append(append([]*ams.ToolCallRecord(nil), req.Calls...), book.all...)
+	}
+	return finish(req, reply, usage)
+}
+
+// finish cuts the reply to max_output_tokens words, counts its usage,
+// and streams it.
+func finish(req *ams.EngineRequest, reply *ams.Reply, usage ams.Usage) (*ams.Reply, error) {
+	reply.StopReason = ams.StopEndTurn
+	if o := req.Options; o != nil && o.MaxOutputTokens > 0 {
+		if cut, ok := cutWords(reply.Content, o.MaxOutputTokens); ok {
+			reply.Content, reply.StopReason = cut, ams.StopMaxOutputTokens
+		}
+	}
+	reply.Usage = usage.Add(ams.Usage{OutputTokens: countWords(reply.Content)})
 	if req.Stream != nil {
 		for _, piece := range words(reply.Content) {
 			if err := req.Stream(piece); err != nil {

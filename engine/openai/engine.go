@@ -153,6 +153,17 @@ func New(cfg Config) (*Engine, error) {
 
 // Reply answers the last message of req.History with the assistant's
 // model. See the package documentation for the loop and the errors.
+//
+// The request's options go to the provider: instructions replace the
+// assistant's in the system prompt, client tools join the toolbox's as
+// function tools, tool_choice, max_output_tokens (max_completion_tokens)
+// and response_format are passed as they are. Usage is summed over the
+// calls; a finish reason "length" is stop reason max_output_tokens.
+// A call of a client tool, or of a tool EngineRequest.NeedsApproval
+// names, stops the reply with a required action (approval first: the
+// client calls of that round are asked again after). The turn's earlier
+// calls (EngineRequest.Calls) are given to the model as made and
+// answered, one assistant message each.
 func (e *Engine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -169,14 +180,19 @@ func (e *Engine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply,
 		}
 		params.Tools = tools
 	}
+	if err := applyOptions(&params, req.Options); err != nil {
+		return nil, err
+	}
 	out := &emitter{stream: req.Stream}
-	reply := &ams.Reply{}
+	reply := &ams.Reply{Calls: append([]*ams.ToolCallRecord(nil), req.Calls...)}
 	for round := 0; ; round++ {
 		out.newRound()
-		msg, err := e.call(ctx, params, out, a.Model)
+		res, err := e.call(ctx, params, out, a.Model)
 		if err != nil {
 			return nil, err
 		}
+		reply.Usage = reply.Usage.Add(res.usage)
+		msg := res.msg
 		var calls []oai.ChatCompletionMessageToolCallUnion
 		for _, tc := range msg.ToolCalls {
 			if tc.Type == "" || tc.Type == "function" {
@@ -185,6 +201,13 @@ func (e *Engine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply,
 		}
 		if len(calls) == 0 {
 			reply.Content = out.text.String()
+			reply.StopReason = ams.StopEndTurn
+			if res.finish == "length" {
+				reply.StopReason = ams.StopMaxOutputTokens
+			}
+			if len(reply.Calls) == 0 {
+				reply.Calls = nil
+			}
 			return reply, nil
 		}
 		if round >= e.cfg.MaxToolRounds {
@@ -195,22 +218,133 @@ func (e *Engine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply,
 		}
 		msg.ToolCalls = calls
 		params.Messages = append(params.Messages, msg.ToParam())
+		var client, approve []*ams.ToolCallRequest
 		for _, tc := range calls {
-			content, action, err := runTool(ctx, req.Tools, tc.Function.Name, tc.Function.Arguments)
+			name, args := tc.Function.Name, callArguments(tc.Function.Arguments)
+			switch {
+			case isClientTool(req.Options, name):
+				client = append(client, &ams.ToolCallRequest{ID: tc.ID, Name: name, Arguments: args})
+				continue
+			case req.NeedsApproval != nil && req.NeedsApproval(name) && json.Valid(args):
+				approve = append(approve, &ams.ToolCallRequest{ID: tc.ID, Name: name, Arguments: args})
+				continue
+			}
+			content, action, err := runTool(ctx, req.Tools, name, tc.Function.Arguments)
 			if err != nil {
 				return nil, err
 			}
+			rec := &ams.ToolCallRecord{ID: tc.ID, Name: name, Arguments: args, Output: content}
 			if action != nil {
 				reply.Actions = append(reply.Actions, action)
+				rec.ActionID = action.ID
 			}
+			reply.Calls = append(reply.Calls, rec)
 			params.Messages = append(params.Messages, oai.ToolMessage(content, tc.ID))
 		}
+		switch {
+		case len(approve) > 0:
+			reply.RequiredAction = &ams.RequiredAction{Type: ams.RequiredApproveToolCalls, ToolCalls: approve}
+		case len(client) > 0:
+			reply.RequiredAction = &ams.RequiredAction{Type: ams.RequiredSubmitToolOutputs, ToolCalls: client}
+		default:
+			continue
+		}
+		reply.StopReason, reply.Content = ams.StopRequiresAction, ""
+		return reply, nil
 	}
 }
 
+// callArguments returns a call's arguments as JSON: "{}" when empty, a
+// JSON string of the text when it is not JSON.
+func callArguments(args string) json.RawMessage {
+	args = strings.TrimSpace(args)
+	if args == "" {
+		return json.RawMessage("{}")
+	}
+	if !json.Valid([]byte(args)) {
+		b, _ := json.Marshal(args)
+		return b
+	}
+	return json.RawMessage(args)
+}
+
+func isClientTool(o *ams.TurnOptions, name string) bool {
+	if o == nil {
+		return false
+	}
+	for _, t := range o.Tools {
+		if t != nil && t.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// applyOptions puts the request's options into params.
+func applyOptions(params *oai.ChatCompletionNewParams, o *ams.TurnOptions) error {
+	if o == nil {
+		return nil
+	}
+	for _, t := range o.Tools {
+		if t == nil {
+			continue
+		}
+		tools, err := toolParams([]ams.ToolSpec{{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
+		if err != nil {
+			return err
+		}
+		params.Tools = append(params.Tools, tools...)
+	}
+	if c := o.ToolChoice; c != nil && c.Mode != "" {
+		if c.Mode == "function" {
+			params.ToolChoice = oai.ChatCompletionToolChoiceOptionUnionParam{OfFunctionToolChoice: &oai.ChatCompletionNamedToolChoiceParam{
+				Function: oai.ChatCompletionNamedToolChoiceFunctionParam{Name: c.Name}}}
+		} else {
+			params.ToolChoice = oai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: oai.String(c.Mode)}
+		}
+	}
+	if o.MaxOutputTokens > 0 {
+		params.MaxCompletionTokens = oai.Int(int64(o.MaxOutputTokens))
+	}
+	if f := o.ResponseFormat; f != nil {
+		switch f.Type {
+		case "text":
+			params.ResponseFormat = oai.ChatCompletionNewParamsResponseFormatUnion{OfText: &shared.ResponseFormatTextParam{}}
+		case "json_schema":
+			if f.JSONSchema == nil {
+				return errors.New("openai engine: response_format json_schema without its json_schema")
+			}
+			var schema any
+			if len(f.JSONSchema.Schema) > 0 {
+				if err := json.Unmarshal(f.JSONSchema.Schema, &schema); err != nil {
+					return fmt.Errorf("openai engine: response_format schema: %w", err)
+				}
+			}
+			js := shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: f.JSONSchema.Name, Schema: schema}
+			if f.JSONSchema.Strict != nil {
+				js.Strict = oai.Bool(*f.JSONSchema.Strict)
+			}
+			params.ResponseFormat = oai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{JSONSchema: js}}
+		}
+	}
+	return nil
+}
+
+// answer is one call's outcome: the model's message, why it finished,
+// and the tokens it took.
+type answer struct {
+	msg    oai.ChatCompletionMessage
+	finish string
+	usage  ams.Usage
+}
+
+func usageOf(u oai.CompletionUsage) ams.Usage {
+	return ams.Usage{}.Add(ams.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens})
+}
+
 // call makes one chat-completions call, streaming when out streams, and
-// returns the model's message. Its text has gone to out.
-func (e *Engine) call(ctx context.Context, params oai.ChatCompletionNewParams, out *emitter, model string) (oai.ChatCompletionMessage, error) {
+// returns the model's answer. Its text has gone to out.
+func (e *Engine) call(ctx context.Context, params oai.ChatCompletionNewParams, out *emitter, model string) (answer, error) {
 	cctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
 	defer cancel()
 	// A Retry-After longer than the time left is not waited for: the call
@@ -220,44 +354,46 @@ func (e *Engine) call(ctx context.Context, params oai.ChatCompletionNewParams, o
 	if out.stream == nil {
 		res, err := e.chat.New(cctx, params, opts...)
 		if err != nil {
-			return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, err, model)
+			return answer{}, e.fail(ctx, cctx, err, model)
 		}
 		if res == nil || len(res.Choices) == 0 { // a JSON null body decodes to no result and no error
-			return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, errNoChoice, model)
+			return answer{}, e.fail(ctx, cctx, errNoChoice, model)
 		}
 		msg := res.Choices[0].Message
 		if err := out.write(textOf(msg.Content, msg.Refusal)); err != nil {
-			return oai.ChatCompletionMessage{}, err
+			return answer{}, err
 		}
-		return msg, nil
+		return answer{msg: msg, finish: res.Choices[0].FinishReason, usage: usageOf(res.Usage)}, nil
 	}
+	// Usage comes in a last chunk, when asked for.
+	params.StreamOptions = oai.ChatCompletionStreamOptionsParam{IncludeUsage: oai.Bool(true)}
 	stream := e.chat.NewStreaming(cctx, params, opts...)
 	defer stream.Close()
 	var acc oai.ChatCompletionAccumulator
 	for stream.Next() {
 		chunk := stream.Current()
 		if !acc.AddChunk(chunk) {
-			return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, errBadChunk, model)
+			return answer{}, e.fail(ctx, cctx, errBadChunk, model)
 		}
 		for _, c := range chunk.Choices {
 			if c.Index != 0 {
 				continue
 			}
 			if err := out.write(textOf(c.Delta.Content, c.Delta.Refusal)); err != nil {
-				return oai.ChatCompletionMessage{}, err
+				return answer{}, err
 			}
 		}
 	}
 	if err := stream.Err(); err != nil {
-		return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, err, model)
+		return answer{}, e.fail(ctx, cctx, err, model)
 	}
 	if len(acc.Choices) == 0 {
-		return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, errNoChoice, model)
+		return answer{}, e.fail(ctx, cctx, errNoChoice, model)
 	}
 	if acc.Choices[0].FinishReason == "" {
-		return oai.ChatCompletionMessage{}, e.fail(ctx, cctx, errCutOff, model)
+		return answer{}, e.fail(ctx, cctx, errCutOff, model)
 	}
-	return acc.Choices[0].Message, nil
+	return answer{msg: acc.Choices[0].Message, finish: acc.Choices[0].FinishReason, usage: usageOf(acc.Usage)}, nil
 }
 
 var (
@@ -370,6 +506,13 @@ func messages(req *ams.EngineRequest) []oai.ChatCompletionMessageParamUnion {
 			msgs = append(msgs, oai.AssistantMessage(m.Content))
 		}
 	}
+	for _, c := range req.Calls {
+		call := oai.ChatCompletionMessageToolCallUnionParam{OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
+			ID: c.ID, Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: string(c.Arguments)}}}
+		msgs = append(msgs, oai.ChatCompletionMessageParamUnion{OfAssistant: &oai.ChatCompletionAssistantMessageParam{
+			ToolCalls: []oai.ChatCompletionMessageToolCallUnionParam{call}}})
+		msgs = append(msgs, oai.ToolMessage(c.Output, c.ID))
+	}
 	return msgs
 }
 
@@ -387,7 +530,11 @@ func SystemPrompt(req *ams.EngineRequest) string {
 	if d := strings.TrimSpace(a.Description); d != "" {
 		fmt.Fprintf(&b, " %s", d)
 	}
-	if in := strings.TrimSpace(a.Instructions); in != "" {
+	instructions := a.Instructions
+	if req.Options != nil && req.Options.Instructions != nil {
+		instructions = *req.Options.Instructions
+	}
+	if in := strings.TrimSpace(instructions); in != "" {
 		fmt.Fprintf(&b, "\n\n%s", in)
 	}
 	loc := req.Location

@@ -144,11 +144,37 @@ func ToolCalls(calls ...Call) Step { return Answer(nil, calls) }
 // call arrives split over chunks: its id and name first, then its
 // arguments in three parts.
 func Answer(pieces []string, calls []Call) Step {
+	return Reply{Pieces: pieces, Calls: calls}.Step()
+}
+
+// Reply is an answer in full: its text pieces, its tool calls, its
+// finish reason ("" is "tool_calls" with calls, "stop" without) and its
+// usage (zero is 10 prompt and 5 completion tokens).
+type Reply struct {
+	Pieces       []string
+	Calls        []Call
+	Finish       string
+	PromptTokens int
+	OutputTokens int
+}
+
+// Step answers with r. Streamed, the usage comes in a last chunk
+// without choices when the request's stream_options ask for it.
+func (rp Reply) Step() Step {
+	pieces, calls := rp.Pieces, rp.Calls
 	return func(w http.ResponseWriter, r *http.Request, req *Request) {
-		finish := "stop"
-		if len(calls) > 0 {
-			finish = "tool_calls"
+		finish := rp.Finish
+		if finish == "" {
+			finish = "stop"
+			if len(calls) > 0 {
+				finish = "tool_calls"
+			}
 		}
+		in, out := rp.PromptTokens, rp.OutputTokens
+		if in == 0 && out == 0 {
+			in, out = 10, 5
+		}
+		usage := map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}
 		model, _ := req.Body["model"].(string)
 		if !req.Stream() {
 			msg := map[string]any{"role": "assistant", "content": join(pieces)}
@@ -166,7 +192,7 @@ func Answer(pieces []string, calls []Call) Step {
 			writeJSON(w, http.StatusOK, map[string]any{
 				"id": "chatcmpl-test", "object": "chat.completion", "created": 1700000000, "model": model,
 				"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish, "logprobs": nil}},
-				"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+				"usage":   usage,
 			})
 			return
 		}
@@ -184,6 +210,11 @@ func Answer(pieces []string, calls []Call) Step {
 			}
 		}
 		sw.Chunk(model, map[string]any{}, finish)
+		if so, _ := req.Body["stream_options"].(map[string]any); so["include_usage"] == true {
+			b, _ := json.Marshal(map[string]any{"id": "chatcmpl-test", "object": "chat.completion.chunk", "created": 1700000000,
+				"model": model, "choices": []any{}, "usage": usage})
+			sw.Data(string(b))
+		}
 		sw.Done()
 	}
 }

@@ -7,7 +7,7 @@ import http.client
 import json
 import os
 import time
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Type, TypeVar, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from . import __version__
 from ._http import Transport, backoff, new_idempotency_key, seg
@@ -39,6 +39,7 @@ from .types import (
     WebhookRecovery,
     WebhookRedelivery,
     format_time,
+    RequiredToolCall,
 )
 
 __all__ = ["Client", "UNSET", "Metadata", "MetadataUpdate", "DEFAULT_BASE_URL", "DEFAULT_TIMEOUT", "DEFAULT_MAX_RETRIES"]
@@ -265,10 +266,17 @@ class Client:
         instructions: Any = UNSET,
         model: Any = UNSET,
         metadata: Any = UNSET,
+        tools: Any = UNSET,
+        require_approval: Any = UNSET,
+        multitask_strategy: Any = UNSET,
     ) -> Assistant:
         """Change the fields given (``PATCH /v1/assistants/{id}``);
-        ``metadata`` (a ``MetadataUpdate``) is merged into the assistant's."""
-        body = _body(name=name, description=description, instructions=instructions, model=model, metadata=_md(metadata))
+        ``metadata`` (a ``MetadataUpdate``) is merged into the assistant's.
+        ``tools`` (client function tools), ``require_approval`` (tool names,
+        or ``["*"]``) and ``multitask_strategy`` are the assistant's turn
+        defaults."""
+        body = _body(name=name, description=description, instructions=instructions, model=model, metadata=_md(metadata),
+                     tools=tools, require_approval=require_approval, multitask_strategy=multitask_strategy)
         return self._one(Assistant, "PATCH", "/assistants/" + seg(assistant_id), body=body)
 
     def delete_assistant(self, assistant_id: str) -> None:
@@ -488,6 +496,66 @@ class Client:
         ``cancelled``, or still ``running`` with ``cancel_requested`` when
         another server process runs it; a turn that has ended unchanged."""
         return self._one(Turn, "POST", "/turns/%s/cancel" % seg(turn_id), idempotency_key=idempotency_key)
+
+    def submit_tool_outputs(self, turn_id: str, tool_outputs: Sequence[Mapping[str, Any]], *, idempotency_key: Optional[str] = None) -> Turn:
+        """``POST /v1/turns/{id}/tool_outputs``: answer every client tool
+        call the turn waits for, as ``[{"tool_call_id", "output"}]``.
+        Returns the turn once its resumed attempt ended or stopped again."""
+        body = {"tool_outputs": [dict(o) for o in tool_outputs]}
+        return self._one(Turn, "POST", "/turns/%s/tool_outputs" % seg(turn_id), body=body, idempotency_key=idempotency_key)
+
+    def approve_tool_calls(self, turn_id: str, approvals: Sequence[Mapping[str, Any]], *, idempotency_key: Optional[str] = None) -> Turn:
+        """``POST /v1/turns/{id}/approvals``: decide on every tool call the
+        turn waits to have approved, as ``[{"tool_call_id", "approved",
+        "reason"?}]``. Returns the turn as ``submit_tool_outputs`` does."""
+        body = {"approvals": [dict(a) for a in approvals]}
+        return self._one(Turn, "POST", "/turns/%s/approvals" % seg(turn_id), body=body, idempotency_key=idempotency_key)
+
+    def run_turn(
+        self,
+        assistant_id: str,
+        message: str,
+        on_tool_call: Callable[[RequiredToolCall], str],
+        *,
+        tools: Optional[List[Mapping[str, Any]]] = None,
+        tool_choice: Any = None,
+        instructions: Optional[str] = None,
+        max_output_tokens: Optional[int] = None,
+        conversation_id: Optional[str] = None,
+        approve: Optional[Callable[[RequiredToolCall], Any]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Tuple[Turn, Optional[Message]]:
+        """Send a message and run its turn to the end: whenever the turn
+        waits for client tool outputs, ``on_tool_call(call)`` gives each
+        call's output (a string) and they are submitted; calls that wait
+        for approval are decided by ``approve(call)`` (``True``/``False``,
+        or ``(bool, reason)``; without it such a turn is returned waiting).
+        Returns the turn as it ended and its reply (``None`` unless it
+        completed)."""
+        body = _opt(assistant_id=assistant_id, message=message, conversation_id=conversation_id, tools=[dict(t) for t in tools] if tools else None,
+                    tool_choice=tool_choice, instructions=instructions, max_output_tokens=max_output_tokens)
+        data = self.request("POST", "/messages", body=body, idempotency_key=idempotency_key) or {}
+        if data.get("object") == "message":
+            reply = Message.from_dict(data)
+            page = self.list_turns(conversation_id=reply.conversation_id, limit=1)
+            return (page.data[0] if page.data else Turn()), reply
+        turn = Turn.from_dict(data)
+        while turn.status == "requires_action" and turn.required_action is not None:
+            ra = turn.required_action
+            if ra.type == "submit_tool_outputs":
+                outs = [{"tool_call_id": c.id, "output": on_tool_call(c)} for c in ra.tool_calls]
+                turn = self.submit_tool_outputs(turn.id, outs)
+            elif ra.type == "approve_tool_calls" and approve is not None:
+                decisions = []
+                for c in ra.tool_calls:
+                    d = approve(c)
+                    ok, reason = (d if isinstance(d, tuple) else (bool(d), ""))
+                    decisions.append({"tool_call_id": c.id, "approved": bool(ok), "reason": reason or ""})
+                turn = self.approve_tool_calls(turn.id, decisions)
+            else:
+                break
+        reply_msg = self.get_message(turn.reply_message_id) if turn.status == "completed" and turn.reply_message_id else None
+        return turn, reply_msg
 
     def cancel_message(self, message_id: str, *, idempotency_key: Optional[str] = None) -> Turn:
         """``POST /v1/messages/{id}/cancel``: ``cancel_turn`` for the turn

@@ -137,6 +137,12 @@ class Assistant(Record):
     description: str = ""
     instructions: str = ""
     model: str = ""
+    #: Client function tools every turn has.
+    tools: List[Dict[str, Any]] = field(default_factory=list)
+    #: Tools whose calls wait for approval (``["*"]``: every tool).
+    require_approval: List[str] = field(default_factory=list)
+    #: ``"enqueue"``, ``"reject"`` or ``"interrupt"``.
+    multitask_strategy: str = ""
     #: Your own key-value pairs (strings); ``{}`` when none.
     metadata: Dict[str, str] = field(default_factory=dict)
     created_at: str = ""
@@ -282,6 +288,17 @@ class Turn(Record):
     #: A cancel was asked of the server process running the turn, which
     #: has not acted on it yet.
     cancel_requested: bool = False
+    background: bool = False
+    multitask_strategy: str = ""
+    #: What a ``"requires_action"`` turn waits for (``submit_tool_outputs``
+    #: or ``approve_tool_calls``); ``None`` otherwise.
+    required_action: Optional["RequiredAction"] = None
+    #: ``{"input_tokens", "output_tokens", "total_tokens"}``.
+    usage: Dict[str, int] = field(default_factory=dict)
+    #: ``"end_turn"``, ``"max_output_tokens"``, ``"requires_action"``,
+    #: ``"cancelled"``, ``"interrupted"``, ``"error"``; ``""`` while it runs.
+    stop_reason: str = ""
+    action_ids: List[str] = field(default_factory=list)
     created_at: str = ""
     updated_at: str = ""
     completed_at: Optional[str] = None
@@ -291,6 +308,38 @@ class Turn(Record):
     def _convert(cls, name: str, value: Any) -> Any:
         if name == "error" and isinstance(value, dict):
             return ActionError.from_dict(value)
+        if name == "required_action" and isinstance(value, dict):
+            return RequiredAction.from_dict(value)
+        return value
+
+
+@dataclass
+class RequiredToolCall(Record):
+    """A tool call a turn waits to have answered: its ``id`` (answer by
+    it), the tool's ``name`` and its ``arguments`` (a dict)."""
+
+    id: str = ""
+    name: str = ""
+    arguments: Any = None
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
+class RequiredAction(Record):
+    """What a ``"requires_action"`` turn waits for: ``type`` is
+    ``"submit_tool_outputs"`` (answer with ``submit_tool_outputs``) or
+    ``"approve_tool_calls"`` (answer with ``approve_tool_calls``), by
+    ``expires_at``."""
+
+    type: str = ""
+    tool_calls: List[RequiredToolCall] = field(default_factory=list)
+    expires_at: str = ""
+    raw: Dict[str, Any] = _raw()
+
+    @classmethod
+    def _convert(cls, name: str, value: Any) -> Any:
+        if name == "tool_calls" and isinstance(value, list):
+            return [RequiredToolCall.from_dict(v) for v in value if isinstance(v, dict)]
         return value
 
 

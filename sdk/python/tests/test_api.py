@@ -15,6 +15,8 @@ from . import helpers
 
 # Each operation of openapi/openapi.json and the Client method that calls it.
 OPERATIONS = {
+    "submitToolOutputs": "submit_tool_outputs",
+    "approveToolCalls": "approve_tool_calls",
     "listAssistants": "list_assistants",
     "createAssistant": "create_assistant",
     "getAssistant": "get_assistant",

@@ -44,6 +44,11 @@ import type {
   SendMessageParams,
   Task,
   Turn,
+  ToolOutput,
+  Approval,
+  RequiredAction,
+  RequiredToolCall,
+  RunTurnParams,
   UpdateAssistantParams,
   UpdateCalendarEventParams,
   UpdateConversationParams,
@@ -213,6 +218,65 @@ export class Turns extends Resource {
    */
   async cancel(id: string, options?: RequestOptions): Promise<Turn> {
     return this.doPost(`/turns/${seg(id)}/cancel`, undefined, options);
+  }
+  /**
+   * Answers every client tool call the turn waits for; returns the turn
+   * once its resumed attempt ended or stopped again.
+   */
+  async submitToolOutputs(id: string, toolOutputs: ToolOutput[], options?: RequestOptions): Promise<Turn> {
+    return this.doPost(`/turns/${seg(id)}/tool_outputs`, { tool_outputs: toolOutputs }, options);
+  }
+  /** Decides on every tool call the turn waits to have approved; returns the turn as submitToolOutputs. */
+  async approveToolCalls(id: string, approvals: Approval[], options?: RequestOptions): Promise<Turn> {
+    return this.doPost(`/turns/${seg(id)}/approvals`, { approvals }, options);
+  }
+  /**
+   * Sends a message and runs its turn to the end: whenever it waits for
+   * client tool outputs, onToolCall gives each call's output; calls that
+   * wait for approval are decided by opts.approve (without it such a turn
+   * is returned waiting). Returns the turn and its reply (null unless it
+   * completed).
+   *
+   * ```ts
+   * const { turn, reply } = await client.turns.run(
+   *   { assistant_id, message: "Where is order 7?", tools: [{ type: "function", name: "lookup_order" }] },
+   *   async (call) => JSON.stringify(await lookUp(call.arguments)),
+   * );
+   * ```
+   */
+  async run(
+    params: RunTurnParams,
+    onToolCall: (call: RequiredToolCall) => string | Promise<string>,
+    opts?: { approve?: (call: RequiredToolCall) => boolean | [boolean, string] | Promise<boolean | [boolean, string]> },
+    options?: RequestOptions,
+  ): Promise<{ turn: Turn; reply: Message | null }> {
+    const first = await this.doPost<Turn | Message>("/messages", params, options);
+    if (first.object === "message") {
+      const reply = first as Message;
+      const page = await this.list({ conversation_id: reply.conversation_id, limit: 1 });
+      return { turn: page.data[0] as Turn, reply };
+    }
+    let turn = first as Turn;
+    while (turn.status === "requires_action" && turn.required_action) {
+      const ra: RequiredAction = turn.required_action;
+      if (ra.type === "submit_tool_outputs") {
+        const outs: ToolOutput[] = [];
+        for (const call of ra.tool_calls) outs.push({ tool_call_id: call.id, output: await onToolCall(call) });
+        turn = await this.submitToolOutputs(turn.id, outs);
+      } else if (ra.type === "approve_tool_calls" && opts?.approve) {
+        const ds: Approval[] = [];
+        for (const call of ra.tool_calls) {
+          const d = await opts.approve(call);
+          const [approved, reason] = Array.isArray(d) ? d : [d, ""];
+          ds.push({ tool_call_id: call.id, approved, reason });
+        }
+        turn = await this.approveToolCalls(turn.id, ds);
+      } else {
+        break;
+      }
+    }
+    const reply = turn.status === "completed" && turn.reply_message_id ? await this.doGet<Message>(`/messages/${seg(turn.reply_message_id)}`, undefined, options) : null;
+    return { turn, reply };
   }
   /**
    * The turn's stream after the event lastEventId (from its start

@@ -31,6 +31,11 @@ export interface Assistant {
   instructions: string;
   /** The engine: "builtin" is the server's embedded engine. */
   model: string;
+  /** Client tools every turn has. */
+  tools?: ClientTool[];
+  /** Tools whose calls wait for approval (["*"]: all). */
+  require_approval?: string[];
+  multitask_strategy?: "enqueue" | "reject" | "interrupt";
   metadata: Metadata;
   created_at: string;
   updated_at: string;
@@ -156,7 +161,7 @@ export interface Turn {
   object: "turn";
   assistant_id: string;
   conversation_id: string;
-  status: "running" | "completed" | "failed" | "cancelled";
+  status: "queued" | "running" | "requires_action" | "completed" | "failed" | "cancelled";
   inbound_message_id: string;
   /** The reply, once completed; "" before. */
   reply_message_id: string;
@@ -164,9 +169,73 @@ export interface Turn {
   error: ActionError | null;
   /** A cancel was asked of the server process running the turn, which has not acted on it yet. */
   cancel_requested: boolean;
+  background?: boolean;
+  multitask_strategy?: "enqueue" | "reject" | "interrupt";
+  /** What a requires_action turn waits for; null otherwise. */
+  required_action?: RequiredAction | null;
+  usage?: Usage;
+  /** end_turn, max_output_tokens, requires_action, cancelled, interrupted, error; "" while it runs. */
+  stop_reason?: string;
+  action_ids?: string[];
   created_at: string;
   updated_at: string;
   completed_at: string | null;
+}
+
+/**
+ * What a turn in requires_action waits for: the outputs of its client
+ * tool calls (submit_tool_outputs: turns.submitToolOutputs) or the
+ * approval of tool calls (approve_tool_calls: turns.approveToolCalls).
+ */
+export interface RequiredAction {
+  type: "submit_tool_outputs" | "approve_tool_calls";
+  tool_calls: RequiredToolCall[];
+  expires_at: string;
+}
+
+/** A tool call a turn waits to have answered. */
+export interface RequiredToolCall {
+  id: string; // "call_…"
+  name: string;
+  arguments: unknown;
+}
+
+/** A turn's tokens. */
+export interface Usage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+}
+
+/** A function tool the client runs itself. */
+export interface ClientTool {
+  type: "function";
+  name: string;
+  description?: string;
+  /** A JSON Schema of "type": "object". */
+  parameters?: Record<string, unknown>;
+}
+
+export type ToolChoice = "auto" | "none" | "required" | { type: "function"; name: string };
+
+export interface ToolOutput {
+  tool_call_id: string;
+  output: string;
+}
+
+export interface Approval {
+  tool_call_id: string;
+  approved: boolean;
+  reason?: string;
+}
+
+/** A message to send with per-turn options, for turns.run. */
+export interface RunTurnParams extends SendMessageParams {
+  tools?: ClientTool[];
+  tool_choice?: ToolChoice;
+  instructions?: string;
+  max_output_tokens?: number;
+  response_format?: { type: "text" } | { type: "json_schema"; json_schema: { name: string; schema: Record<string, unknown>; strict?: boolean } };
 }
 
 export interface ListTurnsParams extends ListParams {
@@ -473,6 +542,9 @@ export interface UpdateAssistantParams {
   model?: string | null;
   /** Merged into the assistant's metadata. */
   metadata?: MetadataUpdate;
+  tools?: ClientTool[] | null;
+  require_approval?: string[] | null;
+  multitask_strategy?: "enqueue" | "reject" | "interrupt" | null;
 }
 
 export interface CreateTaskParams {

@@ -427,6 +427,8 @@ const OPERATIONS: Record<string, (c: Client) => unknown> = {
   getTurn: (c) => c.turns.get,
   streamTurnEvents: (c) => c.turns.events,
   cancelTurn: (c) => c.turns.cancel,
+  submitToolOutputs: (c) => c.turns.submitToolOutputs,
+  approveToolCalls: (c) => c.turns.approveToolCalls,
   updateMessage: (c) => c.messages.update,
   deleteMessage: (c) => c.messages.delete,
   listConversations: (c) => c.conversations.list,
