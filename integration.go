@@ -26,9 +26,9 @@ type Integration struct {
 	CreatedAt   time.Time      `json:"created_at"`
 	UpdatedAt   time.Time      `json:"updated_at"`
 	// MCPSettings are an MCP integration's (provider ProviderMCP) name,
-	// URL, tool filters and tools, shown at the record's top level; nil
-	// for the other providers.
-	*MCPSettings
+	// URL, tool filters and tools, shown at the record's top level (null
+	// for the other providers); nil for the other providers.
+	*MCPSettings `json:"-"`
 
 	// Sync state, kept by the sync worker and not shown by the API.
 	//

@@ -185,7 +185,6 @@ func TestMCPIntegrationEverything(t *testing.T) {
 	f.connectEverything(srv.URL, "")
 }
 
-
 // TestMCPIntegrationBadInput: invalid or taken names, bad headers,
 // unreachable and non-MCP URLs, internal addresses outside --dev: a
 // documented 400 and nothing stored.

@@ -234,7 +234,11 @@ func (s *Service) mcpOutcome(ctx context.Context, tx ams.Tx, in *ams.Integration
 	if event == "" {
 		return nil
 	}
-	return tx.Emit(ctx, ams.IntegrationEvent(event, in, now))
+	ev := ams.IntegrationEvent(event, in, now)
+	if event == ams.EventIntegrationError {
+		ev.Data["error"] = failure // the documented data of integration.error
+	}
+	return tx.Emit(ctx, ev)
 }
 
 // isMCPTool reports whether typ names an integration's tool
@@ -403,7 +407,9 @@ func validateInput(schema, input json.RawMessage) error {
 func firstLeaf(ve *jsonschema.ValidationError) *jsonschema.ValidationError {
 	for len(ve.Causes) > 0 {
 		c := slices.Clone(ve.Causes)
-		sort.SliceStable(c, func(i, j int) bool { return strings.Join(c[i].InstanceLocation, "/") < strings.Join(c[j].InstanceLocation, "/") })
+		sort.SliceStable(c, func(i, j int) bool {
+			return strings.Join(c[i].InstanceLocation, "/") < strings.Join(c[j].InstanceLocation, "/")
+		})
 		ve = c[0]
 	}
 	return ve
