@@ -328,13 +328,16 @@ func (c *Client) classify(ctx context.Context, err error, step string) error {
 	case errors.Is(err, ssrf.ErrBlocked):
 		return &Error{Reason: "the server's address is a private or internal address", Blocked: true, ServerDown: true, err: err}
 	case errors.As(err, &tooLarge):
-		return down("the server's answer to %s %s the limit of %s", step, tooLarge.Verb(), ssrf.Size(tooLarge.Limit))
+		return down("the server's %s in answer to %s %s the limit of %s", tooLarge.Part, step, tooLarge.Verb(), ssrf.Size(tooLarge.Limit))
 	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || isTimeout(err):
 		return down("the server did not answer %s in time", step)
 	case errors.As(err, &dns):
 		return down("the server's host %q could not be resolved", ams.Clip(dns.Name))
 	case errors.As(err, &op):
 		return down("the server could not be reached (%s)", opReason(op))
+	case errors.As(err, &wire) && wire.Code == codeRejected:
+		// The SDK's word for an exchange its transport could not make.
+		return down("the server did not answer %s as an MCP server over Streamable HTTP (%s)", step, ams.Clip(lastPart(err.Error())))
 	case errors.As(err, &wire):
 		if step == "initialize" {
 			return down("the server refused to initialize an MCP session (%d: %s)", wire.Code, ams.Clip(wire.Message))
@@ -345,6 +348,10 @@ func (c *Client) classify(ctx context.Context, err error, step string) error {
 	}
 	return down("the server did not answer %s as an MCP server over Streamable HTTP (%s)", step, ams.Clip(lastPart(err.Error())))
 }
+
+// codeRejected is the JSON-RPC code the SDK wraps its transport's
+// failures in ("rejected by transport"): not the server's answer.
+const codeRejected = -32005
 
 func isTimeout(err error) bool {
 	var t interface{ Timeout() bool }
