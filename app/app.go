@@ -229,7 +229,7 @@ func New(cfg Config) (*App, error) {
 	a.API.Tokens = authz
 	authz.Register(a.API.Mux())
 	a.Pages = &pages.Server{Store: a.Store, OAuthClients: clients, Clock: cfg.Clock, Logger: logger, BaseURL: base, OAuth: authz, Accounts: a.Accounts, Messages: a.Messages,
-		Webhooks: a.Webhooks, Limiter: limiter, Usage: a.Usage}
+		Webhooks: a.Webhooks, Limiter: limiter, Usage: a.Usage, World: a.World}
 	a.Pages.Register(a.API.Mux())
 
 	if !cfg.NoWebhookWorker {

@@ -76,6 +76,7 @@ import (
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/ratelimit"
 	"github.com/amsdev/ams/webhook"
+	"github.com/amsdev/ams/world"
 )
 
 // Server serves the account pages. Set its fields, then call Register.
@@ -114,6 +115,10 @@ type Server struct {
 	Limiter ams.RateLimiter
 	// Usage, when set, meters those actions with the API's requests.
 	Usage ratelimit.UsageRecorder
+	// World connects, syncs and disconnects integrations: give it the
+	// API's, so that the pages accept exactly what POST /v1/integrations
+	// accepts (nil: the integrations pages only read).
+	World *world.Service
 
 	once      sync.Once
 	mux       *http.ServeMux
@@ -151,6 +156,7 @@ var nav = []NavItem{
 	{Label: "API keys", Path: "/account/keys"},
 	{Label: "OAuth apps", Path: "/account/apps"},
 	{Label: "Webhooks", Path: "/account/webhooks"},
+	{Label: "Integrations", Path: "/account/integrations"},
 	{Label: "Usage", Path: "/account/usage"},
 	{Label: "Assistants", Path: "/account/assistants"},
 }
