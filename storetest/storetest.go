@@ -60,7 +60,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"WorldMessages", testWorldMessages},
 		{"Metadata", testMetadata}, {"Conversations", testConversations},
 		{"Turns", testTurns}, {"TurnWhole", testTurnWhole},
-		{"WorldIntegrations", testWorldIntegrations},
+		{"WorldIntegrations", testWorldIntegrations}, {"MCPIntegrations", testMCPIntegrations},
 		{"WorldActions", testWorldActions},
 		{"WorldReminders", testWorldReminders},
 		{"CalendarDeletion", testCalendarDeletion}, {"IntegrationSyncState", testIntegrationSyncState},
