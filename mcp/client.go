@@ -62,6 +62,10 @@ const (
 	// MaxSchemaBytes is the largest input schema of a tool, encoded; a
 	// tool with a larger one is refused.
 	MaxSchemaBytes = 32 << 10
+	// MaxToolsBytes bounds the tools kept of a server, all their names,
+	// descriptions and schemas together: they are stored with the
+	// integration and carried by its events.
+	MaxToolsBytes = 256 << 10
 )
 
 // ProtocolVersion is the MCP version ams asks for in initialize; servers
@@ -186,6 +190,7 @@ func (c *Client) ListTools(ctx context.Context, url string, headers map[string]s
 	}
 	defer cs.Close()
 	var out []ams.IntegrationTool
+	size := 0
 	params := &sdk.ListToolsParams{}
 	for pages := 0; ; pages++ {
 		res, err := cs.ListTools(ctx, params)
@@ -199,6 +204,9 @@ func (c *Client) ListTools(ctx context.Context, url string, headers map[string]s
 			tool, err := checkTool(t)
 			if err != nil {
 				return nil, err
+			}
+			if size += len(tool.Name) + len(tool.Description) + len(tool.InputSchema); size > MaxToolsBytes {
+				return nil, &Error{Reason: fmt.Sprintf("the server's tools take more than %s", ssrf.Size(MaxToolsBytes)), ServerDown: true}
 			}
 			out = append(out, tool)
 		}

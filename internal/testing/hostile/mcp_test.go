@@ -94,8 +94,9 @@ func TestMCPServer(t *testing.T) {
 	}
 }
 
-// TestMCPServerToolLists: a server whose tool list is endless, too long,
-// has a tool named badly or with a huge schema is refused at connect (a
+// TestMCPServerToolLists: a server whose tool list is endless, too long
+// (in tools or in bytes), has a tool named badly or with a huge schema is
+// refused at connect (a
 // 400 naming url, saying why, nothing stored); a tool named like a
 // built-in stays apart from it (its name is prefixed).
 func TestMCPServerToolLists(t *testing.T) {
@@ -111,14 +112,16 @@ func TestMCPServerToolLists(t *testing.T) {
 		want  string
 	}{
 		{name: "endless list", list: hostile.EndlessBody(200, "application/json", []byte(`{"jsonrpc": "2.0", "id": 2, "result": {"tools": [`),
-			[]byte(`{"name": "t", "inputSchema": {"type": "object"}},`)), want: "exceeds the limit of 256 KiB"},
+			[]byte(`{"name": "t", "inputSchema": {"type": "object"}},`)), want: "exceeds the limit of 1 MiB"},
 		{name: "too many tools", tools: "[" + strings.Join(many, ",") + "]", want: "more than 128 tools"},
 		{name: "bad tool name", tools: `[{"name": "rm -rf /", "inputSchema": {"type": "object"}}]`, want: "is not ^[A-Za-z0-9_-]{1,64}$"},
 		{name: "huge schema", tools: huge, want: "exceeds 32 KiB"},
+		{name: "tools too large together", tools: "[" + strings.Repeat(`{"name": "t", "description": "`+strings.Repeat("d", 2000)+`", "inputSchema": {"type": "object", "description": "`+strings.Repeat("x", 30<<10)+`"}},`, 9) +
+			`{"name": "last", "inputSchema": {"type": "object"}}]`, want: "take more than 256 KiB"},
 		{name: "invalid JSON-RPC", list: hostile.Answer(200, "application/json", []byte(`{"tools": []}`)), want: "tools/list"},
 	}
 	f := amstest.New(t)
-	f.App.World.MCP = mcp.New(mcp.Options{Guard: &ssrf.Guard{AllowPrivate: true}, MaxBodyBytes: 256 << 10, ConnectTimeout: 20 * time.Second})
+	f.App.World.MCP = mcp.New(mcp.Options{Guard: &ssrf.Guard{AllowPrivate: true}, MaxBodyBytes: 1 << 20, ConnectTimeout: 20 * time.Second})
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			peer := hostile.NewHTTP(t, hostile.MCP(tc.tools, tc.list, nil))
