@@ -247,6 +247,15 @@ func TestMCPIntegrationBadInput(t *testing.T) {
 	if got := f.counts(); got != events {
 		t.Fatalf("counts %v, want %v", got, events)
 	}
+
+	// The guard holds at every call too: the integration connected in
+	// --dev mode is refused now, its action failed, its status error.
+	r := f.do("POST", "/v1/assistants/"+f.Assistant.ID+"/actions", `{"type": "everything__echo", "input": {"message": "x"}}`)
+	act := r.json(t)
+	e, _ := act["error"].(map[string]any)
+	if r.status != 201 || act["status"] != "failed" || e["code"] != "mcp_server_unavailable" || !strings.Contains(e["message"].(string), "https") {
+		t.Fatalf("a call outside --dev: %d %s", r.status, r.body)
+	}
 }
 
 // TestMCPAllowedTools: allowed_tools narrows the tools the assistant

@@ -171,7 +171,10 @@ func (e *Error) Unwrap() error { return e.err }
 // naming why it is refused, or nil.
 func (c *Client) CheckURL(ctx context.Context, raw string) error {
 	if err := c.guard.CheckURL(ctx, raw); err != nil {
-		return &Error{Reason: err.Error(), Blocked: errors.Is(err, ssrf.ErrBlocked), err: err}
+		// ServerDown: at a call, an integration whose URL is refused now
+		// (its host resolves to an internal address since) is one that
+		// does not work.
+		return &Error{Reason: err.Error(), Blocked: errors.Is(err, ssrf.ErrBlocked), ServerDown: true, err: err}
 	}
 	return nil
 }

@@ -77,3 +77,30 @@ func TestEverythingStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestEverythingCaps: a result larger than MaxResultBytes is cut to its
+// first text and marked truncated; an error the server answers is the
+// call's failure, not the server's (ServerDown false).
+func TestEverythingCaps(t *testing.T) {
+	srv := mcptest.Start(t)
+	ctx := context.Background()
+	c := mcp.New(mcp.Options{Guard: &ssrf.Guard{AllowPrivate: true}, MaxResultBytes: 256})
+	long := strings.Repeat("word ", 200)
+	res, err := c.CallTool(ctx, srv.URL, nil, "echo", json.RawMessage(`{"message": "`+long+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Truncated || len(res.Content) > 256 || !strings.Contains(string(res.Content), "word word") {
+		t.Fatalf("truncated result: %+v %s", res, res.Content)
+	}
+	// An unknown tool: the server answers a JSON-RPC error (or, as
+	// newer servers do, a result with isError).
+	res, err = c.CallTool(ctx, srv.URL, nil, "no-such-tool", nil)
+	var me *mcp.Error
+	switch {
+	case err == nil && !res.IsError:
+		t.Fatalf("an unknown tool answered %s", res.Content)
+	case errors.As(err, &me) && me.ServerDown:
+		t.Fatalf("a JSON-RPC error counted as the server down: %v", err)
+	}
+}
