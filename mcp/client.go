@@ -340,7 +340,10 @@ func (c *Client) classify(ctx context.Context, err error, step string) error {
 		return &Error{Reason: "the server's address is a private or internal address", Blocked: true, ServerDown: true, err: err}
 	case errors.As(err, &tooLarge):
 		return down("the server's %s in answer to %s %s the limit of %s", tooLarge.Part, step, tooLarge.Verb(), ssrf.Size(tooLarge.Limit))
-	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || isTimeout(err):
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil || isTimeout(err) ||
+		// The SDK wraps its transport's errors as text (%v): the client's
+		// Timeout, which ends with the call's, shows only there.
+		strings.Contains(err.Error(), "Client.Timeout") || strings.Contains(err.Error(), "context deadline exceeded"):
 		return down("the server did not answer %s in time", step)
 	case errors.As(err, &dns):
 		return down("the server's host %q could not be resolved", ams.Clip(dns.Name))
