@@ -20,7 +20,8 @@ test-go:
 	@if command -v npm >/dev/null; then \
 		npm ci --silent --no-audit --no-fund --prefix webhook/testdata/standardwebhooks && \
 		npm ci --silent --no-audit --no-fund --prefix openapi/testdata/lint && \
-		npm ci --silent --no-audit --no-fund --prefix mcp/testdata/everything; fi
+		npm ci --silent --no-audit --no-fund --prefix mcp/testdata/everything && \
+		npm ci --silent --no-audit --no-fund --prefix oauth/testdata/mcpsdk; fi
 	go test -race -count=1 ./...
 
 # The Python SDK (sdk/python) against a real ams serve it builds; about 30 s.

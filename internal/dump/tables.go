@@ -215,7 +215,7 @@ var Tables = []*Table{
 		// The sync state (migration 0021/0022; absent from older dumps).
 		[]Column{{Name: "sync_failures", SQL: "sync_failures", Kind: Int, Default: int64(0)}, nullCol("next_sync_at", Int),
 			{Name: "pending_deletion", SQL: "pending_deletion", Kind: Text, Default: ""}},
-		// An MCP integration's name and settings (migration 0028; NULL in
+		// An MCP integration's name and settings (migration 0029; NULL in
 		// older dumps and for the other providers).
 		[]Column{nullCol("name", Text), nullCol("mcp", JSON)},
 	)},
@@ -248,7 +248,7 @@ var Tables = []*Table{
 		// The turn and call number of a tool run by an engine (migration
 		// 0016; NULL in older dumps and for direct runs).
 		[]Column{nullCol("turn_id", Text), nullCol("call_seq", Int)},
-		// How long the tool ran (migration 0028; absent from older dumps).
+		// How long the tool ran (migration 0029; absent from older dumps).
 		[]Column{{Name: "duration_ms", SQL: "duration_ms", Kind: Int, Default: int64(0)}},
 	)},
 	{Name: "turns", Seq: true, OrderBy: []string{"seq"}, Columns: join(
@@ -318,7 +318,8 @@ var Tables = []*Table{
 	)},
 	{Name: "oauth_clients", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
-		cols(Text, "id", "user_id", "name"),
+		// user_id is NULL for a client registered by RFC 7591 (0028).
+		cols(Text, "id"), []Column{nullCol("user_id", Text)}, cols(Text, "name"),
 		[]Column{col("redirect_uris", JSON), col("public", Bool), col("secret_hash", Text)},
 		cols(Int, "created_at", "updated_at"),
 	)},

@@ -1,4 +1,4 @@
--- 0028: MCP servers as integrations (issue 30). An integration may have a
+-- 0029: MCP servers as integrations (issue 30). An integration may have a
 -- name (the MCP provider's: the prefix of its tools' names), unique in the
 -- account among the integrations not disconnected; mcp holds the MCP
 -- provider's settings and the server's tool list as JSON (url,
