@@ -15,10 +15,12 @@ test:
 
 test-go:
 	@# The public Standard Webhooks library verifies real deliveries in a test;
-	@# Redocly and Spectral lint openapi/openapi.json in another (openapi/lint_test.go).
+	@# Redocly and Spectral lint openapi/openapi.json in another (openapi/lint_test.go);
+	@# the reference MCP server (server-everything) serves the MCP integrations' tests.
 	@if command -v npm >/dev/null; then \
 		npm ci --silent --no-audit --no-fund --prefix webhook/testdata/standardwebhooks && \
 		npm ci --silent --no-audit --no-fund --prefix openapi/testdata/lint && \
+		npm ci --silent --no-audit --no-fund --prefix mcp/testdata/everything && \
 		npm ci --silent --no-audit --no-fund --prefix oauth/testdata/mcpsdk; fi
 	go test -race -count=1 ./...
 

@@ -316,12 +316,31 @@ func (d Delivery) MarshalJSON() ([]byte, error) {
 // MarshalJSON implements json.Marshaler (timestamps as TimeFormat).
 func (in Integration) MarshalJSON() ([]byte, error) {
 	type plain Integration
+	// The MCP settings, null for the other providers.
+	type mcp struct {
+		Name            *string           `json:"name"`
+		URL             *string           `json:"url"`
+		AllowedTools    []string          `json:"allowed_tools"`
+		RequireApproval []string          `json:"require_approval"`
+		Tools           []IntegrationTool `json:"tools"`
+	}
+	var m mcp
+	if s := in.MCPSettings; s != nil {
+		m = mcp{&s.Name, &s.URL, s.AllowedTools, s.RequireApproval, s.Tools}
+		if m.RequireApproval == nil {
+			m.RequireApproval = []string{}
+		}
+		if m.Tools == nil {
+			m.Tools = []IntegrationTool{}
+		}
+	}
 	return json.Marshal(struct {
 		plain
+		mcp
 		ConnectedAt JSONTime `json:"connected_at"`
 		CreatedAt   JSONTime `json:"created_at"`
 		UpdatedAt   JSONTime `json:"updated_at"`
-	}{plain(in), JSONTime(in.ConnectedAt), JSONTime(in.CreatedAt), JSONTime(in.UpdatedAt)})
+	}{plain(in), m, JSONTime(in.ConnectedAt), JSONTime(in.CreatedAt), JSONTime(in.UpdatedAt)})
 }
 
 // MarshalJSON implements json.Marshaler (timestamps as TimeFormat).

@@ -98,14 +98,17 @@ type Action struct {
 	Type           string          `json:"type"`            // the tool's name
 	Input          json.RawMessage `json:"input"`
 	Status         string          `json:"status"` // ActionSucceeded or ActionFailed
-	Result         json.RawMessage `json:"result"` // null unless succeeded
+	Result         json.RawMessage `json:"result"` // null unless succeeded, or the MCP result of a failed MCP tool call
 	Error          *ActionError    `json:"error"`  // null unless failed
 	// TurnID is the turn (POST /v1/messages) whose engine ran the tool,
 	// "" when run directly; CallSeq is its number among the turn's tool
 	// calls, from 1 (0 when run directly).
-	TurnID    string    `json:"turn_id"`
-	CallSeq   int       `json:"call_seq"`
-	CreatedAt time.Time `json:"created_at"`
+	TurnID  string `json:"turn_id"`
+	CallSeq int    `json:"call_seq"`
+	// DurationMS is how long the tool ran, in milliseconds (for an MCP
+	// tool: the call to its server).
+	DurationMS int64     `json:"duration_ms"`
+	CreatedAt  time.Time `json:"created_at"`
 }
 
 // ActionError is why an action failed, in the API's error vocabulary.

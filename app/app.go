@@ -24,6 +24,7 @@ import (
 	"github.com/amsdev/ams/clientaddr"
 	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/mail"
+	"github.com/amsdev/ams/mcp"
 	"github.com/amsdev/ams/messaging"
 	"github.com/amsdev/ams/metrics"
 	"github.com/amsdev/ams/oauth"
@@ -109,6 +110,11 @@ type Config struct {
 	// CalDAVInterval is how often each CalDAV integration is synced (0:
 	// caldav.DefaultInterval).
 	CalDAVInterval time.Duration
+	// MCPCallTimeout bounds a call of an MCP integration's tool, and
+	// MCPConnectTimeout a connect or sync of one (0: package mcp's
+	// defaults, 30 s and 10 s).
+	MCPCallTimeout    time.Duration
+	MCPConnectTimeout time.Duration
 	// MaxConcurrentTurns is how many turns and streams one account may
 	// have in flight in this process (0: amshttp.DefaultMaxConcurrentTurns).
 	MaxConcurrentTurns int
@@ -180,7 +186,10 @@ func New(cfg Config) (*App, error) {
 
 	// The services, all on the one watched store.
 	a.Accounts = &account.Service{Store: a.Store, Clock: cfg.Clock, BaseURL: base}
-	a.World = &world.Service{Store: a.Store, Clock: cfg.Clock, Integrations: map[string]world.Integrator{caldav.Provider: a.Calendars}}
+	// MCP servers are reached through the same guard as webhooks and
+	// CalDAV (loopback http only with --dev).
+	a.World = &world.Service{Store: a.Store, Clock: cfg.Clock, Integrations: map[string]world.Integrator{caldav.Provider: a.Calendars},
+		MCP: mcp.New(mcp.Options{Guard: guard, CallTimeout: cfg.MCPCallTimeout, ConnectTimeout: cfg.MCPConnectTimeout, Logger: logger})}
 	a.Messages = &messaging.Service{Store: ams.Narrow[messaging.Tx](a.Store), Clock: cfg.Clock, Tools: tracedTools(a.World.Toolbox), EngineFor: tracedEngineFor(cfg.EngineFor),
 		EngineTimeout: cfg.EngineTimeout, Logger: logger, BackgroundTimeout: cfg.BackgroundTurnTimeout, RunnerInterval: cfg.TurnRunnerInterval,
 		RequiredActionTimeout: cfg.RequiredActionTimeout}

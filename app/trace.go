@@ -61,6 +61,13 @@ type tracedToolbox struct {
 	userID string
 }
 
+// NeedsApproval passes on the toolbox's (world's toolbox: the MCP
+// integrations' require_approval).
+func (b tracedToolbox) NeedsApproval(name string) bool {
+	n, ok := b.Toolbox.(interface{ NeedsApproval(string) bool })
+	return ok && n.NeedsApproval(name)
+}
+
 func (b tracedToolbox) Run(ctx context.Context, name string, input json.RawMessage) (*ams.Action, error) {
 	ctx, span := tracing.Start(ctx, "tool.call", attribute.String(tracing.KeyTool, name),
 		tracing.Account(b.userID), tracing.Turn(ams.ToolCallFrom(ctx).TurnID))

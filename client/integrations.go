@@ -15,6 +15,11 @@ const (
 	// ProviderICalFeed is the account's calendar feed, created with
 	// CreateCalendarFeed.
 	ProviderICalFeed = "ical_feed"
+	// ProviderMCP is an MCP server (Streamable HTTP) whose tools become
+	// the assistants' tools, named "<name>__<tool>"; connect it with
+	// CreateIntegration (Name, URL, Headers, ...) and run a tool with
+	// RunAction.
+	ProviderMCP = "mcp"
 )
 
 // CreateIntegrationParams is an integration to connect.
@@ -28,6 +33,20 @@ type CreateIntegrationParams struct {
 	// Secrets are stored sealed and never returned. For ProviderCalDAV:
 	// "password".
 	Secrets map[string]string
+
+	// The settings of ProviderMCP (Config and Secrets are not sent).
+	// Name (required) is ^[a-z0-9_-]{1,32}$, unique in the account: the
+	// prefix of the tools' names. URL (required) is the server's
+	// Streamable HTTP endpoint. Headers (an Authorization) are sent with
+	// every request to it, stored sealed and never returned.
+	// AllowedTools narrows the server's tools (nil: all);
+	// RequireApproval names the tools whose calls in a turn wait for
+	// approval ("*": all).
+	Name            string
+	URL             string
+	Headers         map[string]string
+	AllowedTools    []string
+	RequireApproval []string
 	// IdempotencyKey is sent as the Idempotency-Key header; empty lets the
 	// client generate one.
 	IdempotencyKey string
@@ -46,8 +65,22 @@ type CalendarFeed struct {
 // (createIntegration, POST /v1/integrations; permission integrations).
 // The provider checks the connection first; if that fails nothing is
 // stored (400 integration_unauthorized or integration_not_calendar, 502
-// integration_unreachable).
+// integration_unreachable; for ProviderMCP, 400 url_unreachable: ams
+// connects to the server and lists its tools before answering).
 func (c *Client) CreateIntegration(ctx context.Context, p CreateIntegrationParams) (*Integration, error) {
+	if p.Provider == ProviderMCP {
+		body := map[string]any{"provider": p.Provider, "name": p.Name, "url": p.URL}
+		if len(p.Headers) > 0 {
+			body["headers"] = p.Headers
+		}
+		if p.AllowedTools != nil {
+			body["allowed_tools"] = p.AllowedTools
+		}
+		if p.RequireApproval != nil {
+			body["require_approval"] = p.RequireApproval
+		}
+		return post[Integration](ctx, c, "/integrations", body, p.IdempotencyKey)
+	}
 	body := map[string]any{"provider": p.Provider, "config": p.Config}
 	if p.Config == nil {
 		body["config"] = map[string]any{}

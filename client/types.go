@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/json"
 	"net/url"
 	"strconv"
 	"time"
@@ -85,6 +86,22 @@ type Integration struct {
 	ConnectedAt time.Time      `json:"connected_at"`
 	CreatedAt   time.Time      `json:"created_at"`
 	UpdatedAt   time.Time      `json:"updated_at"`
+
+	// The settings and tools of a ProviderMCP integration; nil for the
+	// other providers. Tools are the server's tools the assistants get
+	// (as "<Name>__<tool>"), as listed at the last connect or sync.
+	Name            *string           `json:"name"`
+	URL             *string           `json:"url"`
+	AllowedTools    []string          `json:"allowed_tools"`
+	RequireApproval []string          `json:"require_approval"`
+	Tools           []IntegrationTool `json:"tools"`
+}
+
+// IntegrationTool is a tool of an MCP server.
+type IntegrationTool struct {
+	Name        string          `json:"name"` // the server's; the assistants' is "<integration name>__<name>"
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"` // RunAction checks input against it
 }
 
 // Event is a record of something that happened in the account, as

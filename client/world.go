@@ -94,15 +94,20 @@ type Action struct {
 	Input          json.RawMessage `json:"input"`
 	Status         string          `json:"status"` // ActionSucceeded or ActionFailed
 	// Result is the task or calendar event the tool left, or for the list
-	// tools {"object": "list", "data": [...], "has_more": bool}; null
-	// unless succeeded. DecodeResult reads it.
+	// tools {"object": "list", "data": [...], "has_more": bool}, or for an
+	// MCP integration's tool the MCP result ({"content": [...],
+	// "structuredContent": ..., "isError": bool}); null unless succeeded
+	// (or an MCP tool answered isError). DecodeResult reads it.
 	Result json.RawMessage `json:"result"`
 	Error  *ActionError    `json:"error"` // nil unless failed
 	// TurnID is the turn (SendMessage) whose engine ran the tool, "" when
 	// run with RunAction; CallSeq numbers the call in its turn, from 1.
-	TurnID    string    `json:"turn_id"`
-	CallSeq   int       `json:"call_seq"`
-	CreatedAt time.Time `json:"created_at"`
+	TurnID  string `json:"turn_id"`
+	CallSeq int    `json:"call_seq"`
+	// DurationMS is how long the tool ran, in milliseconds (for an MCP
+	// tool, the call to its server).
+	DurationMS int64     `json:"duration_ms"`
+	CreatedAt  time.Time `json:"created_at"`
 }
 
 // ActionError is why an action failed, as the API would have answered.

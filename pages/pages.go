@@ -105,8 +105,10 @@ type Server struct {
 	// of the API's POST /v1/messages (nil: the pages only read).
 	Messages *messaging.Service
 	// World changes assistants (their approval and double-texting
-	// settings): the service of the API's PATCH /v1/assistants/{id}
-	// (nil: the settings are only shown).
+	// settings) and connects, syncs and disconnects integrations: give it
+	// the API's, so that the pages accept exactly what PATCH
+	// /v1/assistants/{id} and POST /v1/integrations accept (nil: the
+	// settings are only shown and the integrations pages only read).
 	World *world.Service
 	// Webhooks changes webhooks: give it the API's (http.Server.Webhooks),
 	// so that the pages accept exactly the webhooks the API accepts (in
@@ -156,6 +158,7 @@ var nav = []NavItem{
 	{Label: "API keys", Path: "/account/keys"},
 	{Label: "OAuth apps", Path: "/account/apps"},
 	{Label: "Webhooks", Path: "/account/webhooks"},
+	{Label: "Integrations", Path: "/account/integrations"},
 	{Label: "Usage", Path: "/account/usage"},
 	{Label: "Assistants", Path: "/account/assistants"},
 }

@@ -60,6 +60,13 @@ func (s *Server) routes() {
 	s.Form("POST /account/webhooks/{id}/delete", "webhooks_confirm.html", "GET /account/webhooks/{id}", s.deleteWebhook)
 	s.Form("POST /account/webhooks/{id}/deliveries/{dlv}/redeliver", "webhooks_detail.html", "GET /account/webhooks/{id}", s.redeliver)
 
+	// Integrations: MCP servers (integrations.go).
+	s.Page("GET /account/integrations", "integrations.html", s.integrations)
+	s.Form("POST /account/integrations", "integrations.html", "GET /account/integrations", s.connectMCP)
+	s.Page("GET /account/integrations/{id}", "integration.html", s.integration)
+	s.Form("POST /account/integrations/{id}/sync", "integration.html", "GET /account/integrations/{id}", s.syncIntegration)
+	s.Form("POST /account/integrations/{id}/disconnect", "integration.html", "GET /account/integrations/{id}", s.disconnectIntegration)
+
 	// Usage (usage.go).
 	s.Page("GET /account/usage", "usage.html", s.usage)
 

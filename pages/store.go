@@ -27,6 +27,8 @@ type Reader interface {
 	ListOAuthClients(ctx context.Context, userID string) ([]*ams.OAuthClient, error)
 	ListGrants(ctx context.Context, userID string, now time.Time) ([]*ams.OAuthGrant, error)
 	ListWaitlist(ctx context.Context, limit int) ([]*ams.User, bool, error)
+	FindIntegration(ctx context.Context, userID, id string) (*ams.Integration, error)
+	ListIntegrations(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Integration], error)
 	// UsageSeries reads the usage page's counts (usage.Load).
 	UsageSeries(ctx context.Context, userID string, from, to time.Time, step time.Duration) ([]ams.UsagePoint, error)
 	// TokenTotals sums the tokens of the account's turns (the usage

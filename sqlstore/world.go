@@ -324,7 +324,7 @@ func (q *Queries) RestoreCalendarEvent(ctx context.Context, userID, id string, a
 	return out, err
 }
 
-const actionCols = `id, user_id, assistant_id, conversation_id, type, input, status, result, error, created_at, turn_id, call_seq`
+const actionCols = `id, user_id, assistant_id, conversation_id, type, input, status, result, error, created_at, turn_id, call_seq, duration_ms`
 
 func scanAction(s scanner) (*ams.Action, error) {
 	a := &ams.Action{Object: "action"}
@@ -332,7 +332,7 @@ func scanAction(s scanner) (*ams.Action, error) {
 	var c int64
 	var turn *string
 	var call *int64
-	if err := s.Scan(&a.ID, &a.UserID, &a.AssistantID, &a.ConversationID, &a.Type, &input, &a.Status, &result, &actErr, &c, &turn, &call); err != nil {
+	if err := s.Scan(&a.ID, &a.UserID, &a.AssistantID, &a.ConversationID, &a.Type, &input, &a.Status, &result, &actErr, &c, &turn, &call, &a.DurationMS); err != nil {
 		return nil, err
 	}
 	a.CreatedAt = FromMS(c)
@@ -407,8 +407,8 @@ func (q *Queries) CreateAction(ctx context.Context, a *ams.Action) error {
 			n := int64(a.CallSeq)
 			call = &n
 		}
-		if _, err := q.w.Exec(ctx, `INSERT INTO actions (`+actionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-			a.ID, a.UserID, a.AssistantID, a.ConversationID, a.Type, input, a.Status, result, actErr, MS(a.CreatedAt), nullText(a.TurnID), call); err != nil {
+		if _, err := q.w.Exec(ctx, `INSERT INTO actions (`+actionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			a.ID, a.UserID, a.AssistantID, a.ConversationID, a.Type, input, a.Status, result, actErr, MS(a.CreatedAt), nullText(a.TurnID), call, a.DurationMS); err != nil {
 			if a.TurnID != "" && q.isUnique(err) {
 				return ams.Errorf(ams.ECONFLICT, "turn_call_exists", "Call %d of turn '%s' was already run.", a.CallSeq, a.TurnID)
 			}

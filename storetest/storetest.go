@@ -62,7 +62,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Metadata", testMetadata}, {"Conversations", testConversations},
 		{"Turns", testTurns}, {"TurnWhole", testTurnWhole}, {"TurnQueue", testTurnQueue}, {"TurnTakeover", testTurnTakeover},
 		{"TurnRequired", testTurnRequired}, {"TurnRequiredRace", testTurnRequiredRace}, {"TurnRequiredExpiry", testTurnRequiredExpiry},
-		{"WorldIntegrations", testWorldIntegrations},
+		{"WorldIntegrations", testWorldIntegrations}, {"MCPIntegrations", testMCPIntegrations},
 		{"WorldActions", testWorldActions},
 		{"WorldReminders", testWorldReminders},
 		{"CalendarDeletion", testCalendarDeletion}, {"IntegrationSyncState", testIntegrationSyncState},

@@ -123,13 +123,6 @@ func CheckSchema(param string, raw json.RawMessage) error {
 	return nil
 }
 
-// noLoader refuses every URL: a client's schema may refer to itself only.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, errors.New("schemas are not loaded")
-}
-
 func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]

@@ -36,6 +36,13 @@ type ConnectInput struct {
 	Provider *string        `json:"provider"`
 	Config   map[string]any `json:"config"`
 	Secrets  map[string]any `json:"secrets"`
+
+	// The settings of an MCP server (provider "mcp", world/mcp.go).
+	Name            *string           `json:"name"`
+	URL             *string           `json:"url"`
+	Headers         map[string]string `json:"headers"`
+	AllowedTools    []string          `json:"allowed_tools"`
+	RequireApproval []string          `json:"require_approval"`
 }
 
 // Providers lists the providers Connect connects, sorted.
@@ -43,6 +50,9 @@ func (s *Service) Providers() []string {
 	var out []string
 	for p := range s.Integrations {
 		out = append(out, p)
+	}
+	if s.MCP != nil {
+		out = append(out, ams.ProviderMCP)
 	}
 	sort.Strings(out)
 	return out
@@ -58,9 +68,17 @@ func (s *Service) Connect(ctx context.Context, userID string, in ConnectInput) (
 	if *in.Provider == FeedProvider {
 		return nil, ams.ParamError("parameter_invalid", "provider", "A calendar feed is created with POST /v1/calendar/feed.")
 	}
+	if *in.Provider == ams.ProviderMCP && s.MCP != nil {
+		return s.connectMCP(ctx, userID, in)
+	}
 	integ, ok := s.Integrations[*in.Provider]
 	if !ok {
 		return nil, ams.ParamError("parameter_invalid", "provider", "Unknown provider '%s'; supported: %s.", clip40(*in.Provider), strings.Join(s.Providers(), ", "))
+	}
+	for i, set := range []bool{in.Name != nil, in.URL != nil, in.Headers != nil, in.AllowedTools != nil, in.RequireApproval != nil} {
+		if param := []string{"name", "url", "headers", "allowed_tools", "require_approval"}[i]; set {
+			return nil, ams.ParamError("parameter_invalid", param, "'%s' is a setting of provider mcp; provider '%s' takes config and secrets.", param, clip40(*in.Provider))
+		}
 	}
 	config := in.Config
 	if config == nil {
@@ -130,11 +148,15 @@ func (s *Service) SyncNow(ctx context.Context, userID, id string) (*ams.Integrat
 		return nil, err
 	}
 	integ, ok := s.Integrations[in.Provider]
-	if !ok {
+	mcpSync := in.Provider == ams.ProviderMCP && s.MCP != nil && in.MCPSettings != nil
+	if !ok && !mcpSync {
 		return nil, ams.Errorf(ams.EINVALID, "integration_not_syncable", "Integration '%s' (provider '%s') has nothing to sync.", in.ID, in.Provider)
 	}
 	if in.Status == ams.IntegrationDisconnected {
 		return nil, ams.Errorf(ams.ECONFLICT, "integration_disconnected", "Integration '%s' is disconnected; connect it again with POST /v1/integrations.", in.ID)
+	}
+	if mcpSync {
+		return s.syncMCP(ctx, in)
 	}
 	return integ.SyncNow(ctx, in)
 }

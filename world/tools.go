@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"slices"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/amsdev/ams"
 )
@@ -73,6 +77,9 @@ func ToolNames() []string {
 // that does not validate, an unknown record) it returns the *ams.Error,
 // naming the field as "input.<field>" (or "type"), and stores nothing.
 func (s *Service) RunAction(ctx context.Context, userID string, a *ams.Assistant, conversationID, typ string, input json.RawMessage) (*ams.Action, error) {
+	if isMCPTool(typ) {
+		return s.runMCP(ctx, userID, a, conversationID, typ, input)
+	}
 	if !slices.Contains(ToolNames(), typ) {
 		return nil, ams.ParamError("parameter_invalid", "type", "Unknown action type '%s'; the tools are: %s.", clip(typ), joinNames())
 	}
@@ -309,9 +316,63 @@ type toolbox struct {
 	userID string
 	a      *ams.Assistant
 	conv   string
+
+	once sync.Once
+	mcp  []*ams.Integration // the account's MCP integrations, read once
 }
 
-func (b *toolbox) Specs() []ams.ToolSpec { return slices.Clone(Specs) }
+// integrations returns the account's MCP integrations (connected or
+// error), read on first use.
+func (b *toolbox) integrations() []*ams.Integration {
+	b.once.Do(func() {
+		if b.s.MCP == nil {
+			return
+		}
+		// Specs has no context: the read is bounded on its own.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ins, err := b.s.Store.AccountIntegrations(ctx, b.userID, ams.ProviderMCP)
+		if err != nil {
+			slog.Error("read the MCP integrations for a toolbox", "user_id", b.userID, "err", err)
+			return
+		}
+		b.mcp = ins
+	})
+	return b.mcp
+}
+
+// Specs lists the built-in tools, then the tools of the account's MCP
+// integrations, each named <integration>__<tool>, in the order the
+// integrations were connected and their servers listed them.
+func (b *toolbox) Specs() []ams.ToolSpec {
+	out := slices.Clone(Specs)
+	for _, in := range b.integrations() {
+		if in.MCPSettings == nil {
+			continue
+		}
+		for _, t := range in.MCPSettings.Tools {
+			out = append(out, ams.ToolSpec{Name: in.MCPSettings.Name + ams.MCPToolSeparator + t.Name, Description: t.Description, Parameters: t.InputSchema})
+		}
+	}
+	return out
+}
+
+// NeedsApproval reports whether a call of tool name (as Specs names it)
+// must be approved before it runs: an MCP integration's tool that its
+// require_approval covers. (The assistant's own require_approval is the
+// turn's to add.)
+func (b *toolbox) NeedsApproval(name string) bool {
+	if !isMCPTool(name) {
+		return false
+	}
+	prefix, _, _ := strings.Cut(name, ams.MCPToolSeparator)
+	for _, in := range b.integrations() {
+		if in.MCPSettings != nil && in.MCPSettings.Name == prefix {
+			return in.MCPSettings.NeedsApproval(name)
+		}
+	}
+	return false
+}
 
 // Run implements ams.Toolbox.
 func (b *toolbox) Run(ctx context.Context, name string, input json.RawMessage) (*ams.Action, error) {

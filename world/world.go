@@ -38,6 +38,9 @@ type Service struct {
 	// Integrations connects and syncs integrations, by provider
 	// ("caldav"); Connect refuses the others.
 	Integrations map[string]Integrator
+	// MCP talks to the servers of MCP integrations (provider "mcp");
+	// nil: that provider is refused.
+	MCP MCPClient
 }
 
 // Task fields accepted on create and update.

@@ -27,6 +27,7 @@ import (
 	amshttp "github.com/amsdev/ams/http"
 	"github.com/amsdev/ams/internal/logbuf"
 	"github.com/amsdev/ams/mail"
+	"github.com/amsdev/ams/mcp"
 	"github.com/amsdev/ams/oauth"
 	"github.com/amsdev/ams/postgres"
 	"github.com/amsdev/ams/ratelimit"
@@ -61,6 +62,8 @@ type serveConfig struct {
 	llmTimeout      time.Duration
 	llmModels       []string
 	caldavInterval  time.Duration
+	mcpCallTimeout  time.Duration
+	mcpConnect      time.Duration
 	trustedProxies  string
 	clientAddrHdr   string
 	corsOrigins     string
@@ -108,6 +111,8 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.IntVar(&cfg.maxTurns, "max-concurrent-turns-per-account", amshttp.DefaultMaxConcurrentTurns,
 		"turns and streams (POST /v1/messages, GET /v1/turns/{id}/events) one account may have in progress in this process; beyond it 429 concurrent_turns_exceeded (env AMS_MAX_CONCURRENT_TURNS_PER_ACCOUNT)")
 	f.DurationVar(&cfg.caldavInterval, "caldav-sync-interval", caldav.DefaultInterval, "how often each CalDAV integration is synced with its server (env AMS_CALDAV_SYNC_INTERVAL)")
+	f.DurationVar(&cfg.mcpCallTimeout, "mcp-call-timeout", mcp.DefaultCallTimeout, "how long a call of an MCP integration's tool may take, connecting included (env AMS_MCP_CALL_TIMEOUT)")
+	f.DurationVar(&cfg.mcpConnect, "mcp-connect-timeout", mcp.DefaultConnectTimeout, "how long connecting to an MCP server and listing its tools may take (env AMS_MCP_CONNECT_TIMEOUT)")
 	f.StringVar(&cfg.trustedProxies, "trusted-proxies", "", "networks of the reverse proxies or load balancers in front of ams, comma-separated CIDRs: from them, --client-address-header (or Forwarded or X-Forwarded-For) tells the client's address (env AMS_TRUSTED_PROXIES; empty: none, the connecting address is the client)")
 	f.StringVar(&cfg.clientAddrHdr, "client-address-header", "", "the one header the --trusted-proxies set to the client's address, such as X-Forwarded-For, Forwarded, X-Real-IP or CF-Connecting-IP: only it is read, walked from the right past trusted proxies (env AMS_CLIENT_ADDRESS_HEADER; empty: Forwarded or X-Forwarded-For, and a request with both is refused, 400 client_address_ambiguous)")
 	f.StringVar(&cfg.corsOrigins, "cors-allowed-origins", "", "origins whose pages may call the API from a browser, comma-separated scheme://host[:port] such as https://app.example.com; the origins of public OAuth clients' redirect URIs are allowed too (env AMS_CORS_ALLOWED_ORIGINS; empty: only those; \"*\" is refused)")
@@ -309,6 +314,8 @@ func serve(ctx context.Context, sf *storeFlags, cfg *serveConfig, stdout, stderr
 		NoWebhookWorker:       cfg.webhookWorkers == 0,
 		MaxWebhooks:           cfg.maxWebhooks,
 		CalDAVInterval:        cfg.caldavInterval,
+		MCPCallTimeout:        cfg.mcpCallTimeout,
+		MCPConnectTimeout:     cfg.mcpConnect,
 		TrustedProxies:        proxies,
 		CORSAllowedOrigins:    corsOrigins,
 		ClientAddressHeader:   addrHeader,

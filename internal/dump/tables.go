@@ -217,6 +217,9 @@ var Tables = []*Table{
 		// The sync state (migration 0021/0022; absent from older dumps).
 		[]Column{{Name: "sync_failures", SQL: "sync_failures", Kind: Int, Default: int64(0)}, nullCol("next_sync_at", Int),
 			{Name: "pending_deletion", SQL: "pending_deletion", Kind: Text, Default: ""}},
+		// An MCP integration's name and settings (migration 0031; NULL in
+		// older dumps and for the other providers).
+		[]Column{nullCol("name", Text), nullCol("mcp", JSON)},
 	)},
 	{Name: "tasks", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
@@ -247,6 +250,8 @@ var Tables = []*Table{
 		// The turn and call number of a tool run by an engine (migration
 		// 0016; NULL in older dumps and for direct runs).
 		[]Column{nullCol("turn_id", Text), nullCol("call_seq", Int)},
+		// How long the tool ran (migration 0031; absent from older dumps).
+		[]Column{{Name: "duration_ms", SQL: "duration_ms", Kind: Int, Default: int64(0)}},
 	)},
 	{Name: "turns", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},

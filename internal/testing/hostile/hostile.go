@@ -24,12 +24,14 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -337,6 +339,53 @@ func Garbage() Act {
 	return func(c *Conn, _ *http.Request) bool {
 		c.Write([]byte("SSH-2.0-OpenSSH_9.6\r\n\x00\x01\x02 this is not HTTP\r\n\r\n"))
 		return false
+	}
+}
+
+// MCP is the script of an MCP server over Streamable HTTP (JSON
+// answers, no session): it answers initialize and notifications as a
+// server does, tools/list with list and tools/call with call (nil:
+// RPCResult of {"tools": tools} and of an empty result).
+func MCP(tools string, list, call Act) func(*http.Request) Act {
+	if list == nil {
+		list = RPCResult(`{"tools": ` + tools + `}`)
+	}
+	if call == nil {
+		call = RPCResult(`{"content": []}`)
+	}
+	return func(req *http.Request) Act {
+		var msg struct {
+			Method string `json:"method"`
+		}
+		body, _ := io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		_ = json.Unmarshal(body, &msg)
+		switch {
+		case req.Method != http.MethodPost:
+			return Answer(http.StatusMethodNotAllowed, "text/plain", nil)
+		case msg.Method == "initialize":
+			return RPCResult(`{"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "hostile", "version": "1"}}`)
+		case strings.HasPrefix(msg.Method, "notifications/"):
+			return Answer(http.StatusAccepted, "application/json", nil)
+		case msg.Method == "tools/list":
+			return list
+		case msg.Method == "tools/call":
+			return call
+		}
+		return RPCResult(`{}`)
+	}
+}
+
+// RPCResult answers a JSON-RPC request with result (JSON text), under
+// the request's id.
+func RPCResult(result string) Act {
+	return func(c *Conn, req *http.Request) bool {
+		var msg struct {
+			ID json.RawMessage `json:"id"`
+		}
+		body, _ := io.ReadAll(req.Body)
+		_ = json.Unmarshal(body, &msg)
+		return Answer(http.StatusOK, "application/json", []byte(`{"jsonrpc": "2.0", "id": `+string(msg.ID)+`, "result": `+result+`}`))(c, req)
 	}
 }
 

@@ -855,7 +855,7 @@ class Client:
     def create_integration(
         self,
         provider: str,
-        config: Mapping[str, Any],
+        config: Optional[Mapping[str, Any]] = None,
         *,
         secrets: Optional[Mapping[str, Any]] = None,
         idempotency_key: Optional[str] = None,
@@ -863,8 +863,32 @@ class Client:
         """Connect an outside service (``POST /v1/integrations``; permission
         ``integrations``), e.g. ``create_integration("caldav", {"url": ...,
         "username": ...}, secrets={"password": ...})``. The server tries the
-        connection first."""
-        body = _opt(provider=provider, config=dict(config), secrets=dict(secrets) if secrets is not None else None)
+        connection first. An MCP server: ``create_mcp_integration``."""
+        body = _opt(provider=provider, config=dict(config) if config is not None else None,
+                    secrets=dict(secrets) if secrets is not None else None)
+        return self._one(Integration, "POST", "/integrations", body=body, idempotency_key=idempotency_key)
+
+    def create_mcp_integration(
+        self,
+        name: str,
+        url: str,
+        *,
+        headers: Optional[Mapping[str, str]] = None,
+        allowed_tools: Optional[Sequence[str]] = None,
+        require_approval: Optional[Sequence[str]] = None,
+        idempotency_key: Optional[str] = None,
+    ) -> Integration:
+        """Connect an MCP server (``POST /v1/integrations``, provider
+        ``mcp``; permission ``integrations``), e.g.
+        ``create_mcp_integration("everything", "https://mcp.example.com/mcp",
+        headers={"Authorization": "Bearer ..."})``. The server connects
+        (initialize, tools/list) before answering, with the tools in
+        ``tools``; the assistants run them as ``<name>__<tool>``
+        (``run_action(ast, "everything__get-sum", {"a": 1, "b": 2})``).
+        The headers are stored sealed and never returned."""
+        body = _opt(provider="mcp", name=name, url=url, headers=dict(headers) if headers is not None else None,
+                    allowed_tools=list(allowed_tools) if allowed_tools is not None else None,
+                    require_approval=list(require_approval) if require_approval is not None else None)
         return self._one(Integration, "POST", "/integrations", body=body, idempotency_key=idempotency_key)
 
     def list_integrations(

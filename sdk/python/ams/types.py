@@ -24,6 +24,7 @@ __all__ = [
     "ActionError",
     "Action",
     "Integration",
+    "IntegrationTool",
     "CalendarFeed",
     "Event",
     "Webhook",
@@ -259,6 +260,9 @@ class Action(Record):
     #: run with ``run_action``; ``call_seq`` numbers the call in its turn.
     turn_id: str = ""
     call_seq: int = 0
+    #: How long the tool ran, in milliseconds (for an MCP tool, the call
+    #: to its server).
+    duration_ms: int = 0
     created_at: str = ""
     raw: Dict[str, Any] = _raw()
 
@@ -344,9 +348,24 @@ class RequiredAction(Record):
 
 
 @dataclass
+class IntegrationTool(Record):
+    """A tool of an MCP server: the assistants know it as
+    ``<integration name>__<name>``; ``run_action`` checks input against
+    ``input_schema``."""
+
+    name: str = ""
+    description: str = ""
+    input_schema: Dict[str, Any] = field(default_factory=dict)
+    raw: Dict[str, Any] = _raw()
+
+
+@dataclass
 class Integration(Record):
-    """A connection to an outside service (``int_...``): ``caldav`` or the
-    ``ical_feed`` of ``create_calendar_feed``."""
+    """A connection to an outside service (``int_...``): ``caldav``, the
+    ``ical_feed`` of ``create_calendar_feed``, or an ``mcp`` server
+    (``create_mcp_integration``), whose ``name``, ``url``,
+    ``allowed_tools``, ``require_approval`` and ``tools`` are set (``None``
+    for the other providers)."""
 
     id: str = ""
     object: str = "integration"
@@ -354,6 +373,11 @@ class Integration(Record):
     status: str = ""
     config: Dict[str, Any] = field(default_factory=dict)
     last_error: Optional[str] = None
+    name: Optional[str] = None
+    url: Optional[str] = None
+    allowed_tools: Optional[List[str]] = None
+    require_approval: Optional[List[str]] = None
+    tools: Optional[List[IntegrationTool]] = None
     connected_at: str = ""
     created_at: str = ""
     updated_at: str = ""
@@ -363,6 +387,8 @@ class Integration(Record):
     def _convert(cls, name: str, value: Any) -> Any:
         if name == "config" and value is None:
             return {}
+        if name == "tools" and isinstance(value, list):
+            return [IntegrationTool.from_dict(t) for t in value if isinstance(t, dict)]
         return value
 
 

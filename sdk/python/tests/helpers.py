@@ -442,3 +442,33 @@ class CuttingProxy:
 
     def close(self) -> None:
         self.listener.close()
+
+
+EVERYTHING_DIR = os.path.join(REPO, "mcp", "testdata", "everything")
+
+
+def everything_server(t: Any) -> str:
+    """Start the reference MCP server (@modelcontextprotocol/server-everything,
+    installed by `npm ci --prefix mcp/testdata/everything`) in its
+    streamableHttp mode, bound to 127.0.0.1 by its preload, until the test
+    ends; return its MCP URL. Skips the test when node or the package is
+    missing, unless AMS_REQUIRE_NODE_TESTS=1."""
+    entry = os.path.join(EVERYTHING_DIR, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+    if shutil.which("node") is None or not os.path.exists(entry):
+        msg = "node or @modelcontextprotocol/server-everything is missing: run `npm ci --prefix mcp/testdata/everything`"
+        if os.environ.get("AMS_REQUIRE_NODE_TESTS") == "1":
+            t.fail(msg)
+        t.skipTest(msg)
+    env = {"PATH": os.environ.get("PATH", ""), "PORT": "0", "HOME": tempfile.gettempdir()}
+    proc = subprocess.Popen(["node", "--require", os.path.join(EVERYTHING_DIR, "bind-localhost.cjs"), entry, "streamableHttp"],
+                            cwd=EVERYTHING_DIR, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    t.addCleanup(lambda: (proc.kill(), proc.wait(), proc.stderr.close() if proc.stderr else None))
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if line.startswith("AMS_LISTENING "):
+            port = int(line.split()[2])
+            # Drain the rest so that the server never blocks on a full pipe.
+            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+            return "http://127.0.0.1:%d/mcp" % port
+    t.fail("the reference MCP server exited before listening")
+    return ""

@@ -345,6 +345,38 @@ class EndpointsTest(unittest.TestCase):
         self.assertIn("integration.disconnected", types)
 
 
+class MCPIntegrationTest(unittest.TestCase):
+    """An MCP server as an integration: the reference server."""
+
+    def test_mcp_integration(self):
+        url = helpers.everything_server(self)
+        srv = helpers.server()
+        c = srv.client()
+        name = "everything%d" % (int(time.time() * 1000) % 100000)
+        integ = c.create_mcp_integration(name, url, headers={"Authorization": "Bearer py-secret-1"}, require_approval=["echo"])
+        self.assertEqual((integ.provider, integ.status, integ.name, integ.url), ("mcp", "connected", name, url))
+        self.assertNotIn("py-secret-1", json.dumps(integ.raw))
+        self.assertEqual(integ.require_approval, ["echo"])
+        tools = {t.name: t for t in c.get_integration(integ.id).tools or []}
+        self.assertIn("get-sum", tools)
+        self.assertIsInstance(tools["get-sum"], ams.IntegrationTool)
+        self.assertIn("a", tools["get-sum"].input_schema.get("properties", {}))
+        ast = srv.assistant_id
+        act = c.run_action(ast, name + "__get-sum", {"a": 40, "b": 2})
+        self.assertEqual(act.status, "succeeded")
+        self.assertIn("42", json.dumps(act.result))
+        self.assertGreaterEqual(act.duration_ms, 0)
+        with self.assertRaises(ams.InvalidRequestError) as cm:
+            c.run_action(ast, name + "__get-sum", {"a": "forty", "b": 2})
+        self.assertEqual(cm.exception.param, "input.a")
+        with self.assertRaises(ams.InvalidRequestError) as cm:
+            c.create_mcp_integration(name, url)
+        self.assertEqual(cm.exception.param, "name")
+        self.assertEqual(c.sync_integration(integ.id).status, "connected")
+        c.delete_integration(integ.id)
+        self.assertEqual(c.get_integration(integ.id).status, "disconnected")
+
+
 def wait_for_event(c: ams.Client, type: str, pred, timeout: float = 5.0) -> ams.Event:
     """The newest event of the type for which pred(data) holds, waiting a
     moment for it to be listed (the list shows an event once the changes

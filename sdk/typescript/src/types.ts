@@ -140,13 +140,15 @@ export interface Action {
   type: ToolName | string;
   input: Record<string, unknown> | string;
   status: "succeeded" | "failed";
-  /** The task or calendar event the tool left, or for the list tools a list; null unless succeeded. */
+  /** The task or calendar event the tool left, or for the list tools a list, or for an MCP tool its MCP result ({content, structuredContent?, isError}); null unless succeeded (or an MCP tool answered isError). */
   result: Task | CalendarEvent | { object: "list"; data: Array<Task | CalendarEvent>; has_more: boolean } | Record<string, unknown> | null;
   error: ActionError | null;
   /** The turn (messages.send) whose engine ran the tool; "" when run with actions.run. */
   turn_id: string;
   /** The call's number in its turn, from 1; 0 when run with actions.run. */
   call_seq: number;
+  /** How long the tool ran, in milliseconds (for an MCP tool, the call to its server). */
+  duration_ms: number;
   created_at: string;
 }
 
@@ -243,16 +245,34 @@ export interface ListTurnsParams extends ListParams {
   conversation_id?: string;
 }
 
+/** A tool of an MCP server; the assistants know it as `<integration name>__<name>`. */
+export interface IntegrationTool {
+  name: string;
+  description: string;
+  /** The JSON Schema of its input: actions.run checks input against it. */
+  input_schema: Record<string, unknown>;
+}
+
 /** A connection of the account to an outside service. */
 export interface Integration {
   id: string; // "int_…"
   object: "integration";
-  /** "caldav", or "ical_feed" for the calendar feed. */
+  /** "caldav", "ical_feed" for the calendar feed, or "mcp" for an MCP server. */
   provider: string;
   status: "connected" | "error" | "disconnected";
   /** Provider settings, without secrets. */
   config: Record<string, unknown>;
   last_error: string | null;
+  /** mcp: the integration's name, the prefix of its tools' names; null for the other providers. */
+  name: string | null;
+  /** mcp: the server's Streamable HTTP endpoint; null for the other providers. */
+  url: string | null;
+  /** mcp: the server's tools the assistants get (null: all). */
+  allowed_tools: string[] | null;
+  /** mcp: the tools whose calls in a turn wait for approval (["*"]: all); null for the other providers. */
+  require_approval: string[] | null;
+  /** mcp: the server's tools the assistants get, as listed at the last connect or sync; null for the other providers. */
+  tools: IntegrationTool[] | null;
   connected_at: string;
   created_at: string;
   updated_at: string;
@@ -612,18 +632,39 @@ export interface ListCalendarEventsParams extends ListParams {
 }
 
 export interface RunActionParams {
-  /** The tool to run. */
-  type: ToolName;
+  /** The tool to run: a built-in, or an MCP integration's `<name>__<tool>`. */
+  type: ToolName | `${string}__${string}`;
   /** The tool's input, such as {title: "Call Bob", due_at: "2026-11-22T09:00:00Z"}. */
   input?: Record<string, unknown> | null;
 }
 
-export interface CreateIntegrationParams {
+export type CreateIntegrationParams = CreateCalDAVIntegrationParams | CreateMCPIntegrationParams;
+
+export interface CreateCalDAVIntegrationParams {
   provider: "caldav";
   /** For caldav: url (the calendar collection) and username. */
   config: { url: string; username?: string };
   /** For caldav: password. Stored sealed; never returned. */
   secrets?: { password?: string };
+}
+
+/**
+ * An MCP server (Streamable HTTP): ams connects (initialize, tools/list)
+ * before answering, and its tools become the assistants' tools, named
+ * `<name>__<tool>` (run one with actions.run).
+ */
+export interface CreateMCPIntegrationParams {
+  provider: "mcp";
+  /** ^[a-z0-9_-]{1,32}$, unique in the account. */
+  name: string;
+  /** The server's Streamable HTTP endpoint. */
+  url: string;
+  /** Sent with every request to the server (an Authorization); stored sealed, never returned. */
+  headers?: Record<string, string>;
+  /** The server's tools the assistants get (default: all). */
+  allowed_tools?: string[];
+  /** The tools whose calls in a turn wait for approval (["*"]: all). */
+  require_approval?: string[];
 }
 
 export interface ListEventsParams extends ListParams {

@@ -1,7 +1,8 @@
 // Every /v1 endpoint through the SDK, against a real `ams serve`.
 
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import {
@@ -331,6 +332,58 @@ describe("integrations", () => {
       assert.ok(types.includes("integration.connected") && types.includes("integration.disconnected"));
     } finally {
       await fetch(u, { method: "DELETE", headers: { Authorization: auth } });
+    }
+  });
+});
+
+describe("MCP integrations (the reference server-everything)", () => {
+  test("create, list its tools, run one as an action, sync, delete", async (t) => {
+    const dir = join(repoRoot(), "mcp", "testdata", "everything");
+    const entry = join(dir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js");
+    if (!existsSync(entry)) {
+      if (process.env["AMS_REQUIRE_NODE_TESTS"] === "1") assert.fail("run `npm ci --prefix mcp/testdata/everything`");
+      t.skip("@modelcontextprotocol/server-everything is missing: run `npm ci --prefix mcp/testdata/everything`");
+      return;
+    }
+    // Bound to 127.0.0.1 by its preload, which prints the port it got.
+    const child = spawn(process.execPath, ["--require", join(dir, "bind-localhost.cjs"), entry, "streamableHttp"], {
+      cwd: dir,
+      env: { PATH: process.env["PATH"] ?? "", PORT: "0" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let buf = "";
+        child.stderr!.on("data", (d: Buffer) => {
+          buf += d.toString();
+          const m = /AMS_LISTENING \S+ (\d+)/.exec(buf);
+          if (m) resolve(Number(m[1]));
+        });
+        child.on("exit", () => reject(new Error("the reference MCP server exited: " + buf)));
+      });
+      const url = `http://127.0.0.1:${port}/mcp`;
+      const name = `everything${Date.now() % 100000}`;
+      const integ = await client.integrations.create({ provider: "mcp", name, url, headers: { Authorization: "Bearer ts-secret-1" }, require_approval: ["echo"] });
+      assert.equal(integ.status, "connected");
+      assert.equal(integ.name, name);
+      assert.ok(!JSON.stringify(integ).includes("ts-secret-1"));
+      const tools = (await client.integrations.get(integ.id)).tools ?? [];
+      const sum = tools.find((x) => x.name === "get-sum");
+      assert.ok(sum && "properties" in sum.input_schema);
+      const act = await client.actions.run(srv.assistantId, { type: `${name}__get-sum`, input: { a: 40, b: 2 } });
+      assert.equal(act.status, "succeeded");
+      assert.ok(JSON.stringify(act.result).includes("42"));
+      assert.ok(act.duration_ms >= 0);
+      await assert.rejects(client.actions.run(srv.assistantId, { type: `${name}__get-sum`, input: { a: "forty", b: 2 } }), (e: unknown) => {
+        assert.ok(e instanceof InvalidRequestError);
+        assert.equal(e.param, "input.a");
+        return true;
+      });
+      assert.equal((await client.integrations.sync(integ.id)).status, "connected");
+      await client.integrations.delete(integ.id);
+      assert.equal((await client.integrations.get(integ.id)).status, "disconnected");
+    } finally {
+      child.kill("SIGKILL");
     }
   });
 });
