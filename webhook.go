@@ -52,7 +52,7 @@ type Webhook struct {
 	// they keep their pending deliveries for when they are enabled again.
 	Ordered   bool      `json:"ordered"`
 	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt               time.Time  `json:"updated_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Secret rotation: when a webhook's secret is replaced, the previous one
