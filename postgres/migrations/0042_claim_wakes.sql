@@ -74,6 +74,19 @@ CREATE TRIGGER webhook_jobs_wake_retry AFTER UPDATE OF next_at ON webhook_jobs F
 -- wakes it (a plain insert: no row is skipped, so it needs no lock).
 ALTER TABLE webhooks ADD COLUMN ordered BOOLEAN NOT NULL DEFAULT FALSE;
 
+-- An ordered webhook's head that leaves the queue (delivered, or failed
+-- for good) releases the next: wake the webhook (a plain insert too).
+CREATE FUNCTION webhook_jobs_wake_ordered() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO webhook_wakes (webhook_id, at)
+    SELECT NEW.webhook_id, 0 FROM webhooks w WHERE w.id = NEW.webhook_id AND w.ordered;
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER webhook_jobs_wake_ordered AFTER UPDATE OF state ON webhook_jobs FOR EACH ROW
+    WHEN (OLD.state = 'pending' AND NEW.state <> 'pending') EXECUTE FUNCTION webhook_jobs_wake_ordered();
+
 CREATE FUNCTION webhooks_wake_enabled() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO webhook_wakes (webhook_id, at) VALUES (NEW.id, 0);

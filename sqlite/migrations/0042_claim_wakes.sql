@@ -51,6 +51,14 @@ END;
 -- order; enabling any webhook wakes it.
 ALTER TABLE webhooks ADD COLUMN ordered INTEGER NOT NULL DEFAULT 0;
 
+-- An ordered webhook's head that leaves the queue (delivered, or
+-- failed for good) releases the next: wake the webhook.
+CREATE TRIGGER webhook_jobs_wake_ordered AFTER UPDATE OF state ON webhook_jobs
+WHEN OLD.state = 'pending' AND NEW.state <> 'pending' AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = NEW.webhook_id AND w.ordered)
+BEGIN
+    INSERT INTO webhook_wakes (webhook_id, at) VALUES (NEW.webhook_id, 0);
+END;
+
 CREATE TRIGGER webhooks_wake_enabled AFTER UPDATE OF active ON webhooks
 WHEN NEW.active AND NOT OLD.active
 BEGIN
