@@ -52,8 +52,9 @@ BEGIN
 END
 $$;
 
--- A job put back to pending at a new time (a retry): the lock, then its
--- wake row.
+-- A job put back to pending, its lease released (a retry; a claim only
+-- sets leases), at a new time or, retried at once, maybe the same: the
+-- lock, then its wake row.
 CREATE FUNCTION webhook_jobs_wake_retry() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     PERFORM pg_advisory_xact_lock_shared(hashtext('ams.claim'), hashtext(TG_TABLE_SCHEMA));
@@ -67,8 +68,9 @@ $$;
 CREATE TRIGGER webhook_jobs_gate BEFORE INSERT ON webhook_jobs FOR EACH STATEMENT EXECUTE FUNCTION webhook_jobs_gate();
 CREATE TRIGGER webhook_jobs_wake_queued AFTER INSERT ON webhook_jobs REFERENCING NEW TABLE AS queued
     FOR EACH STATEMENT EXECUTE FUNCTION webhook_jobs_wake_queued();
-CREATE TRIGGER webhook_jobs_wake_retry AFTER UPDATE OF next_at ON webhook_jobs FOR EACH ROW
-    WHEN (NEW.state = 'pending' AND NEW.next_at <> OLD.next_at) EXECUTE FUNCTION webhook_jobs_wake_retry();
+CREATE TRIGGER webhook_jobs_wake_retry AFTER UPDATE OF next_at, lease_until ON webhook_jobs FOR EACH ROW
+    WHEN (NEW.state = 'pending' AND (NEW.next_at <> OLD.next_at OR (OLD.lease_until > 0 AND NEW.lease_until = 0)))
+    EXECUTE FUNCTION webhook_jobs_wake_retry();
 
 -- Ordered webhooks (issue 31): see the SQLite twin. Enabling a webhook
 -- wakes it (a plain insert: no row is skipped, so it needs no lock).

@@ -37,8 +37,10 @@ BEGIN
     INSERT INTO webhook_wakes (webhook_id, at) VALUES (NEW.webhook_id, max(NEW.next_at, NEW.lease_until));
 END;
 
-CREATE TRIGGER webhook_jobs_wake_retry AFTER UPDATE OF next_at ON webhook_jobs
-WHEN NEW.state = 'pending' AND NEW.next_at <> OLD.next_at AND NOT EXISTS (
+-- A retry: the job is back to pending, its lease released (a claim only
+-- sets leases), at a new time or, retried at once, maybe the same.
+CREATE TRIGGER webhook_jobs_wake_retry AFTER UPDATE OF next_at, lease_until ON webhook_jobs
+WHEN NEW.state = 'pending' AND (NEW.next_at <> OLD.next_at OR (OLD.lease_until > 0 AND NEW.lease_until = 0)) AND NOT EXISTS (
     SELECT 1 FROM webhook_wakes k WHERE k.webhook_id = NEW.webhook_id AND k.at <= max(NEW.next_at, NEW.lease_until))
 BEGIN
     INSERT INTO webhook_wakes (webhook_id, at) VALUES (NEW.webhook_id, max(NEW.next_at, NEW.lease_until));
