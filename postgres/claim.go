@@ -23,7 +23,9 @@ import (
 // flight by webhook and account (sqlstore.InFlightQuery), free slots being
 // $3 (per webhook; 1 for an ordered webhook) and $4 (per account) less
 // those; reads the webhooks whose wake rows are due at $1 (webhook_wakes,
-// migration 0042: a range of what is due, never every active webhook);
+// migration 0042: a range of what is due, never every active webhook; $7
+// rows at most, earliest first; each webhook then read by its key, LIMIT
+// 1 keeping the planner from joining all webhooks);
 // of those that are active and have free slots, $6 at most, earliest
 // wake first, locks the oldest due jobs up to the free slots (an index
 // scan of webhook_jobs_webhook_due per webhook), or of an ordered
@@ -49,14 +51,17 @@ WITH busy AS (` + sqlstore.InFlightQuery + `
 ), account_busy AS (
   SELECT user_id, sum(count)::int AS n FROM busy GROUP BY user_id
 ), due AS (
-  SELECT k.webhook_id, min(k.at) AS at FROM webhook_wakes k WHERE k.at <= $1 GROUP BY k.webhook_id
+  SELECT k.webhook_id, min(k.at) AS at
+  FROM (SELECT k.webhook_id, k.at FROM webhook_wakes k WHERE k.at <= $1 ORDER BY k.at LIMIT $7) k
+  GROUP BY k.webhook_id
 ), probe AS (
   SELECT w.id, w.user_id, w.ordered, coalesce(hb.n, 0) AS flying,
          CASE WHEN w.ordered THEN 1 ELSE $3 END - coalesce(hb.n, 0) AS hook_free, $4 - coalesce(ab.n, 0) AS account_free
-  FROM due d JOIN webhooks w ON w.id = d.webhook_id
+  FROM due d
+  CROSS JOIN LATERAL (SELECT w.id, w.user_id, w.ordered FROM webhooks w WHERE w.id = d.webhook_id AND w.active LIMIT 1) w
   LEFT JOIN hook_busy hb ON hb.webhook_id = w.id
   LEFT JOIN account_busy ab ON ab.user_id = w.user_id
-  WHERE w.active AND CASE WHEN w.ordered THEN 1 ELSE $3 END - coalesce(hb.n, 0) > 0 AND $4 - coalesce(ab.n, 0) > 0
+  WHERE CASE WHEN w.ordered THEN 1 ELSE $3 END - coalesce(hb.n, 0) > 0 AND $4 - coalesce(ab.n, 0) > 0
   ORDER BY d.at, w.id LIMIT $6
 ), cand AS (
   SELECT j.seq, j.next_at, j.lease_until, p.user_id
@@ -93,7 +98,7 @@ WITH busy AS (` + sqlstore.InFlightQuery + `
   DELETE FROM webhook_wakes k WHERE k.webhook_id IN (
     SELECT id FROM probe
     UNION ALL
-    SELECT d.webhook_id FROM due d WHERE NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.id = d.webhook_id AND w.active))
+    SELECT d.webhook_id FROM due d WHERE (SELECT w.active FROM webhooks w WHERE w.id = d.webhook_id LIMIT 1) IS NOT TRUE)
 ), woken AS (
   INSERT INTO webhook_wakes (webhook_id, at)
   SELECT p.id, x.at FROM probe p LEFT JOIN picked pk ON pk.webhook_id = p.id
@@ -111,6 +116,12 @@ SELECT l.seq, l.user_id, l.webhook_id, l.attempts, w.url, w.secret_sealed, e.id,
   w.previous_secret_sealed, w.previous_secret_expires_at, l.expired
 FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events e ON e.id = l.event_id
 ORDER BY l.next_at, l.seq`
+
+// wakesRead bounds the wake rows one claim reads, in units of the
+// webhooks it may look at: room for the rows of webhooks at their caps
+// (which keep theirs) and for duplicates (rows queued at once by
+// concurrent transactions).
+const wakesRead = 16
 
 // claimLock starts a claim: it takes the claims' advisory lock ($1 is the
 // schema) and, for the claim's transaction only, turns bitmap scans off.
@@ -149,7 +160,8 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 	until := now.Add(c.Lease)
 	b := &pgx.Batch{}
 	b.Queue(claimLock, db.schema)
-	b.Queue(claimQuery, sqlstore.MS(now), sqlstore.MS(until), c.PerWebhook, perAccount, c.Limit, sqlstore.ProbedWebhooks(c))
+	b.Queue(claimQuery, sqlstore.MS(now), sqlstore.MS(until), c.PerWebhook, perAccount, c.Limit, sqlstore.ProbedWebhooks(c),
+		wakesRead*sqlstore.ProbedWebhooks(c))
 	br := db.pool.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {

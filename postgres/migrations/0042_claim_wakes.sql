@@ -78,16 +78,20 @@ ALTER TABLE webhooks ADD COLUMN ordered BOOLEAN NOT NULL DEFAULT FALSE;
 
 -- An ordered webhook's head that leaves the queue (delivered, or failed
 -- for good) releases the next: wake the webhook (a plain insert too).
+-- Once per statement, over the rows it changed (a batch of records).
 CREATE FUNCTION webhook_jobs_wake_ordered() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO webhook_wakes (webhook_id, at)
-    SELECT NEW.webhook_id, 0 FROM webhooks w WHERE w.id = NEW.webhook_id AND w.ordered;
+    SELECT DISTINCT n.webhook_id, 0 FROM done_new n JOIN done_old o ON o.seq = n.seq
+    WHERE o.state = 'pending' AND n.state <> 'pending'
+        AND EXISTS (SELECT 1 FROM webhooks w WHERE w.id = n.webhook_id AND w.ordered);
     RETURN NULL;
 END
 $$;
 
-CREATE TRIGGER webhook_jobs_wake_ordered AFTER UPDATE OF state ON webhook_jobs FOR EACH ROW
-    WHEN (OLD.state = 'pending' AND NEW.state <> 'pending') EXECUTE FUNCTION webhook_jobs_wake_ordered();
+CREATE TRIGGER webhook_jobs_wake_ordered AFTER UPDATE ON webhook_jobs
+    REFERENCING OLD TABLE AS done_old NEW TABLE AS done_new
+    FOR EACH STATEMENT EXECUTE FUNCTION webhook_jobs_wake_ordered();
 
 CREATE FUNCTION webhooks_wake_enabled() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
