@@ -34,11 +34,11 @@ import (
 // account's free slots; takes $5 of them, every account's first before
 // any account's second (as sqlstore.InFlight.Pick does for SQLite); sets
 // their lease ($2); replaces the wake rows of the webhooks it looked at
-// by one at each one's next due time (see sqlite/claim.go's
-// nextWakeQuery: of an unordered webhook with k jobs in flight after the
-// claim, the earliest due time of its first k+1 pending jobs in next_at
-// order, the claimed ones counting as due at $2; of an ordered one, its
-// head's), dropping those of inactive webhooks; and returns the jobs
+// by one at each one's next due time unless it has come already (see
+// sqlite/claim.go's nextWakeQuery: of an unordered webhook with k jobs in
+// flight after the claim, the earliest due time of its first k+1 pending
+// jobs in next_at order, the claimed ones counting as due at $2; of an
+// ordered one, its head's), dropping those of inactive webhooks; and returns the jobs
 // with their webhook and event, and whether an earlier lease of theirs
 // ran out unrecorded (it was not 0: see ams.Job's LeaseExpired).
 //
@@ -94,13 +94,7 @@ WITH busy AS (` + sqlstore.InFlightQuery + `
   RETURNING j.seq, j.user_id, j.webhook_id, j.attempts, j.next_at, j.event_id, pick.lease_until > 0 AS expired
 ), picked AS (
   SELECT webhook_id, count(*)::int AS n, array_agg(seq) AS seqs FROM leased GROUP BY webhook_id
-), cleared AS (
-  DELETE FROM webhook_wakes k WHERE k.webhook_id IN (
-    SELECT id FROM probe
-    UNION ALL
-    SELECT d.webhook_id FROM due d WHERE (SELECT w.active FROM webhooks w WHERE w.id = d.webhook_id LIMIT 1) IS NOT TRUE)
-), woken AS (
-  INSERT INTO webhook_wakes (webhook_id, at)
+), nextwake AS (
   SELECT p.id, x.at FROM probe p LEFT JOIN picked pk ON pk.webhook_id = p.id
   CROSS JOIN LATERAL (SELECT CASE WHEN p.ordered THEN (
       SELECT CASE WHEN h.seq = ANY(coalesce(pk.seqs, '{}')) THEN $2 ELSE greatest(h.next_at, h.lease_until) END
@@ -110,7 +104,13 @@ WITH busy AS (` + sqlstore.InFlightQuery + `
       FROM (SELECT q.seq, q.next_at, q.lease_until FROM webhook_jobs q WHERE q.webhook_id = p.id AND q.state = 'pending'
             ORDER BY q.next_at, q.seq LIMIT p.flying + coalesce(pk.n, 0) + 1) f)
     END AS at) x
-  WHERE x.at IS NOT NULL
+), cleared AS (
+  DELETE FROM webhook_wakes k WHERE k.webhook_id IN (
+    SELECT id FROM nextwake WHERE at IS NULL OR at > $1
+    UNION ALL
+    SELECT d.webhook_id FROM due d WHERE (SELECT w.active FROM webhooks w WHERE w.id = d.webhook_id LIMIT 1) IS NOT TRUE)
+), woken AS (
+  INSERT INTO webhook_wakes (webhook_id, at) SELECT id, at FROM nextwake WHERE at > $1
 )
 SELECT l.seq, l.user_id, l.webhook_id, l.attempts, w.url, w.secret_sealed, e.id, e.type, e.data, e.created_at,
   w.previous_secret_sealed, w.previous_secret_expires_at, l.expired

@@ -2,10 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -41,22 +41,23 @@ FROM webhook_jobs q INDEXED BY webhook_jobs_pending_seq JOIN events e ON e.id = 
 WHERE q.webhook_id = ?1 AND q.state = 'pending'
 ORDER BY q.seq LIMIT 1`
 
-// The wake rows of the webhooks a claim looked at (?1, a JSON array of
-// ids) are replaced by one at each one's next due time after the claim
-// (none when nothing is pending). A job is due at the later of next_at
-// and lease_until. Of an unordered webhook with k jobs in flight, the
-// next due time is that of the first k+1 pending jobs in next_at order:
-// jobs in flight were due when claimed, so they come before any job not
-// due yet; when a job of these is due, the result is due too. Of an
-// ordered webhook, it is its head's.
+// The wake rows of a webhook a claim looked at are replaced by one at its
+// next due time after the claim (none when nothing is pending), unless
+// that time has come already: a wake row due now stays a true promise
+// (nothing is due before a time already past), so a webhook that still
+// has due work keeps its row and the claim writes nothing for it. A job
+// is due at the later of next_at and lease_until. Of an unordered webhook
+// with k jobs in flight, the next due time is that of its first k+1
+// pending jobs in next_at order: jobs in flight were due when claimed, so
+// they come before any job not due yet; when a job of these is due, the
+// result is due too. Of an ordered webhook, it is its head's.
 const (
-	clearWakesQuery = `DELETE FROM webhook_wakes WHERE webhook_id IN (SELECT value FROM json_each(?1))`
-	nextWakeQuery   = `INSERT INTO webhook_wakes (webhook_id, at) SELECT ?1, at FROM (
-SELECT min(max(next_at, lease_until)) AS at FROM (SELECT q.next_at, q.lease_until FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
-  WHERE q.webhook_id = ?1 AND q.state = 'pending' ORDER BY q.next_at, q.seq LIMIT ?2)) WHERE at IS NOT NULL`
-	nextOrderedWakeQuery = `INSERT INTO webhook_wakes (webhook_id, at)
-SELECT q.webhook_id, max(q.next_at, q.lease_until) FROM webhook_jobs q INDEXED BY webhook_jobs_pending_seq
+	clearWakesQuery = `DELETE FROM webhook_wakes WHERE webhook_id = ?1`
+	nextWakeQuery   = `SELECT min(max(next_at, lease_until)) FROM (SELECT q.next_at, q.lease_until FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
+  WHERE q.webhook_id = ?1 AND q.state = 'pending' ORDER BY q.next_at, q.seq LIMIT ?2)`
+	nextOrderedWakeQuery = `SELECT max(q.next_at, q.lease_until) FROM webhook_jobs q INDEXED BY webhook_jobs_pending_seq
 WHERE q.webhook_id = ?1 AND q.state = 'pending' ORDER BY q.seq LIMIT 1`
+	wakeQuery = `INSERT INTO webhook_wakes (webhook_id, at) VALUES (?1, ?2)`
 )
 
 // ClaimJobs leases due jobs; see ams.DeliveryQueue. In one transaction it
@@ -160,7 +161,7 @@ func (db *DB) claimJobs(ctx context.Context, cn sqlstore.Conn, now time.Time, c 
 			return nil, fmt.Errorf("lease jobs: %w", err)
 		}
 	}
-	if err := wakeNext(ctx, cn, looked, ordered, inactive); err != nil {
+	if err := wakeNext(ctx, cn, now, looked, ordered, inactive); err != nil {
 		return nil, err
 	}
 	if len(jobs) == 0 {
@@ -248,26 +249,54 @@ const (
 )
 
 // wakeNext replaces the wake rows of the webhooks a claim looked at by
-// one at each one's next due time (after the claim's leases): looked are
-// unordered, with their jobs in flight now; ordered are ordered ones;
-// inactive ones only lose theirs.
-func wakeNext(ctx context.Context, cn sqlstore.Conn, looked map[string]int, ordered, inactive []string) error {
-	all := slices.Concat(slices.Collect(maps.Keys(looked)), ordered, inactive)
-	if len(all) == 0 {
+// one at each one's next due time after the claim's leases, unless that
+// time is at or before now (see nextWakeQuery): looked are unordered,
+// with their jobs in flight now; ordered are ordered ones; inactive ones
+// only lose theirs.
+func wakeNext(ctx context.Context, cn sqlstore.Conn, now time.Time, looked map[string]int, ordered, inactive []string) error {
+	next := func(query string, args ...any) (*int64, error) {
+		var at *int64
+		if err := cn.QueryRow(ctx, query, args...).Scan(&at); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("next wake: %w", err)
+		}
+		return at, nil
+	}
+	wake := func(id string, at *int64) error {
+		if at != nil && *at <= sqlstore.MS(now) {
+			return nil // due still: its row stays
+		}
+		if _, err := cn.Exec(ctx, clearWakesQuery, id); err != nil {
+			return fmt.Errorf("clear wakes: %w", err)
+		}
+		if at == nil {
+			return nil
+		}
+		if _, err := cn.Exec(ctx, wakeQuery, id, *at); err != nil {
+			return fmt.Errorf("next wake: %w", err)
+		}
 		return nil
 	}
-	ids, _ := json.Marshal(all)
-	if _, err := cn.Exec(ctx, clearWakesQuery, string(ids)); err != nil {
-		return fmt.Errorf("clear wakes: %w", err)
-	}
 	for id, k := range looked {
-		if _, err := cn.Exec(ctx, nextWakeQuery, id, k+1); err != nil {
-			return fmt.Errorf("next wake: %w", err)
+		at, err := next(nextWakeQuery, id, k+1)
+		if err == nil {
+			err = wake(id, at)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	for _, id := range ordered {
-		if _, err := cn.Exec(ctx, nextOrderedWakeQuery, id); err != nil {
-			return fmt.Errorf("next wake: %w", err)
+		at, err := next(nextOrderedWakeQuery, id)
+		if err == nil {
+			err = wake(id, at)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, id := range inactive {
+		if err := wake(id, nil); err != nil {
+			return err
 		}
 	}
 	return nil
