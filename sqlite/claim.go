@@ -37,7 +37,7 @@ ORDER BY q.next_at, q.seq LIMIT ?3`
 // queue order, due or not.
 const headJobQuery = `
 SELECT q.seq, q.user_id, q.attempts, q.next_at, q.lease_until, e.id, e.type, e.data, e.created_at
-FROM webhook_jobs q INDEXED BY webhook_jobs_pending_seq JOIN events e ON e.id = q.event_id
+FROM webhook_jobs q INDEXED BY webhook_jobs_webhook JOIN events e ON e.id = q.event_id
 WHERE q.webhook_id = ?1 AND q.state = 'pending'
 ORDER BY q.seq LIMIT 1`
 
@@ -55,7 +55,7 @@ const (
 	clearWakesQuery = `DELETE FROM webhook_wakes WHERE webhook_id = ?1`
 	nextWakeQuery   = `SELECT min(max(next_at, lease_until)) FROM (SELECT q.next_at, q.lease_until FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
   WHERE q.webhook_id = ?1 AND q.state = 'pending' ORDER BY q.next_at, q.seq LIMIT ?2)`
-	nextOrderedWakeQuery = `SELECT max(q.next_at, q.lease_until) FROM webhook_jobs q INDEXED BY webhook_jobs_pending_seq
+	nextOrderedWakeQuery = `SELECT max(q.next_at, q.lease_until) FROM webhook_jobs q INDEXED BY webhook_jobs_webhook
 WHERE q.webhook_id = ?1 AND q.state = 'pending' ORDER BY q.seq LIMIT 1`
 	wakeQuery = `INSERT INTO webhook_wakes (webhook_id, at) VALUES (?1, ?2)`
 )

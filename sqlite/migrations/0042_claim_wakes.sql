@@ -21,11 +21,13 @@ CREATE TABLE webhook_wakes (
 CREATE INDEX webhook_wakes_at ON webhook_wakes (at);
 CREATE INDEX webhook_wakes_webhook ON webhook_wakes (webhook_id, at);
 
--- An ordered webhook's head is its first pending job in queue order.
--- (The claim reads an unordered webhook's due jobs, and its next due
--- time, through webhook_jobs_webhook_due (webhook, next_at, seq), of
--- pending jobs only.)
-CREATE INDEX webhook_jobs_pending_seq ON webhook_jobs (webhook_id, seq) WHERE state = 'pending';
+-- An ordered webhook's head is its first pending job in queue order:
+-- the first entry of webhook_jobs_webhook (webhook, state) at (webhook,
+-- 'pending'), whose entries end with the rowid, seq. No index is added:
+-- every index on pending jobs costs each job a write when it is queued
+-- and when it ends. (The claim reads an unordered webhook's due jobs, and
+-- its next due time, through webhook_jobs_webhook_due (webhook, next_at,
+-- seq), of pending jobs only.)
 
 INSERT INTO webhook_wakes (webhook_id, at)
 SELECT webhook_id, min(max(next_at, lease_until)) FROM webhook_jobs WHERE state = 'pending' GROUP BY webhook_id;
