@@ -23,7 +23,7 @@ import (
 // flight by webhook and account (sqlstore.InFlightQuery), free slots being
 // $3 (per webhook; 1 for an ordered webhook) and $4 (per account) less
 // those; reads the webhooks whose wake rows are due at $1 (webhook_wakes,
-// migration 0042: a range of what is due, never every active webhook; $7
+// migration 0029: a range of what is due, never every active webhook; $7
 // rows at most, earliest first; each webhook then read by its key, LIMIT
 // 1 keeping the planner from joining all webhooks);
 // of those that are active and have free slots, $6 at most, earliest
@@ -126,7 +126,7 @@ const wakesRead = 16
 // claimLock starts a claim: it takes the claims' advisory lock ($1 is the
 // schema) and, for the claim's transaction only, turns bitmap scans off.
 // Every statement that queues jobs, and every retry, takes the same lock
-// shared (the triggers of migration 0042), so a claim runs while none is
+// shared (the triggers of migration 0029), so a claim runs while none is
 // open and sees every job queued before it.
 //
 // The in-flight count reads webhook_jobs_leased for leases that end after

@@ -17,7 +17,7 @@ import (
 
 // dueWebhooksQuery lists the webhooks whose wake rows are due at ?1,
 // earliest first: a range of webhook_wakes_at, what is due and nothing
-// else (migration 0042).
+// else (migration 0029).
 const dueWebhooksQuery = `
 SELECT w.id, w.user_id, w.url, w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at, w.active, w.ordered
 FROM (SELECT k.webhook_id, min(k.at) AS at FROM webhook_wakes k INDEXED BY webhook_wakes_at WHERE k.at <= ?1 GROUP BY k.webhook_id) d

@@ -15,7 +15,7 @@ import (
 // which due jobs are taken. SQLite claims in Go with them; PostgreSQL's
 // claim is one statement that computes the same in SQL (postgres/claim.go).
 //
-// Both find due work through webhook_wakes (migration 0042): the
+// Both find due work through webhook_wakes (migration 0029): the
 // webhooks whose wake rows are due, earliest first, of which a claim
 // looks at ProbedWebhooks(c) at most that have free slots; never at
 // every active webhook, nor at finished jobs.

@@ -14,7 +14,7 @@ import (
 )
 
 // The SQLite statements whose plans are printed, copied from the store
-// (the claim's as of migration 0042; sqlite/claim.go, sqlstore/list.go's listOf for
+// (the claim's as of migration 0029; sqlite/claim.go, sqlstore/list.go's listOf for
 // events and messages, sqlstore/webhook.go's purge): SQLite has no
 // statement tracer to take them from as they run, as PostgreSQL's are.
 // Copy them again when the store changes.
@@ -106,7 +106,7 @@ func plans(ctx context.Context, s *store, hooks []hook, userID, midEvent string,
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	// Replay the claim on jobs due again: put the jobs it leased back (a
-	// lease released wakes its webhook: migration 0042's trigger).
+	// lease released wakes its webhook: migration 0029's trigger).
 	fmt.Printf("The claim (ClaimJobs, as the store ran it, replayed on the same due jobs):\n\n")
 	const unlease = `UPDATE webhook_jobs SET lease_until = 0 WHERE state = 'pending' AND lease_until > 0`
 	explainAll(ctx, conn, claimStmts, true, unlease)

@@ -287,7 +287,7 @@ var Tables = []*Table{
 		// Receives the management audit events (SQLite migration 0024,
 		// PostgreSQL 0025; false in older dumps).
 		[]Column{col("management_events", Bool)},
-		// Ordered (migration 0042; false in older dumps).
+		// Ordered (migration 0029; false in older dumps).
 		[]Column{col("ordered", Bool)},
 	)},
 	{Name: "webhook_subscriptions", OrderBy: []string{"webhook_id", "event_type"}, Columns: cols(Text, "webhook_id", "user_id", "event_type")},
@@ -315,7 +315,8 @@ var Tables = []*Table{
 	)},
 	{Name: "oauth_clients", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
-		cols(Text, "id", "user_id", "name"),
+		// user_id is NULL for a client registered by RFC 7591 (0028).
+		cols(Text, "id"), []Column{nullCol("user_id", Text)}, cols(Text, "name"),
 		[]Column{col("redirect_uris", JSON), col("public", Bool), col("secret_hash", Text)},
 		cols(Int, "created_at", "updated_at"),
 	)},

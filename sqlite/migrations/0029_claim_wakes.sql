@@ -1,4 +1,4 @@
--- 0042 (issue 33, point 1; issue 31, point 1): claims that cost what is
+-- 0029 (issue 33, point 1; issue 31, point 1): claims that cost what is
 -- due, and ordered webhooks.
 --
 -- webhook_wakes says which webhooks may have due work, and from when: a

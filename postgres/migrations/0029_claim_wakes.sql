@@ -1,6 +1,6 @@
--- 0042 (issue 33, point 1; issue 31, point 1): claims that cost what is
+-- 0029 (issue 33, point 1; issue 31, point 1): claims that cost what is
 -- due, and ordered webhooks; the twin of
--- sqlite/migrations/0042_claim_wakes.sql, which says what webhook_wakes
+-- sqlite/migrations/0029_claim_wakes.sql, which says what webhook_wakes
 -- promises and how the claim uses it.
 --
 -- PostgreSQL runs claims and the transactions that queue jobs at once,
