@@ -46,8 +46,13 @@ type Webhook struct {
 	PreviousSecret          string     `json:"-"`
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 	Metadata                Metadata   `json:"metadata"`
-	CreatedAt               time.Time  `json:"created_at"`
-	UpdatedAt               time.Time  `json:"updated_at"`
+	// Ordered webhooks get one delivery in flight at a time, in the
+	// order of the event log: an event whose delivery fails holds those
+	// behind it until it succeeds or exhausts its attempts. Disabled,
+	// they keep their pending deliveries for when they are enabled again.
+	Ordered   bool      `json:"ordered"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // Secret rotation: when a webhook's secret is replaced, the previous one
@@ -88,6 +93,9 @@ type WebhookUpdate struct {
 	// Metadata, when Set, is merged into the webhook's metadata (see
 	// MetadataPatch.Merge), under the row's lock.
 	Metadata MetadataPatch
+	// Ordered, when set, says whether the webhook is ordered
+	// (Webhook.Ordered).
+	Ordered *bool
 }
 
 // WebhookStore keeps webhooks and their delivery log.

@@ -42,8 +42,12 @@ type Webhook struct {
 	// when no previous secret signs.
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 	Metadata                Metadata   `json:"metadata"`
-	CreatedAt               time.Time  `json:"created_at"`
-	UpdatedAt               time.Time  `json:"updated_at"`
+	// Ordered webhooks get one delivery at a time, in the order of the
+	// event log: an event whose delivery fails holds the ones behind it
+	// until it succeeds or exhausts its attempts.
+	Ordered   bool      `json:"ordered"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 }
 
 // WebhookDelivery is one attempt to deliver an event to a webhook (first
@@ -101,6 +105,8 @@ type CreateWebhookParams struct {
 	// Active false creates the webhook turned off; nil means on.
 	Active   *bool
 	Metadata Metadata
+	// Ordered creates an ordered webhook (Webhook.Ordered).
+	Ordered bool
 	// IdempotencyKey is sent as the Idempotency-Key header; empty lets the
 	// client generate one.
 	IdempotencyKey string
@@ -125,6 +131,9 @@ type UpdateWebhookParams struct {
 	// the current previous secret stops signing.
 	PreviousSecretExpiresIn *time.Duration
 	Metadata                MetadataUpdate // merged into the webhook's
+	// Ordered, when set, makes the webhook ordered or not
+	// (Webhook.Ordered).
+	Ordered *bool
 }
 
 // ListWebhookDeliveriesParams select one page of a webhook's delivery
@@ -170,6 +179,9 @@ func (c *Client) CreateWebhook(ctx context.Context, p CreateWebhookParams) (*Web
 	if p.Active != nil {
 		body["active"] = *p.Active
 	}
+	if p.Ordered {
+		body["ordered"] = true
+	}
 	setMetadata(body, p.Metadata)
 	return post[Webhook](ctx, c, "/webhooks", body, p.IdempotencyKey)
 }
@@ -208,6 +220,9 @@ func (c *Client) UpdateWebhook(ctx context.Context, id string, p UpdateWebhookPa
 	}
 	if p.PreviousSecretExpiresIn != nil {
 		body["previous_secret_expires_in"] = int64(*p.PreviousSecretExpiresIn / time.Second)
+	}
+	if p.Ordered != nil {
+		body["ordered"] = *p.Ordered
 	}
 	setMetadataUpdate(body, p.Metadata)
 	return patch[Webhook](ctx, c, "/webhooks", id, body)

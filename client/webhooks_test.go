@@ -9,7 +9,7 @@ import (
 )
 
 const webhookJSON = `{"id":"wh_1","object":"webhook","url":"https://example.com/hook","events":["*"],"active":true,"status":"active",` +
-	`"previous_secret_expires_at":"2026-11-22T10:00:00Z","metadata":{"team":"ops"},"created_at":"2026-11-21T10:00:00Z","updated_at":"2026-11-21T10:00:00Z"}`
+	`"previous_secret_expires_at":"2026-11-22T10:00:00Z","metadata":{"team":"ops"},"ordered":true,"created_at":"2026-11-21T10:00:00Z","updated_at":"2026-11-21T10:00:00Z"}`
 
 const deliveryJSON = `{"id":"dlv_1","object":"webhook_delivery","webhook_id":"wh_1","event_id":"evt_1","event_type":"webhook.ping","attempt":1,` +
 	`"url":"https://example.com/hook","success":false,"status_code":null,"duration_ms":5001,"error":"timeout","response_body":"","created_at":"2026-11-21T10:00:00Z"}`
@@ -43,12 +43,12 @@ func TestWebhookAndIntegrationRequests(t *testing.T) {
 	rc.answer(201, webhookJSON)
 	off := false
 	wh, err := c.CreateWebhook(ctx, client.CreateWebhookParams{URL: "https://example.com/hook", Events: []string{client.EventTypeAll},
-		Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Active: &off, Metadata: client.Metadata{"team": "ops"}, IdempotencyKey: "k1"})
-	if err != nil || wh.ID != "wh_1" || wh.Events[0] != "*" || wh.Status != client.WebhookStatusActive || wh.Metadata["team"] != "ops" ||
+		Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Active: &off, Metadata: client.Metadata{"team": "ops"}, Ordered: true, IdempotencyKey: "k1"})
+	if err != nil || wh.ID != "wh_1" || !wh.Ordered || wh.Events[0] != "*" || wh.Status != client.WebhookStatusActive || wh.Metadata["team"] != "ops" ||
 		wh.PreviousSecretExpiresAt == nil || !wh.PreviousSecretExpiresAt.Equal(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)) {
 		t.Fatalf("CreateWebhook: %+v %v", wh, err)
 	}
-	check("POST", "/v1/webhooks", `{"url":"https://example.com/hook","events":["*"],"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw","active":false,"metadata":{"team":"ops"}}`)
+	check("POST", "/v1/webhooks", `{"url":"https://example.com/hook","events":["*"],"secret":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw","active":false,"ordered":true,"metadata":{"team":"ops"}}`)
 	if rc.last(t).idempotencyKey != "k1" {
 		t.Errorf("Idempotency-Key %q, want k1", rc.last(t).idempotencyKey)
 	}
@@ -65,6 +65,10 @@ func TestWebhookAndIntegrationRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("PATCH", "/v1/webhooks/wh_1", `{"previous_secret_expires_in":0}`)
+	if _, err := c.UpdateWebhook(ctx, "wh_1", client.UpdateWebhookParams{Ordered: &off}); err != nil {
+		t.Fatal(err)
+	}
+	check("PATCH", "/v1/webhooks/wh_1", `{"ordered":false}`)
 	if _, err := c.GetWebhook(ctx, "wh_1"); err != nil {
 		t.Fatal(err)
 	}

@@ -22,12 +22,15 @@ type webhookRequest struct {
 	PreviousSecretExpiresIn *int64 `json:"previous_secret_expires_in"`
 	// Metadata is merged into the webhook's (ams.MetadataPatch).
 	Metadata ams.MetadataPatch `json:"metadata"`
+	// Ordered: one delivery in flight at a time, in the event log's order
+	// (ams.Webhook.Ordered).
+	Ordered *bool `json:"ordered"`
 }
 
 // input returns the request as the service's input.
 func (req *webhookRequest) input(r *http.Request) webhook.Input {
 	return webhook.Input{URL: req.URL, Events: req.Events, Secret: req.Secret, Active: req.Active,
-		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn, Metadata: req.Metadata,
+		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn, Metadata: req.Metadata, Ordered: req.Ordered,
 		Admin: auth(r).Permissions.Allows(ams.PermAdmin)}
 }
 

@@ -21,37 +21,67 @@ import (
 
 // claimQuery leases due jobs in one statement. It counts the deliveries in
 // flight by webhook and account (sqlstore.InFlightQuery), free slots being
-// $3 (per webhook) and $4 (per account) less those; for every active
-// webhook with free slots it locks its oldest due jobs up to them (through
-// an index scan per webhook, usually webhook_jobs_webhook_due); ranks each
-// account's candidates oldest first and keeps those within the account's
-// free slots; takes $5 of them, every account's first before any
-// account's second (as sqlstore.InFlight.Pick does for SQLite); sets their
-// lease ($2) and returns them with their webhook and event, and whether
-// an earlier lease of theirs ran out unrecorded (it was not 0: see
-// ams.Job's LeaseExpired).
+// $3 (per webhook; 1 for an ordered webhook) and $4 (per account) less
+// those; reads the webhooks whose wake rows are due at $1 (webhook_wakes,
+// migration 0032: a range of what is due, never every active webhook; $7
+// rows at most, earliest first; each webhook then read by its key, LIMIT
+// 1 keeping the planner from joining all webhooks);
+// of those that are active and have free slots, $6 at most, earliest
+// wake first, locks the oldest due jobs up to the free slots (an index
+// scan of webhook_jobs_webhook_due per webhook), or of an ordered
+// webhook its head (its first pending job in queue order) if due; ranks
+// each account's candidates oldest first and keeps those within the
+// account's free slots; takes $5 of them, every account's first before
+// any account's second (as sqlstore.InFlight.Pick does for SQLite); sets
+// their lease ($2); replaces the wake rows of the webhooks it looked at
+// by one at each one's next due time unless it has come already (see
+// sqlite/claim.go's nextWakeQuery: of an unordered webhook with k jobs in
+// flight after the claim, the earliest due time of its first k+1 pending
+// jobs in next_at order, the claimed ones counting as due at $2; of an
+// ordered one, its head's), dropping those of inactive webhooks; and returns the jobs
+// with their webhook and event, and whether an earlier lease of theirs
+// ran out unrecorded (it was not 0: see ams.Job's LeaseExpired).
 //
-// Its cost grows with the number of active webhooks, not with the backlog
-// of a slow one.
+// Its cost grows with the webhooks that have due work, not with the
+// active webhooks, the backlog of a slow one, or the finished jobs.
 const claimQuery = `
 WITH busy AS (` + sqlstore.InFlightQuery + `
 ), hook_busy AS (
   SELECT webhook_id, sum(count)::int AS n FROM busy GROUP BY webhook_id
 ), account_busy AS (
   SELECT user_id, sum(count)::int AS n FROM busy GROUP BY user_id
-), cand AS (
-  SELECT j.seq, j.next_at, j.lease_until, w.user_id
-  FROM webhooks w
+), due AS (
+  SELECT k.webhook_id, min(k.at) AS at
+  FROM (SELECT k.webhook_id, k.at FROM webhook_wakes k WHERE k.at <= $1 ORDER BY k.at LIMIT $7) k
+  GROUP BY k.webhook_id
+), probe AS (
+  SELECT w.id, w.user_id, w.ordered, coalesce(hb.n, 0) AS flying,
+         CASE WHEN w.ordered THEN 1 ELSE $3 END - coalesce(hb.n, 0) AS hook_free, $4 - coalesce(ab.n, 0) AS account_free
+  FROM due d
+  CROSS JOIN LATERAL (SELECT w.id, w.user_id, w.ordered FROM webhooks w WHERE w.id = d.webhook_id AND w.active LIMIT 1) w
   LEFT JOIN hook_busy hb ON hb.webhook_id = w.id
   LEFT JOIN account_busy ab ON ab.user_id = w.user_id
-  CROSS JOIN LATERAL (
+  WHERE CASE WHEN w.ordered THEN 1 ELSE $3 END - coalesce(hb.n, 0) > 0 AND $4 - coalesce(ab.n, 0) > 0
+  ORDER BY d.at, w.id LIMIT $6
+), cand AS (
+  SELECT j.seq, j.next_at, j.lease_until, p.user_id
+  FROM probe p CROSS JOIN LATERAL (
     SELECT q.seq, q.next_at, q.lease_until FROM webhook_jobs q
-    WHERE q.webhook_id = w.id AND q.state = 'pending' AND q.next_at <= $1 AND q.lease_until <= $1
+    WHERE q.webhook_id = p.id AND q.state = 'pending' AND q.next_at <= $1 AND q.lease_until <= $1
     ORDER BY q.next_at, q.seq
-    LIMIT least($3 - coalesce(hb.n, 0), $4 - coalesce(ab.n, 0), $5)
+    LIMIT least(p.hook_free, p.account_free, $5)
     FOR UPDATE OF q SKIP LOCKED
   ) j
-  WHERE w.active AND $3 - coalesce(hb.n, 0) > 0 AND $4 - coalesce(ab.n, 0) > 0
+  WHERE NOT p.ordered
+  UNION ALL
+  SELECT j.seq, j.next_at, j.lease_until, p.user_id
+  FROM probe p CROSS JOIN LATERAL (
+    SELECT q.seq, q.next_at, q.lease_until FROM webhook_jobs q
+    WHERE q.seq = (SELECT h.seq FROM webhook_jobs h WHERE h.webhook_id = p.id AND h.state = 'pending' ORDER BY h.seq LIMIT 1)
+      AND q.state = 'pending' AND q.next_at <= $1 AND q.lease_until <= $1
+    FOR UPDATE OF q SKIP LOCKED
+  ) j
+  WHERE p.ordered
 ), ranked AS (
   SELECT c.seq, c.next_at, c.lease_until,
          row_number() OVER (PARTITION BY c.user_id ORDER BY c.next_at, c.seq) AS rank,
@@ -62,14 +92,42 @@ WITH busy AS (` + sqlstore.InFlightQuery + `
 ), leased AS (
   UPDATE webhook_jobs j SET lease_until = $2 FROM pick WHERE j.seq = pick.seq
   RETURNING j.seq, j.user_id, j.webhook_id, j.attempts, j.next_at, j.event_id, pick.lease_until > 0 AS expired
+), picked AS (
+  SELECT webhook_id, count(*)::int AS n, array_agg(seq) AS seqs FROM leased GROUP BY webhook_id
+), nextwake AS (
+  SELECT p.id, x.at FROM probe p LEFT JOIN picked pk ON pk.webhook_id = p.id
+  CROSS JOIN LATERAL (SELECT CASE WHEN p.ordered THEN (
+      SELECT CASE WHEN h.seq = ANY(coalesce(pk.seqs, '{}')) THEN $2 ELSE greatest(h.next_at, h.lease_until) END
+      FROM webhook_jobs h WHERE h.webhook_id = p.id AND h.state = 'pending' ORDER BY h.seq LIMIT 1)
+    ELSE (
+      SELECT min(CASE WHEN f.seq = ANY(coalesce(pk.seqs, '{}')) THEN $2 ELSE greatest(f.next_at, f.lease_until) END)
+      FROM (SELECT q.seq, q.next_at, q.lease_until FROM webhook_jobs q WHERE q.webhook_id = p.id AND q.state = 'pending'
+            ORDER BY q.next_at, q.seq LIMIT p.flying + coalesce(pk.n, 0) + 1) f)
+    END AS at) x
+), cleared AS (
+  DELETE FROM webhook_wakes k WHERE k.webhook_id IN (
+    SELECT id FROM nextwake WHERE at IS NULL OR at > $1
+    UNION ALL
+    SELECT d.webhook_id FROM due d WHERE (SELECT w.active FROM webhooks w WHERE w.id = d.webhook_id LIMIT 1) IS NOT TRUE)
+), woken AS (
+  INSERT INTO webhook_wakes (webhook_id, at) SELECT id, at FROM nextwake WHERE at > $1
 )
 SELECT l.seq, l.user_id, l.webhook_id, l.attempts, w.url, w.secret_sealed, e.id, e.type, e.data, e.created_at,
   w.previous_secret_sealed, w.previous_secret_expires_at, l.expired
 FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events e ON e.id = l.event_id
 ORDER BY l.next_at, l.seq`
 
+// wakesRead bounds the wake rows one claim reads, in units of the
+// webhooks it may look at: room for the rows of webhooks at their caps
+// (which keep theirs) and for duplicates (rows queued at once by
+// concurrent transactions).
+const wakesRead = 16
+
 // claimLock starts a claim: it takes the claims' advisory lock ($1 is the
 // schema) and, for the claim's transaction only, turns bitmap scans off.
+// Every statement that queues jobs, and every retry, takes the same lock
+// shared (the triggers of migration 0032), so a claim runs while none is
+// open and sees every job queued before it.
 //
 // The in-flight count reads webhook_jobs_leased for leases that end after
 // now. Every claim adds entries to that index, and the job's later
@@ -102,7 +160,8 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 	until := now.Add(c.Lease)
 	b := &pgx.Batch{}
 	b.Queue(claimLock, db.schema)
-	b.Queue(claimQuery, sqlstore.MS(now), sqlstore.MS(until), c.PerWebhook, perAccount, c.Limit)
+	b.Queue(claimQuery, sqlstore.MS(now), sqlstore.MS(until), c.PerWebhook, perAccount, c.Limit, sqlstore.ProbedWebhooks(c),
+		wakesRead*sqlstore.ProbedWebhooks(c))
 	br := db.pool.SendBatch(ctx, b)
 	defer br.Close()
 	if _, err := br.Exec(); err != nil {

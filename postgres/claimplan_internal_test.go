@@ -33,7 +33,7 @@ func TestClaimPlanUsesWebhookDueIndex(t *testing.T) {
 	exec(`UPDATE webhook_jobs SET lease_until = 300000 WHERE seq IN (
 		SELECT seq FROM (SELECT seq, row_number() OVER (PARTITION BY webhook_id ORDER BY next_at) AS n FROM webhook_jobs WHERE state = 'pending') r WHERE n <= 4)`)
 
-	plan := explain(t, db.pool, `EXPLAIN (COSTS OFF) `+claimQuery, now.UnixMilli(), now.Add(15*time.Second).UnixMilli(), 8, 32, 64)
+	plan := explain(t, db.pool, `EXPLAIN (COSTS OFF) `+claimQuery, now.UnixMilli(), now.Add(15*time.Second).UnixMilli(), 8, 32, 64, 256, 4096)
 	var scan string
 	for i, line := range plan {
 		if strings.Contains(line, " on webhook_jobs q") {
@@ -109,7 +109,7 @@ func TestClaimCountsInFlightByIndexScan(t *testing.T) {
 					t.Fatalf("%s: %v", sql, err)
 				}
 			}
-			plan := explain(t, tx, `EXPLAIN (COSTS OFF) EXECUTE claim_`+mode+`(200000, 215000, 8, 32, 64)`)
+			plan := explain(t, tx, `EXPLAIN (COSTS OFF) EXECUTE claim_`+mode+`(200000, 215000, 8, 32, 64, 256, 4096)`)
 			if _, err := tx.Exec(ctx, `DEALLOCATE claim_`+mode); err != nil {
 				t.Fatal(err)
 			}

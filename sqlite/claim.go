@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,28 +15,61 @@ import (
 // The queue claims of SQLite: one writer at a time, so a claim in a write
 // transaction sees every other claim committed and needs no row locks.
 
-// dueWebhooksQuery lists the active webhooks that have a due, unleased
-// job: one indexed probe per active webhook.
+// dueWebhooksQuery lists the webhooks whose wake rows are due at ?1,
+// earliest first: a range of webhook_wakes_at, what is due and nothing
+// else (migration 0032).
 const dueWebhooksQuery = `
-SELECT w.id, w.user_id, w.url, w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at FROM webhooks w
-WHERE w.active = 1 AND EXISTS (
-  SELECT 1 FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
-  WHERE q.webhook_id = w.id AND q.state = 'pending' AND q.next_at <= ?1 AND q.lease_until <= ?1)`
+SELECT w.id, w.user_id, w.url, w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at, w.active, w.ordered
+FROM (SELECT k.webhook_id, min(k.at) AS at FROM webhook_wakes k INDEXED BY webhook_wakes_at WHERE k.at <= ?1 GROUP BY k.webhook_id) d
+JOIN webhooks w ON w.id = d.webhook_id
+ORDER BY d.at, w.id`
 
-// webhookJobsQuery reads one webhook's oldest due jobs through its index.
+// webhookJobsQuery reads one webhook's oldest due jobs through its index
+// (it passes over the webhook's jobs in flight, as many as its cap at
+// most).
 const webhookJobsQuery = `
 SELECT q.seq, q.user_id, q.attempts, q.next_at, q.lease_until, e.id, e.type, e.data, e.created_at
 FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due JOIN events e ON e.id = q.event_id
 WHERE q.webhook_id = ?1 AND q.state = 'pending' AND q.next_at <= ?2 AND q.lease_until <= ?2
 ORDER BY q.next_at, q.seq LIMIT ?3`
 
+// headJobQuery reads an ordered webhook's head: its first pending job in
+// queue order, due or not.
+const headJobQuery = `
+SELECT q.seq, q.user_id, q.attempts, q.next_at, q.lease_until, e.id, e.type, e.data, e.created_at
+FROM webhook_jobs q INDEXED BY webhook_jobs_webhook JOIN events e ON e.id = q.event_id
+WHERE q.webhook_id = ?1 AND q.state = 'pending'
+ORDER BY q.seq LIMIT 1`
+
+// The wake rows of a webhook a claim looked at are replaced by one at its
+// next due time after the claim (none when nothing is pending), unless
+// that time has come already: a wake row due now stays a true promise
+// (nothing is due before a time already past), so a webhook that still
+// has due work keeps its row and the claim writes nothing for it. A job
+// is due at the later of next_at and lease_until. Of an unordered webhook
+// with k jobs in flight, the next due time is that of its first k+1
+// pending jobs in next_at order: jobs in flight were due when claimed, so
+// they come before any job not due yet; when a job of these is due, the
+// result is due too. Of an ordered webhook, it is its head's.
+const (
+	clearWakesQuery = `DELETE FROM webhook_wakes WHERE webhook_id = ?1`
+	nextWakeQuery   = `SELECT min(max(next_at, lease_until)) FROM (SELECT q.next_at, q.lease_until FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
+  WHERE q.webhook_id = ?1 AND q.state = 'pending' ORDER BY q.next_at, q.seq LIMIT ?2)`
+	nextOrderedWakeQuery = `SELECT max(q.next_at, q.lease_until) FROM webhook_jobs q INDEXED BY webhook_jobs_webhook
+WHERE q.webhook_id = ?1 AND q.state = 'pending' ORDER BY q.seq LIMIT 1`
+	wakeQuery = `INSERT INTO webhook_wakes (webhook_id, at) VALUES (?1, ?2)`
+)
+
 // ClaimJobs leases due jobs; see ams.DeliveryQueue. In one transaction it
-// counts the deliveries in flight (sqlstore.InFlight), finds the webhooks
-// with due work and free slots, takes from each its oldest due jobs up to
-// its free slots, and leases of those, up to c.Limit, the accounts' oldest
-// jobs in turn (sqlstore.Pick). Its cost grows with the number of active
-// webhooks, not with the backlog of a slow one, nor with the jobs kept for
-// 30 days.
+// counts the deliveries in flight (sqlstore.InFlight), reads the webhooks
+// whose wake rows are due (dueWebhooksQuery), takes from each of those
+// with free slots, at most sqlstore.ProbedWebhooks of them, its oldest
+// due jobs up to its free slots (an ordered webhook: its head, if due and
+// nothing of it is in flight), leases of those, up to c.Limit, the
+// accounts' oldest jobs in turn (sqlstore.Pick), and replaces the wake
+// rows of the webhooks it looked at by their next due time. Its cost
+// grows with the webhooks that have due work, not with the active
+// webhooks, the backlog of a slow one, or the jobs kept for 30 days.
 func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams.Job, error) {
 	if c.Limit <= 0 || c.PerWebhook <= 0 {
 		return nil, nil
@@ -51,82 +86,127 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 	return jobs, nil
 }
 
+// claimHook is a webhook whose wake row is due, as a claim reads it.
+type claimHook struct {
+	id, user, url, sealed string
+	prevSealed            *string
+	prevExpires           *int64
+	active, ordered       bool
+}
+
 // claimJobs is ClaimJobs in the write transaction cn.
 func (db *DB) claimJobs(ctx context.Context, cn sqlstore.Conn, now time.Time, c ams.Claim) ([]*ams.Job, error) {
 	busy, err := sqlstore.ReadInFlight(ctx, cn, now)
 	if err != nil {
 		return nil, err
 	}
-	type hook struct {
-		id, user, url, sealed string
-		prevSealed            *string
-		prevExpires           *int64
-	}
-	var hooks []hook
+	var hooks []claimHook
 	rows, err := cn.Query(ctx, dueWebhooksQuery, sqlstore.MS(now))
 	if err != nil {
 		return nil, fmt.Errorf("find due webhooks: %w", err)
 	}
 	for rows.Next() {
-		var h hook
-		if err := rows.Scan(&h.id, &h.user, &h.url, &h.sealed, &h.prevSealed, &h.prevExpires); err != nil {
+		var h claimHook
+		if err := rows.Scan(&h.id, &h.user, &h.url, &h.sealed, &h.prevSealed, &h.prevExpires, &h.active, &h.ordered); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("scan webhook: %w", err)
 		}
-		if busy.Free(c, h.id, h.user) > 0 {
-			hooks = append(hooks, h)
-		}
+		hooks = append(hooks, h)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("find due webhooks: %w", err)
 	}
 	var cands []sqlstore.Candidate
+	// looked, ordered: the webhooks whose wake rows this claim replaces;
+	// inactive ones lose theirs (enabling a webhook wakes it again).
+	var ordered, inactive []string
+	looked := map[string]int{}
 	for _, h := range hooks {
-		rows, err := cn.Query(ctx, webhookJobsQuery, h.id, sqlstore.MS(now), min(busy.Free(c, h.id, h.user), c.Limit))
+		if !h.active {
+			inactive = append(inactive, h.id)
+			continue
+		}
+		free := busy.Free(c, h.id, h.user, h.ordered)
+		if free <= 0 {
+			continue // its wake row stays: it has due work, or jobs in flight
+		}
+		if len(looked)+len(ordered) >= sqlstore.ProbedWebhooks(c) {
+			break
+		}
+		if h.ordered {
+			ordered = append(ordered, h.id)
+		} else {
+			looked[h.id] = busy.Webhook[h.id]
+		}
+		got, err := db.probeJobs(ctx, cn, h, now, min(free, c.Limit))
 		if err != nil {
-			return nil, fmt.Errorf("claim jobs: %w", err)
+			return nil, err
 		}
-		for rows.Next() {
-			j := &ams.Job{WebhookID: h.id, URL: h.url, Event: &ams.Event{Object: "event"}}
-			var next, lease, created int64
-			var data string
-			if err := rows.Scan(&j.Seq, &j.UserID, &j.Attempts, &next, &lease, &j.Event.ID, &j.Event.Type, &data, &created); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("scan job: %w", err)
-			}
-			j.Event.UserID, j.Event.CreatedAt = j.UserID, sqlstore.FromMS(created)
-			j.LeaseExpired = lease > 0 // a record or a new job leaves 0
-			if err := db.OpenJob(j, []byte(data), h.sealed); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			if err := db.OpenPreviousSecret(j, h.prevSealed, h.prevExpires); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			cands = append(cands, sqlstore.Candidate{Job: j, NextAt: next})
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("claim jobs: %w", err)
-		}
+		cands = append(cands, got...)
 	}
 	jobs := busy.Pick(c, cands)
+	if len(jobs) > 0 {
+		until := now.Add(c.Lease)
+		seqs := make([]int64, len(jobs))
+		for i, j := range jobs {
+			seqs[i], j.LeaseUntil = j.Seq, until
+			if _, ok := looked[j.WebhookID]; ok {
+				looked[j.WebhookID]++
+			}
+		}
+		ids, _ := json.Marshal(seqs)
+		if _, err := cn.Exec(ctx, `UPDATE webhook_jobs SET lease_until = ? WHERE seq IN (SELECT value FROM json_each(?))`,
+			sqlstore.MS(until), string(ids)); err != nil {
+			return nil, fmt.Errorf("lease jobs: %w", err)
+		}
+	}
+	if err := wakeNext(ctx, cn, now, looked, ordered, inactive); err != nil {
+		return nil, err
+	}
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	until := now.Add(c.Lease)
-	seqs := make([]int64, len(jobs))
-	for i, j := range jobs {
-		seqs[i], j.LeaseUntil = j.Seq, until
-	}
-	ids, _ := json.Marshal(seqs)
-	if _, err := cn.Exec(ctx, `UPDATE webhook_jobs SET lease_until = ? WHERE seq IN (SELECT value FROM json_each(?))`,
-		sqlstore.MS(until), string(ids)); err != nil {
-		return nil, fmt.Errorf("lease jobs: %w", err)
-	}
 	return jobs, nil
+}
+
+// probeJobs reads webhook h's due jobs (webhookJobsQuery), at most limit;
+// of an ordered webhook, its head if due (headJobQuery).
+func (db *DB) probeJobs(ctx context.Context, cn sqlstore.Conn, h claimHook, now time.Time, limit int) ([]sqlstore.Candidate, error) {
+	query, args := webhookJobsQuery, []any{h.id, sqlstore.MS(now), limit}
+	if h.ordered {
+		query, args = headJobQuery, []any{h.id}
+	}
+	rows, err := cn.Query(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	defer rows.Close()
+	var cands []sqlstore.Candidate
+	for rows.Next() {
+		j := &ams.Job{WebhookID: h.id, URL: h.url, Event: &ams.Event{Object: "event"}}
+		var next, lease, created int64
+		var data string
+		if err := rows.Scan(&j.Seq, &j.UserID, &j.Attempts, &next, &lease, &j.Event.ID, &j.Event.Type, &data, &created); err != nil {
+			return nil, fmt.Errorf("scan job: %w", err)
+		}
+		if max(next, lease) > sqlstore.MS(now) {
+			continue // an ordered webhook's head, not due yet: it holds the rest
+		}
+		j.Event.UserID, j.Event.CreatedAt = j.UserID, sqlstore.FromMS(created)
+		j.LeaseExpired = lease > 0 // a record or a new job leaves 0
+		if err := db.OpenJob(j, []byte(data), h.sealed); err != nil {
+			return nil, err
+		}
+		if err := db.OpenPreviousSecret(j, h.prevSealed, h.prevExpires); err != nil {
+			return nil, err
+		}
+		cands = append(cands, sqlstore.Candidate{Job: j, NextAt: next})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("claim jobs: %w", err)
+	}
+	return cands, nil
 }
 
 // ClaimEmails leases due e-mails.
@@ -167,3 +247,57 @@ const (
 	dueEmailsQuery  = `SELECT id, kind, to_addr, subject, body, attempts FROM emails ` + sqlstore.EmailsDue + ` LIMIT $2`
 	leaseEmailQuery = `UPDATE emails SET lease_until = ? WHERE id = ?`
 )
+
+// wakeNext replaces the wake rows of the webhooks a claim looked at by
+// one at each one's next due time after the claim's leases, unless that
+// time is at or before now (see nextWakeQuery): looked are unordered,
+// with their jobs in flight now; ordered are ordered ones; inactive ones
+// only lose theirs.
+func wakeNext(ctx context.Context, cn sqlstore.Conn, now time.Time, looked map[string]int, ordered, inactive []string) error {
+	next := func(query string, args ...any) (*int64, error) {
+		var at *int64
+		if err := cn.QueryRow(ctx, query, args...).Scan(&at); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("next wake: %w", err)
+		}
+		return at, nil
+	}
+	wake := func(id string, at *int64) error {
+		if at != nil && *at <= sqlstore.MS(now) {
+			return nil // due still: its row stays
+		}
+		if _, err := cn.Exec(ctx, clearWakesQuery, id); err != nil {
+			return fmt.Errorf("clear wakes: %w", err)
+		}
+		if at == nil {
+			return nil
+		}
+		if _, err := cn.Exec(ctx, wakeQuery, id, *at); err != nil {
+			return fmt.Errorf("next wake: %w", err)
+		}
+		return nil
+	}
+	for id, k := range looked {
+		at, err := next(nextWakeQuery, id, k+1)
+		if err == nil {
+			err = wake(id, at)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, id := range ordered {
+		at, err := next(nextOrderedWakeQuery, id)
+		if err == nil {
+			err = wake(id, at)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, id := range inactive {
+		if err := wake(id, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -14,6 +14,17 @@ import (
 // deliveries in flight that the caps of ams.Claim limit, and the order in
 // which due jobs are taken. SQLite claims in Go with them; PostgreSQL's
 // claim is one statement that computes the same in SQL (postgres/claim.go).
+//
+// Both find due work through webhook_wakes (migration 0032): the
+// webhooks whose wake rows are due, earliest first, of which a claim
+// looks at ProbedWebhooks(c) at most that have free slots; never at
+// every active webhook, nor at finished jobs.
+
+// ProbedWebhooks is how many webhooks with due wake rows and free slots
+// one claim reads the due jobs of, at most: enough for c.Limit jobs from
+// as many accounts, with room for webhooks whose wake row was early
+// (their jobs were delivered or retried since).
+func ProbedWebhooks(c ams.Claim) int { return 4 * c.Limit }
 
 // InFlightQuery counts the deliveries in flight at $1 (the jobs leased
 // until later), by webhook and account, through the partial index
@@ -51,9 +62,14 @@ func ReadInFlight(ctx context.Context, c Conn, now time.Time) (*InFlight, error)
 }
 
 // Free returns how many more jobs of the webhook (of account user) c lets
-// a claim take.
-func (f *InFlight) Free(c ams.Claim, webhookID, user string) int {
-	free := c.PerWebhook - f.Webhook[webhookID]
+// a claim take. An ordered webhook has one delivery in flight at most,
+// whatever c.PerWebhook says.
+func (f *InFlight) Free(c ams.Claim, webhookID, user string, ordered bool) int {
+	perWebhook := c.PerWebhook
+	if ordered {
+		perWebhook = 1
+	}
+	free := perWebhook - f.Webhook[webhookID]
 	if c.PerAccount > 0 {
 		free = min(free, c.PerAccount-f.Account[user])
 	}

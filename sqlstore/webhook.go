@@ -15,7 +15,7 @@ import (
 // webhookCols are a webhook's columns and its subscribed event types,
 // joined with commas.
 const webhookCols = `id, user_id, url, secret_sealed, active, status, created_at, updated_at,
-	previous_secret_sealed, previous_secret_expires_at, metadata, management_events,
+	previous_secret_sealed, previous_secret_expires_at, metadata, management_events, ordered,
 	(SELECT string_agg(s.event_type, ',') FROM webhook_subscriptions s WHERE s.webhook_id = webhooks.id)`
 
 // sortEvents puts event types in their canonical order, dropping blanks,
@@ -41,7 +41,7 @@ func (q *Queries) scanWebhook(s scanner) (*ams.Webhook, error) {
 	var prevSealed *string
 	var prevExpires *int64
 	var meta string
-	if err := s.Scan(&w.ID, &w.UserID, &w.URL, &sealed, &w.Active, &w.Status, &c, &u, &prevSealed, &prevExpires, &meta, &w.ManagementEvents, &events); err != nil {
+	if err := s.Scan(&w.ID, &w.UserID, &w.URL, &sealed, &w.Active, &w.Status, &c, &u, &prevSealed, &prevExpires, &meta, &w.ManagementEvents, &w.Ordered, &events); err != nil {
 		return nil, err
 	}
 	var err error
@@ -89,9 +89,9 @@ func (q *Queries) sealPrevious(w *ams.Webhook) (*string, *int64) {
 func (q *Queries) CreateWebhook(ctx context.Context, w *ams.Webhook) error {
 	w.Events = sortEvents(w.Events)
 	return q.inTx(ctx, func(q *Queries) error {
-		if _, err := q.exec(ctx, "insert webhook", `INSERT INTO webhooks (id, user_id, url, secret_sealed, active, status, created_at, updated_at, metadata, management_events)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, w.ID, w.UserID, w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status,
-			MS(w.CreatedAt), MS(w.UpdatedAt), ams.EncodeMetadata(w.Metadata), w.ManagementEvents); err != nil {
+		if _, err := q.exec(ctx, "insert webhook", `INSERT INTO webhooks (id, user_id, url, secret_sealed, active, status, created_at, updated_at, metadata, management_events, ordered)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, w.ID, w.UserID, w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status,
+			MS(w.CreatedAt), MS(w.UpdatedAt), ams.EncodeMetadata(w.Metadata), w.ManagementEvents, w.Ordered); err != nil {
 			return err
 		}
 		return q.setSubscriptions(ctx, w)
@@ -189,6 +189,9 @@ func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.
 		if upd.ManagementEvents != nil {
 			w.ManagementEvents = *upd.ManagementEvents
 		}
+		if upd.Ordered != nil {
+			w.Ordered = *upd.Ordered
+		}
 		rotate(w, upd, now)
 		if upd.Events != nil {
 			w.Events = sortEvents(upd.Events)
@@ -209,8 +212,9 @@ func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.
 		w.UpdatedAt = now
 		prevSealed, prevExpires := q.sealPrevious(w)
 		_, err = q.exec(ctx, "update webhook", `UPDATE webhooks SET url = $1, secret_sealed = $2, active = $3, status = $4, updated_at = $5,
-			previous_secret_sealed = $6, previous_secret_expires_at = $7, metadata = $8, management_events = $9 WHERE id = $10`,
-			w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status, MS(now), prevSealed, prevExpires, ams.EncodeMetadata(w.Metadata), w.ManagementEvents, w.ID)
+			previous_secret_sealed = $6, previous_secret_expires_at = $7, metadata = $8, management_events = $9, ordered = $10 WHERE id = $11`,
+			w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status, MS(now), prevSealed, prevExpires, ams.EncodeMetadata(w.Metadata), w.ManagementEvents,
+			w.Ordered, w.ID)
 		if err != nil || !enabled {
 			return err
 		}
@@ -248,8 +252,12 @@ func rotate(w *ams.Webhook, upd ams.WebhookUpdate, now time.Time) {
 	}
 }
 
+// cancelJobs cancels the pending jobs of a webhook being disabled, unless
+// it is ordered: an ordered webhook keeps them, in order, for when it is
+// enabled again (a final failure thus releases the jobs behind it).
 func (q *Queries) cancelJobs(ctx context.Context, webhookID string, now time.Time) error {
-	_, err := q.exec(ctx, "cancel deliveries", `UPDATE webhook_jobs SET state = 'canceled', updated_at = $1 WHERE webhook_id = $2 AND state = 'pending'`,
+	_, err := q.exec(ctx, "cancel deliveries", `UPDATE webhook_jobs SET state = 'canceled', updated_at = $1 WHERE webhook_id = $2 AND state = 'pending'
+		AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.id = $2 AND w.ordered)`,
 		MS(now), webhookID)
 	return err
 }

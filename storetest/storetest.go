@@ -38,6 +38,8 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"SubscribeToAll", testSubscribeToAll},
 		{"ClaimWebhookCap", testClaimWebhookCap}, {"ClaimAccounts", testClaimAccounts}, {"AttemptFenced", testAttemptFenced},
 		{"RecordAttempts", testRecordAttempts}, {"FailureFenced", testFailureFenced},
+		{"OrderedWebhook", testOrderedWebhook}, {"OrderedLeases", testOrderedLeases}, {"OrderedExhaustion", testOrderedExhaustion},
+		{"ClaimWakes", testClaimWakes},
 		{"WebhookSecretRotation", testWebhookSecretRotation},
 		{"Purge", testPurge},
 		{"Recovery", testRecovery},

@@ -83,6 +83,9 @@ type Input struct {
 	PreviousSecretExpiresIn *int64
 	// Metadata is merged into the webhook's (ams.MetadataPatch).
 	Metadata ams.MetadataPatch
+	// Ordered makes the webhook ordered, or not (ams.Webhook.Ordered;
+	// absent on create: not ordered).
+	Ordered *bool
 	// Admin says that the credential creating or changing the webhook
 	// holds admin (the account holder, through the account pages, does).
 	// Only then may it name management event types
@@ -219,7 +222,7 @@ func (s *Service) Create(ctx context.Context, userID string, in Input) (*ams.Web
 		return nil, err
 	}
 	now := s.Clock.Now()
-	wh := &ams.Webhook{Metadata: md, ManagementEvents: in.Admin,
+	wh := &ams.Webhook{Metadata: md, ManagementEvents: in.Admin, Ordered: in.Ordered != nil && *in.Ordered,
 		ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: userID, URL: *in.URL, Events: events,
 		Active: in.Active == nil || *in.Active, Status: ams.WebhookActive, Secret: *in.Secret, CreatedAt: now, UpdatedAt: now,
 	}
@@ -263,7 +266,7 @@ func (s *Service) Update(ctx context.Context, userID, id string, in Input) (*ams
 		return nil, ams.Errorf(ams.EFORBIDDEN, "insufficient_scope",
 			"This webhook receives management audit events (api_key.*, oauth_client.*, account.updated): changing it needs the admin permission.")
 	}
-	upd := ams.WebhookUpdate{URL: in.URL, Events: events, Secret: in.Secret, Active: in.Active, Metadata: in.Metadata}
+	upd := ams.WebhookUpdate{URL: in.URL, Events: events, Secret: in.Secret, Active: in.Active, Metadata: in.Metadata, Ordered: in.Ordered}
 	if in.Admin {
 		upd.ManagementEvents = &in.Admin
 	}

@@ -14,22 +14,25 @@ import (
 )
 
 // The SQLite statements whose plans are printed, copied from the store
-// at commit cac35f2 (sqlite/claim.go, sqlstore/list.go's listOf for
+// (the claim's as of migration 0032; sqlite/claim.go, sqlstore/list.go's listOf for
 // events and messages, sqlstore/webhook.go's purge): SQLite has no
 // statement tracer to take them from as they run, as PostgreSQL's are.
 // Copy them again when the store changes.
 var sqlitePlans = []struct{ name, sql string }{
-	{"claim 1/3: deliveries in flight (sqlstore.InFlightQuery)", sqlstore.InFlightQuery},
-	{"claim 2/3: webhooks with due work (sqlite/claim.go dueWebhooksQuery)", `
-SELECT w.id, w.user_id, w.url, w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at FROM webhooks w
-WHERE w.active = 1 AND EXISTS (
-  SELECT 1 FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
-  WHERE q.webhook_id = w.id AND q.state = 'pending' AND q.next_at <= ?1 AND q.lease_until <= ?1)`},
-	{"claim 3/3: one webhook's due jobs, per webhook found (webhookJobsQuery)", `
+	{"claim 1/4: deliveries in flight (sqlstore.InFlightQuery)", sqlstore.InFlightQuery},
+	{"claim 2/4: webhooks whose wake rows are due (sqlite/claim.go dueWebhooksQuery)", `
+SELECT w.id, w.user_id, w.url, w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at, w.active, w.ordered
+FROM (SELECT k.webhook_id, min(k.at) AS at FROM webhook_wakes k INDEXED BY webhook_wakes_at WHERE k.at <= ?1 GROUP BY k.webhook_id) d
+JOIN webhooks w ON w.id = d.webhook_id
+ORDER BY d.at, w.id`},
+	{"claim 3/4: one webhook's due jobs, per webhook found (webhookJobsQuery)", `
 SELECT q.seq, q.user_id, q.attempts, q.next_at, q.lease_until, e.id, e.type, e.data, e.created_at
 FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due JOIN events e ON e.id = q.event_id
 WHERE q.webhook_id = ?1 AND q.state = 'pending' AND q.next_at <= ?2 AND q.lease_until <= ?2
 ORDER BY q.next_at, q.seq LIMIT ?3`},
+	{"claim 4/4: one webhook's next wake, per webhook looked at (nextWakeQuery)", `INSERT INTO webhook_wakes (webhook_id, at) SELECT ?1, at FROM (
+SELECT min(max(next_at, lease_until)) AS at FROM (SELECT q.next_at, q.lease_until FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
+  WHERE q.webhook_id = ?1 AND q.state = 'pending' ORDER BY q.next_at, q.seq LIMIT ?2)) WHERE at IS NOT NULL`},
 	{"catch-up: the cursor", `SELECT txid, seq FROM events WHERE user_id = ?1 AND id = ?2`},
 	{"catch-up: the page (GET /v1/events?order=asc&after=)", `SELECT id, user_id, type, data, created_at FROM events
 WHERE user_id = ?1 AND (txid, seq) > (?2, ?3) ORDER BY txid ASC, seq ASC LIMIT 101`},
@@ -66,7 +69,8 @@ func plans(ctx context.Context, s *store, hooks []hook, userID, midEvent string,
 		now := time.Now().UnixMilli()
 		args := map[string][]any{
 			sqlitePlans[0].name: {now}, sqlitePlans[1].name: {now}, sqlitePlans[2].name: {hooks[0].id, now, 8},
-			sqlitePlans[3].name: {userID, midEvent}, sqlitePlans[4].name: {userID, 0, 0}, sqlitePlans[5].name: {convs[0], userID},
+			sqlitePlans[3].name: {hooks[0].id, 9},
+			sqlitePlans[4].name: {userID, midEvent}, sqlitePlans[5].name: {userID, 0, 0}, sqlitePlans[6].name: {convs[0], userID},
 		}
 		for _, p := range sqlitePlans {
 			fmt.Printf("%s:\n\n```\n%s```\n\n", p.name, eqp(ctx, db, p.sql, args[p.name]...))
@@ -80,7 +84,7 @@ func plans(ctx context.Context, s *store, hooks []hook, userID, midEvent string,
 					}
 					rows.Close()
 				}
-				fmt.Printf("It probes each of the %d active webhooks: alone it took %s and found %d webhooks with due work.\n\n",
+				fmt.Printf("Of the %d active webhooks it reads those whose wake rows are due: alone it took %s and found %d.\n\n",
 					active, time.Since(t0).Round(time.Microsecond), n)
 			}
 		}
@@ -101,7 +105,8 @@ func plans(ctx context.Context, s *store, hooks []hook, userID, midEvent string,
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	// Replay the claim on jobs due again: put the jobs it leased back.
+	// Replay the claim on jobs due again: put the jobs it leased back (a
+	// lease released wakes its webhook: migration 0032's trigger).
 	fmt.Printf("The claim (ClaimJobs, as the store ran it, replayed on the same due jobs):\n\n")
 	const unlease = `UPDATE webhook_jobs SET lease_until = 0 WHERE state = 'pending' AND lease_until > 0`
 	explainAll(ctx, conn, claimStmts, true, unlease)

@@ -294,6 +294,8 @@ var Tables = []*Table{
 		// Receives the management audit events (SQLite migration 0024,
 		// PostgreSQL 0025; false in older dumps).
 		[]Column{col("management_events", Bool)},
+		// Ordered (migration 0032; false in older dumps).
+		[]Column{col("ordered", Bool)},
 	)},
 	{Name: "webhook_subscriptions", OrderBy: []string{"webhook_id", "event_type"}, Columns: cols(Text, "webhook_id", "user_id", "event_type")},
 	{Name: "webhook_jobs", Seq: true, OrderBy: []string{"seq"}, Columns: join(
@@ -354,10 +356,12 @@ const Bookkeeping = "schema_migrations"
 // Ephemeral are tables whose rows only coordinate processes for a few
 // seconds or minutes (rate-limit windows, login throttling, credential
 // locks), or count changes for the processes' caches (the authentication
-// generation): they are not exported. Every other table of a store must be in
+// generation), or are derived from others and rebuilt as those are
+// imported (webhook_wakes, by the triggers on webhook_jobs): they are not
+// exported. Every other table of a store must be in
 // Tables, or export and import fail, so that a table added later is never
 // left behind silently.
-var Ephemeral = []string{"rate_windows", "login_failures", "oauth_locks", "auth_state", "auth_listeners"}
+var Ephemeral = []string{"rate_windows", "login_failures", "oauth_locks", "auth_state", "auth_listeners", "webhook_wakes"}
 
 // Lookup returns the table with the name, or nil.
 func Lookup(name string) *Table {

@@ -1031,6 +1031,7 @@ class Client:
         *,
         active: Optional[bool] = None,
         metadata: Optional[Metadata] = None,
+        ordered: Optional[bool] = None,
         idempotency_key: Optional[str] = None,
     ) -> Webhook:
         """Register an endpoint for the event types given, or ``["*"]``
@@ -1038,8 +1039,9 @@ class Client:
         permission ``write``). ``secret`` (16 to 256
         characters; a ``whsec_<base64>`` secret suits the Standard Webhooks
         libraries) signs every delivery: keep it to verify them with
-        ``ams.verify_signature`` or ``ams.verify_standard_webhook``."""
-        body = _opt(url=url, events=list(events), secret=secret, active=active, metadata=_md(metadata))
+        ``ams.verify_signature`` or ``ams.verify_standard_webhook``.
+        ``ordered=True``: one delivery at a time, in the event log's order."""
+        body = _opt(url=url, events=list(events), secret=secret, active=active, metadata=_md(metadata), ordered=ordered)
         return self._one(Webhook, "POST", "/webhooks", body=body, idempotency_key=idempotency_key)
 
     def list_webhooks(
@@ -1066,12 +1068,14 @@ class Client:
         active: Any = UNSET,
         previous_secret_expires_in: Any = UNSET,
         metadata: Any = UNSET,
+        ordered: Any = UNSET,
     ) -> Webhook:
         """Change the fields given (``PATCH /v1/webhooks/{id}``);
         ``active=True`` turns a failing webhook back on. A new ``secret``
         leaves the replaced one signing ``webhook-signature`` beside it for
         ``previous_secret_expires_in`` seconds (0 to 604800; default 24 h).
-        ``metadata`` (a ``MetadataUpdate``) is merged into the webhook's."""
+        ``metadata`` (a ``MetadataUpdate``) is merged into the webhook's;
+        ``ordered`` makes it ordered or not."""
         body = _body(
             url=url,
             events=list(events) if events is not UNSET else UNSET,
@@ -1079,6 +1083,7 @@ class Client:
             active=active,
             previous_secret_expires_in=previous_secret_expires_in,
             metadata=_md(metadata),
+            ordered=ordered,
         )
         return self._one(Webhook, "PATCH", "/webhooks/" + seg(webhook_id), body=body)
 

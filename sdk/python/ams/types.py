@@ -446,6 +446,9 @@ class Webhook(Record):
     previous_secret_expires_at: Optional[str] = None
     #: Your own key-value pairs (strings); ``{}`` when none.
     metadata: Dict[str, str] = field(default_factory=dict)
+    #: One delivery at a time, in the order of the event log; a failing
+    #: event holds the ones behind it until it succeeds or is exhausted.
+    ordered: bool = False
     created_at: str = ""
     updated_at: str = ""
     raw: Dict[str, Any] = _raw()

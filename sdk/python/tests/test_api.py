@@ -293,7 +293,13 @@ class EndpointsTest(unittest.TestCase):
         self.assertEqual(c.get_webhook(w.id), w)
         self.assertIsNone(w.previous_secret_expires_at)
         u = c.update_webhook(w.id, events=["task.created"], active=True)
-        self.assertEqual((u.events, u.active), (["task.created"], True))
+        self.assertEqual((u.events, u.active, u.ordered), (["task.created"], True, False))
+        self.assertTrue(c.update_webhook(w.id, ordered=True).ordered)
+        self.assertTrue(c.get_webhook(w.id).ordered)
+        self.assertFalse(c.update_webhook(w.id, ordered=False).ordered)
+        o = c.create_webhook("http://127.0.0.1:9/hooks/ordered", ["task.created"], "a-secret-of-16-chars+", ordered=True)
+        self.assertTrue(o.ordered)
+        c.delete_webhook(o.id)
         # A new secret: the replaced one keeps signing beside it for the
         # hour asked; 0 then stops it at once.
         before = dt.datetime.now(dt.timezone.utc)

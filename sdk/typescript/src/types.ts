@@ -433,6 +433,8 @@ export interface Webhook {
   /** While a replaced secret still signs `webhook-signature` beside the new one, until when; null otherwise. */
   previous_secret_expires_at: string | null;
   metadata: Metadata;
+  /** One delivery at a time, in the event log's order; a failing event holds the ones behind it until it succeeds or is exhausted. */
+  ordered: boolean;
   created_at: string;
   updated_at: string;
 }
@@ -691,6 +693,8 @@ export interface CreateWebhookParams {
   /** Default true. */
   active?: boolean;
   metadata?: Metadata;
+  /** Default false: see Webhook.ordered. */
+  ordered?: boolean;
 }
 
 export interface UpdateWebhookParams {
@@ -703,6 +707,8 @@ export interface UpdateWebhookParams {
   previous_secret_expires_in?: number;
   /** Merged into the webhook's metadata. */
   metadata?: MetadataUpdate;
+  /** Makes the webhook ordered (true) or not. */
+  ordered?: boolean;
 }
 
 export interface RecoverWebhookParams {

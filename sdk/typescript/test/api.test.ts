@@ -432,6 +432,13 @@ describe("webhooks (records; deliveries are in webhook.test)", () => {
     assert.equal(wh.status, "active");
     assert.ok(!("secret" in wh));
     assert.equal(wh.previous_secret_expires_at, null);
+    assert.equal(wh.ordered, false);
+    assert.equal((await client.webhooks.update(wh.id, { ordered: true })).ordered, true);
+    assert.equal((await client.webhooks.get(wh.id)).ordered, true);
+    assert.equal((await client.webhooks.update(wh.id, { ordered: false })).ordered, false);
+    const ordered = await client.webhooks.create({ url: "http://127.0.0.1:9/ordered", events: ["task.created"], secret: "a-secret-of-16-chars+", ordered: true });
+    assert.equal(ordered.ordered, true);
+    await client.webhooks.delete(ordered.id);
     assert.deepEqual((await client.webhooks.get(wh.id)).events, ["task.created"]);
     const u = await client.webhooks.update(wh.id, { events: ["task.created", "task.completed"], active: false });
     assert.deepEqual(u.events, ["task.created", "task.completed"]);
