@@ -156,7 +156,7 @@ export interface Turn {
   object: "turn";
   assistant_id: string;
   conversation_id: string;
-  status: "running" | "completed" | "failed" | "cancelled";
+  status: "queued" | "running" | "requires_action" | "completed" | "failed" | "cancelled";
   inbound_message_id: string;
   /** The reply, once completed; "" before. */
   reply_message_id: string;
@@ -167,7 +167,20 @@ export interface Turn {
   created_at: string;
   updated_at: string;
   completed_at: string | null;
+  /** Started with messages.sendBackground: it runs on the server. */
+  background: boolean;
+  /** What its send did with the conversation's unfinished turns. */
+  multitask_strategy: MultitaskStrategy;
+  /** The tokens its engine calls took. */
+  usage: { input_tokens: number; output_tokens: number; total_tokens: number };
+  /** Why it stopped ("" while queued or running). */
+  stop_reason: "" | "end_turn" | "max_output_tokens" | "requires_action" | "cancelled" | "interrupted" | "error";
+  /** The actions its tool calls recorded, in order. */
+  action_ids: string[];
 }
+
+/** What a send does when its conversation has an unfinished turn: wait for it (enqueue, the default), refuse (409 conversation_busy), or cancel it. */
+export type MultitaskStrategy = "enqueue" | "reject" | "interrupt";
 
 export interface ListTurnsParams extends ListParams {
   /** Only the turns of this conversation. */
@@ -234,7 +247,11 @@ export type EventType =
   | "assistant.deleted"
   | "conversation.created"
   | "conversation.updated"
-  | "conversation.deleted";
+  | "conversation.deleted"
+  | "turn.requires_action"
+  | "turn.completed"
+  | "turn.failed"
+  | "turn.cancelled";
 
 /**
  * What a webhook may subscribe to: every event type but "webhook.ping", or
@@ -302,6 +319,11 @@ export interface EventDataMap {
   "conversation.updated": Conversation;
   /** The conversation as it was before its deletion. */
   "conversation.deleted": Conversation;
+  /** The turn's lifecycle: data is the turn record. */
+  "turn.requires_action": Turn;
+  "turn.completed": Turn;
+  "turn.failed": Turn;
+  "turn.cancelled": Turn;
 }
 
 /**
@@ -422,6 +444,8 @@ export interface SendMessageParams {
   conversation_id?: string;
   /** The inbound message's metadata (the reply has none). */
   metadata?: Metadata;
+  /** What the send does when the conversation has an unfinished turn (default: the assistant's, else enqueue). */
+  multitask_strategy?: MultitaskStrategy;
 }
 
 /** At least one of content and metadata. */
