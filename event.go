@@ -245,6 +245,10 @@ func TurnLifecycleEvent(t *Turn, at time.Time) *Event {
 	if t.CompletedAt != nil {
 		completed = FormatTime(*t.CompletedAt)
 	}
+	strategy := t.MultitaskStrategy
+	if strategy == "" {
+		strategy = MultitaskEnqueue
+	}
 	var errBody, required any
 	if t.Error != nil {
 		errBody = t.Error
@@ -255,7 +259,7 @@ func TurnLifecycleEvent(t *Turn, at time.Time) *Event {
 	data := map[string]any{
 		"id": t.ID, "object": "turn", "assistant_id": t.AssistantID, "conversation_id": t.ConversationID, "status": t.Status,
 		"inbound_message_id": t.InboundMessageID, "reply_message_id": t.ReplyMessageID, "error": errBody, "cancel_requested": t.CancelRequested,
-		"background": t.Background, "multitask_strategy": t.MultitaskStrategy, "required_action": required,
+		"background": t.Background, "multitask_strategy": strategy, "required_action": required,
 		"usage":       map[string]any{"input_tokens": t.Usage.InputTokens, "output_tokens": t.Usage.OutputTokens, "total_tokens": t.Usage.InputTokens + t.Usage.OutputTokens},
 		"stop_reason": t.StopReason, "action_ids": ids,
 		"created_at": FormatTime(t.CreatedAt), "updated_at": FormatTime(t.UpdatedAt), "completed_at": completed,

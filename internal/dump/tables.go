@@ -252,15 +252,17 @@ var Tables = []*Table{
 		[]Column{nullCol("error", JSON), col("cancel_requested", Bool), nullCol("idempotency_key", Text), col("request_hash", Text)},
 		cols(Int, "lease_until", "created_at", "updated_at", "attempt"),
 		[]Column{nullCol("completed_at", Int)},
-		// The turn lifecycle (migrations 0025 and 0026; their defaults in
-		// older dumps).
+		// Background and queued turns, required actions, usage (migration
+		// 0025; absent from older dumps).
 		[]Column{{Name: "background", SQL: "background", Kind: Bool, Default: false},
-			{Name: "multitask_strategy", SQL: "multitask_strategy", Kind: Text, Default: "enqueue"},
-			nullCol("options", JSON), nullCol("required_action", JSON), nullCol("calls", JSON),
-			{Name: "input_tokens", SQL: "input_tokens", Kind: Int, Default: int64(0)},
+			{Name: "multitask_strategy", SQL: "multitask_strategy", Kind: Text, Default: "enqueue"}},
+		colsOf(nullCol, JSON, []string{"options", "required_action", "calls"}),
+		[]Column{{Name: "input_tokens", SQL: "input_tokens", Kind: Int, Default: int64(0)},
 			{Name: "output_tokens", SQL: "output_tokens", Kind: Int, Default: int64(0)},
-			{Name: "stop_reason", SQL: "stop_reason", Kind: Text, Default: ""},
-			nullCol("action_expires_at", Int), nullCol("deadline", Int), nullCol("action_ids", JSON)},
+			{Name: "stop_reason", SQL: "stop_reason", Kind: Text, Default: ""}},
+		colsOf(nullCol, Int, []string{"action_expires_at", "deadline"}),
+		// The ids of the actions of a turn's tool calls (migration 0028).
+		[]Column{nullCol("action_ids", JSON)},
 	)},
 	{Name: "turn_events", OrderBy: []string{"turn_id", "seq"}, Columns: join(
 		cols(Text, "turn_id"),
