@@ -20,7 +20,7 @@ var apiRecords = map[string]any{
 	"Assistant": Assistant{}, "Conversation": Conversation{}, "Message": Message{}, "Task": Task{},
 	"CalendarEvent": CalendarEvent{}, "Action": Action{}, "APIKey": APIKey{}, "OAuthClient": OAuthClient{},
 	"User": User{}, "Event": Event{}, "Webhook": Webhook{}, "Delivery": Delivery{}, "Integration": Integration{},
-	"APIKeyRecord": APIKeyRecord{}, "Account": Account{}, "Turn": Turn{},
+	"APIKeyRecord": APIKeyRecord{}, "Account": Account{}, "Turn": Turn{}, "RequiredAction": RequiredAction{},
 }
 
 // TestTimestampsHaveThreeDecimals checks that every record of the package

@@ -57,6 +57,10 @@ var webhookEventDescriptions = map[string]string{
 	ams.EventConversationCreated:      "A conversation was started (an addition of ams).",
 	ams.EventConversationUpdated:      "A conversation was renamed or its metadata changed (an addition of ams).",
 	ams.EventConversationDeleted:      "A conversation was deleted with its messages (an addition of ams).",
+	ams.EventTurnRequiresAction:       "A turn stopped to wait for tool outputs or approvals (an addition of ams).",
+	ams.EventTurnCompleted:            "A turn completed with its reply (an addition of ams).",
+	ams.EventTurnFailed:               "A turn failed (an addition of ams).",
+	ams.EventTurnCancelled:            "A turn was cancelled or interrupted (an addition of ams).",
 }
 
 // webhookEvents lists every event type a webhook may subscribe to, after
