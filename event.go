@@ -235,14 +235,37 @@ func TurnLifecycleEvent(t *Turn, at time.Time) *Event {
 	default:
 		return nil
 	}
-	rec := *t
-	if rec.ActionIDs == nil {
-		rec.ActionIDs = []string{}
+	// The record's fields, as Turn.MarshalJSON writes them, without the
+	// JSON round trip of recordEvent: every turn emits one of these.
+	ids := t.ActionIDs
+	if ids == nil {
+		ids = []string{}
 	}
-	e := recordEvent(typ, t.UserID, "turn", &rec, at)
+	var completed any
+	if t.CompletedAt != nil {
+		completed = FormatTime(*t.CompletedAt)
+	}
+	strategy := t.MultitaskStrategy
+	if strategy == "" {
+		strategy = MultitaskEnqueue
+	}
+	var errBody, required any
+	if t.Error != nil {
+		errBody = t.Error
+	}
+	if t.RequiredAction != nil {
+		required = t.RequiredAction
+	}
+	data := map[string]any{
+		"id": t.ID, "object": "turn", "assistant_id": t.AssistantID, "conversation_id": t.ConversationID, "status": t.Status,
+		"inbound_message_id": t.InboundMessageID, "reply_message_id": t.ReplyMessageID, "error": errBody, "cancel_requested": t.CancelRequested,
+		"background": t.Background, "multitask_strategy": strategy, "required_action": required,
+		"usage":       map[string]any{"input_tokens": t.Usage.InputTokens, "output_tokens": t.Usage.OutputTokens, "total_tokens": t.Usage.InputTokens + t.Usage.OutputTokens},
+		"stop_reason": t.StopReason, "action_ids": ids,
+		"created_at": FormatTime(t.CreatedAt), "updated_at": FormatTime(t.UpdatedAt), "completed_at": completed,
+	}
 	id := t.ID
-	e.TurnID = &id
-	return e
+	return &Event{ID: NewID(PrefixEvent), Object: "event", UserID: t.UserID, Type: typ, CreatedAt: at, Data: data, TurnID: &id}
 }
 
 // EventAll is the subscription to every event type, present and future

@@ -270,6 +270,10 @@ type TurnStore interface {
 	// lease ended before now and the queued turns first in their
 	// conversation's queue: at most limit of each.
 	RunnableTurns(ctx context.Context, now time.Time, limit int) ([]*Turn, error)
+	// CancelQueuedTurn cancels a queued turn with its turn.cancelled
+	// event and returns it; a turn that is not queued is returned
+	// unchanged. ENOTFOUND when it is not the user's.
+	CancelQueuedTurn(ctx context.Context, userID, id string, now time.Time) (*Turn, error)
 	// NextTurn returns the first unfinished turn of a conversation;
 	// ENOTFOUND when there is none.
 	NextTurn(ctx context.Context, userID, conversationID string) (*Turn, error)

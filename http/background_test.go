@@ -81,6 +81,12 @@ func TestDoubleTextingOverHTTP(t *testing.T) {
 	if after := f.counts(); after[1] != before[1] {
 		t.Fatalf("a queued turn's message joined the conversation before it started: %v", after)
 	}
+	// A third queued send, cancelled while it waits: it never runs.
+	third := f.do("POST", "/v1/messages", `{"assistant_id":"`+f.Assistant.ID+`","conversation_id":"`+conv+`","message":"three","background":true}`).json(t)
+	r = f.do("POST", "/v1/turns/"+third["id"].(string)+"/cancel", "")
+	if c := r.json(t); r.status != 200 || c["status"] != "cancelled" || c["stop_reason"] != "cancelled" {
+		t.Fatalf("cancel a queued turn: %d %s", r.status, r.body)
+	}
 	close(release)
 	f.waitTurn(first["id"].(string))
 	if got := <-started; got != "two" {

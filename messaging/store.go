@@ -41,6 +41,7 @@ type turnStore interface {
 	StartQueuedTurn(ctx context.Context, userID, id string, now, leaseUntil time.Time, deadline *time.Time) (*ams.Turn, error)
 	RunnableTurns(ctx context.Context, now time.Time, limit int) ([]*ams.Turn, error)
 	NextTurn(ctx context.Context, userID, conversationID string) (*ams.Turn, error)
+	CancelQueuedTurn(ctx context.Context, userID, id string, now time.Time) (*ams.Turn, error)
 	eventStore
 	// ams.TurnRequiredStore resumes and expires waiting turns (required.go).
 	ams.TurnRequiredStore

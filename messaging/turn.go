@@ -113,6 +113,16 @@ func (s *Service) Cancel(ctx context.Context, userID, turnID string) (*ams.Turn,
 	if t.Status == ams.TurnRequiresAction {
 		return s.cancelWaiting(ctx, t) // required.go
 	}
+	if t.Status == ams.TurnQueued {
+		// Not started: cancelled where it waits; its waiting send (in
+		// any process) sees it at its next look.
+		c, err := s.Store.CancelQueuedTurn(ctx, userID, turnID, s.Clock.Now())
+		if err == nil && c.Status == ams.TurnCancelled {
+			s.wakeWaiters()
+			go s.advance(context.WithoutCancel(ctx), userID, c.ConversationID)
+		}
+		return c, err
+	}
 	if t.Status != ams.TurnRunning {
 		return t, nil
 	}

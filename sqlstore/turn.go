@@ -392,6 +392,35 @@ func (q *Queries) RunnableTurns(ctx context.Context, now time.Time, limit int) (
 	return append(abandoned, next...), nil
 }
 
+// CancelQueuedTurn cancels a queued turn (stop_reason cancelled, code
+// turn_cancelled) with its turn.cancelled event, in one transaction, and
+// returns it; a turn that is not queued is returned unchanged.
+func (q *Queries) CancelQueuedTurn(ctx context.Context, userID, id string, now time.Time) (*ams.Turn, error) {
+	var out *ams.Turn
+	err := q.inTx(ctx, func(q *Queries) error {
+		t, err := findOne(ctx, q, scanTurn, "turn", id, `SELECT `+turnCols+` FROM turns WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
+		if err != nil {
+			return err
+		}
+		out = t
+		if t.Status != ams.TurnQueued {
+			return nil
+		}
+		t.Status, t.StopReason, t.UpdatedAt, t.CompletedAt = ams.TurnCancelled, ams.StopCancelled, now, &now
+		t.Error = &ams.ActionError{Type: ams.TypeInvalidRequest, Code: "turn_cancelled", Message: "The turn was cancelled."}
+		errText, err := turnError(t.Error)
+		if err != nil {
+			return err
+		}
+		if _, err := q.exec(ctx, "cancel queued turn", `UPDATE turns SET status = 'cancelled', stop_reason = 'cancelled', error = $1, completed_at = $2, updated_at = $2
+			WHERE id = $3 AND user_id = $4 AND status = 'queued'`, errText, MS(now), id, userID); err != nil {
+			return err
+		}
+		return q.emit(ctx, nil, []*ams.Event{ams.TurnLifecycleEvent(t, now)})
+	})
+	return out, err
+}
+
 // NextTurn returns the first unfinished turn of a conversation (queued,
 // running or requires_action); ENOTFOUND when there is none.
 func (q *Queries) NextTurn(ctx context.Context, userID, conversationID string) (*ams.Turn, error) {

@@ -187,12 +187,29 @@ func testTurnQueue(t *testing.T, s ams.Store) {
 	if next, err := s.NextTurn(ctx, u.ID, conv); err != nil || next.ID != x4.Turn.ID {
 		t.Fatalf("next turn after the interrupt: %v %v", next, err)
 	}
+	// A queued turn is cancelled where it waits.
+	x5, _, err := admit(t, s, u, a, conv, "never mind", "", later.Add(2*time.Second))
+	if err != nil || x5.Turn.Status != ams.TurnQueued {
+		t.Fatalf("queued behind the interrupting turn: %v %+v", err, x5.Turn)
+	}
+	c5, err := s.CancelQueuedTurn(ctx, u.ID, x5.Turn.ID, later.Add(3*time.Second))
+	if err != nil || c5.Status != ams.TurnCancelled || c5.StopReason != ams.StopCancelled || c5.Error == nil || c5.Error.Code != "turn_cancelled" {
+		t.Fatalf("cancel a queued turn: %+v %v", c5, err)
+	}
+	if again, err := s.CancelQueuedTurn(ctx, u.ID, x4.Turn.ID, later); err != nil || again.Status != ams.TurnRunning {
+		t.Fatalf("cancel of a running turn through CancelQueuedTurn: %+v %v", again, err)
+	}
+	if ev := eventsOf(t, s, u, ams.EventTurnCancelled, 3); len(ev) != 3 {
+		t.Fatalf("turn.cancelled of the queued turn: %d events", len(ev))
+	}
 	// Another account sees none of it.
 	other := mustUser(t, s, "queue-other@example.com")
 	if _, err := s.NextTurn(ctx, other.ID, conv); !ams.IsNotFound(err) {
 		t.Fatalf("next turn of another account: %v", err)
 	}
 	_, err = s.StartQueuedTurn(ctx, other.ID, t3.ID, now, now, nil)
+	wantKind(t, err, ams.ENOTFOUND)
+	_, err = s.CancelQueuedTurn(ctx, other.ID, x5.Turn.ID, now)
 	wantKind(t, err, ams.ENOTFOUND)
 }
 

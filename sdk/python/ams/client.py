@@ -336,15 +336,39 @@ class Client:
         conversation_id: Optional[str] = None,
         metadata: Optional[Metadata] = None,
         idempotency_key: Optional[str] = None,
+        multitask_strategy: Optional[str] = None,
     ) -> Message:
         """Send a message and return the assistant's reply (``POST
         /v1/messages``; permission ``messages``). Without
         ``conversation_id`` a new conversation starts: the reply's
         ``conversation_id`` names it (``create_conversation`` starts one
         with a title and metadata first). ``metadata`` is stored on the
-        inbound message (the reply has none)."""
-        body = _opt(assistant_id=assistant_id, message=message, conversation_id=conversation_id, metadata=_md(metadata))
+        inbound message (the reply has none). ``multitask_strategy`` says
+        what to do when the conversation has an unfinished turn:
+        ``"enqueue"`` (the default: wait for it), ``"reject"`` (``409``
+        ``conversation_busy``) or ``"interrupt"`` (cancel it)."""
+        body = _opt(assistant_id=assistant_id, message=message, conversation_id=conversation_id, metadata=_md(metadata),
+                    multitask_strategy=multitask_strategy)
         return self._one(Message, "POST", "/messages", body=body, idempotency_key=idempotency_key)
+
+    def send_message_background(
+        self,
+        assistant_id: str,
+        message: str,
+        *,
+        conversation_id: Optional[str] = None,
+        metadata: Optional[Metadata] = None,
+        idempotency_key: Optional[str] = None,
+        multitask_strategy: Optional[str] = None,
+    ) -> Turn:
+        """Send a message with ``"background": true`` (``POST
+        /v1/messages``, answered ``202``): returns the turn at once,
+        ``queued`` or ``running``. It runs on the server (another process
+        takes it over if its process dies); follow it with ``get_turn``,
+        its stream, or the ``turn.*`` events."""
+        body = _opt(assistant_id=assistant_id, message=message, conversation_id=conversation_id, metadata=_md(metadata),
+                    multitask_strategy=multitask_strategy, background=True)
+        return self._one(Turn, "POST", "/messages", body=body, idempotency_key=idempotency_key)
 
     def send_message_stream(
         self,

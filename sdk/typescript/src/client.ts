@@ -144,6 +144,15 @@ export class Messages extends Resource {
     return this.doPost("/messages", params, options);
   }
   /**
+   * Sends a message with "background": true: the server answers at once
+   * (202) with the turn, queued or running, which runs on the server
+   * (another process takes it over if its process dies). Follow it with
+   * turns.get, turns.events, or the turn.* events.
+   */
+  async sendBackground(params: SendMessageParams, options?: RequestOptions): Promise<Turn> {
+    return this.doPost("/messages", { ...params, background: true }, options);
+  }
+  /**
    * Sends a message and streams the turn's events: `turn.started`,
    * `tool_call`/`tool_result` for each tool call, `message.delta` events,
    * then `message.completed` with the stored reply. A dropped connection

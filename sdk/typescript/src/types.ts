@@ -171,17 +171,21 @@ export interface Turn {
   error: ActionError | null;
   /** A cancel was asked of the server process running the turn, which has not acted on it yet. */
   cancel_requested: boolean;
-  background?: boolean;
-  multitask_strategy?: "enqueue" | "reject" | "interrupt";
   /** What a requires_action turn waits for; null otherwise. */
-  required_action?: RequiredAction | null;
-  usage?: Usage;
-  /** end_turn, max_output_tokens, requires_action, cancelled, interrupted, error; "" while it runs. */
-  stop_reason?: string;
-  action_ids?: string[];
+  required_action: RequiredAction | null;
   created_at: string;
   updated_at: string;
   completed_at: string | null;
+  /** Started with messages.sendBackground: it runs on the server. */
+  background: boolean;
+  /** What its send did with the conversation's unfinished turns. */
+  multitask_strategy: MultitaskStrategy;
+  /** The tokens its engine calls took. */
+  usage: Usage;
+  /** Why it stopped ("" while queued or running). */
+  stop_reason: "" | "end_turn" | "max_output_tokens" | "requires_action" | "cancelled" | "interrupted" | "error";
+  /** The actions its tool calls recorded, in order. */
+  action_ids: string[];
 }
 
 /**
@@ -239,6 +243,8 @@ export interface RunTurnParams extends SendMessageParams {
   max_output_tokens?: number;
   response_format?: { type: "text" } | { type: "json_schema"; json_schema: { name: string; schema: Record<string, unknown>; strict?: boolean } };
 }
+/** What a send does when its conversation has an unfinished turn: wait for it (enqueue, the default), refuse (409 conversation_busy), or cancel it. */
+export type MultitaskStrategy = "enqueue" | "reject" | "interrupt";
 
 export interface ListTurnsParams extends ListParams {
   /** Only the turns of this conversation. */
@@ -323,7 +329,11 @@ export type EventType =
   | "assistant.deleted"
   | "conversation.created"
   | "conversation.updated"
-  | "conversation.deleted";
+  | "conversation.deleted"
+  | "turn.requires_action"
+  | "turn.completed"
+  | "turn.failed"
+  | "turn.cancelled";
 
 /**
  * What a webhook may subscribe to: every event type but "webhook.ping", or
@@ -391,6 +401,11 @@ export interface EventDataMap {
   "conversation.updated": Conversation;
   /** The conversation as it was before its deletion. */
   "conversation.deleted": Conversation;
+  /** The turn's lifecycle: data is the turn record. */
+  "turn.requires_action": Turn;
+  "turn.completed": Turn;
+  "turn.failed": Turn;
+  "turn.cancelled": Turn;
 }
 
 /**
@@ -513,6 +528,8 @@ export interface SendMessageParams {
   conversation_id?: string;
   /** The inbound message's metadata (the reply has none). */
   metadata?: Metadata;
+  /** What the send does when the conversation has an unfinished turn (default: the assistant's, else enqueue). */
+  multitask_strategy?: MultitaskStrategy;
 }
 
 /** At least one of content and metadata. */

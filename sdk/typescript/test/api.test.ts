@@ -575,6 +575,10 @@ const EVENT_TYPES: Record<EventType, true> = {
   "conversation.created": true,
   "conversation.updated": true,
   "conversation.deleted": true,
+  "turn.requires_action": true,
+  "turn.completed": true,
+  "turn.failed": true,
+  "turn.cancelled": true,
 };
 
 describe("coverage of the OpenAPI document", () => {
