@@ -700,6 +700,7 @@ func (s *Service) launch(parent context.Context, a *ams.Assistant, engine ams.En
 		if tb := s.Tools(t.UserID, a, t.ConversationID); tb != nil {
 			// Calls number on from the turn's earlier ones (required.go).
 			req.Tools = &turnTools{inner: tb, r: r, n: len(t.Calls)}
+			req.NeedsApproval = withToolboxApproval(req.NeedsApproval, tb)
 		}
 	}
 	go s.run(ctx, r, engine, req)

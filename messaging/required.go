@@ -64,6 +64,19 @@ func needsApproval(a *ams.Assistant) func(string) bool {
 	return a.NeedsApproval
 }
 
+// withToolboxApproval adds to assistant the approvals a toolbox asks for
+// itself (an MCP integration's require_approval, world's toolbox): a call
+// needs approval when either says so.
+func withToolboxApproval(assistant func(string) bool, tb ams.Toolbox) func(string) bool {
+	n, ok := tb.(interface{ NeedsApproval(string) bool })
+	if !ok {
+		return assistant
+	}
+	return func(name string) bool {
+		return (assistant != nil && assistant(name)) || n.NeedsApproval(name)
+	}
+}
+
 // waiting returns the user's turn when it waits for an answer of type
 // typ: 409 turn_not_waiting otherwise.
 func (s *Service) waiting(ctx context.Context, userID, turnID, typ string) (*ams.Turn, error) {
