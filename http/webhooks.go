@@ -22,12 +22,15 @@ type webhookRequest struct {
 	PreviousSecretExpiresIn *int64 `json:"previous_secret_expires_in"`
 	// Metadata is merged into the webhook's (ams.MetadataPatch).
 	Metadata ams.MetadataPatch `json:"metadata"`
+	// Filter replaces the webhook's filter (ams.ParseWebhookFilter).
+	Filter  webhook.RawField `json:"filter"`
+	Payload *string          `json:"payload"`
 }
 
 // input returns the request as the service's input.
 func (req *webhookRequest) input(r *http.Request) webhook.Input {
 	return webhook.Input{URL: req.URL, Events: req.Events, Secret: req.Secret, Active: req.Active,
-		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn, Metadata: req.Metadata,
+		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn, Metadata: req.Metadata, Filter: req.Filter, Payload: req.Payload,
 		Admin: auth(r).Permissions.Allows(ams.PermAdmin)}
 }
 
@@ -62,6 +65,9 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	wh.ExpirePrevious(s.now()) // shown only while it still signs
+	if wh.Summary, err = s.Store.SummarizeWebhook(r.Context(), auth(r).User.ID, id, s.now().Add(-ams.SummaryWindow)); err != nil {
+		return err
+	}
 	return writeJSON(w, http.StatusOK, wh)
 }
 

@@ -16,7 +16,7 @@ import (
 // dueWebhooksQuery lists the active webhooks that have a due, unleased
 // job: one indexed probe per active webhook.
 const dueWebhooksQuery = `
-SELECT w.id, w.user_id, w.url, w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at FROM webhooks w
+SELECT w.id, w.user_id, w.url, w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at, w.payload FROM webhooks w
 WHERE w.active = 1 AND EXISTS (
   SELECT 1 FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
   WHERE q.webhook_id = w.id AND q.state = 'pending' AND q.next_at <= ?1 AND q.lease_until <= ?1)`
@@ -59,6 +59,7 @@ func (db *DB) claimJobs(ctx context.Context, cn sqlstore.Conn, now time.Time, c 
 	}
 	type hook struct {
 		id, user, url, sealed string
+		payload               string
 		prevSealed            *string
 		prevExpires           *int64
 	}
@@ -69,7 +70,7 @@ func (db *DB) claimJobs(ctx context.Context, cn sqlstore.Conn, now time.Time, c 
 	}
 	for rows.Next() {
 		var h hook
-		if err := rows.Scan(&h.id, &h.user, &h.url, &h.sealed, &h.prevSealed, &h.prevExpires); err != nil {
+		if err := rows.Scan(&h.id, &h.user, &h.url, &h.sealed, &h.prevSealed, &h.prevExpires, &h.payload); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("scan webhook: %w", err)
 		}
@@ -88,7 +89,7 @@ func (db *DB) claimJobs(ctx context.Context, cn sqlstore.Conn, now time.Time, c 
 			return nil, fmt.Errorf("claim jobs: %w", err)
 		}
 		for rows.Next() {
-			j := &ams.Job{WebhookID: h.id, URL: h.url, Event: &ams.Event{Object: "event"}}
+			j := &ams.Job{WebhookID: h.id, URL: h.url, Payload: h.payload, Event: &ams.Event{Object: "event"}}
 			var next, lease, created int64
 			var data string
 			if err := rows.Scan(&j.Seq, &j.UserID, &j.Attempts, &next, &lease, &j.Event.ID, &j.Event.Type, &data, &created); err != nil {
