@@ -450,7 +450,7 @@ var recoverable = `FROM events e
 			WHERE e.user_id = $1 AND e.created_at >= $3 AND e.created_at < $4
 				AND (e.type IN (SELECT s.event_type FROM webhook_subscriptions s WHERE s.webhook_id = $2)
 					OR (e.type <> 'webhook.ping' AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.webhook_id = $2 AND s.event_type = '*')))
-				AND (e.type NOT IN (`+ams.ManagementEventList()+`) OR EXISTS (SELECT 1 FROM webhooks w WHERE w.id = $2 AND w.management_events))
+				AND (e.type NOT IN (` + ams.ManagementEventList() + `) OR EXISTS (SELECT 1 FROM webhooks w WHERE w.id = $2 AND w.management_events))
 				AND NOT EXISTS (SELECT 1 FROM webhook_jobs j WHERE j.event_id = e.id AND j.webhook_id = $2 AND j.state IN ('pending', 'succeeded'))
 			ORDER BY e.created_at, e.seq`
 
