@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"ClaimWebhookCap", testClaimWebhookCap}, {"ClaimAccounts", testClaimAccounts}, {"AttemptFenced", testAttemptFenced},
 		{"RecordAttempts", testRecordAttempts}, {"FailureFenced", testFailureFenced},
 		{"WebhookSecretRotation", testWebhookSecretRotation},
+		{"WebhookHealth", testWebhookHealth}, {"WebhookFilters", testWebhookFilters},
 		{"Purge", testPurge},
 		{"Recovery", testRecovery},
 		{"WebhookCap", testWebhookCap},
