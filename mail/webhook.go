@@ -34,7 +34,7 @@ func (n WebhookNotices) HealthEmail(u *ams.User, e *ams.Event) *ams.Email {
 		if msg, ok := e.Data["error"].(string); ok && msg != "" {
 			last += ": " + msg
 		}
-		subject = "Your ams webhook is failing deliveries"
+		subject = "Your ams webhook is degraded: its deliveries fail"
 		text = fmt.Sprintf(`Hello,
 
 the last %d deliveries to your webhook %s
