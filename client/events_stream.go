@@ -41,8 +41,8 @@ type StreamedEvent struct {
 const DefaultStreamIdle = 45 * time.Second
 
 // TriggerEvent records a test event of type typ (POST /v1/events/trigger):
-// listed, streamed and delivered like any event of its type, with data
-// {"test": true}. It returns the event.
+// listed, streamed and delivered like any event of its type, its data a
+// made-up record of the type and its Test true. It returns the event.
 func (c *Client) TriggerEvent(ctx context.Context, typ string) (*Event, error) {
 	out := new(Event)
 	if err := c.Request(ctx, http.MethodPost, "/events/trigger", map[string]string{"type": typ}, out); err != nil {
