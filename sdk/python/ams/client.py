@@ -873,8 +873,8 @@ class Client:
         """``POST /v1/events/trigger``: record a test event of ``type``
         (such as ``"task.created"``), listed, streamed and delivered to the
         webhooks that subscribe to its type like any event of that type,
-        with ``data`` ``{"test": True}``; returns the event. Permission
-        ``write``."""
+        its ``data`` a made-up record of the type and ``test`` True;
+        returns the event. Permission ``write``."""
         return self._one(Event, "POST", "/events/trigger", body={"type": type}, idempotency_key=idempotency_key)
 
     def follow_events(self, *, type: Optional[str] = None, last_event_id: Optional[str] = None) -> Iterator[Event]:
@@ -939,6 +939,8 @@ class Client:
         *,
         active: Optional[bool] = None,
         metadata: Optional[Metadata] = None,
+        filter: Optional[Mapping[str, str]] = None,
+        payload: Optional[str] = None,
         idempotency_key: Optional[str] = None,
     ) -> Webhook:
         """Register an endpoint for the event types given, or ``["*"]``
@@ -946,8 +948,12 @@ class Client:
         permission ``write``). ``secret`` (16 to 256
         characters; a ``whsec_<base64>`` secret suits the Standard Webhooks
         libraries) signs every delivery: keep it to verify them with
-        ``ams.verify_signature`` or ``ams.verify_standard_webhook``."""
-        body = _opt(url=url, events=list(events), secret=secret, active=active, metadata=_md(metadata))
+        ``ams.verify_signature`` or ``ams.verify_standard_webhook``.
+        ``filter`` (``{"assistant_id": ..., "conversation_id": ...,
+        "metadata.<key>": ...}``) keeps only the events whose fields equal
+        those; ``payload="thin"`` delivers their ids only."""
+        body = _opt(url=url, events=list(events), secret=secret, active=active, metadata=_md(metadata),
+                    filter=dict(filter) if filter is not None else None, payload=payload)
         return self._one(Webhook, "POST", "/webhooks", body=body, idempotency_key=idempotency_key)
 
     def list_webhooks(
@@ -974,12 +980,16 @@ class Client:
         active: Any = UNSET,
         previous_secret_expires_in: Any = UNSET,
         metadata: Any = UNSET,
+        filter: Any = UNSET,
+        payload: Any = UNSET,
     ) -> Webhook:
         """Change the fields given (``PATCH /v1/webhooks/{id}``);
         ``active=True`` turns a failing webhook back on. A new ``secret``
         leaves the replaced one signing ``webhook-signature`` beside it for
         ``previous_secret_expires_in`` seconds (0 to 604800; default 24 h).
-        ``metadata`` (a ``MetadataUpdate``) is merged into the webhook's."""
+        ``metadata`` (a ``MetadataUpdate``) is merged into the webhook's.
+        ``filter`` replaces the webhook's (``None`` or ``{}`` removes it);
+        ``payload`` is ``"full"`` or ``"thin"``."""
         body = _body(
             url=url,
             events=list(events) if events is not UNSET else UNSET,
@@ -987,6 +997,8 @@ class Client:
             active=active,
             previous_secret_expires_in=previous_secret_expires_in,
             metadata=_md(metadata),
+            filter=dict(filter) if filter not in (UNSET, None) else filter,
+            payload=payload,
         )
         return self._one(Webhook, "PATCH", "/webhooks/" + seg(webhook_id), body=body)
 
