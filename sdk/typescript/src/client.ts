@@ -388,7 +388,8 @@ export class Events extends Resource {
   /**
    * Records a test event of `type` (POST /v1/events/trigger; permission
    * write): listed, streamed and delivered to the webhooks that subscribe
-   * to its type like any event of that type, with data `{ test: true }`.
+   * to its type like any event of that type: its `data` a made-up record
+   * of the type, and `test: true`.
    */
   async trigger(type: EventType, options?: RequestOptions): Promise<Event> {
     return this.doPost("/events/trigger", { type }, options);

@@ -234,7 +234,9 @@ export type EventType =
   | "assistant.deleted"
   | "conversation.created"
   | "conversation.updated"
-  | "conversation.deleted";
+  | "conversation.deleted"
+  | "webhook.degraded"
+  | "webhook.recovered";
 
 /**
  * What a webhook may subscribe to: every event type but "webhook.ping", or
@@ -302,6 +304,22 @@ export interface EventDataMap {
   "conversation.updated": Conversation;
   /** The conversation as it was before its deletion. */
   "conversation.deleted": Conversation;
+  /** Deliveries to a webhook failed 3 times in a row (it stays on): the last failed attempt. */
+  "webhook.degraded": WebhookHealth;
+  /** A delivery to a degraded webhook succeeded: that attempt, and how many had failed before it. */
+  "webhook.recovered": WebhookHealth;
+}
+
+/** `data` of "webhook.degraded" and "webhook.recovered". */
+export interface WebhookHealth {
+  webhook_id: string;
+  url: string;
+  /** The attempt's HTTP status; null when no answer came. */
+  status_code: number | null;
+  /** Why the attempt failed; null for the success of "webhook.recovered". */
+  error: string | null;
+  /** The failed attempts in a row. */
+  failed_attempts: number;
 }
 
 /**
@@ -320,6 +338,8 @@ export type Event = {
     turn_id: string | null;
     /** On *.updated events: the values the change replaced. */
     previous_attributes?: Record<string, unknown>;
+    /** true on a test event of `triggerEvent` (ams trigger): `data` is a made-up record of the type. Absent on real events. */
+    test?: true;
     data: EventDataMap[K];
   };
 }[EventType];
@@ -344,8 +364,37 @@ export interface Webhook {
   /** While a replaced secret still signs `webhook-signature` beside the new one, until when; null otherwise. */
   previous_secret_expires_at: string | null;
   metadata: Metadata;
+  /** Which events of its types it receives; {} for all. */
+  filter: WebhookFilter;
+  /** "full": the record; "thin": its ids only. */
+  payload: WebhookPayload;
+  /** Its attempts of the last 24 hours; set by getWebhook only (null in lists and in the answers of changes). */
+  summary: WebhookSummary | null;
   created_at: string;
   updated_at: string;
+}
+
+/**
+ * A webhook's filter: each field set must equal the event's
+ * (`metadata.<key>`: the key of the event's record metadata).
+ */
+export type WebhookFilter = {
+  assistant_id?: string;
+  conversation_id?: string;
+} & { [key: `metadata.${string}`]: string };
+
+/** What a delivery's `data` holds. */
+export type WebhookPayload = "full" | "thin";
+
+/** A webhook's delivery attempts of the last `window_hours`. */
+export interface WebhookSummary {
+  window_hours: number;
+  attempts: number;
+  succeeded: number;
+  /** succeeded / attempts (4 places); null without attempts. */
+  success_rate: number | null;
+  /** The 95th percentile of the attempts' durations; null without attempts. */
+  p95_duration_ms: number | null;
 }
 
 /** One delivery attempt of an event to a webhook. */
@@ -578,6 +627,10 @@ export interface CreateWebhookParams {
   /** Default true. */
   active?: boolean;
   metadata?: Metadata;
+  /** Only the events whose fields equal these. */
+  filter?: WebhookFilter;
+  /** Default "full". */
+  payload?: WebhookPayload;
 }
 
 export interface UpdateWebhookParams {
@@ -590,6 +643,9 @@ export interface UpdateWebhookParams {
   previous_secret_expires_in?: number;
   /** Merged into the webhook's metadata. */
   metadata?: MetadataUpdate;
+  /** Replaces the webhook's filter; null or {} removes it. */
+  filter?: WebhookFilter | null;
+  payload?: WebhookPayload;
 }
 
 export interface RecoverWebhookParams {
