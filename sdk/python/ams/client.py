@@ -881,7 +881,8 @@ class Client:
         """``GET /v1/events/stream``: yield the account's events live, in
         the catch-up order of ``list_events(order="asc", after=...)``, after
         ``last_event_id`` (without it: the events that come after the
-        newest one listed when the stream opens), of one ``type`` if
+        newest one listed when following begins; for an account without
+        events yet, all of its events), of one ``type`` if
         given. The iteration does not end by itself: leave the loop to
         stop. A dropped connection (or one silent for the client's
         ``timeout``; the server sends a keep-alive every 15 s) is resumed
@@ -892,9 +893,26 @@ class Client:
         request."""
         t = self._t
         last = last_event_id or ""
+        if not last:
+            # Start after the newest event listed now, as the server would,
+            # but with the cursor known here: a connection dropped before
+            # the first event resumes from it, not from the newest event
+            # of the moment of the resumption.
+            newest = self.list_events(type=type, limit=1, order="desc").data
+            if newest:
+                last = newest[0].id
         failures = 0
         what = "GET /v1/events/stream"
         while True:
+            if not last:
+                # The account had no event (of this type) when following
+                # began, so every event it has now is new: the oldest one,
+                # if any (emitted while a connection was down), is the next
+                # to yield, and the cursor to resume from.
+                oldest = self.list_events(type=type, limit=1, order="asc").data
+                if oldest:
+                    last = oldest[0].id
+                    yield oldest[0]
             resp: Any = None
             cause: Any = None
             try:
