@@ -4,7 +4,7 @@
 import { Transport, timeString, type ClientOptions, type RequestOptions } from "./core.js";
 import { PagePromise, type PageFetcher } from "./pagination.js";
 import { MessageStream, type StreamResumer } from "./streaming.js";
-import { EventStream, type EventStreamOpener } from "./events-stream.js";
+import { EventStream, type EventLocator, type EventStreamOpener } from "./events-stream.js";
 import type {
   EventType,
   Account,
@@ -410,7 +410,11 @@ export class Events extends Resource {
       const r = await t.send({ method: "GET", path: "/events/stream", query, options: { ...options, headers }, stream: true });
       return { response: r.response, controller: r.controller };
     };
-    return new EventStream(open, options?.maxRetries ?? t.maxRetries, params?.lastEventId, options?.signal);
+    const locate: EventLocator = async (order) => {
+      const page = await this.list({ ...(params?.type !== undefined ? { type: params.type } : {}), limit: 1, order }, options);
+      return page.data[0];
+    };
+    return new EventStream(open, options?.maxRetries ?? t.maxRetries, params?.lastEventId, options?.signal, locate);
   }
 }
 
