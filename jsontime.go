@@ -336,8 +336,16 @@ func (a Account) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON implements json.Marshaler (timestamps as TimeFormat).
+// action_ids is always an array, and a turn stored before strategies
+// existed has multitask_strategy "enqueue".
 func (t Turn) MarshalJSON() ([]byte, error) {
 	type plain Turn
+	if t.ActionIDs == nil {
+		t.ActionIDs = []string{}
+	}
+	if t.MultitaskStrategy == "" {
+		t.MultitaskStrategy = MultitaskEnqueue
+	}
 	return json.Marshal(struct {
 		plain
 		CreatedAt   JSONTime  `json:"created_at"`

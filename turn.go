@@ -305,3 +305,12 @@ func (c *ToolChoice) UnmarshalJSON(b []byte) error {
 	*c = ToolChoice{Mode: f.Type, Name: f.Name}
 	return nil
 }
+
+// MarshalJSON implements json.Marshaler (expires_at as TimeFormat).
+func (r RequiredAction) MarshalJSON() ([]byte, error) {
+	type plain RequiredAction
+	return json.Marshal(struct {
+		plain
+		ExpiresAt JSONTime `json:"expires_at"`
+	}{plain(r), JSONTime(r.ExpiresAt)})
+}

@@ -180,9 +180,19 @@ func (db *DB) ClaimEmails(ctx context.Context, now time.Time, lease time.Duratio
 // rate-limit state: the rate-limit rows with nothing left in either
 // window at now (ratelimit.State.Expired) and the failed
 // logins older than loginFailureRetention.
+//
+// The partitioned history (deliveries, turn events) is kept by
+// day: MaintainPartitions drops the days wholly past the retention and
+// makes the days ahead first; the row deletes then find only the oldest
+// day's remainder and the DEFAULT partition's rows to delete.
 func (db *DB) Purge(ctx context.Context, now time.Time) (int64, error) {
+	dropped, err := db.MaintainPartitions(ctx, now, now.Add(-ams.EventRetention))
+	if err != nil {
+		return dropped, err
+	}
 	_, day := ratelimit.Slots(now)
-	return db.PurgeWith(ctx, now,
+	n, err := db.PurgeWith(ctx, now,
 		sqlstore.PurgeStmt{SQL: `DELETE FROM rate_windows WHERE day_last <= $1`, Cutoff: day - int64(ratelimit.DaySlots)},
 		sqlstore.PurgeStmt{SQL: `DELETE FROM login_failures WHERE at <= $1`, Cutoff: now.Add(-loginFailureRetention).UnixNano()})
+	return dropped + n, err
 }

@@ -25,7 +25,7 @@ var schema = sqlstore.Schema{
 	Query: `SELECT c.relname, a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull,
 			EXISTS (SELECT 1 FROM pg_index i WHERE i.indrelid = c.oid AND i.indisprimary AND a.attnum = ANY(i.indkey))
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace JOIN pg_attribute a ON a.attrelid = c.oid
-		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND a.attnum > 0 AND NOT a.attisdropped
+		WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p') AND NOT c.relispartition AND a.attnum > 0 AND NOT a.attisdropped
 		ORDER BY c.relname, a.attnum`,
 	TypeOK:    typeOK,
 	TextOrder: ` COLLATE "C"`,

@@ -26,7 +26,8 @@ func TestUpgradeFromOldNumbering(t *testing.T) {
 		renamed map[string]string
 	}{
 		{"turn-2", 8, nil},
-		{"e017368", 25, map[string]string{"0024_webhook_management_events.sql": "0025_webhook_management_events.sql"}},
+		{"e017368", 25, map[string]string{"0024_webhook_management_events.sql": "0025_webhook_management_events.sql",
+			"0025_turn_lifecycle.sql": ""}}, // came after e017368
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			open, _, schema := internalSchema(t)

@@ -743,25 +743,84 @@ type PurgeStmt struct {
 	Cutoff int64
 }
 
+// PurgeBatch is how many rows one transaction of Purge deletes from a
+// table that grows with traffic (events and their jobs, deliveries, turn
+// events, e-mails, deleted calendar events): the purge runs as a series
+// of short transactions that never hold the writer (SQLite) or many row
+// locks (PostgreSQL) for long, however much history has come of age.
+const PurgeBatch = 1000
+
+// purgeBatched is a retention rule of a growing table, deleted
+// PurgeBatch rows at a time: the rows of table whose key is among the
+// first PurgeBatch matching where (which takes the cutoff as $1), in
+// order of order (an indexed column, so that each batch is a range scan
+// from the oldest).
+type purgeBatched struct {
+	table, key, where, order string
+	cutoff                   int64
+}
+
+func (r purgeBatched) pick() string {
+	return `SELECT ` + r.key + ` FROM ` + r.table + ` WHERE ` + r.where + ` ORDER BY ` + r.order + ` LIMIT $2`
+}
+
+func (r purgeBatched) stmt() Stmt {
+	return Stmt{"purge", `DELETE FROM ` + r.table + ` WHERE (` + r.key + `) IN (` + r.pick() + `)`, []any{r.cutoff, PurgeBatch}}
+}
+
 // Purge deletes what is past its retention, and what extra (the engine's
-// own tables) says, in one transaction.
+// own tables) says.
 func (q *Queries) Purge(ctx context.Context, now time.Time) (int64, error) {
 	return q.purge(ctx, now)
 }
 
+// purge deletes the growing tables' old rows in batches of PurgeBatch,
+// each batch its own transaction, and then the small tables' rules (and
+// extra) in one transaction. Events go with their jobs, a batch at a
+// time, oldest first: a batch deletes the jobs of the events it deletes,
+// so no batch rescans events whose jobs are gone.
 func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) (int64, error) {
-	events := now.Add(-ams.EventRetention)
-	rules := append([]PurgeStmt{
-		{`DELETE FROM webhook_jobs WHERE event_id IN (SELECT id FROM events WHERE created_at < $1)`, MS(events)},
-		{`DELETE FROM webhook_deliveries WHERE created_at < $1`, MS(events)},
-		{`DELETE FROM events WHERE created_at < $1`, MS(events)},
-		// Deleted calendar events are restorable as long as events are
-		// kept (their event.deleted among them).
-		{`DELETE FROM calendar_events WHERE deleted_at IS NOT NULL AND deleted_at < $1`, MS(events)},
+	events := MS(now.Add(-ams.EventRetention))
+	oldEvents := purgeBatched{table: "events", key: "seq", where: "created_at < $1", order: "created_at", cutoff: events}
+	jobs := Stmt{"purge", `DELETE FROM webhook_jobs WHERE event_id IN (SELECT id FROM events WHERE seq IN (` + oldEvents.pick() + `))`,
+		[]any{events, PurgeBatch}}
+	batched := [][]Stmt{
+		{jobs, oldEvents.stmt()},
+		{purgeBatched{table: "webhook_deliveries", key: "seq", where: "created_at < $1", order: "created_at", cutoff: events}.stmt()},
 		// A turn's stream events are kept as long as the events (a turn
 		// runs for minutes at most); the turn itself stays.
-		{`DELETE FROM turn_events WHERE created_at < $1`, MS(events)},
-		{`DELETE FROM emails WHERE state != 'pending' AND created_at < $1`, MS(events)},
+		{purgeBatched{table: "turn_events", key: "turn_id, seq", where: "created_at < $1", order: "created_at", cutoff: events}.stmt()},
+		// Deleted calendar events are restorable as long as events are
+		// kept (their event.deleted among them).
+		{purgeBatched{table: "calendar_events", key: "seq", where: "deleted_at IS NOT NULL AND deleted_at < $1", order: "deleted_at", cutoff: events}.stmt()},
+		{purgeBatched{table: "emails", key: "seq", where: "state != 'pending' AND created_at < $1", order: "seq", cutoff: events}.stmt()},
+	}
+	var total int64
+	for _, stmts := range batched {
+		for {
+			if err := ctx.Err(); err != nil {
+				return total, err
+			}
+			var n []int64
+			err := q.inTx(ctx, func(q *Queries) error {
+				var err error
+				n, err = q.batch(ctx, stmts)
+				return err
+			})
+			if err != nil {
+				return total, err
+			}
+			for _, k := range n {
+				total += k
+			}
+			// The last statement deletes the batch's own rows: fewer
+			// than a batch means the table has no more of age.
+			if n[len(n)-1] < PurgeBatch {
+				break
+			}
+		}
+	}
+	rules := append([]PurgeStmt{
 		{`DELETE FROM idempotency_keys WHERE created_at < $1`, MS(now.Add(-ams.IdempotencyTTL))},
 		{`DELETE FROM oauth_tokens WHERE expires_at < $1`, MS(now.Add(-24 * time.Hour))},
 		{`DELETE FROM login_sessions WHERE expires_at < $1`, MS(now)},
@@ -769,7 +828,7 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 		{`DELETE FROM usage_minutes WHERE minute_start < $1`, MS(now.Add(-ams.UsageRetention))},
 		// E-mailed links, used or not, once expired for as long as events
 		// are kept (the caps on links look back a day at most).
-		{`DELETE FROM account_tokens WHERE expires_at < $1`, MS(events)},
+		{`DELETE FROM account_tokens WHERE expires_at < $1`, events},
 		// A replaced webhook secret is kept only for its overlap.
 		{`UPDATE webhooks SET previous_secret_sealed = NULL, previous_secret_expires_at = NULL WHERE previous_secret_expires_at <= $1`, MS(now)},
 	}, extra...)
@@ -777,7 +836,6 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 	for i, r := range rules {
 		stmts[i] = Stmt{"purge", r.SQL, []any{r.Cutoff}}
 	}
-	var total int64
 	err := q.inTx(ctx, func(q *Queries) error {
 		n, err := q.batch(ctx, stmts)
 		for _, k := range n {

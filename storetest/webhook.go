@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -221,6 +222,44 @@ func testPurge(t *testing.T, s ams.Store) {
 	jobs, _ := s.ClaimJobs(ctx, t0.Add(ams.EventRetention+time.Hour), ams.Claim{Lease: time.Minute, Limit: 10, PerWebhook: 8})
 	if len(jobs) != 2 {
 		t.Fatalf("%d jobs left, want the recent event's 2", len(jobs))
+	}
+}
+
+// testPurgeInBatches: history older than the retention is purged whole
+// even when it is several times a purge batch (the purge deletes a batch
+// per transaction, sqlstore.PurgeBatch = 1000), and the recent rows of
+// the same tables stay.
+func testPurgeInBatches(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	u := mustUser(t, s, "purge-batches@example.com")
+	a := mustAssistant(t, s, u, "pb")
+	_, tr := startTurn(t, s, u, a, "", t0)
+	const old, recent = 2507, 3
+	var evs []*ams.TurnEvent
+	for i := 1; i <= old+recent; i++ {
+		at := t0
+		if i > old {
+			at = t0.Add(ams.EventRetention)
+		}
+		evs = append(evs, &ams.TurnEvent{TurnID: tr.ID, Seq: int64(i), Type: "message.delta", Data: json.RawMessage(`{"delta":"x"}`), CreatedAt: at})
+	}
+	for len(evs) > 0 {
+		n := min(len(evs), 500)
+		if err := s.AppendTurnEvents(ctx, evs[:n]); err != nil {
+			t.Fatal(err)
+		}
+		evs = evs[n:]
+	}
+	n, err := s.Purge(ctx, t0.Add(ams.EventRetention+time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < old {
+		t.Fatalf("purge reports %d rows, want at least the %d old turn events", n, old)
+	}
+	left, err := s.TurnEvents(ctx, tr.ID, 0, old+recent)
+	if err != nil || len(left) != recent || left[0].Seq != old+1 {
+		t.Fatalf("after the purge %d turn events left (%v), want the %d recent ones", len(left), err, recent)
 	}
 }
 

@@ -37,11 +37,13 @@ WHERE user_id = ?1 AND (txid, seq) > (?2, ?3) ORDER BY txid ASC, seq ASC LIMIT 1
 FROM messages WHERE conversation_id = ?1 AND user_id = ?2 ORDER BY seq DESC LIMIT 21`},
 }
 
+// sqlitePurge are the purge's batched statements on the history
+// (sqlstore.Queries.purge): each deletes up to ?2 rows, oldest first.
 var sqlitePurge = []string{
-	`DELETE FROM webhook_jobs WHERE event_id IN (SELECT id FROM events WHERE created_at < ?1)`,
-	`DELETE FROM webhook_deliveries WHERE created_at < ?1`,
-	`DELETE FROM events WHERE created_at < ?1`,
-	`DELETE FROM turn_events WHERE created_at < ?1`,
+	`DELETE FROM webhook_jobs WHERE event_id IN (SELECT id FROM events WHERE seq IN (SELECT seq FROM events WHERE created_at < ?1 ORDER BY created_at LIMIT ?2))`,
+	`DELETE FROM events WHERE (seq) IN (SELECT seq FROM events WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)`,
+	`DELETE FROM webhook_deliveries WHERE (seq) IN (SELECT seq FROM webhook_deliveries WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)`,
+	`DELETE FROM turn_events WHERE (turn_id, seq) IN (SELECT turn_id, seq FROM turn_events WHERE created_at < ?1 ORDER BY created_at LIMIT ?2)`,
 }
 
 // plans prints the query plans of the claim and of the lists that grow,
@@ -139,7 +141,7 @@ func purgePlans(ctx context.Context, s *store, stmts []traced) {
 		}
 		defer db.Close()
 		for _, q := range sqlitePurge {
-			fmt.Printf("`%s`:\n\n```\n%s```\n\n", q, eqp(ctx, db, q, cutoff))
+			fmt.Printf("`%s`:\n\n```\n%s```\n\n", q, eqp(ctx, db, q, cutoff, sqlstore.PurgeBatch))
 		}
 		return
 	}

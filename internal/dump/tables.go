@@ -252,6 +252,15 @@ var Tables = []*Table{
 		[]Column{nullCol("error", JSON), col("cancel_requested", Bool), nullCol("idempotency_key", Text), col("request_hash", Text)},
 		cols(Int, "lease_until", "created_at", "updated_at", "attempt"),
 		[]Column{nullCol("completed_at", Int)},
+		// Background and queued turns, required actions, usage (migration
+		// 0025; absent from older dumps).
+		[]Column{{Name: "background", SQL: "background", Kind: Bool, Default: false},
+			{Name: "multitask_strategy", SQL: "multitask_strategy", Kind: Text, Default: "enqueue"}},
+		colsOf(nullCol, JSON, []string{"options", "required_action", "calls"}),
+		[]Column{{Name: "input_tokens", SQL: "input_tokens", Kind: Int, Default: int64(0)},
+			{Name: "output_tokens", SQL: "output_tokens", Kind: Int, Default: int64(0)},
+			{Name: "stop_reason", SQL: "stop_reason", Kind: Text, Default: ""}},
+		colsOf(nullCol, Int, []string{"action_expires_at", "deadline"}),
 	)},
 	{Name: "turn_events", OrderBy: []string{"turn_id", "seq"}, Columns: join(
 		cols(Text, "turn_id"),

@@ -1,0 +1,79 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/testing/pgtest"
+)
+
+// TestPartitionsByDay: the purge makes the partitions of today and the
+// days ahead (moving rows of those days out of the DEFAULT partition),
+// turn events of a day land in its partition, and once a day is wholly
+// past the retention the purge drops its partition: its rows are gone,
+// the next day's stay.
+func TestPartitionsByDay(t *testing.T) {
+	db := pgtest.Open(t)
+	ctx := context.Background()
+	day := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
+	turn := ams.NewID(ams.PrefixTurn)
+	seq := int64(0)
+	add := func(at time.Time) int64 {
+		t.Helper()
+		seq++
+		if err := db.AppendTurnEvents(ctx, []*ams.TurnEvent{{TurnID: turn, Seq: seq, Type: "message.delta",
+			Data: json.RawMessage(`{"delta":"x"}`), CreatedAt: at}}); err != nil {
+			t.Fatal(err)
+		}
+		return seq
+	}
+	where := func(seq int64) string {
+		t.Helper()
+		var part string
+		if err := db.Pool().QueryRow(ctx, `SELECT tableoid::regclass::text FROM turn_events WHERE turn_id = $1 AND seq = $2`, turn, seq).Scan(&part); err != nil {
+			t.Fatal(err)
+		}
+		return part
+	}
+	early := add(day.Add(2 * time.Hour)) // before any partition: DEFAULT
+	if got := where(early); got != "turn_events_default" {
+		t.Fatalf("a row before maintenance is in %s, want turn_events_default", got)
+	}
+	if _, err := db.Purge(ctx, day.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got := where(early); got != "turn_events_p20260310" {
+		t.Fatalf("after maintenance the day's row is in %s, want turn_events_p20260310 (moved out of DEFAULT)", got)
+	}
+	next := add(day.Add(26 * time.Hour))
+	if got := where(next); got != "turn_events_p20260311" {
+		t.Fatalf("a row of the next day is in %s, want turn_events_p20260311", got)
+	}
+	for _, table := range []string{"webhook_deliveries", "turn_events"} {
+		var n int
+		if err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent
+			WHERE p.relname = $1 AND p.relnamespace = current_schema()::regnamespace`, table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1+1+3 { // DEFAULT, today, 3 days ahead
+			t.Fatalf("%s has %d partitions, want 5", table, n)
+		}
+	}
+
+	// A purge when 10 March is wholly past the retention drops its
+	// partition; 11 March is kept (its rows are 30 days old only in part).
+	if _, err := db.Purge(ctx, day.Add(24*time.Hour+ams.EventRetention+time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var exists bool
+	if err := db.Pool().QueryRow(ctx, `SELECT to_regclass('turn_events_p20260310') IS NOT NULL`).Scan(&exists); err != nil || exists {
+		t.Fatalf("the partition past retention still exists (%v)", err)
+	}
+	left, err := db.TurnEvents(ctx, turn, 0, 10)
+	if err != nil || len(left) != 1 || left[0].Seq != next {
+		t.Fatalf("after the drop %d rows left (%v), want the next day's", len(left), err)
+	}
+}
