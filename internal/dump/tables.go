@@ -287,7 +287,7 @@ var Tables = []*Table{
 		// Receives the management audit events (SQLite migration 0024,
 		// PostgreSQL 0025; false in older dumps).
 		[]Column{col("management_events", Bool)},
-		// The failure streak, payload and filter (migration 0046; 0,
+		// The failure streak, payload and filter (migration 0028; 0,
 		// 'full' and NULL in older dumps).
 		[]Column{{Name: "failure_streak", SQL: "failure_streak", Kind: Int, Default: int64(0)},
 			{Name: "payload", SQL: "payload", Kind: Text, Default: "full"},
