@@ -18,7 +18,8 @@ test-go:
 	@# Redocly and Spectral lint openapi/openapi.json in another (openapi/lint_test.go).
 	@if command -v npm >/dev/null; then \
 		npm ci --silent --no-audit --no-fund --prefix webhook/testdata/standardwebhooks && \
-		npm ci --silent --no-audit --no-fund --prefix openapi/testdata/lint; fi
+		npm ci --silent --no-audit --no-fund --prefix openapi/testdata/lint && \
+		npm ci --silent --no-audit --no-fund --prefix oauth/testdata/mcpsdk; fi
 	go test -race -count=1 ./...
 
 # The Python SDK (sdk/python) against a real ams serve it builds; about 30 s.

@@ -72,7 +72,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := kindStatus[e.Kind]
 	switch status {
 	case http.StatusUnauthorized:
-		w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		if r.URL.Path == MCPPath {
+			w.Header().Set("WWW-Authenticate", s.mcpChallenge(r))
+		} else {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+		}
 	case http.StatusServiceUnavailable:
 		if cause := errors.Unwrap(e); cause != nil {
 			// The database could not serve (ams.Unavailable, ams.TimedOut):

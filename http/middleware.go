@@ -143,12 +143,8 @@ func (s *Server) endpoint(rt Route) http.Handler {
 		if rt.Permissions == nil {
 			return rt.Handler(w, r)
 		}
-		auth, err := s.authenticate(r)
+		auth, err := s.authorize(w, r)
 		if err != nil {
-			return err
-		}
-		stateOf(r.Context()).auth = auth
-		if err := s.rateLimit(w, r, auth); err != nil {
 			return err
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
@@ -289,6 +285,21 @@ func (s *Server) authenticate(r *http.Request) (*ams.Auth, error) {
 		return nil, ams.Errorf(ams.EUNAUTHENTICATED, "invalid_api_key", "The API key or token is not valid.")
 	}
 	return s.authenticateSecret(r.Context(), token, false)
+}
+
+// authorize authenticates r, keeps its caller in the request's state, and
+// counts it against the caller's rate limits (rateLimit): what every
+// authenticated request of /v1 and /mcp goes through first.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*ams.Auth, error) {
+	auth, err := s.authenticate(r)
+	if err != nil {
+		return nil, err
+	}
+	stateOf(r.Context()).auth = auth
+	if err := s.rateLimit(w, r, auth); err != nil {
+		return nil, err
+	}
+	return auth, nil
 }
 
 // touch records a key's use at most once a minute per key and process, so

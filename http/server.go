@@ -129,6 +129,8 @@ type Server struct {
 	// The authenticated credentials (authcache.go).
 	authOnce  sync.Once
 	authCache *authCache // nil: off (AuthCacheSize < 0)
+
+	mcpHTTP http.Handler // the MCP server's Streamable HTTP handler (mcp.go)
 }
 
 // UsageRecorder counts an account's requests: allowed by the rate limiter,
@@ -353,6 +355,11 @@ func (s *Server) init() {
 			s.known.Handle(rt.Method+" "+rt.Pattern, http.NotFoundHandler())
 		}
 		s.mux.Handle("/v1/", s.wrap(s.unmatched))
+		// The MCP server (mcp.go) and its RFC 9728 metadata.
+		s.mcpHTTP = s.mcpHandler()
+		s.mux.Handle(MCPPath, s.wrap(s.serveMCP))
+		s.mux.HandleFunc("GET "+protectedResourcePath, s.protectedResource(""))
+		s.mux.HandleFunc("GET "+protectedResourcePath+MCPPath, s.protectedResource(MCPPath))
 		s.mux.HandleFunc("GET /healthz", s.healthz)
 		s.mux.HandleFunc("GET /calendar/feed/{file}", s.serveCalendarFeed)
 		s.mux.HandleFunc("GET /readyz", s.readyz)

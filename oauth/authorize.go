@@ -51,7 +51,7 @@ func (s *Server) getAuthorize(w http.ResponseWriter, r *http.Request) error {
 	}
 	v := view{
 		Title: "Authorize " + clientName(ar), UserEmail: user.Email, ClientName: clientName(ar),
-		RedirectHost: ar.GetRedirectURI().Host, CSRF: s.csrfToken("session", sid), ReturnTo: r.URL.RequestURI(),
+		SelfNamed: selfNamed(ar), RedirectHost: ar.GetRedirectURI().Host, CSRF: s.csrfToken("session", sid), ReturnTo: r.URL.RequestURI(),
 	}
 	for _, p := range ams.AllPermissions { // canonical order
 		if ar.GetRequestedScopes().Has(string(p)) {
@@ -113,6 +113,9 @@ func (s *Server) postAuthorize(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.authorizeError(w, r, ar, err)
 	}
+	if ar.GetState() == "" {
+		resp.GetParameters().Del("state") // none was sent (PKCE, authorizeRequest)
+	}
 	s.provider.WriteAuthorizeResponse(ctx, w, ar, resp)
 	return nil
 }
@@ -130,12 +133,36 @@ func (s *Server) authorizeRequest(ctx context.Context, r *http.Request) (fosite.
 	if sc, ok := r.Form["scope"]; ok {
 		r.Form["scope"] = []string{strings.Join(strings.FieldsFunc(strings.Join(sc, " "), func(c rune) bool { return c == ' ' || c == '+' }), " ")}
 	}
+	if r.Form.Get("scope") == "" && s.selfRegistered(ctx, r.Form.Get("client_id")) {
+		// A client that registered itself (RFC 7591) and asks for no
+		// scope gets what the MCP tools need (RFC 6749 section 3.3 allows
+		// a default); the consent page still lets the user narrow it.
+		r.Form.Set("scope", strings.Join(MCPScopes, " "))
+	}
+	// With PKCE, state may be left out (OAuth 2.1: the code is bound to
+	// the client's verifier, which is what state protects; MCP clients
+	// such as the official TypeScript SDK send none). fosite requires
+	// one, so it is given a placeholder, taken away again at once: the
+	// answer carries no state the client did not send.
+	noState := r.Form.Get("state") == "" && r.Form.Get("code_challenge") != ""
+	if noState {
+		r.Form.Set("state", "pkce-without-state")
+	}
 	ar, err := s.provider.NewAuthorizeRequest(ctx, r)
+	if noState {
+		r.Form.Del("state")
+		if a, ok := ar.(*fosite.AuthorizeRequest); ok {
+			a.State = ""
+		}
+	}
 	if err != nil {
 		return ar, err
 	}
 	if !exactRedirect(ar) {
 		return ar, fosite.ErrInvalidRequest.WithHint("The 'redirect_uri' parameter does not match any of the client's registered redirect URIs.")
+	}
+	if err := s.checkResource(ar.GetRequestForm()["resource"]); err != nil { // RFC 8707
+		return ar, err
 	}
 	if len(ar.GetRequestedScopes()) == 0 {
 		return ar, fosite.ErrInvalidScope.WithHint("Request at least one scope: read, write, admin, messages or integrations.")
@@ -163,7 +190,7 @@ func (s *Server) authorizeError(w http.ResponseWriter, r *http.Request, ar fosit
 	rfc := fosite.ErrorToRFC6749Error(err)
 	switch rfc.ErrorField {
 	case "invalid_request", "unauthorized_client", "access_denied", "unsupported_response_type", "invalid_scope",
-		"server_error", "temporarily_unavailable", "invalid_client":
+		"server_error", "temporarily_unavailable", "invalid_client", "invalid_target":
 	default:
 		if rfc.CodeField >= 500 {
 			rfc = fosite.ErrServerError.WithWrap(err)
@@ -204,6 +231,13 @@ func exactRedirect(ar fosite.AuthorizeRequester) bool {
 		return len(uris) == 1
 	}
 	return slices.Contains(uris, raw)
+}
+
+// selfNamed reports whether the request's client registered itself
+// (RFC 7591), so that its name is its own claim.
+func selfNamed(ar fosite.AuthorizeRequester) bool {
+	c, ok := ar.GetClient().(client)
+	return ok && c.c.UserID == ""
 }
 
 func clientName(ar fosite.AuthorizeRequester) string {

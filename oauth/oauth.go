@@ -13,7 +13,8 @@
 //   - the /v1 API accepts access tokens through Server.AuthenticateToken.
 //
 // Routes (Server.Register): GET/POST /oauth/authorize, POST /oauth/token,
-// POST /oauth/revoke, GET /.well-known/oauth-authorization-server,
+// POST /oauth/revoke, POST /oauth/register (RFC 7591 dynamic client
+// registration, register.go), GET /.well-known/oauth-authorization-server,
 // GET/POST /login and POST /logout.
 package oauth
 
@@ -165,6 +166,7 @@ func (s *Server) Register(mux *http.ServeMux) {
 	mux.Handle("POST /oauth/authorize", forms(s.postAuthorize))
 	mux.Handle("POST /oauth/token", http.HandlerFunc(s.token))
 	mux.Handle("POST /oauth/revoke", http.HandlerFunc(s.revoke))
+	mux.Handle("POST /oauth/register", http.HandlerFunc(s.register)) // RFC 7591 (register.go)
 	mux.Handle("GET /.well-known/oauth-authorization-server", http.HandlerFunc(s.metadata))
 	mux.Handle("GET /login", s.page(s.getLogin))
 	mux.Handle("POST /login", forms(s.postLogin))

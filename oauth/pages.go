@@ -36,6 +36,7 @@ type view struct {
 
 	UserEmail    string // consent, signed in
 	ClientName   string
+	SelfNamed    bool // the client registered itself (RFC 7591): its name is unchecked
 	RedirectHost string
 	Scopes       []scopeView
 	Hidden       []field

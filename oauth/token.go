@@ -48,6 +48,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		s.tokenError(w, err)
 		return
 	}
+	if err := s.checkResource(f["resource"]); err != nil { // RFC 8707
+		s.tokenError(w, err)
+		return
+	}
 	unlock, err := s.locks.lock(ctx, s.store, s.clock, credential)
 	if err != nil {
 		if errors.Is(err, errGrantBusy) {
@@ -137,6 +141,7 @@ func clientAuthPresent(r *http.Request) error {
 var tokenErrorNames = map[string]bool{
 	"invalid_request": true, "invalid_client": true, "invalid_grant": true,
 	"unauthorized_client": true, "unsupported_grant_type": true, "invalid_scope": true,
+	"invalid_target": true, // RFC 8707
 }
 
 // tokenError writes an error of the token or revocation endpoint as RFC
@@ -179,6 +184,7 @@ func (s *Server) metadata(w http.ResponseWriter, _ *http.Request) {
 		"authorization_endpoint":                     s.base + "/oauth/authorize",
 		"token_endpoint":                             s.base + "/oauth/token",
 		"revocation_endpoint":                        s.base + "/oauth/revoke",
+		"registration_endpoint":                      s.base + "/oauth/register",
 		"response_types_supported":                   []string{"code"},
 		"response_modes_supported":                   []string{"query"},
 		"grant_types_supported":                      []string{"authorization_code", "refresh_token"},

@@ -19,9 +19,11 @@ func scanClient(s scanner) (*ams.OAuthClient, error) {
 	c := &ams.OAuthClient{Object: "oauth_client"}
 	var uris []byte
 	var cr, up int64
-	if err := s.Scan(&c.ID, &c.UserID, &c.Name, &uris, &c.Public, &c.SecretHash, &cr, &up); err != nil {
+	var owner *string // NULL: a client registered by RFC 7591, of no account
+	if err := s.Scan(&c.ID, &owner, &c.Name, &uris, &c.Public, &c.SecretHash, &cr, &up); err != nil {
 		return nil, err
 	}
+	c.UserID = deref(owner)
 	c.CreatedAt, c.UpdatedAt = FromMS(cr), FromMS(up)
 	if err := json.Unmarshal(uris, &c.RedirectURIs); err != nil {
 		return nil, fmt.Errorf("decode redirect uris of %s: %w", c.ID, err)
@@ -36,7 +38,7 @@ func (q *Queries) CreateOAuthClient(ctx context.Context, c *ams.OAuthClient) err
 		return err
 	}
 	_, err = q.exec(ctx, "insert oauth client", `INSERT INTO oauth_clients (`+clientCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		c.ID, c.UserID, c.Name, string(uris), c.Public, c.SecretHash, MS(c.CreatedAt), MS(c.UpdatedAt))
+		c.ID, nullText(c.UserID), c.Name, string(uris), c.Public, c.SecretHash, MS(c.CreatedAt), MS(c.UpdatedAt))
 	return err
 }
 

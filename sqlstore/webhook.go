@@ -823,6 +823,10 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 	rules := append([]PurgeStmt{
 		{`DELETE FROM idempotency_keys WHERE created_at < $1`, MS(now.Add(-ams.IdempotencyTTL))},
 		{`DELETE FROM oauth_tokens WHERE expires_at < $1`, MS(now.Add(-24 * time.Hour))},
+		// A client that registered itself (RFC 7591, of no account) and
+		// holds no token a day after registering is gone (oauth/register.go).
+		{`DELETE FROM oauth_clients WHERE user_id IS NULL AND created_at < $1
+			AND NOT EXISTS (SELECT 1 FROM oauth_tokens t WHERE t.client_id = oauth_clients.id)`, MS(now.Add(-24 * time.Hour))},
 		{`DELETE FROM login_sessions WHERE expires_at < $1`, MS(now)},
 		{`DELETE FROM oauth_locks WHERE expires_at < $1`, MS(now)},
 		{`DELETE FROM usage_minutes WHERE minute_start < $1`, MS(now.Add(-ams.UsageRetention))},

@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"Waitlist", testWaitlist},
 		{"ListUsers", testListUsers},
 		{"OAuthManagement", testOAuthManagement},
+		{"RegisteredClients", testRegisteredClients},
 		{"ManagementLists", testManagementLists}, {"ManagementTx", testManagementTx}, {"EmailNotifications", testEmailNotifications},
 		{"WorldTasks", testWorldTasks},
 		{"WorldCalendar", testWorldCalendar},

@@ -287,7 +287,7 @@ var Tables = []*Table{
 		// Receives the management audit events (SQLite migration 0024,
 		// PostgreSQL 0025; false in older dumps).
 		[]Column{col("management_events", Bool)},
-		// The failure streak, payload and filter (migration 0028; 0,
+		// The failure streak, payload and filter (migration 0029; 0,
 		// 'full' and NULL in older dumps).
 		[]Column{{Name: "failure_streak", SQL: "failure_streak", Kind: Int, Default: int64(0)},
 			{Name: "payload", SQL: "payload", Kind: Text, Default: "full"},
@@ -318,7 +318,8 @@ var Tables = []*Table{
 	)},
 	{Name: "oauth_clients", Seq: true, OrderBy: []string{"seq"}, Columns: join(
 		[]Column{seqCol()},
-		cols(Text, "id", "user_id", "name"),
+		// user_id is NULL for a client registered by RFC 7591 (0028).
+		cols(Text, "id"), []Column{nullCol("user_id", Text)}, cols(Text, "name"),
 		[]Column{col("redirect_uris", JSON), col("public", Bool), col("secret_hash", Text)},
 		cols(Int, "created_at", "updated_at"),
 	)},

@@ -25,7 +25,7 @@ from .errors import (  # noqa: E402
     RateLimitError,
     WebhookVerificationError,
 )
-from .oauth import SCOPES, OAuth, generate_pkce  # noqa: E402
+from .oauth import SCOPES, OAuth, generate_pkce, register_client  # noqa: E402
 from .types import (  # noqa: E402
     Account,
     Action,
@@ -92,6 +92,7 @@ __all__ = [
     "OAuth",
     "SCOPES",
     "generate_pkce",
+    "register_client",
     "Account",
     "Action",
     "ActionError",

@@ -29,7 +29,7 @@ from . import __version__
 from .errors import APIConnectionError, OAuthError
 from .types import AuthorizationRequest, OAuthToken
 
-__all__ = ["OAuth", "generate_pkce", "SCOPES"]
+__all__ = ["OAuth", "generate_pkce", "register_client", "SCOPES"]
 
 SCOPES = ("read", "write", "admin", "messages", "integrations")
 
@@ -41,6 +41,64 @@ def generate_pkce() -> Tuple[str, str]:
     digest = hashlib.sha256(verifier.encode("ascii")).digest()
     challenge = base64.urlsafe_b64encode(digest).decode("ascii").rstrip("=")
     return verifier, challenge
+
+
+def register_client(
+    base_url: str,
+    redirect_uris: Iterable[str],
+    *,
+    client_name: Optional[str] = None,
+    token_endpoint_auth_method: Optional[str] = None,
+    grant_types: Optional[Iterable[str]] = None,
+    scope: Optional[str] = None,
+    timeout: float = 30.0,
+) -> Dict[str, Any]:
+    """Register a client with the server, without an account (RFC 7591
+    dynamic client registration, ``POST /oauth/register``; this is how MCP
+    clients connect to ams). ``token_endpoint_auth_method="none"`` makes a
+    public client (PKCE S256 required); otherwise the answer holds
+    ``client_secret``, shown this once. Returns the registration:
+    ``client_id``, ``client_secret`` (confidential clients), ``client_name``,
+    ``redirect_uris``, ``grant_types``, ``token_endpoint_auth_method``, ...
+    Invalid metadata raises ``OAuthError`` with ``code``
+    ``invalid_redirect_uri`` or ``invalid_client_metadata`` (400).
+    """
+    base = base_url.rstrip("/")
+    if base.endswith("/v1"):
+        base = base[: -len("/v1")]
+    meta: Dict[str, Any] = {"redirect_uris": list(redirect_uris)}
+    if client_name is not None:
+        meta["client_name"] = client_name
+    if token_endpoint_auth_method is not None:
+        meta["token_endpoint_auth_method"] = token_endpoint_auth_method
+    if grant_types is not None:
+        meta["grant_types"] = list(grant_types)
+    if scope is not None:
+        meta["scope"] = scope
+    req = urllib.request.Request(
+        base + "/oauth/register",
+        data=json.dumps(meta).encode("utf-8"),
+        headers={"Content-Type": "application/json", "Accept": "application/json", "User-Agent": "ams-python/" + __version__},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            data = json.loads(resp.read().decode("utf-8"))
+    except urllib.error.HTTPError as e:
+        rh = dict(e.headers.items()) if e.headers is not None else {}
+        try:
+            err = json.loads(e.read().decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            err = {}
+        if not isinstance(err, dict):
+            err = {}
+        code = err.get("error") or "server_error"
+        raise OAuthError(err.get("error_description") or code, status=e.code, code=code, headers=rh, body=err) from None
+    except (urllib.error.URLError, OSError) as e:
+        raise APIConnectionError("POST /oauth/register: %s" % e) from e
+    if not isinstance(data, dict) or not data.get("client_id"):
+        raise OAuthError("the registration endpoint answered without a client_id", code="server_error", body=data)
+    return data
 
 
 class OAuth:

@@ -154,6 +154,25 @@ class OAuthTest(unittest.TestCase):
             self.oauth().refresh("ams_rt_unknown")
         self.assertEqual(cm.exception.code, "invalid_grant")
 
+    def test_register_client(self):
+        reg = ams.register_client(self.s.base_url, [helpers.REDIRECT_URI], client_name="SDK Test App", token_endpoint_auth_method="none")  # the name sign_in_and_allow expects
+        self.assertTrue(reg["client_id"].startswith("cli_"))
+        self.assertNotIn("client_secret", reg)
+        self.assertEqual(reg["token_endpoint_auth_method"], "none")
+        # The registered public client runs the flow with PKCE.
+        pub = ams.OAuth(reg["client_id"], None, redirect_uri=helpers.REDIRECT_URI, base_url=self.s.base_url)
+        code, verifier = self.authorize(pub, ["read"])
+        self.assertTrue(pub.exchange_code(code, verifier).access_token.startswith("ams_at_"))
+        conf = ams.register_client(self.s.base_url + "/v1", [helpers.REDIRECT_URI])
+        self.assertTrue(conf["client_secret"].startswith("ams_cs_"))
+        for uris, grants, code in (
+            (["http://example.com/cb"], None, "invalid_redirect_uri"),
+            ([helpers.REDIRECT_URI], ["client_credentials"], "invalid_client_metadata"),
+        ):
+            with self.assertRaises(ams.OAuthError) as cm:
+                ams.register_client(self.s.base_url, uris, grant_types=grants)
+            self.assertEqual((cm.exception.status, cm.exception.code), (400, code))
+
     def test_parse_callback(self):
         self.assertEqual(ams.OAuth.parse_callback(helpers.REDIRECT_URI + "?code=abc&state=s", "s"), "abc")
         with self.assertRaises(ams.OAuthError) as cm:

@@ -38,6 +38,75 @@ export interface OAuthOptions {
   fetch?: typeof fetch;
 }
 
+/** Client metadata to register (RFC 7591), as POST /oauth/register reads it. */
+export interface ClientMetadata {
+  /** 1 to 10 redirect URIs: https, or http on localhost or a loopback address. */
+  redirect_uris: string[];
+  /** The name the consent page shows (with a note that the app named itself). */
+  client_name?: string;
+  /** "none" for a public client (then PKCE S256 is required); default "client_secret_basic". */
+  token_endpoint_auth_method?: "none" | "client_secret_basic" | "client_secret_post";
+  /** A subset of "authorization_code" and "refresh_token" with "authorization_code". */
+  grant_types?: Array<"authorization_code" | "refresh_token">;
+  response_types?: Array<"code">;
+  /** Scopes the client means to ask for, separated by spaces. */
+  scope?: string;
+  [extra: string]: unknown;
+}
+
+/** A registered client (RFC 7591 section 3.2.1). */
+export interface ClientRegistration {
+  client_id: string;
+  /** Shown this once, for a confidential client only. */
+  client_secret?: string;
+  client_id_issued_at: number;
+  /** 0: the secret does not expire. */
+  client_secret_expires_at?: number;
+  client_name: string;
+  redirect_uris: string[];
+  grant_types: string[];
+  response_types: string[];
+  token_endpoint_auth_method: "none" | "client_secret_basic" | "client_secret_post";
+  [extra: string]: unknown;
+}
+
+/**
+ * Registers a client with the server (RFC 7591 dynamic client
+ * registration, POST /oauth/register), without an account: the result's
+ * client_id (and client_secret, for a confidential client) make an
+ * OAuth. Invalid metadata throws OAuthError with error
+ * "invalid_redirect_uri" or "invalid_client_metadata" (400); too many
+ * registrations from one address, "too_many_requests" (429).
+ */
+export async function registerClient(baseURL: string, metadata: ClientMetadata, opts: { fetch?: typeof fetch } = {}): Promise<ClientRegistration> {
+  const f = opts.fetch ?? (globalThis as { fetch?: typeof fetch }).fetch;
+  if (typeof f !== "function") throw new Error("ams: no fetch on this platform; pass options.fetch");
+  const base = baseURL.replace(/\/+$/, "").replace(/\/v1$/, "");
+  let res: Response;
+  try {
+    res = await f(`${base}/oauth/register`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify(metadata),
+    });
+  } catch (e) {
+    throw new OAuthError(0, "connection_error", (e as Error)?.message ?? String(e));
+  }
+  const text = await res.text();
+  let json: Record<string, unknown> | undefined;
+  try {
+    json = text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+  } catch {
+    json = undefined;
+  }
+  if (!res.ok) {
+    const error = typeof json?.["error"] === "string" ? (json["error"] as string) : res.status >= 500 ? "server_error" : "invalid_request";
+    const desc = typeof json?.["error_description"] === "string" ? (json["error_description"] as string) : undefined;
+    throw new OAuthError(res.status, error, desc, res.headers);
+  }
+  return json as ClientRegistration;
+}
+
 /** A PKCE pair (RFC 7636): keep the verifier, send the challenge. */
 export interface PKCE {
   codeVerifier: string;

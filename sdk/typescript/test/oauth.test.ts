@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { after, before, describe, test } from "node:test";
-import { AuthenticationError, Client, OAuth, OAuthError, PermissionDeniedError, createPKCE, pkceChallenge } from "@ams/sdk";
+import { AuthenticationError, Client, OAuth, OAuthError, PermissionDeniedError, createPKCE, pkceChallenge, registerClient } from "@ams/sdk";
 import { Browser } from "./browser.js";
 import { startServe, type AmsServer } from "./helpers.js";
 
@@ -109,6 +109,27 @@ describe("the authorization-code flow against ams serve", () => {
     // Presenting the old refresh token again revokes the whole grant.
     await assert.rejects(oauth.refresh(tokens.refresh_token!), (e: unknown) => e instanceof OAuthError && e.error === "invalid_grant");
     await assert.rejects(api2.assistants.get(srv.assistantId), AuthenticationError);
+  });
+
+  test("registerClient (RFC 7591): a public client registers itself and runs the flow; bad metadata is refused", async () => {
+    const reg = await registerClient(srv.baseURL, { client_name: "Registered by the SDK", redirect_uris: [redirectUri], token_endpoint_auth_method: "none" });
+    assert.match(reg.client_id, /^cli_/);
+    assert.equal(reg.client_secret, undefined);
+    assert.equal(reg.token_endpoint_auth_method, "none");
+    const pub = new OAuth({ baseURL: srv.baseURL, clientId: reg.client_id, redirectUri });
+    const { code, codeVerifier } = await authorize(pub, ["read"]);
+    const tokens = await pub.exchangeCode({ code, codeVerifier });
+    assert.ok((await new Client({ baseURL: srv.baseURL, accessToken: tokens.access_token }).assistants.list()).data.length > 0);
+
+    const conf = await registerClient(srv.baseURL + "/v1", { redirect_uris: [redirectUri], token_endpoint_auth_method: "client_secret_post" });
+    assert.match(conf.client_secret ?? "", /^ams_cs_/);
+    assert.equal(conf.client_secret_expires_at, 0);
+
+    await assert.rejects(registerClient(srv.baseURL, { redirect_uris: ["http://example.com/cb"] }), (e: unknown) => e instanceof OAuthError && e.status === 400 && e.error === "invalid_redirect_uri");
+    await assert.rejects(
+      registerClient(srv.baseURL, { redirect_uris: [redirectUri], grant_types: ["refresh_token"] }),
+      (e: unknown) => e instanceof OAuthError && e.status === 400 && e.error === "invalid_client_metadata",
+    );
   });
 
   test("revoke: the token is refused from then on", async () => {

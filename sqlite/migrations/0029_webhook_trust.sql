@@ -1,4 +1,4 @@
--- 0028 (0046 in the trust range): events a receiver can trust (issue 31, points 2 and 6).
+-- 0029 (0046 in the trust range): events a receiver can trust (issue 31, points 2 and 6).
 --
 -- failure_streak  the webhook's failed attempts in a row, in the order
 --                 they were recorded: raised by each failed attempt,
