@@ -32,7 +32,11 @@ type Event struct {
 	// earlier values of the fields the change replaced, as the API showed
 	// them (Since); nil on other events.
 	PreviousAttributes map[string]any `json:"previous_attributes,omitempty"`
-	Data               map[string]any `json:"data"`
+	// Test marks an event of POST /v1/events/trigger: a made-up record
+	// of its type, whose ids name no record of the account. Only test
+	// events have the field (true).
+	Test bool           `json:"test,omitempty"`
+	Data map[string]any `json:"data"`
 	// Trace is the W3C traceparent of the span that emitted the event
 	// (tracing.TraceParent; "" when tracing is off): its deliveries are
 	// spans of that trace. Stored with the event, never shown to clients.
@@ -289,6 +293,7 @@ var EventTypes = []string{
 	EventAssistantCreated, EventAssistantUpdated, EventAssistantDeleted,
 	EventConversationCreated, EventConversationUpdated, EventConversationDeleted,
 	EventTurnRequiresAction, EventTurnCompleted, EventTurnFailed, EventTurnCancelled,
+	EventWebhookDegraded, EventWebhookRecovered,
 }
 
 // WebhookFailingEvent returns the webhook.failing event of webhook

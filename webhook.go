@@ -51,8 +51,22 @@ type Webhook struct {
 	// behind it until it succeeds or exhausts its attempts. Disabled,
 	// they keep their pending deliveries for when they are enabled again.
 	Ordered   bool      `json:"ordered"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	// Filter selects the events of its types that it receives (zero:
+	// all), applied when an event is fanned out: an event it leaves out
+	// costs no delivery job.
+	Filter WebhookFilter `json:"filter"`
+	// Payload is PayloadFull (the record) or PayloadThin (ids only,
+	// ThinData), applied at delivery.
+	Payload string `json:"payload"`
+	// FailureStreak is how many attempts in a row failed, as recorded
+	// (WebhookDegradedAfter or more: degraded). Not shown.
+	FailureStreak int `json:"-"`
+	// Summary is the webhook's attempts of the last SummaryWindow: set
+	// by GET /v1/webhooks/{id} (WebhookStore.SummarizeWebhook), nil
+	// (null) in lists and in the answers of changes.
+	Summary   *WebhookSummary `json:"summary"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
 }
 
 // Secret rotation: when a webhook's secret is replaced, the previous one
@@ -96,6 +110,10 @@ type WebhookUpdate struct {
 	// Ordered, when set, says whether the webhook is ordered
 	// (Webhook.Ordered).
 	Ordered *bool
+	// Filter, when set, replaces the webhook's filter (a zero filter:
+	// none). Payload, when set, replaces its payload.
+	Filter  *WebhookFilter
+	Payload *string
 }
 
 // WebhookStore keeps webhooks and their delivery log.
@@ -131,6 +149,9 @@ type WebhookStore interface {
 	// (webhook_inactive) if the webhook is not active.
 	EnqueueRecovery(ctx context.Context, userID, webhookID string, since, until, now time.Time) (int64, error)
 	ListDeliveries(ctx context.Context, userID, webhookID string, f DeliveryFilter, p ListParams) (*Page[*Delivery], error)
+	// SummarizeWebhook returns the summary of the attempts to webhook
+	// webhookID of userID made at or after since (Webhook.Summary).
+	SummarizeWebhook(ctx context.Context, userID, webhookID string, since time.Time) (*WebhookSummary, error)
 	FindDelivery(ctx context.Context, userID, webhookID, id string) (*Delivery, error)
 }
 
@@ -185,6 +206,9 @@ type Job struct {
 	// PreviousSecretExpiresAt ("" and zero: none); see Secrets.
 	PreviousSecret          string
 	PreviousSecretExpiresAt time.Time
+	// Payload is the webhook's (Webhook.Payload), read by the claim:
+	// the store makes Event thin (Event.Thin) for PayloadThin.
+	Payload string
 }
 
 // Secrets returns the secrets that sign an attempt at time at, newest
@@ -243,6 +267,11 @@ type AttemptResult struct {
 	// goes to the events outbox and to the account's other active
 	// webhooks subscribed to it.
 	Event *Event
+	// Notices writes the e-mail of a change of the webhook's health that
+	// this attempt causes (webhook.degraded at the WebhookDegradedAfter-th
+	// failure in a row, webhook.recovered at the success after them);
+	// nil: the events are emitted, no e-mail is queued.
+	Notices WebhookNotices
 }
 
 // Email is an e-mail queued in the database and sent by the mail worker (mail.Worker).
@@ -304,6 +333,9 @@ var EmailCaps = map[EmailKind]EmailCap{
 	EmailSignupTaken:       {Max: 3, Window: 24 * time.Hour},
 	EmailKeyReminder:       {Max: 20, Window: 24 * time.Hour},
 	EmailWebhookFailing:    {Max: 20, Window: 24 * time.Hour},
+	// A webhook that flaps between degraded and recovered tells its
+	// owner at most this often.
+	EmailWebhookHealth: {Max: 20, Window: 24 * time.Hour},
 }
 
 // DeliveryQueue is the durable queue the webhook worker and the mail worker use.

@@ -41,8 +41,8 @@ type StreamedEvent struct {
 const DefaultStreamIdle = 45 * time.Second
 
 // TriggerEvent records a test event of type typ (POST /v1/events/trigger):
-// listed, streamed and delivered like any event of its type, with data
-// {"test": true}. It returns the event.
+// listed, streamed and delivered like any event of its type, its data a
+// made-up record of the type and its Test true. It returns the event.
 func (c *Client) TriggerEvent(ctx context.Context, typ string) (*Event, error) {
 	out := new(Event)
 	if err := c.Request(ctx, http.MethodPost, "/events/trigger", map[string]string{"type": typ}, out); err != nil {
@@ -71,7 +71,7 @@ func (c *Client) FollowEvents(ctx context.Context, p *FollowEventsParams, fn fun
 		// but with the cursor known here: a connection dropped before
 		// the first event resumes from it, not from the newest event
 		// of the moment of the resumption. (An account without events
-		// has no cursor: its first connection resumes after the newest.)
+		// has no cursor: see the loop.)
 		page, err := c.ListEvents(ctx, &ListEventsParams{Type: par.Type, ListParams: ListParams{Limit: 1, Order: "desc"}})
 		if err != nil {
 			return err
@@ -82,6 +82,26 @@ func (c *Client) FollowEvents(ctx context.Context, p *FollowEventsParams, fn fun
 	}
 	failures := 0
 	for {
+		if last == "" {
+			// The account had no event (of this type) when following
+			// began, so every event it has now is new: the oldest one, if
+			// any (emitted while a connection was down), comes next, and
+			// is the cursor to resume from.
+			page, err := c.ListEvents(ctx, &ListEventsParams{Type: par.Type, ListParams: ListParams{Limit: 1, Order: "asc"}})
+			if err != nil {
+				return err
+			}
+			if len(page.Data) > 0 {
+				ev := &StreamedEvent{Event: page.Data[0]}
+				if ev.Raw, err = json.Marshal(ev.Event); err != nil {
+					return err
+				}
+				last = ev.ID
+				if err := fn(ev); err != nil {
+					return err
+				}
+			}
+		}
 		resp, err := c.openEvents(ctx, par.Type, last)
 		if err == nil {
 			failures = 0

@@ -90,7 +90,7 @@ func testFollowEventsLive(t *testing.T, f *amstest.Fixture) {
 		ev := <-got
 		seen = append(seen, ev.ID)
 		var raw map[string]any
-		if err := json.Unmarshal(ev.Raw, &raw); err != nil || raw["id"] != ev.ID || ev.Data["test"] != true {
+		if err := json.Unmarshal(ev.Raw, &raw); err != nil || raw["id"] != ev.ID || !ev.Test || raw["test"] != true {
 			t.Fatalf("event %+v raw %s", ev.Event, ev.Raw)
 		}
 	}

@@ -121,7 +121,10 @@ type Event struct {
 	// PreviousAttributes, on "*.updated" events, holds the values the
 	// change replaced; nil otherwise.
 	PreviousAttributes map[string]any `json:"previous_attributes,omitempty"`
-	Data               map[string]any `json:"data"`
+	// Test is true on a test event of TriggerEvent (ams trigger): its data
+	// is a made-up record of its type. Real events have it false.
+	Test bool           `json:"test,omitempty"`
+	Data map[string]any `json:"data"`
 }
 
 // EventRequest is the API request that caused an event.

@@ -46,8 +46,46 @@ type Webhook struct {
 	// event log: an event whose delivery fails holds the ones behind it
 	// until it succeeds or exhausts its attempts.
 	Ordered   bool      `json:"ordered"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	// Filter selects the events of its types the webhook receives:
+	// "assistant_id", "conversation_id" and "metadata.<key>", each
+	// equal to the event's; empty: all.
+	Filter map[string]string `json:"filter"`
+	// Payload is WebhookPayloadFull (the record) or WebhookPayloadThin
+	// (its ids only).
+	Payload string `json:"payload"`
+	// Summary is the webhook's attempts of the last 24 hours; set by
+	// GetWebhook only (nil in lists and in the answers of changes).
+	Summary   *WebhookSummary `json:"summary"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
+}
+
+// Webhook payloads: what a delivery's data holds.
+const (
+	WebhookPayloadFull = "full" // the record, as ListEvents shows it
+	WebhookPayloadThin = "thin" // its ids only: id, object and the *_id fields
+)
+
+// Filter keys of Webhook.Filter; FilterMetadata("team") is
+// "metadata.team".
+const (
+	FilterAssistantID    = "assistant_id"
+	FilterConversationID = "conversation_id"
+)
+
+// FilterMetadata returns the filter key of the metadata key k.
+func FilterMetadata(k string) string { return "metadata." + k }
+
+// WebhookSummary is a webhook's delivery attempts of the last WindowHours.
+type WebhookSummary struct {
+	WindowHours int   `json:"window_hours"` // 24
+	Attempts    int64 `json:"attempts"`
+	Succeeded   int64 `json:"succeeded"`
+	// SuccessRate is Succeeded/Attempts (4 places); nil without attempts.
+	SuccessRate *float64 `json:"success_rate"`
+	// P95DurationMS is the 95th percentile of the attempts' durations;
+	// nil without attempts.
+	P95DurationMS *int64 `json:"p95_duration_ms"`
 }
 
 // WebhookDelivery is one attempt to deliver an event to a webhook (first
@@ -107,6 +145,10 @@ type CreateWebhookParams struct {
 	Metadata Metadata
 	// Ordered creates an ordered webhook (Webhook.Ordered).
 	Ordered bool
+	// Filter selects the events it receives (Webhook.Filter); nil: all.
+	Filter map[string]string
+	// Payload is WebhookPayloadFull (the default, "") or WebhookPayloadThin.
+	Payload string
 	// IdempotencyKey is sent as the Idempotency-Key header; empty lets the
 	// client generate one.
 	IdempotencyKey string
@@ -134,6 +176,11 @@ type UpdateWebhookParams struct {
 	// Ordered, when set, makes the webhook ordered or not
 	// (Webhook.Ordered).
 	Ordered *bool
+	// Filter, when not nil, replaces the webhook's filter (an empty map
+	// removes it).
+	Filter map[string]string
+	// Payload, when set, replaces its payload.
+	Payload *string
 }
 
 // ListWebhookDeliveriesParams select one page of a webhook's delivery
@@ -183,6 +230,12 @@ func (c *Client) CreateWebhook(ctx context.Context, p CreateWebhookParams) (*Web
 		body["ordered"] = true
 	}
 	setMetadata(body, p.Metadata)
+	if p.Filter != nil {
+		body["filter"] = p.Filter
+	}
+	if p.Payload != "" {
+		body["payload"] = p.Payload
+	}
 	return post[Webhook](ctx, c, "/webhooks", body, p.IdempotencyKey)
 }
 
@@ -225,6 +278,10 @@ func (c *Client) UpdateWebhook(ctx context.Context, id string, p UpdateWebhookPa
 		body["ordered"] = *p.Ordered
 	}
 	setMetadataUpdate(body, p.Metadata)
+	if p.Filter != nil {
+		body["filter"] = p.Filter
+	}
+	setString(body, "payload", p.Payload)
 	return patch[Webhook](ctx, c, "/webhooks", id, body)
 }
 

@@ -48,7 +48,7 @@ func TestEventStream(t *testing.T) {
 		t.Fatalf("trigger: %d %s", r.status, r.body)
 	}
 	trig := r.json(t)
-	if trig["type"] != "task.updated" || trig["data"].(map[string]any)["test"] != true || r.header.Get("Location") != "/v1/events/"+trig["id"].(string) {
+	if trig["type"] != "task.updated" || trig["test"] != true || trig["data"].(map[string]any)["object"] != "task" || r.header.Get("Location") != "/v1/events/"+trig["id"].(string) {
 		t.Fatalf("trigger: %s", r.body)
 	}
 	f.emitAt(f.User, ams.EventAPIKeyCreated, f.Clock.Now())

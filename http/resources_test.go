@@ -200,6 +200,10 @@ func TestMetadata(t *testing.T) {
 			}
 			path := c.path + "/" + rec["id"].(string)
 			got := f.ok(200, "GET", path, "")
+			if c.path == "/v1/webhooks" {
+				delete(got, "summary") // GET /v1/webhooks/{id} adds the 24 h summary
+				delete(rec, "summary")
+			}
 			sameRecord(t, got, rec)
 			// PATCH merges: a new key, a changed one, one removed by null and
 			// one by "".
@@ -208,7 +212,7 @@ func TestMetadata(t *testing.T) {
 			if fmt.Sprint(got["metadata"]) != "map[order_id:A-18 x:1]" {
 				t.Fatalf("PATCH %s: metadata %v", path, got["metadata"])
 			}
-			sameRecord(t, f.ok(200, "GET", path, ""), got)
+			sameRecord(t, withoutSummary(f.ok(200, "GET", path, "")), withoutSummary(got))
 			// The limits: 400 naming the parameter, nothing stored.
 			keys := []string{}
 			for i := range 49 {
@@ -218,7 +222,7 @@ func TestMetadata(t *testing.T) {
 			long := strings.Repeat("k", 41)
 			wantError(t, f.do("PATCH", path, `{"metadata":{"`+long+`":"v"}}`), 400, "invalid_request_error", "parameter_invalid", "metadata."+long)
 			wantError(t, f.do("PATCH", path, `{"metadata":{"k":"`+strings.Repeat("v", 501)+`"}}`), 400, "invalid_request_error", "parameter_invalid", "metadata.k")
-			sameRecord(t, f.ok(200, "GET", path, ""), got)
+			sameRecord(t, withoutSummary(f.ok(200, "GET", path, "")), withoutSummary(got))
 			// 48 more keys make 50: allowed.
 			if n := len(f.ok(200, "PATCH", path, `{"metadata":{`+strings.Join(keys[:48], ",")+`}}`)["metadata"].(map[string]any)); n != 50 {
 				t.Fatalf("PATCH %s to 50 keys: %d", path, n)
@@ -316,4 +320,11 @@ func TestDeletionEvents(t *testing.T) {
 		json.Unmarshal(b, &data)
 		sameRecord(t, data, task)
 	})
+}
+
+// withoutSummary returns r without a webhook's summary, which only GET
+// /v1/webhooks/{id} computes (null in the answers of changes).
+func withoutSummary(r map[string]any) map[string]any {
+	delete(r, "summary")
+	return r
 }

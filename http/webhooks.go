@@ -25,12 +25,15 @@ type webhookRequest struct {
 	// Ordered: one delivery in flight at a time, in the event log's order
 	// (ams.Webhook.Ordered).
 	Ordered *bool `json:"ordered"`
+	// Filter replaces the webhook's filter (ams.ParseWebhookFilter).
+	Filter  webhook.RawField `json:"filter"`
+	Payload *string          `json:"payload"`
 }
 
 // input returns the request as the service's input.
 func (req *webhookRequest) input(r *http.Request) webhook.Input {
 	return webhook.Input{URL: req.URL, Events: req.Events, Secret: req.Secret, Active: req.Active,
-		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn, Metadata: req.Metadata, Ordered: req.Ordered,
+		PreviousSecretExpiresIn: req.PreviousSecretExpiresIn, Metadata: req.Metadata, Ordered: req.Ordered, Filter: req.Filter, Payload: req.Payload,
 		Admin: auth(r).Permissions.Allows(ams.PermAdmin)}
 }
 
@@ -65,6 +68,9 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	wh.ExpirePrevious(s.now()) // shown only while it still signs
+	if wh.Summary, err = s.Store.SummarizeWebhook(r.Context(), auth(r).User.ID, id, s.now().Add(-ams.SummaryWindow)); err != nil {
+		return err
+	}
 	return writeJSON(w, http.StatusOK, wh)
 }
 

@@ -21,6 +21,7 @@ type Reader interface {
 	FindWebhook(ctx context.Context, userID, id string) (*ams.Webhook, error)
 	ListWebhooks(ctx context.Context, userID string, p ams.ListParams) (*ams.Page[*ams.Webhook], error)
 	ListDeliveries(ctx context.Context, userID, webhookID string, f ams.DeliveryFilter, p ams.ListParams) (*ams.Page[*ams.Delivery], error)
+	SummarizeWebhook(ctx context.Context, userID, webhookID string, since time.Time) (*ams.WebhookSummary, error)
 	FindKey(ctx context.Context, id string) (*ams.APIKey, error)
 	ListKeys(ctx context.Context, userID string) ([]*ams.APIKey, error)
 	FindOAuthClient(ctx context.Context, id string) (*ams.OAuthClient, error)

@@ -1,8 +1,11 @@
 package pages
 
 import (
+	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +64,8 @@ var webhookEventDescriptions = map[string]string{
 	ams.EventTurnCompleted:            "A turn ended with the assistant's reply (an addition of ams).",
 	ams.EventTurnFailed:               "A turn failed, or its wait for tool outputs or an approval expired (an addition of ams).",
 	ams.EventTurnCancelled:            "A turn was cancelled, or interrupted by a newer message (an addition of ams).",
+	ams.EventWebhookDegraded:          "Deliveries to one of your webhooks failed 3 times in a row; it stays on (an addition of ams).",
+	ams.EventWebhookRecovered:         "A delivery to a degraded webhook succeeded again (an addition of ams).",
 }
 
 // webhookEvents lists every event type a webhook may subscribe to, after
@@ -132,15 +137,49 @@ type webhookForm struct {
 	AllEvents  []webhookEventInfo
 	MinSecret  int
 	DevURLs    bool // the guard accepts http and loopback (--dev)
+	// The filter's fields (FilterMetadata: "key=value" lines) and the
+	// payload ("full" or "thin").
+	FilterAssistant, FilterConversation, FilterMetadata string
+	Payload                                             string
 }
 
 func (s *Server) webhookFormData(wh *ams.Webhook) *webhookForm {
 	f := &webhookForm{Webhook: wh, SecretMode: "generate", AllEvents: webhookEvents(), MinSecret: webhook.MinSecretLength,
 		DevURLs: s.Webhooks.AllowsPrivate()}
+	f.Payload = ams.PayloadFull
 	if wh != nil {
-		f.URL, f.Events = wh.URL, wh.Events
+		f.URL, f.Events, f.Payload = wh.URL, wh.Events, wh.Payload
+		f.FilterAssistant, f.FilterConversation = wh.Filter.AssistantID, wh.Filter.ConversationID
+		var lines []string
+		for _, k := range slices.Sorted(maps.Keys(wh.Filter.Metadata)) {
+			lines = append(lines, k+"="+wh.Filter.Metadata[k])
+		}
+		f.FilterMetadata = strings.Join(lines, "\n")
 	}
 	return f
+}
+
+// filterOf returns the filter fields of form f as the JSON object the
+// service parses (ams.ParseWebhookFilter), "key=value" lines of metadata
+// becoming "metadata.key" fields; a line without "=" is a key with an
+// empty value, which the service refuses by name.
+func filterOf(f *webhookForm) json.RawMessage {
+	m := map[string]string{}
+	if v := strings.TrimSpace(f.FilterAssistant); v != "" {
+		m[ams.FilterAssistantID] = v
+	}
+	if v := strings.TrimSpace(f.FilterConversation); v != "" {
+		m[ams.FilterConversationID] = v
+	}
+	for _, line := range strings.Split(f.FilterMetadata, "\n") {
+		if line = strings.TrimSpace(line); line == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(line, "=")
+		m[ams.FilterMetadataPrefix+strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	b, _ := json.Marshal(m) // strings always encode
+	return b
 }
 
 func (s *Server) newWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) (any, error) {
@@ -154,6 +193,8 @@ var webhookFields = []struct{ param, empty string }{
 	{"events", "Choose at least one event to send to this webhook."},
 	{"secret", "Paste your secret, or choose to have one generated."},
 	{"url", "Enter the URL that will receive the events."},
+	{"filter", ""},
+	{"payload", ""},
 }
 
 // failWebhookForm shows the field errors of the service's rules as form
@@ -168,7 +209,8 @@ func failWebhookForm(c *Ctx, err error, f *webhookForm, secret string) error {
 	shown := 0
 	for _, fd := range webhookFields {
 		for _, e := range errs {
-			if e.Param != fd.param {
+			// filter.<field> is shown at the form's filter.
+			if param, _, _ := strings.Cut(e.Param, "."); param != fd.param {
 				continue
 			}
 			if empty[fd.param] {
@@ -192,7 +234,13 @@ func failWebhookForm(c *Ctx, err error, f *webhookForm, secret string) error {
 func (s *Server) readWebhookForm(r *http.Request, f *webhookForm, isNew bool) (webhook.Input, string) {
 	f.URL = strings.TrimSpace(r.PostForm.Get("url"))
 	f.Events = r.PostForm["events"]
-	in := webhook.Input{URL: &f.URL, Events: &f.Events, Admin: true} // the account holder
+	f.FilterAssistant, f.FilterConversation = r.PostForm.Get("filter_assistant_id"), r.PostForm.Get("filter_conversation_id")
+	f.FilterMetadata, f.Payload = r.PostForm.Get("filter_metadata"), r.PostForm.Get("payload")
+	if f.Payload == "" {
+		f.Payload = ams.PayloadFull
+	}
+	in := webhook.Input{URL: &f.URL, Events: &f.Events, Admin: true, // the account holder
+		Filter: webhook.RawField{Set: true, Raw: filterOf(f)}, Payload: &f.Payload}
 	var secret string
 	if isNew {
 		f.SecretMode = r.PostForm.Get("secret_mode")
@@ -260,6 +308,12 @@ type webhookDetail struct {
 	Paged bool
 	// Last is the newest attempt (nil: none), for the failing notice.
 	Last *ams.Delivery
+	// Summary is the webhook's attempts of the last 24 hours; Degraded
+	// says that its last ams.WebhookDegradedAfter or more attempts
+	// failed in a row.
+	Summary     *ams.WebhookSummary
+	SummaryText string
+	Degraded    bool
 	// RecoverSince is the value of the recovery form's since (a
 	// datetime-local in the account's time zone: a day ago by default),
 	// RecoverMax its latest (now).
@@ -294,6 +348,11 @@ func (s *Server) webhookDetailData(r *http.Request, c *Ctx, wh *ams.Webhook) (*w
 	if err != nil {
 		return nil, err
 	}
+	if d.Summary, err = s.Store.SummarizeWebhook(r.Context(), c.User.ID, wh.ID, s.Clock.Now().Add(-ams.SummaryWindow)); err != nil {
+		return nil, err
+	}
+	d.SummaryText = summaryText(d.Summary)
+	d.Degraded = wh.Active && wh.FailureStreak >= ams.WebhookDegradedAfter
 	d.Deliveries = page.Data
 	if page.HasMore && len(page.Data) > 0 {
 		d.Older = page.Data[len(page.Data)-1].ID
@@ -311,6 +370,26 @@ func (s *Server) webhookDetailData(r *http.Request, c *Ctx, wh *ams.Webhook) (*w
 		}
 	}
 	return d, nil
+}
+
+// summaryText says sum in a sentence: "1,270 attempts, 1,262 succeeded
+// (99.4%); 95% took at most 412 ms".
+func summaryText(sum *ams.WebhookSummary) string {
+	if sum == nil || sum.Attempts == 0 {
+		return "No delivery attempts."
+	}
+	t := format.Number(sum.Attempts) + " attempts, "
+	if sum.Attempts == 1 {
+		t = "1 attempt, "
+	}
+	t += format.Number(sum.Succeeded) + " succeeded"
+	if sum.SuccessRate != nil {
+		t += " (" + strconv.FormatFloat(*sum.SuccessRate*100, 'f', 1, 64) + "%)"
+	}
+	if sum.P95DurationMS != nil {
+		t += "; 95% took at most " + format.Number(*sum.P95DurationMS) + " ms"
+	}
+	return t + "."
 }
 
 func (s *Server) editWebhook(w http.ResponseWriter, r *http.Request, c *Ctx) (any, error) {

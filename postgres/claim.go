@@ -113,7 +113,7 @@ WITH busy AS (` + sqlstore.InFlightQuery + `
   INSERT INTO webhook_wakes (webhook_id, at) SELECT id, at FROM nextwake WHERE at > $1
 )
 SELECT l.seq, l.user_id, l.webhook_id, l.attempts, w.url, w.secret_sealed, e.id, e.type, e.data, e.created_at,
-  w.previous_secret_sealed, w.previous_secret_expires_at, l.expired
+  w.previous_secret_sealed, w.previous_secret_expires_at, l.expired, w.payload
 FROM leased l JOIN webhooks w ON w.id = l.webhook_id JOIN events e ON e.id = l.event_id
 ORDER BY l.next_at, l.seq`
 
@@ -181,7 +181,7 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 		var prevSealed *string
 		var prevExpires *int64
 		if err := rows.Scan(&j.Seq, &j.UserID, &j.WebhookID, &j.Attempts, &j.URL, &sealed, &j.Event.ID, &j.Event.Type, &data, &created,
-			&prevSealed, &prevExpires, &j.LeaseExpired); err != nil {
+			&prevSealed, &prevExpires, &j.LeaseExpired, &j.Payload); err != nil {
 			return nil, fmt.Errorf("scan job: %w", err)
 		}
 		j.Event.UserID, j.Event.CreatedAt = j.UserID, sqlstore.FromMS(created)

@@ -78,6 +78,9 @@ var dialect = sqlstore.Dialect{
 	EventsVisible: `txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`,
 	EventField:    func(name string) string { return `data->>'` + name + `'` },
 	EventNulled:   func(name string) string { return `jsonb_set(data::jsonb, '{` + name + `}', 'null'::jsonb)::json` },
+	MetadataHolds: func(meta, filter string) string {
+		return `CAST(` + meta + ` AS jsonb) @> CAST(` + filter + ` AS jsonb)`
+	},
 }
 
 // querier runs queries: the pool, or a transaction.

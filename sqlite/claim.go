@@ -19,7 +19,7 @@ import (
 // earliest first: a range of webhook_wakes_at, what is due and nothing
 // else (migration 0032).
 const dueWebhooksQuery = `
-SELECT w.id, w.user_id, w.url, w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at, w.active, w.ordered
+SELECT w.id, w.user_id, w.url, w.secret_sealed, w.previous_secret_sealed, w.previous_secret_expires_at, w.active, w.ordered, w.payload
 FROM (SELECT k.webhook_id, min(k.at) AS at FROM webhook_wakes k INDEXED BY webhook_wakes_at WHERE k.at <= ?1 GROUP BY k.webhook_id) d
 JOIN webhooks w ON w.id = d.webhook_id
 ORDER BY d.at, w.id`
@@ -89,6 +89,7 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 // claimHook is a webhook whose wake row is due, as a claim reads it.
 type claimHook struct {
 	id, user, url, sealed string
+	payload               string
 	prevSealed            *string
 	prevExpires           *int64
 	active, ordered       bool
@@ -107,7 +108,7 @@ func (db *DB) claimJobs(ctx context.Context, cn sqlstore.Conn, now time.Time, c 
 	}
 	for rows.Next() {
 		var h claimHook
-		if err := rows.Scan(&h.id, &h.user, &h.url, &h.sealed, &h.prevSealed, &h.prevExpires, &h.active, &h.ordered); err != nil {
+		if err := rows.Scan(&h.id, &h.user, &h.url, &h.sealed, &h.prevSealed, &h.prevExpires, &h.active, &h.ordered, &h.payload); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("scan webhook: %w", err)
 		}
@@ -184,7 +185,7 @@ func (db *DB) probeJobs(ctx context.Context, cn sqlstore.Conn, h claimHook, now 
 	defer rows.Close()
 	var cands []sqlstore.Candidate
 	for rows.Next() {
-		j := &ams.Job{WebhookID: h.id, URL: h.url, Event: &ams.Event{Object: "event"}}
+		j := &ams.Job{WebhookID: h.id, URL: h.url, Payload: h.payload, Event: &ams.Event{Object: "event"}}
 		var next, lease, created int64
 		var data string
 		if err := rows.Scan(&j.Seq, &j.UserID, &j.Attempts, &next, &lease, &j.Event.ID, &j.Event.Type, &data, &created); err != nil {

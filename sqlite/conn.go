@@ -18,9 +18,12 @@ var dialect = sqlstore.Dialect{
 	Name:        "sqlite",
 	EventField:  func(name string) string { return `json_extract(data, '$.` + name + `')` },
 	EventNulled: func(name string) string { return `json_set(data, '$.` + name + `', json('null'))` },
-	RowLocks:    false,
-	Schema:      schema,
-	IsUnique:    func(err error) bool { return strings.Contains(err.Error(), "UNIQUE constraint failed") },
+	MetadataHolds: func(meta, filter string) string {
+		return `NOT EXISTS (SELECT 1 FROM json_each(` + filter + `) f WHERE f.value IS NOT (SELECT m.value FROM json_each(` + meta + `) m WHERE m.key = f.key))`
+	},
+	RowLocks: false,
+	Schema:   schema,
+	IsUnique: func(err error) bool { return strings.Contains(err.Error(), "UNIQUE constraint failed") },
 	Unavailable: func(err error) bool {
 		switch sqliteCode(err) {
 		case codeFull, codeIOErr, codeCantOpen, codeNoMem:

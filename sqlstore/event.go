@@ -29,7 +29,7 @@ func scanEvent(s scanner) (*ams.Event, error) {
 
 // An event's envelope fields beyond its data, what caused it (request,
 // turn_id) and what a change replaced (previous_attributes), are kept in its data column, under keys no record has
-// ("$request", "$turn_id", "$trace"), so that every reader of the column (the
+// ("$request", "$turn_id", "$trace", "$test"), so that every reader of the column (the
 // listing, the delivery claims of both engines) gets them with the data:
 // encodeEventData writes them, decodeEventData takes them out again.
 const (
@@ -37,6 +37,7 @@ const (
 	keyTurnID   = "$turn_id"
 	keyPrevious = "$previous_attributes"
 	keyTrace    = "$trace"
+	keyTest     = "$test" // true on a test event (POST /v1/events/trigger)
 )
 
 // encodeEventData returns the data column of e.
@@ -45,7 +46,7 @@ func encodeEventData(e *ams.Event) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode event data: %w", err)
 	}
-	if e.Request == nil && e.TurnID == nil && e.PreviousAttributes == nil && e.Trace == "" {
+	if e.Request == nil && e.TurnID == nil && e.PreviousAttributes == nil && e.Trace == "" && !e.Test {
 		return data, nil
 	}
 	var head []byte
@@ -84,6 +85,12 @@ func encodeEventData(e *ams.Event) ([]byte, error) {
 		head = append(append(append(head, '"'), keyTrace...), `":`...)
 		head = append(head, tp...)
 	}
+	if e.Test {
+		if head != nil {
+			head = append(head, ',')
+		}
+		head = append(append(append(head, '"'), keyTest...), `":true`...)
+	}
 	if len(data) < 2 || data[0] != '{' {
 		return nil, fmt.Errorf("encode event data: not an object")
 	}
@@ -120,6 +127,10 @@ func decodeEventData(data []byte, e *ams.Event) error {
 	if tp, ok := e.Data[keyTrace].(string); ok {
 		e.Trace = tp
 		delete(e.Data, keyTrace)
+	}
+	if t, ok := e.Data[keyTest].(bool); ok {
+		e.Test = t
+		delete(e.Data, keyTest)
 	}
 	return nil
 }
@@ -200,7 +211,7 @@ func (q *Queries) emit(ctx context.Context, stmts []Stmt, events []*ams.Event) e
 func (q *Queries) eventStmts(ctx context.Context, events []*ams.Event, tx bool) ([]Stmt, error) {
 	var stmts []Stmt
 	for c := range slices.Chunk(events, eventsPerStatement) {
-		ins, fan := make([]any, 0, 5*len(c)), make([]any, 0, 4*len(c))
+		ins, fan := make([]any, 0, 5*len(c)), make([]any, 0, fanWidth*len(c))
 		for _, e := range c {
 			e.Cause(ctx)
 			data, err := encodeEventData(e)
@@ -208,7 +219,17 @@ func (q *Queries) eventStmts(ctx context.Context, events []*ams.Event, tx bool) 
 				return nil, err
 			}
 			ins = append(ins, e.ID, e.UserID, e.Type, string(data), MS(e.CreatedAt))
-			fan = append(fan, e.ID, MS(e.CreatedAt), e.UserID, e.Type)
+			asst, conv, meta := e.Facets()
+			var metaJSON *string
+			if len(meta) > 0 {
+				b, err := json.Marshal(meta)
+				if err != nil {
+					return nil, fmt.Errorf("encode event metadata: %w", err)
+				}
+				m := string(b)
+				metaJSON = &m
+			}
+			fan = append(fan, e.ID, MS(e.CreatedAt), e.UserID, e.Type, nullText(asst), nullText(conv), metaJSON)
 		}
 		stmts = append(stmts, Stmt{"insert event", `INSERT INTO events (` + eventCols + `) VALUES ` + valueRows(len(c), 5), ins},
 			Stmt{"queue deliveries", q.fanOut(len(c), tx), fan})
@@ -234,10 +255,18 @@ func (q *Queries) runEmit(ctx context.Context, stmts []Stmt, head int) error {
 // statement each cost as much as the rows).
 const eventsPerStatement = 16
 
+// fanWidth is the number of parameters of one event in fanOut.
+const fanWidth = 7
+
 // fanOut queues a delivery job for every active webhook subscribed to
-// the type of one of n events (id, time, user, type), or to every type
-// ("*", which never takes a webhook.ping: pings are queued for their
-// webhook only), the jobs of the first event first. A management event
+// the type of one of n events (id, time, user, type, and what a filter
+// compares: assistant, conversation, metadata as a JSON object; see
+// ams.Event.Facets), or to every type ("*", which never takes a
+// webhook.ping: pings are queued for their webhook only), the jobs of the
+// first event first. A webhook with a filter (ams.WebhookFilter) gets a
+// job only for the events it selects: each column of the filter that is
+// set must equal the event's (an event without it does not match), so a
+// filtered-out event costs no job. A management event
 // (ams.ManagementEventTypes) goes only to webhooks with
 // management_events. Within a transaction
 // (tx) on PostgreSQL it share-locks those webhooks: a concurrent
@@ -253,12 +282,17 @@ func (q *Queries) fanOut(n int, tx bool) string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		p := 4*i + 1
-		fmt.Fprintf(&b, "(CAST($%d AS TEXT), CAST($%d AS BIGINT), CAST($%d AS TEXT), CAST($%d AS TEXT), %d)", p, p+1, p+2, p+3, i)
+		p := fanWidth*i + 1
+		fmt.Fprintf(&b, "(CAST($%d AS TEXT), CAST($%d AS BIGINT), CAST($%d AS TEXT), CAST($%d AS TEXT), %d, CAST($%d AS TEXT), CAST($%d AS TEXT), CAST($%d AS TEXT))",
+			p, p+1, p+2, p+3, i, p+4, p+5, p+6)
 	}
 	b.WriteString(`) AS e JOIN webhook_subscriptions s ON s.user_id = e.column3
 		AND s.event_type IN (e.column4, CASE WHEN e.column4 = 'webhook.ping' THEN e.column4 ELSE '*' END)
 	JOIN webhooks w ON w.id = s.webhook_id WHERE w.active
-		AND (w.management_events OR e.column4 NOT IN (` + ams.ManagementEventList() + `)) ORDER BY e.column5, w.seq` + q.lockIf(tx, "FOR SHARE OF w"))
+		AND (w.management_events OR e.column4 NOT IN (` + ams.ManagementEventList() + `))
+		AND (w.filter_assistant_id IS NULL OR w.filter_assistant_id = e.column6)
+		AND (w.filter_conversation_id IS NULL OR w.filter_conversation_id = e.column7)
+		AND (w.filter_metadata IS NULL OR ` + q.s.d.MetadataHolds("e.column8", "w.filter_metadata") + `)
+	ORDER BY e.column5, w.seq` + q.lockIf(tx, "FOR SHARE OF w"))
 	return b.String()
 }

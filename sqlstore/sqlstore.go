@@ -112,6 +112,11 @@ type Dialect struct {
 	// name set to JSON null (erasure, sqlstore/erase.go).
 	EventField  func(name string) string
 	EventNulled func(name string) string
+	// MetadataHolds is the SQL of a condition that holds when the JSON
+	// object (text) meta holds every pair of the JSON object (text)
+	// filter, both of string values: a webhook's metadata filter and an
+	// event's record metadata (NULL meta: it does not hold).
+	MetadataHolds func(meta, filter string) string
 }
 
 // Store implements ams.Store over an Engine. An engine embeds it and adds

@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -16,6 +17,7 @@ import (
 // joined with commas.
 const webhookCols = `id, user_id, url, secret_sealed, active, status, created_at, updated_at,
 	previous_secret_sealed, previous_secret_expires_at, metadata, management_events, ordered,
+	failure_streak, payload, filter_assistant_id, filter_conversation_id, filter_metadata,
 	(SELECT string_agg(s.event_type, ',') FROM webhook_subscriptions s WHERE s.webhook_id = webhooks.id)`
 
 // sortEvents puts event types in their canonical order, dropping blanks,
@@ -41,12 +43,20 @@ func (q *Queries) scanWebhook(s scanner) (*ams.Webhook, error) {
 	var prevSealed *string
 	var prevExpires *int64
 	var meta string
-	if err := s.Scan(&w.ID, &w.UserID, &w.URL, &sealed, &w.Active, &w.Status, &c, &u, &prevSealed, &prevExpires, &meta, &w.ManagementEvents, &w.Ordered, &events); err != nil {
+	var fAssistant, fConversation, fMetadata *string
+	if err := s.Scan(&w.ID, &w.UserID, &w.URL, &sealed, &w.Active, &w.Status, &c, &u, &prevSealed, &prevExpires, &meta, &w.ManagementEvents, &w.Ordered,
+		&w.FailureStreak, &w.Payload, &fAssistant, &fConversation, &fMetadata, &events); err != nil {
 		return nil, err
 	}
 	var err error
 	if w.Metadata, err = ams.DecodeMetadata(meta); err != nil {
 		return nil, fmt.Errorf("webhook %s: metadata: %w", w.ID, err)
+	}
+	w.Filter.AssistantID, w.Filter.ConversationID = deref(fAssistant), deref(fConversation)
+	if fMetadata != nil {
+		if err := json.Unmarshal([]byte(*fMetadata), &w.Filter.Metadata); err != nil {
+			return nil, fmt.Errorf("webhook %s: filter: %w", w.ID, err)
+		}
 	}
 	w.CreatedAt, w.UpdatedAt = FromMS(c), FromMS(u)
 	w.Events = sortEvents(strings.Split(deref(events), ","))
@@ -89,9 +99,14 @@ func (q *Queries) sealPrevious(w *ams.Webhook) (*string, *int64) {
 func (q *Queries) CreateWebhook(ctx context.Context, w *ams.Webhook) error {
 	w.Events = sortEvents(w.Events)
 	return q.inTx(ctx, func(q *Queries) error {
-		if _, err := q.exec(ctx, "insert webhook", `INSERT INTO webhooks (id, user_id, url, secret_sealed, active, status, created_at, updated_at, metadata, management_events, ordered)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`, w.ID, w.UserID, w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status,
-			MS(w.CreatedAt), MS(w.UpdatedAt), ams.EncodeMetadata(w.Metadata), w.ManagementEvents, w.Ordered); err != nil {
+		if w.Payload == "" {
+			w.Payload = ams.PayloadFull
+		}
+		fa, fc, fm := filterColumns(w.Filter)
+		if _, err := q.exec(ctx, "insert webhook", `INSERT INTO webhooks (id, user_id, url, secret_sealed, active, status, created_at, updated_at, metadata, management_events,
+			ordered, payload, filter_assistant_id, filter_conversation_id, filter_metadata)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`, w.ID, w.UserID, w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status,
+			MS(w.CreatedAt), MS(w.UpdatedAt), ams.EncodeMetadata(w.Metadata), w.ManagementEvents, w.Ordered, w.Payload, fa, fc, fm); err != nil {
 			return err
 		}
 		return q.setSubscriptions(ctx, w)
@@ -192,6 +207,12 @@ func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.
 		if upd.Ordered != nil {
 			w.Ordered = *upd.Ordered
 		}
+		if upd.Filter != nil {
+			w.Filter = *upd.Filter
+		}
+		if upd.Payload != nil {
+			w.Payload = *upd.Payload
+		}
 		rotate(w, upd, now)
 		if upd.Events != nil {
 			w.Events = sortEvents(upd.Events)
@@ -211,10 +232,12 @@ func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.
 		}
 		w.UpdatedAt = now
 		prevSealed, prevExpires := q.sealPrevious(w)
+		fa, fc, fm := filterColumns(w.Filter)
 		_, err = q.exec(ctx, "update webhook", `UPDATE webhooks SET url = $1, secret_sealed = $2, active = $3, status = $4, updated_at = $5,
-			previous_secret_sealed = $6, previous_secret_expires_at = $7, metadata = $8, management_events = $9, ordered = $10 WHERE id = $11`,
+			previous_secret_sealed = $6, previous_secret_expires_at = $7, metadata = $8, management_events = $9, ordered = $10,
+			payload = $11, filter_assistant_id = $12, filter_conversation_id = $13, filter_metadata = $14 WHERE id = $15`,
 			w.URL, q.s.sealer.Seal(w.Secret, w.ID), w.Active, w.Status, MS(now), prevSealed, prevExpires, ams.EncodeMetadata(w.Metadata), w.ManagementEvents,
-			w.Ordered, w.ID)
+			w.Ordered, w.Payload, fa, fc, fm, w.ID)
 		if err != nil || !enabled {
 			return err
 		}
@@ -224,6 +247,41 @@ func (q *Queries) UpdateWebhook(ctx context.Context, userID, id string, upd ams.
 		return nil, err
 	}
 	return w, nil
+}
+
+// webhookFilter reads the filter of webhook id (activeWebhook has
+// share-locked it).
+func (q *Queries) webhookFilter(ctx context.Context, id string) (ams.WebhookFilter, error) {
+	var f ams.WebhookFilter
+	var a, c, m *string
+	if err := q.r.QueryRow(ctx, `SELECT filter_assistant_id, filter_conversation_id, filter_metadata FROM webhooks WHERE id = $1`, id).Scan(&a, &c, &m); err != nil {
+		return f, q.fail("read webhook filter", err)
+	}
+	f.AssistantID, f.ConversationID = deref(a), deref(c)
+	if m != nil {
+		if err := json.Unmarshal([]byte(*m), &f.Metadata); err != nil {
+			return f, fmt.Errorf("webhook %s: filter: %w", id, err)
+		}
+	}
+	return f, nil
+}
+
+// filterColumns returns the columns of filter f: its assistant, its
+// conversation, and its metadata pairs as a JSON object; NULL each that f
+// does not set.
+func filterColumns(f ams.WebhookFilter) (assistant, conversation, metadata *string) {
+	if f.AssistantID != "" {
+		assistant = &f.AssistantID
+	}
+	if f.ConversationID != "" {
+		conversation = &f.ConversationID
+	}
+	if len(f.Metadata) > 0 {
+		b, _ := json.Marshal(f.Metadata) // a map of strings always encodes
+		m := string(b)
+		metadata = &m
+	}
+	return assistant, conversation, metadata
 }
 
 // rotate applies the secret fields of upd to w at now; see
@@ -369,15 +427,16 @@ func (q *Queries) EnqueueRecovery(ctx context.Context, userID, webhookID string,
 		if kept := now.Add(-ams.EventRetention); from.Before(kept) {
 			from = kept
 		}
-		var err error
+		f, err := q.webhookFilter(ctx, webhookID)
+		if err != nil {
+			return err
+		}
+		if !f.IsZero() {
+			n, err = q.recoverFiltered(ctx, userID, webhookID, f, MS(from), MS(until), MS(now))
+			return err
+		}
 		n, err = q.exec(ctx, "queue recovery", `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
-			SELECT e.user_id, $2, e.id, $5, $5, $5 FROM events e
-			WHERE e.user_id = $1 AND e.created_at >= $3 AND e.created_at < $4
-				AND (e.type IN (SELECT s.event_type FROM webhook_subscriptions s WHERE s.webhook_id = $2)
-					OR (e.type <> 'webhook.ping' AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.webhook_id = $2 AND s.event_type = '*')))
-				AND (e.type NOT IN (`+ams.ManagementEventList()+`) OR EXISTS (SELECT 1 FROM webhooks w WHERE w.id = $2 AND w.management_events))
-				AND NOT EXISTS (SELECT 1 FROM webhook_jobs j WHERE j.event_id = e.id AND j.webhook_id = $2 AND j.state IN ('pending', 'succeeded'))
-			ORDER BY e.created_at, e.seq`,
+			SELECT e.user_id, $2, e.id, $5, $5, $5 `+recoverable,
 			userID, webhookID, MS(from), MS(until), MS(now))
 		if err != nil {
 			return err
@@ -388,6 +447,62 @@ func (q *Queries) EnqueueRecovery(ctx context.Context, userID, webhookID string,
 	if err != nil {
 		return 0, err
 	}
+	return n, nil
+}
+
+// recoverable is the FROM, WHERE and ORDER BY of the events a recovery
+// queues for webhook $2 of account $1, created in [$3, $4): see
+// EnqueueRecovery.
+var recoverable = `FROM events e
+			WHERE e.user_id = $1 AND e.created_at >= $3 AND e.created_at < $4
+				AND (e.type IN (SELECT s.event_type FROM webhook_subscriptions s WHERE s.webhook_id = $2)
+					OR (e.type <> 'webhook.ping' AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.webhook_id = $2 AND s.event_type = '*')))
+				AND (e.type NOT IN (` + ams.ManagementEventList() + `) OR EXISTS (SELECT 1 FROM webhooks w WHERE w.id = $2 AND w.management_events))
+				AND NOT EXISTS (SELECT 1 FROM webhook_jobs j WHERE j.event_id = e.id AND j.webhook_id = $2 AND j.state IN ('pending', 'succeeded'))
+			ORDER BY e.created_at, e.seq`
+
+// recoverFiltered is EnqueueRecovery's queueing for a webhook with filter
+// f: it reads the recoverable events in [from, until), keeps those f
+// selects (ams.WebhookFilter.Matches, as the fan-out does),
+// and queues them in their order. It returns how many.
+func (q *Queries) recoverFiltered(ctx context.Context, userID, webhookID string, f ams.WebhookFilter, from, until, now int64) (int64, error) {
+	rows, err := q.w.Query(ctx, `SELECT e.id, e.type, e.data `+recoverable, userID, webhookID, from, until)
+	if err != nil {
+		return 0, q.fail("read recovery", err)
+	}
+	var ids []string
+	for rows.Next() {
+		e := &ams.Event{}
+		var data []byte
+		if err := rows.Scan(&e.ID, &e.Type, &data); err != nil {
+			rows.Close()
+			return 0, q.fail("read recovery", err)
+		}
+		if err := decodeEventData(data, e); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		if f.Matches(e) {
+			ids = append(ids, e.ID)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, q.fail("read recovery", err)
+	}
+	var n int64
+	for c := range slices.Chunk(ids, 100) {
+		args := make([]any, 0, 6*len(c))
+		for _, id := range c {
+			args = append(args, userID, webhookID, id, now, now, now)
+		}
+		k, err := q.exec(ctx, "queue recovery", `INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at) VALUES `+valueRows(len(c), 6), args...)
+		if err != nil {
+			return 0, err
+		}
+		n += k
+	}
+	q.queued(n)
 	return n, nil
 }
 
@@ -471,8 +586,10 @@ type recorded struct {
 // transaction: it locks what the attempts' consequences change
 // (lockAttempts), updates their jobs fenced by each claim's lease and
 // logs the attempts whose job it matched (recordAttemptChunk, two
-// statements per 16 attempts), then applies the consequences of a final
-// failure (failWebhook). An attempt whose job the update did not match
+// statements per 16 attempts), applies them to their webhooks' failure
+// streaks (recordHealth: nothing on the common path, successes to healthy
+// webhooks), then applies the consequences of a final failure
+// (failWebhook). An attempt whose job the update did not match
 // stores nothing: its answer is ErrLeaseLost, unless its webhook was
 // deleted while the delivery was in flight (which took the jobs and log
 // with it): then there is nothing to record, and its answer is nil.
@@ -485,13 +602,17 @@ func (q *Queries) recordAttempts(ctx context.Context, rs []*ams.AttemptResult, n
 	err := q.inTx(ctx, func(q *Queries) error {
 		clear(matched)
 		clear(out)
-		if err := q.lockAttempts(ctx, rs); err != nil {
+		held, err := q.lockAttempts(ctx, rs)
+		if err != nil {
 			return err
 		}
 		for c := range slices.Chunk(rs, attemptsPerStatement) {
 			if err := q.recordAttemptChunk(ctx, c, now, matched); err != nil {
 				return err
 			}
+		}
+		if err := q.recordHealth(ctx, rs, func(i int) bool { return matched[rs[i].Job.Seq] }, held, now); err != nil {
+			return err
 		}
 		for i, r := range rs {
 			var err error
@@ -511,57 +632,6 @@ func (q *Queries) recordAttempts(ctx context.Context, rs []*ams.AttemptResult, n
 		return nil, err
 	}
 	return out, nil
-}
-
-// lockAttempts takes, where the engine takes row locks, the locks that
-// recording rs needs, in the order UpdateWebhook and DeleteWebhook take
-// them (account, webhook, then jobs), so that none of them can deadlock
-// with it: a final failure's account (lockUser) and its webhook (FOR NO
-// KEY UPDATE: it will be marked failing), then a key-share lock on the
-// other attempts' webhooks (shareWebhooks). Of two final failures of one
-// webhook recorded at once, the second waits for the first and finds the
-// webhook no longer active, so the owner gets one e-mail.
-func (q *Queries) lockAttempts(ctx context.Context, rs []*ams.AttemptResult) error {
-	lock := q.lock("FOR NO KEY UPDATE")
-	if lock == "" {
-		return nil
-	}
-	var users, failing, others []string
-	for _, r := range rs {
-		if r.Outcome == ams.JobFailed {
-			users, failing = append(users, r.Job.UserID), append(failing, r.Job.WebhookID)
-		} else {
-			others = append(others, r.Job.WebhookID)
-		}
-	}
-	for _, u := range slices.Compact(slices.Sorted(slices.Values(users))) {
-		if err := q.lockUser(ctx, u); err != nil { // before the webhook: see lockUser
-			return err
-		}
-	}
-	for _, w := range slices.Compact(slices.Sorted(slices.Values(failing))) {
-		if _, err := q.exec(ctx, "lock webhook", `SELECT 1 FROM webhooks WHERE id = $1`+lock, w); err != nil {
-			return err
-		}
-	}
-	return q.shareWebhooks(ctx, others...)
-}
-
-// shareWebhooks key-share-locks the webhooks, in the order of their ids,
-// where the engine takes row locks: what the insert of an attempt would
-// take through its foreign key, but before the attempt's job is locked.
-// A transaction that deletes or changes a webhook locks the webhook before
-// its jobs; an attempt's record that locked its job first and then waited
-// for the webhook could deadlock with it (PostgreSQL's 40P01, a 500 for
-// DELETE /v1/webhooks/{id}, or a batch of attempts not recorded).
-func (q *Queries) shareWebhooks(ctx context.Context, ids ...string) error {
-	lock := q.lock("FOR KEY SHARE")
-	if lock == "" || len(ids) == 0 {
-		return nil
-	}
-	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
-	_, err := q.exec(ctx, "lock webhooks", `SELECT 1 FROM webhooks WHERE id = ANY($1) ORDER BY id`+lock, ids)
-	return err
 }
 
 // attemptsPerStatement bounds the attempts of one UPDATE and one INSERT
@@ -822,10 +892,14 @@ func (s *Store) OpenPreviousSecret(j *ams.Job, sealed *string, expires *int64) e
 }
 
 // OpenJob finishes a job an engine's claim read: it decodes the event's
-// data and unseals the webhook's secret.
+// data, thin when the job's webhook takes thin payloads (j.Payload), and
+// unseals the webhook's secret.
 func (s *Store) OpenJob(j *ams.Job, data []byte, sealed string) error {
 	if err := decodeEventData(data, j.Event); err != nil {
 		return err
+	}
+	if j.Payload == ams.PayloadThin {
+		j.Event.Thin()
 	}
 	secret, err := s.sealer.Open(sealed, j.WebhookID)
 	if err != nil {

@@ -41,6 +41,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"OrderedWebhook", testOrderedWebhook}, {"OrderedLeases", testOrderedLeases}, {"OrderedExhaustion", testOrderedExhaustion},
 		{"ClaimWakes", testClaimWakes},
 		{"WebhookSecretRotation", testWebhookSecretRotation},
+		{"WebhookHealth", testWebhookHealth}, {"WebhookFilters", testWebhookFilters},
 		{"Purge", testPurge},
 		{"Recovery", testRecovery},
 		{"WebhookCap", testWebhookCap},

@@ -86,6 +86,11 @@ type Input struct {
 	// Ordered makes the webhook ordered, or not (ams.Webhook.Ordered;
 	// absent on create: not ordered).
 	Ordered *bool
+	// Filter, when Set, replaces the webhook's filter (ams.ParseWebhookFilter;
+	// null or {}: none). Payload is "full" or "thin" (absent on create:
+	// "full").
+	Filter  RawField
+	Payload *string
 	// Admin says that the credential creating or changing the webhook
 	// holds admin (the account holder, through the account pages, does).
 	// Only then may it name management event types
@@ -94,6 +99,38 @@ type Input struct {
 	// (ams.Webhook.ManagementEvents). Otherwise the answer is EFORBIDDEN
 	// insufficient_scope.
 	Admin bool
+}
+
+// RawField is a field of a request body kept as the client sent it, so
+// that its own parser reports what is wrong with it; Set is false when
+// the body had no such field (null is set, to null).
+type RawField struct {
+	Set bool
+	Raw json.RawMessage
+}
+
+// UnmarshalJSON implements json.Unmarshaler; it keeps the value as given.
+func (f *RawField) UnmarshalJSON(b []byte) error {
+	f.Set, f.Raw = true, append(json.RawMessage(nil), b...)
+	return nil
+}
+
+// checkDelivery validates the filter and the payload of in, when given,
+// adding their errors to errs; it returns them as the store takes them
+// (nil: keep).
+func checkDelivery(in Input, errs *[]*ams.Error) (*ams.WebhookFilter, *string) {
+	var filter *ams.WebhookFilter
+	if in.Filter.Set {
+		f, err := ams.ParseWebhookFilter(in.Filter.Raw)
+		if collect(errs, err) == nil && err == nil {
+			filter = &f
+		}
+	}
+	if in.Payload != nil && *in.Payload != ams.PayloadFull && *in.Payload != ams.PayloadThin {
+		*errs = append(*errs, ams.ParamError("parameter_invalid", "payload", "'payload' must be %q (the record, the default) or %q (its ids only).",
+			ams.PayloadFull, ams.PayloadThin))
+	}
+	return filter, in.Payload
 }
 
 // checkManagement refuses, for a credential without admin, events that
@@ -209,6 +246,7 @@ func (s *Service) Create(ctx context.Context, userID string, in Input) (*ams.Web
 			return nil, err
 		}
 	}
+	filter, payload := checkDelivery(in, &errs)
 	var md ams.Metadata
 	if in.Metadata.Check("metadata") == nil { // else reported by checkFields
 		var err error
@@ -225,6 +263,13 @@ func (s *Service) Create(ctx context.Context, userID string, in Input) (*ams.Web
 	wh := &ams.Webhook{Metadata: md, ManagementEvents: in.Admin, Ordered: in.Ordered != nil && *in.Ordered,
 		ID: ams.NewID(ams.PrefixWebhook), Object: "webhook", UserID: userID, URL: *in.URL, Events: events,
 		Active: in.Active == nil || *in.Active, Status: ams.WebhookActive, Secret: *in.Secret, CreatedAt: now, UpdatedAt: now,
+		Payload: ams.PayloadFull,
+	}
+	if filter != nil {
+		wh.Filter = *filter
+	}
+	if payload != nil {
+		wh.Payload = *payload
 	}
 	ams.KeepAnswer(ctx, wh)
 	if err := s.Store.CreateWebhookCapped(ctx, wh, s.maxPerAccount()); err != nil {
@@ -238,6 +283,7 @@ func (s *Service) Create(ctx context.Context, userID string, in Input) (*ams.Web
 // is checked only for a webhook that exists.
 func (s *Service) Update(ctx context.Context, userID, id string, in Input) (*ams.Webhook, error) {
 	events, errs := checkFields(in)
+	filter, payload := checkDelivery(in, &errs)
 	wh, err := s.Store.FindWebhook(ctx, userID, id)
 	if err != nil {
 		if len(errs) > 0 {
@@ -266,7 +312,7 @@ func (s *Service) Update(ctx context.Context, userID, id string, in Input) (*ams
 		return nil, ams.Errorf(ams.EFORBIDDEN, "insufficient_scope",
 			"This webhook receives management audit events (api_key.*, oauth_client.*, account.updated): changing it needs the admin permission.")
 	}
-	upd := ams.WebhookUpdate{URL: in.URL, Events: events, Secret: in.Secret, Active: in.Active, Metadata: in.Metadata, Ordered: in.Ordered}
+	upd := ams.WebhookUpdate{URL: in.URL, Events: events, Secret: in.Secret, Active: in.Active, Metadata: in.Metadata, Ordered: in.Ordered, Filter: filter, Payload: payload}
 	if in.Admin {
 		upd.ManagementEvents = &in.Admin
 	}

@@ -7,25 +7,131 @@ import (
 	"github.com/amsdev/ams"
 )
 
-// TestEventData is the data of a test event (Trigger): it carries no
-// record, so a receiver tells it from a real event by "test": true.
-func TestEventData() map[string]any {
-	return map[string]any{"test": true}
+// TestEvent returns a test event of type typ (one of ams.EventTypes) of
+// account u at now: its data is a made-up record of the type, shaped as a
+// real event of that type carries it (the record, its ids fresh: they name
+// no record of the account), *.updated events carry previous_attributes,
+// and the envelope says "test": true, so that a receiver handles it as it
+// would a real one and can still tell it apart. account.updated carries
+// the account itself.
+func TestEvent(u *ams.User, typ string, now time.Time) *ams.Event {
+	now = now.UTC().Truncate(time.Millisecond)
+	e := testEvent(u, typ, now)
+	e.ID, e.Object, e.UserID, e.Type, e.CreatedAt, e.Test = ams.NewID(ams.PrefixEvent), "event", u.ID, typ, now, true
+	return e
 }
 
-// TestEvent returns a test event of type typ of the account userID.
-func TestEvent(userID, typ string, now time.Time) *ams.Event {
-	return &ams.Event{ID: ams.NewID(ams.PrefixEvent), Object: "event", UserID: userID, Type: typ, CreatedAt: now, Data: TestEventData()}
+// testEvent makes the record of a test event of typ; TestEvent sets the
+// envelope.
+func testEvent(u *ams.User, typ string, now time.Time) *ams.Event {
+	astID, convID := ams.NewID(ams.PrefixAssistant), ams.NewID(ams.PrefixConversation)
+	later := now.Add(24 * time.Hour)
+	remind := later.Add(-time.Hour)
+	md := ams.Metadata{}
+	switch typ {
+	case ams.EventMessageCreated, ams.EventMessageUpdated, ams.EventMessageDeleted:
+		m := &ams.Message{ID: ams.NewID(ams.PrefixMessage), Object: "message", UserID: u.ID, AssistantID: astID, ConversationID: convID,
+			Direction: ams.DirectionInbound, Content: "This is a test message from ams.", Metadata: md, CreatedAt: now, UpdatedAt: now}
+		switch typ {
+		case ams.EventMessageCreated:
+			return ams.MessageCreatedEvent(m)
+		case ams.EventMessageDeleted:
+			return ams.MessageDeletedEvent(m, now)
+		}
+		e := ams.MessageEvent(typ, m, now)
+		e.PreviousAttributes = map[string]any{"content": "This was a test message from ams."}
+		return e
+	case ams.EventTaskCreated, ams.EventTaskCompleted, ams.EventTaskUpdated, ams.EventTaskReminder, ams.EventTaskDeleted:
+		t := &ams.Task{ID: ams.NewID(ams.PrefixTask), Object: "task", UserID: u.ID, AssistantID: astID, Title: "Test task from ams",
+			Status: ams.TaskOpen, DueAt: &later, RemindAt: &remind, Metadata: md, CreatedAt: now, UpdatedAt: now}
+		if typ == ams.EventTaskCompleted {
+			t.Status, t.CompletedAt = ams.TaskCompleted, &now
+		}
+		e := ams.TaskEvent(typ, t, now)
+		if typ == ams.EventTaskUpdated {
+			e.PreviousAttributes = map[string]any{"title": "Test task"}
+		}
+		return e
+	case ams.EventEventCreated, ams.EventEventUpdated, ams.EventEventReminder, ams.EventEventDeleted, ams.EventEventRestored:
+		c := &ams.CalendarEvent{ID: ams.NewID(ams.PrefixCalendar), Object: "calendar_event", UserID: u.ID, AssistantID: astID,
+			Title: "Test event from ams", StartsAt: later, EndsAt: later.Add(time.Hour), RemindAt: &remind, Metadata: md, CreatedAt: now, UpdatedAt: now}
+		if typ == ams.EventEventDeleted {
+			c.DeletedAt, c.DeletedBy = &now, ams.DeletedByAPI
+		}
+		e := ams.CalendarEventEvent(typ, c, now)
+		if typ == ams.EventEventUpdated {
+			e.PreviousAttributes = map[string]any{"title": "Test event"}
+		}
+		return e
+	case ams.EventIntegrationConnected, ams.EventIntegrationDisconnected, ams.EventIntegrationError:
+		in := &ams.Integration{ID: ams.NewID(ams.PrefixIntegration), Object: "integration", UserID: u.ID, Provider: "caldav",
+			Status: ams.IntegrationConnected, Config: map[string]any{}, ConnectedAt: now, CreatedAt: now, UpdatedAt: now}
+		switch typ {
+		case ams.EventIntegrationDisconnected:
+			in.Status = ams.IntegrationDisconnected
+		case ams.EventIntegrationError:
+			msg := "test: the calendar server answered 503"
+			in.Status, in.LastError = ams.IntegrationError, &msg
+		}
+		e := ams.IntegrationEvent(typ, in, now)
+		if in.LastError != nil {
+			e.Data["error"] = *in.LastError
+		}
+		return e
+	case ams.EventWebhookFailing:
+		return ams.WebhookFailingEvent(u.ID, ams.NewID(ams.PrefixWebhook), "https://example.com/webhooks/ams",
+			"Test: delivery of an event failed 5 times in a row; the last attempt: the receiver answered 503.", now)
+	case ams.EventWebhookEnabled:
+		return ams.WebhookEnabledEvent(&ams.Webhook{ID: ams.NewID(ams.PrefixWebhook), UserID: u.ID, URL: "https://example.com/webhooks/ams"}, now)
+	case ams.EventWebhookDegraded, ams.EventWebhookRecovered:
+		code, msg := 503, "the receiver answered 503"
+		if typ == ams.EventWebhookRecovered {
+			code = 200
+			return ams.WebhookHealthEvent(typ, u.ID, ams.NewID(ams.PrefixWebhook), "https://example.com/webhooks/ams", &code, nil, ams.WebhookDegradedAfter, now)
+		}
+		return ams.WebhookHealthEvent(typ, u.ID, ams.NewID(ams.PrefixWebhook), "https://example.com/webhooks/ams", &code, &msg, ams.WebhookDegradedAfter, now)
+	case ams.EventAPIKeyCreated, ams.EventAPIKeyRevoked:
+		k := &ams.APIKey{ID: ams.NewID(ams.PrefixAPIKey), Object: "api_key", UserID: u.ID, Name: "Test key", Hint: ams.KeyHint("ams_sk_test0000"),
+			Permissions: ams.Permissions{ams.PermRead}, CreatedAt: now}
+		if typ == ams.EventAPIKeyRevoked {
+			k.RevokedAt = &now
+		}
+		return ams.APIKeyEvent(typ, k, now)
+	case ams.EventOAuthClientCreated, ams.EventOAuthClientSecretRotated, ams.EventOAuthClientDeleted:
+		c := &ams.OAuthClient{ID: ams.NewID(ams.PrefixClient), Object: "oauth_client", UserID: u.ID, Name: "Test app",
+			RedirectURIs: []string{"https://example.com/oauth/callback"}, CreatedAt: now, UpdatedAt: now}
+		return ams.OAuthClientEvent(typ, c, now)
+	case ams.EventAccountUpdated:
+		return ams.AccountUpdatedEvent(u, map[string]any{"timezone": "UTC"}, now)
+	case ams.EventAssistantCreated, ams.EventAssistantUpdated, ams.EventAssistantDeleted:
+		a := &ams.Assistant{ID: astID, Object: "assistant", UserID: u.ID, Name: "Test assistant", Model: ams.ModelBuiltin, Metadata: md, CreatedAt: now, UpdatedAt: now}
+		e := ams.AssistantEvent(typ, a, now)
+		if typ == ams.EventAssistantUpdated {
+			e.PreviousAttributes = map[string]any{"name": "Test"}
+		}
+		return e
+	case ams.EventConversationCreated, ams.EventConversationUpdated, ams.EventConversationDeleted:
+		c := &ams.Conversation{ID: convID, Object: "conversation", UserID: u.ID, AssistantID: astID, Title: "Test conversation",
+			LastMessageAt: now, Metadata: md, CreatedAt: now, UpdatedAt: now}
+		e := ams.ConversationEvent(typ, c, now)
+		if typ == ams.EventConversationUpdated {
+			e.PreviousAttributes = map[string]any{"title": "Test"}
+		}
+		return e
+	}
+	// A type without a sample (a later addition): its ids only.
+	return &ams.Event{Data: map[string]any{}}
 }
 
 // Trigger stores a test event of type typ (one of ams.EventTypes) for the
 // account and returns it: it is listed at GET /v1/events, sent on the
 // account's event streams (GET /v1/events/stream, which ams listen
 // forwards) and delivered to the webhooks that subscribe to typ, like
-// any event of its type, but its data is only {"test": true}. An
-// unknown type is EINVALID naming "type"; an account on the waitlist may
-// not trigger (as it may not ping). The caller checks that management
-// types (ams.IsManagementEvent) are asked for with admin.
+// any event of its type (filters included), with a made-up record of
+// the type as its data (TestEvent) and "test": true. An unknown type is
+// EINVALID naming "type"; an account on the waitlist may not trigger (as
+// it may not ping). The caller checks that management types
+// (ams.IsManagementEvent) are asked for with admin.
 func (s *Service) Trigger(ctx context.Context, userID, typ string) (*ams.Event, error) {
 	if typ == "" {
 		return nil, ams.ParamError("parameter_missing", "type", "'type' is required: an event type such as %s.", ams.EventMessageCreated)
@@ -33,10 +139,14 @@ func (s *Service) Trigger(ctx context.Context, userID, typ string) (*ams.Event, 
 	if !ams.IsEventType(typ) {
 		return nil, ams.ParamError("parameter_invalid", "type", "Unknown event type '%s'.", ams.Clip(typ))
 	}
-	if err := s.approved(ctx, userID); err != nil {
+	u, err := s.Store.FindUser(ctx, userID)
+	if err != nil {
 		return nil, err
 	}
-	e := TestEvent(userID, typ, s.Clock.Now())
+	if !u.Approved() {
+		return nil, ams.ErrWaitlistedWebhooks()
+	}
+	e := TestEvent(u, typ, s.Clock.Now())
 	ams.KeepAnswer(ctx, e)
 	if err := s.Store.Update(ctx, func(tx Tx) error { return tx.Emit(ctx, e) }); err != nil {
 		return nil, err

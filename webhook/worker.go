@@ -21,6 +21,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/batch"
+	"github.com/amsdev/ams/mail"
 	"github.com/amsdev/ams/ssrf"
 	"github.com/amsdev/ams/tracing"
 )
@@ -297,13 +298,14 @@ type envelope struct {
 	Request   *ams.EventRequest `json:"request"`
 	TurnID    *string           `json:"turn_id"`
 	Previous  map[string]any    `json:"previous_attributes,omitempty"`
+	Test      bool              `json:"test,omitempty"`
 	Data      map[string]any    `json:"data"`
 }
 
 // Body returns the exact bytes delivered for e; the same on every attempt.
 func Body(e *ams.Event) ([]byte, error) {
 	return json.Marshal(envelope{ID: e.ID, Object: "event", Type: e.Type, CreatedAt: ams.JSONTime(e.CreatedAt),
-		Request: e.Request, TurnID: e.TurnID, Previous: e.PreviousAttributes, Data: e.Data})
+		Request: e.Request, TurnID: e.TurnID, Previous: e.PreviousAttributes, Test: e.Test, Data: e.Data})
 }
 
 // deliver makes one attempt of job j and records it.
@@ -334,7 +336,9 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 	d.DurationMS = time.Since(start).Milliseconds()
 	tracing.Attempted(span, d.ID, status, d.Success)
 	now := w.Clock.Now()
-	r := &ams.AttemptResult{Job: j, Delivery: d}
+	// Notices: the e-mail of a change of the webhook's health that the
+	// store finds this attempt makes (webhook.degraded, .recovered).
+	r := &ams.AttemptResult{Job: j, Delivery: d, Notices: mail.WebhookNotices{BaseURL: w.BaseURL}}
 	switch {
 	case d.Success:
 		r.Outcome = ams.JobSucceeded

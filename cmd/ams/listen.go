@@ -194,7 +194,8 @@ func newTriggerCmd() *cobra.Command {
 		Long: `Emit a test event of type TYPE (such as task.created) on a running ams
 (POST /v1/events/trigger): it is listed at GET /v1/events, streamed to
 ams listen and delivered to the webhooks that subscribe to TYPE, like any
-event of its type, with data {"test": true}. Prints the event's id.`,
+event of its type, with a made-up record of the type as data and
+"test": true in the envelope. Prints the event's id.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			typ := args[0]

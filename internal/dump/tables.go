@@ -296,6 +296,11 @@ var Tables = []*Table{
 		[]Column{col("management_events", Bool)},
 		// Ordered (migration 0032; false in older dumps).
 		[]Column{col("ordered", Bool)},
+		// The failure streak, payload and filter (migration 0033; 0,
+		// 'full' and NULL in older dumps).
+		[]Column{{Name: "failure_streak", SQL: "failure_streak", Kind: Int, Default: int64(0)},
+			{Name: "payload", SQL: "payload", Kind: Text, Default: "full"},
+			nullCol("filter_assistant_id", Text), nullCol("filter_conversation_id", Text), nullCol("filter_metadata", Text)},
 	)},
 	{Name: "webhook_subscriptions", OrderBy: []string{"webhook_id", "event_type"}, Columns: cols(Text, "webhook_id", "user_id", "event_type")},
 	{Name: "webhook_jobs", Seq: true, OrderBy: []string{"seq"}, Columns: join(

@@ -989,15 +989,16 @@ class Client:
         """``POST /v1/events/trigger``: record a test event of ``type``
         (such as ``"task.created"``), listed, streamed and delivered to the
         webhooks that subscribe to its type like any event of that type,
-        with ``data`` ``{"test": True}``; returns the event. Permission
-        ``write``."""
+        its ``data`` a made-up record of the type and ``test`` True;
+        returns the event. Permission ``write``."""
         return self._one(Event, "POST", "/events/trigger", body={"type": type}, idempotency_key=idempotency_key)
 
     def follow_events(self, *, type: Optional[str] = None, last_event_id: Optional[str] = None) -> Iterator[Event]:
         """``GET /v1/events/stream``: yield the account's events live, in
         the catch-up order of ``list_events(order="asc", after=...)``, after
         ``last_event_id`` (without it: the events that come after the
-        newest one listed when the stream opens), of one ``type`` if
+        newest one listed when following begins; for an account without
+        events yet, all of its events), of one ``type`` if
         given. The iteration does not end by itself: leave the loop to
         stop. A dropped connection (or one silent for the client's
         ``timeout``; the server sends a keep-alive every 15 s) is resumed
@@ -1008,9 +1009,26 @@ class Client:
         request."""
         t = self._t
         last = last_event_id or ""
+        if not last:
+            # Start after the newest event listed now, as the server would,
+            # but with the cursor known here: a connection dropped before
+            # the first event resumes from it, not from the newest event
+            # of the moment of the resumption.
+            newest = self.list_events(type=type, limit=1, order="desc").data
+            if newest:
+                last = newest[0].id
         failures = 0
         what = "GET /v1/events/stream"
         while True:
+            if not last:
+                # The account had no event (of this type) when following
+                # began, so every event it has now is new: the oldest one,
+                # if any (emitted while a connection was down), is the next
+                # to yield, and the cursor to resume from.
+                oldest = self.list_events(type=type, limit=1, order="asc").data
+                if oldest:
+                    last = oldest[0].id
+                    yield oldest[0]
             resp: Any = None
             cause: Any = None
             try:
@@ -1056,6 +1074,8 @@ class Client:
         active: Optional[bool] = None,
         metadata: Optional[Metadata] = None,
         ordered: Optional[bool] = None,
+        filter: Optional[Mapping[str, str]] = None,
+        payload: Optional[str] = None,
         idempotency_key: Optional[str] = None,
     ) -> Webhook:
         """Register an endpoint for the event types given, or ``["*"]``
@@ -1064,8 +1084,12 @@ class Client:
         characters; a ``whsec_<base64>`` secret suits the Standard Webhooks
         libraries) signs every delivery: keep it to verify them with
         ``ams.verify_signature`` or ``ams.verify_standard_webhook``.
-        ``ordered=True``: one delivery at a time, in the event log's order."""
-        body = _opt(url=url, events=list(events), secret=secret, active=active, metadata=_md(metadata), ordered=ordered)
+        ``ordered=True``: one delivery at a time, in the event log's order.
+        ``filter`` (``{"assistant_id": ..., "conversation_id": ...,
+        "metadata.<key>": ...}``) keeps only the events whose fields equal
+        those; ``payload="thin"`` delivers their ids only."""
+        body = _opt(url=url, events=list(events), secret=secret, active=active, metadata=_md(metadata), ordered=ordered,
+                    filter=dict(filter) if filter is not None else None, payload=payload)
         return self._one(Webhook, "POST", "/webhooks", body=body, idempotency_key=idempotency_key)
 
     def list_webhooks(
@@ -1093,13 +1117,17 @@ class Client:
         previous_secret_expires_in: Any = UNSET,
         metadata: Any = UNSET,
         ordered: Any = UNSET,
+        filter: Any = UNSET,
+        payload: Any = UNSET,
     ) -> Webhook:
         """Change the fields given (``PATCH /v1/webhooks/{id}``);
         ``active=True`` turns a failing webhook back on. A new ``secret``
         leaves the replaced one signing ``webhook-signature`` beside it for
         ``previous_secret_expires_in`` seconds (0 to 604800; default 24 h).
         ``metadata`` (a ``MetadataUpdate``) is merged into the webhook's;
-        ``ordered`` makes it ordered or not."""
+        ``ordered`` makes it ordered or not.
+        ``filter`` replaces the webhook's (``None`` or ``{}`` removes it);
+        ``payload`` is ``"full"`` or ``"thin"``."""
         body = _body(
             url=url,
             events=list(events) if events is not UNSET else UNSET,
@@ -1108,6 +1136,8 @@ class Client:
             previous_secret_expires_in=previous_secret_expires_in,
             metadata=_md(metadata),
             ordered=ordered,
+            filter=dict(filter) if filter not in (UNSET, None) else filter,
+            payload=payload,
         )
         return self._one(Webhook, "PATCH", "/webhooks/" + seg(webhook_id), body=body)
 

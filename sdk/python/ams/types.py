@@ -28,6 +28,7 @@ __all__ = [
     "CalendarFeed",
     "Event",
     "Webhook",
+    "WebhookSummary",
     "WebhookDelivery",
     "WebhookRedelivery",
     "WebhookRecovery",
@@ -435,6 +436,9 @@ class Event(Record):
     #: On ``*.updated`` events, the values the change replaced; None
     #: otherwise.
     previous_attributes: Optional[Dict[str, Any]] = None
+    #: True on a test event of ``trigger_event`` (``ams trigger``): its
+    #: ``data`` is a made-up record of its type. False on real events.
+    test: bool = False
     data: Dict[str, Any] = field(default_factory=dict)
     raw: Dict[str, Any] = _raw()
 
@@ -443,6 +447,20 @@ class Event(Record):
         if name == "data" and value is None:
             return {}
         return value
+
+
+@dataclass
+class WebhookSummary(Record):
+    """A webhook's delivery attempts of the last ``window_hours`` (24)."""
+
+    window_hours: int = 24
+    attempts: int = 0
+    succeeded: int = 0
+    #: ``succeeded / attempts`` (4 places); None without attempts.
+    success_rate: Optional[float] = None
+    #: The 95th percentile of the attempts' durations; None without attempts.
+    p95_duration_ms: Optional[int] = None
+    raw: Dict[str, Any] = _raw()
 
 
 @dataclass
@@ -463,6 +481,14 @@ class Webhook(Record):
     #: One delivery at a time, in the order of the event log; a failing
     #: event holds the ones behind it until it succeeds or is exhausted.
     ordered: bool = False
+    #: Which events of its types it receives: ``assistant_id``,
+    #: ``conversation_id`` and ``metadata.<key>``, each equal to the
+    #: event's; ``{}``: all.
+    filter: Dict[str, str] = field(default_factory=dict)
+    #: ``"full"`` (the record) or ``"thin"`` (its ids only).
+    payload: str = "full"
+    #: The attempts of the last 24 hours; set by ``get_webhook`` only.
+    summary: Optional[WebhookSummary] = None
     created_at: str = ""
     updated_at: str = ""
     raw: Dict[str, Any] = _raw()
@@ -471,6 +497,10 @@ class Webhook(Record):
     def _convert(cls, name: str, value: Any) -> Any:
         if name == "events" and value is None:
             return []
+        if name == "filter":
+            return dict(value or {})
+        if name == "summary" and value is not None:
+            return WebhookSummary.from_dict(value)
         return value
 
 

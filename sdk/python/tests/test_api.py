@@ -290,7 +290,8 @@ class EndpointsTest(unittest.TestCase):
         self.assertIsInstance(w, ams.Webhook)
         self.assertEqual((w.url, w.events, w.active, w.status), ("http://127.0.0.1:9/hooks/ams", ["message.created", "task.created"], False, "active"))
         self.assertNotIn("secret", w.raw)
-        self.assertEqual(c.get_webhook(w.id), w)
+        # GET adds the 24 h summary, which the other answers leave null.
+        self.assertEqual(dict(c.get_webhook(w.id).raw, summary=None), w.raw)
         self.assertIsNone(w.previous_secret_expires_at)
         u = c.update_webhook(w.id, events=["task.created"], active=True)
         self.assertEqual((u.events, u.active, u.ordered), (["task.created"], True, False))
@@ -318,6 +319,26 @@ class EndpointsTest(unittest.TestCase):
         c.delete_webhook(w.id)
         with self.assertRaises(ams.NotFoundError):
             c.get_webhook(w.id)
+
+    def test_webhook_filter_payload_summary(self):
+        c = self.c
+        ast = c.list_assistants(limit=1).data[0].id
+        w = c.create_webhook("http://127.0.0.1:9/hooks/f", ["*"], "a-secret-of-16-chars+", active=False,
+                             filter={"assistant_id": ast, "metadata.team": "billing"}, payload="thin")
+        self.assertEqual((w.filter, w.payload, w.summary), ({"assistant_id": ast, "metadata.team": "billing"}, "thin", None))
+        g = c.get_webhook(w.id)
+        self.assertIsInstance(g.summary, ams.WebhookSummary)
+        assert g.summary is not None
+        self.assertEqual((g.summary.window_hours, g.summary.attempts, g.summary.success_rate), (24, 0, None))
+        u = c.update_webhook(w.id, filter=None, payload="full")
+        self.assertEqual((u.filter, u.payload), ({}, "full"))
+        with self.assertRaises(ams.InvalidRequestError) as cm:
+            c.update_webhook(w.id, filter={"direction": "inbound"})
+        self.assertEqual(cm.exception.param, "filter.direction")
+        with self.assertRaises(ams.InvalidRequestError) as cm:
+            c.update_webhook(w.id, payload="summary")
+        self.assertEqual(cm.exception.param, "payload")
+        c.delete_webhook(w.id)
 
     def test_calendar_feed_and_integrations(self):
         c = self.c

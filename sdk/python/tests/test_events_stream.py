@@ -78,7 +78,7 @@ class EventStreamTest(unittest.TestCase):
         c = s.client()
         e0 = c.trigger_event("task.created")
         self.assertIsInstance(e0, ams.Event)
-        self.assertEqual((e0.type, e0.data), ("task.created", {"test": True}))
+        self.assertEqual((e0.type, e0.test, e0.data["object"]), ("task.created", True, "task"))
         e1, e2 = c.trigger_event("task.updated"), c.trigger_event("message.created")
         proxy = CutProxy(s.base_url)
         self.addCleanup(proxy.close)
@@ -92,6 +92,38 @@ class EventStreamTest(unittest.TestCase):
         self.assertEqual([e.id for e in got], [e2.id, e3.id])
         self.assertEqual(got[1].type, "task.deleted")
         self.assertGreaterEqual(proxy.accepted, 2, "the stream was not resumed on a new connection")
+
+    def test_follow_events_of_an_empty_account_resumes_from_its_start(self):
+        # No event of this type yet: the first connection has no cursor.
+        # It drops, and an event is emitted before the stream reconnects
+        # (in the client's back-off): the resumed stream still yields it.
+        s = helpers.server()
+        c = s.client()
+        typ = "webhook.degraded"
+        self.assertEqual(c.list_events(type=typ, limit=1).data, [])
+        proxy = CutProxy(s.base_url)
+        self.addCleanup(proxy.close)
+        emitted: List[ams.Event] = []
+
+        def sleep(_: float) -> None:
+            if not emitted:
+                emitted.append(c.trigger_event(typ))
+
+        pc = ams.Client(api_key=s.key, base_url=proxy.url, sleep=sleep)
+        it = pc.follow_events(type=typ)
+        self.addCleanup(it.close)
+        got: List[ams.Event] = []
+        reader = threading.Thread(target=lambda: got.append(next(it)), daemon=True)
+        reader.start()
+        deadline = threading.Event()
+        for _ in range(600):  # two lists (newest, oldest), then the stream: cut it
+            if proxy.accepted >= 3:
+                break
+            deadline.wait(0.05)
+        proxy.cut()
+        reader.join(30)
+        self.assertEqual(len(emitted), 1, "the stream was not cut")
+        self.assertEqual([e.id for e in got], [emitted[0].id])
 
     def test_errors(self):
         c = helpers.server().client()

@@ -4,7 +4,7 @@
 import { Transport, timeString, type ClientOptions, type RequestOptions } from "./core.js";
 import { PagePromise, type PageFetcher } from "./pagination.js";
 import { MessageStream, type StreamResumer } from "./streaming.js";
-import { EventStream, type EventStreamOpener } from "./events-stream.js";
+import { EventStream, type EventLocator, type EventStreamOpener } from "./events-stream.js";
 import type {
   EventType,
   Account,
@@ -461,7 +461,8 @@ export class Events extends Resource {
   /**
    * Records a test event of `type` (POST /v1/events/trigger; permission
    * write): listed, streamed and delivered to the webhooks that subscribe
-   * to its type like any event of that type, with data `{ test: true }`.
+   * to its type like any event of that type: its `data` a made-up record
+   * of the type, and `test: true`.
    */
   async trigger(type: EventType, options?: RequestOptions): Promise<Event> {
     return this.doPost("/events/trigger", { type }, options);
@@ -482,7 +483,11 @@ export class Events extends Resource {
       const r = await t.send({ method: "GET", path: "/events/stream", query, options: { ...options, headers }, stream: true });
       return { response: r.response, controller: r.controller };
     };
-    return new EventStream(open, options?.maxRetries ?? t.maxRetries, params?.lastEventId, options?.signal);
+    const locate: EventLocator = async (order) => {
+      const page = await this.list({ ...(params?.type !== undefined ? { type: params.type } : {}), limit: 1, order }, options);
+      return page.data[0];
+    };
+    return new EventStream(open, options?.maxRetries ?? t.maxRetries, params?.lastEventId, options?.signal, locate);
   }
 }
 

@@ -17,6 +17,9 @@ import type { Event } from "./types.js";
 /** Opens GET /v1/events/stream after an event (undefined: only new events). */
 export type EventStreamOpener = (lastEventId: string | undefined) => Promise<{ response: Response; controller: AbortController }>;
 
+/** Lists the newest ("desc") or oldest ("asc") event of the stream's events, if any. */
+export type EventLocator = (order: "asc" | "desc") => Promise<Event | undefined>;
+
 /**
  * The account's events as they come (`client.events.stream()`): iterate
  * with `for await`; leave the loop to stop. It does not end by itself. A
@@ -34,13 +37,32 @@ export class EventStream implements AsyncIterable<Event> {
     private readonly maxRetries: number,
     lastEventId?: string,
     private readonly signal?: AbortSignal,
+    private readonly locate?: EventLocator,
   ) {
     this.lastEventId = lastEventId;
   }
 
   async *[Symbol.asyncIterator](): AsyncGenerator<Event> {
     let failures = 0;
+    if (this.lastEventId === undefined && this.locate) {
+      // Start after the newest event listed now, as the server would, but
+      // with the cursor known here: a connection dropped before the first
+      // event resumes from it, not from the newest event of the moment of
+      // the resumption.
+      this.lastEventId = (await this.locate("desc"))?.id;
+    }
     for (;;) {
+      if (this.lastEventId === undefined && this.locate) {
+        // The account had no event (of this type) when the iteration
+        // began, so every event it has now is new: the oldest one, if any
+        // (emitted while a connection was down), comes next, and is the
+        // cursor to resume from.
+        const oldest = await this.locate("asc");
+        if (oldest) {
+          this.lastEventId = oldest.id;
+          yield oldest;
+        }
+      }
       const conn = await this.open(this.lastEventId);
       let cause: unknown;
       try {

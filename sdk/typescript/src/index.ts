@@ -32,7 +32,7 @@ export {
   type ErrorType,
 } from "./errors.js";
 export { Page, PagePromise, type PageFetcher } from "./pagination.js";
-export { EventStream, type EventStreamOpener } from "./events-stream.js";
+export { EventStream, type EventLocator, type EventStreamOpener } from "./events-stream.js";
 export { MessageStream, parseSSE, type ServerSentEvent, type StreamOpener, type StreamResumer } from "./streaming.js";
 export { OAuth, createPKCE, pkceChallenge, randomState, registerClient, type AuthorizationRequest, type ClientMetadata, type ClientRegistration, type OAuthOptions, type PKCE, type Scope, type TokenResponse } from "./oauth.js";
 export {

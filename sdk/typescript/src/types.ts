@@ -333,7 +333,9 @@ export type EventType =
   | "turn.requires_action"
   | "turn.completed"
   | "turn.failed"
-  | "turn.cancelled";
+  | "turn.cancelled"
+  | "webhook.degraded"
+  | "webhook.recovered";
 
 /**
  * What a webhook may subscribe to: every event type but "webhook.ping", or
@@ -406,6 +408,22 @@ export interface EventDataMap {
   "turn.completed": Turn;
   "turn.failed": Turn;
   "turn.cancelled": Turn;
+  /** Deliveries to a webhook failed 3 times in a row (it stays on): the last failed attempt. */
+  "webhook.degraded": WebhookHealth;
+  /** A delivery to a degraded webhook succeeded: that attempt, and how many had failed before it. */
+  "webhook.recovered": WebhookHealth;
+}
+
+/** `data` of "webhook.degraded" and "webhook.recovered". */
+export interface WebhookHealth {
+  webhook_id: string;
+  url: string;
+  /** The attempt's HTTP status; null when no answer came. */
+  status_code: number | null;
+  /** Why the attempt failed; null for the success of "webhook.recovered". */
+  error: string | null;
+  /** The failed attempts in a row. */
+  failed_attempts: number;
 }
 
 /**
@@ -424,6 +442,8 @@ export type Event = {
     turn_id: string | null;
     /** On *.updated events: the values the change replaced. */
     previous_attributes?: Record<string, unknown>;
+    /** true on a test event of `triggerEvent` (ams trigger): `data` is a made-up record of the type. Absent on real events. */
+    test?: true;
     data: EventDataMap[K];
   };
 }[EventType];
@@ -450,8 +470,37 @@ export interface Webhook {
   metadata: Metadata;
   /** One delivery at a time, in the event log's order; a failing event holds the ones behind it until it succeeds or is exhausted. */
   ordered: boolean;
+  /** Which events of its types it receives; {} for all. */
+  filter: WebhookFilter;
+  /** "full": the record; "thin": its ids only. */
+  payload: WebhookPayload;
+  /** Its attempts of the last 24 hours; set by getWebhook only (null in lists and in the answers of changes). */
+  summary: WebhookSummary | null;
   created_at: string;
   updated_at: string;
+}
+
+/**
+ * A webhook's filter: each field set must equal the event's
+ * (`metadata.<key>`: the key of the event's record metadata).
+ */
+export type WebhookFilter = {
+  assistant_id?: string;
+  conversation_id?: string;
+} & { [key: `metadata.${string}`]: string };
+
+/** What a delivery's `data` holds. */
+export type WebhookPayload = "full" | "thin";
+
+/** A webhook's delivery attempts of the last `window_hours`. */
+export interface WebhookSummary {
+  window_hours: number;
+  attempts: number;
+  succeeded: number;
+  /** succeeded / attempts (4 places); null without attempts. */
+  success_rate: number | null;
+  /** The 95th percentile of the attempts' durations; null without attempts. */
+  p95_duration_ms: number | null;
 }
 
 /** One delivery attempt of an event to a webhook. */
@@ -712,6 +761,10 @@ export interface CreateWebhookParams {
   metadata?: Metadata;
   /** Default false: see Webhook.ordered. */
   ordered?: boolean;
+  /** Only the events whose fields equal these. */
+  filter?: WebhookFilter;
+  /** Default "full". */
+  payload?: WebhookPayload;
 }
 
 export interface UpdateWebhookParams {
@@ -726,6 +779,9 @@ export interface UpdateWebhookParams {
   metadata?: MetadataUpdate;
   /** Makes the webhook ordered (true) or not. */
   ordered?: boolean;
+  /** Replaces the webhook's filter; null or {} removes it. */
+  filter?: WebhookFilter | null;
+  payload?: WebhookPayload;
 }
 
 export interface RecoverWebhookParams {

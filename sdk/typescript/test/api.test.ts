@@ -425,6 +425,38 @@ describe("events", () => {
 });
 
 describe("webhooks (records; deliveries are in webhook.test)", () => {
+  test("filter, payload and summary; a triggered event says test", async () => {
+    const wh = await client.webhooks.create({
+      url: "http://127.0.0.1:9/hooks/f",
+      events: ["*"],
+      secret: "a-secret-of-16-chars+",
+      active: false,
+      filter: { assistant_id: srv.assistantId, "metadata.team": "billing" },
+      payload: "thin",
+    });
+    assert.deepEqual(wh.filter, { assistant_id: srv.assistantId, "metadata.team": "billing" });
+    assert.equal(wh.payload, "thin");
+    assert.equal(wh.summary, null);
+    const g = await client.webhooks.get(wh.id);
+    assert.equal(g.summary?.window_hours, 24);
+    assert.equal(g.summary?.attempts, 0);
+    assert.equal(g.summary?.success_rate, null);
+    const u = await client.webhooks.update(wh.id, { filter: null, payload: "full" });
+    assert.deepEqual(u.filter, {});
+    assert.equal(u.payload, "full");
+    await assert.rejects(
+      client.webhooks.update(wh.id, { filter: { "metadata.": "x" } }),
+      (err: unknown) => err instanceof InvalidRequestError && err.status === 400 && err.param === "filter.metadata.",
+    );
+    await client.webhooks.delete(wh.id);
+    const ev = await client.events.trigger("webhook.recovered");
+    assert.equal(ev.test, true);
+    if (ev.type === "webhook.recovered") {
+      assert.equal(ev.data.status_code, 200);
+      assert.equal(ev.data.error, null);
+    }
+  });
+
   test("create, get, update, list, delete", async () => {
     const wh = await client.webhooks.create({ url: "http://127.0.0.1:9/hook", events: ["task.created"], secret: "whsec_c2VjcmV0LXNpZ25pbmcta2V5LTEyMzQ1Ng==" });
     assert.match(wh.id, /^wh_/);
@@ -563,6 +595,8 @@ const EVENT_TYPES: Record<EventType, true> = {
   "webhook.ping": true,
   "webhook.failing": true,
   "webhook.enabled": true,
+  "webhook.degraded": true,
+  "webhook.recovered": true,
   "api_key.created": true,
   "api_key.revoked": true,
   "oauth_client.created": true,
