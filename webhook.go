@@ -50,7 +50,7 @@ type Webhook struct {
 	// order of the event log: an event whose delivery fails holds those
 	// behind it until it succeeds or exhausts its attempts. Disabled,
 	// they keep their pending deliveries for when they are enabled again.
-	Ordered   bool      `json:"ordered"`
+	Ordered bool `json:"ordered"`
 	// Filter selects the events of its types that it receives (zero:
 	// all), applied when an event is fanned out: an event it leaves out
 	// costs no delivery job.

@@ -45,7 +45,7 @@ type Webhook struct {
 	// Ordered webhooks get one delivery at a time, in the order of the
 	// event log: an event whose delivery fails holds the ones behind it
 	// until it succeeds or exhausts its attempts.
-	Ordered   bool      `json:"ordered"`
+	Ordered bool `json:"ordered"`
 	// Filter selects the events of its types the webhook receives:
 	// "assistant_id", "conversation_id" and "metadata.<key>", each
 	// equal to the event's; empty: all.
