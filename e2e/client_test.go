@@ -134,8 +134,8 @@ func TestClientIteratesAllPages(t *testing.T) {
 		}
 		n++
 	}
-	if n != 69 { // each send: conversation.created and two message.created
-		t.Fatalf("iterated %d events, want 69", n)
+	if n != 92 { // each send: conversation.created, two message.created and turn.completed
+		t.Fatalf("iterated %d events, want 92", n)
 	}
 }
 

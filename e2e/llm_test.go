@@ -82,6 +82,12 @@ func TestModelBackedAssistant(t *testing.T) {
 		t.Fatalf("events %q", names)
 	}
 	var deltas []string
+	// The stream ends with message.completed, then the turn's lifecycle
+	// event (turn.completed).
+	if len(events) < 5 || events[len(events)-1][0] != "turn.completed" {
+		t.Fatalf("events %q: the last is not turn.completed", names)
+	}
+	events = events[:len(events)-1]
 	for _, ev := range events[3 : len(events)-1] {
 		var d struct{ Delta string }
 		if ev[0] != "message.delta" || json.Unmarshal([]byte(ev[1]), &d) != nil {

@@ -118,6 +118,25 @@ func testEvent(u *ams.User, typ string, now time.Time) *ams.Event {
 			e.PreviousAttributes = map[string]any{"title": "Test"}
 		}
 		return e
+	case ams.EventTurnRequiresAction, ams.EventTurnCompleted, ams.EventTurnFailed, ams.EventTurnCancelled:
+		t := &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: u.ID, AssistantID: astID, ConversationID: convID,
+			InboundMessageID: ams.NewID(ams.PrefixMessage), MultitaskStrategy: ams.MultitaskEnqueue, ActionIDs: []string{},
+			Usage: ams.Usage{InputTokens: 12, OutputTokens: 8, TotalTokens: 20}, CreatedAt: now, UpdatedAt: now}
+		switch typ {
+		case ams.EventTurnRequiresAction:
+			t.Status, t.StopReason = ams.TurnRequiresAction, ams.StopRequiresAction
+			t.RequiredAction = &ams.RequiredAction{Type: ams.RequiredSubmitToolOutputs, ExpiresAt: now.Add(10 * time.Minute),
+				ToolCalls: []*ams.ToolCallRequest{{ID: ams.NewID(ams.PrefixCall), Name: "lookup_order", Arguments: []byte(`{"order_id":"A-1"}`)}}}
+		case ams.EventTurnCompleted:
+			t.Status, t.StopReason, t.ReplyMessageID, t.CompletedAt = ams.TurnCompleted, ams.StopEndTurn, ams.NewID(ams.PrefixMessage), &now
+		case ams.EventTurnFailed:
+			t.Status, t.StopReason, t.CompletedAt = ams.TurnFailed, ams.StopError, &now
+			t.Error = &ams.ActionError{Type: "api_error", Code: "engine_error", Message: "This is a test failure from ams."}
+		case ams.EventTurnCancelled:
+			t.Status, t.StopReason, t.CompletedAt = ams.TurnCancelled, ams.StopCancelled, &now
+			t.Error = &ams.ActionError{Type: "invalid_request_error", Code: "turn_cancelled", Message: "The turn was cancelled."}
+		}
+		return ams.TurnLifecycleEvent(t, now)
 	}
 	// A type without a sample (a later addition): its ids only.
 	return &ams.Event{Data: map[string]any{}}

@@ -175,7 +175,7 @@ func TestListenForwardsAndResumes(t *testing.T) {
 		return strings.TrimSpace(out.String())
 	}
 	first := trigger("task.created")
-	if ev := <-received; ev.ID != first || ev.Type != "task.created" || ev.Data["test"] != true {
+	if ev := <-received; ev.ID != first || ev.Type != "task.created" || !ev.Test {
 		t.Fatalf("first forwarded: %+v, want %s", ev, first)
 	}
 	proxy.cut()
