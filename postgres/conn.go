@@ -64,8 +64,11 @@ var dialect = sqlstore.Dialect{
 	Name:     "postgres",
 	RowLocks: true,
 	KeyLock:  `SELECT pg_advisory_xact_lock(hashtext('ams.key_lock'), hashtext($1))`,
-	Schema:   schema,
-	IsUnique: func(err error) bool { return pgCode(err) == codeUniqueViolation },
+	// The lock the job triggers of migration 0032 take (the schema is
+	// the first of search_path, as TG_TABLE_SCHEMA is there).
+	ClaimShared: `SELECT pg_advisory_xact_lock_shared(hashtext('ams.claim'), hashtext(current_schema()))`,
+	Schema:      schema,
+	IsUnique:    func(err error) bool { return pgCode(err) == codeUniqueViolation },
 	BadText: func(err error) bool {
 		c := pgCode(err)
 		return c == codeBadCharacter || c == codeUntranslatableChars

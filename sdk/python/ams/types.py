@@ -293,7 +293,10 @@ class Turn(Record):
     #: A cancel was asked of the server process running the turn, which
     #: has not acted on it yet.
     cancel_requested: bool = False
+    #: Started with ``send_message_background``: it runs on the server.
     background: bool = False
+    #: What its send did with the conversation's unfinished turns:
+    #: ``"enqueue"``, ``"reject"`` or ``"interrupt"``.
     multitask_strategy: str = ""
     #: What a ``"requires_action"`` turn waits for (``submit_tool_outputs``
     #: or ``approve_tool_calls``); ``None`` otherwise.
@@ -307,20 +310,6 @@ class Turn(Record):
     created_at: str = ""
     updated_at: str = ""
     completed_at: Optional[str] = None
-    #: Started with ``send_message_background``: it runs on the server.
-    background: bool = False
-    #: What its send did with the conversation's unfinished turns:
-    #: ``"enqueue"``, ``"reject"`` or ``"interrupt"``.
-    multitask_strategy: str = ""
-    #: The tokens its engine calls took: ``input_tokens``,
-    #: ``output_tokens``, ``total_tokens``.
-    usage: Dict[str, int] = field(default_factory=dict)
-    #: Why it stopped (``""`` while ``queued`` or ``running``):
-    #: ``end_turn``, ``max_output_tokens``, ``requires_action``,
-    #: ``cancelled``, ``interrupted`` or ``error``.
-    stop_reason: str = ""
-    #: The actions its tool calls recorded, in order.
-    action_ids: List[str] = field(default_factory=list)
     raw: Dict[str, Any] = _raw()
 
     @classmethod
