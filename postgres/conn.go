@@ -64,11 +64,8 @@ var dialect = sqlstore.Dialect{
 	Name:     "postgres",
 	RowLocks: true,
 	KeyLock:  `SELECT pg_advisory_xact_lock(hashtext('ams.key_lock'), hashtext($1))`,
-	// The lock the job triggers of migration 0032 take (the schema is
-	// the first of search_path, as TG_TABLE_SCHEMA is there).
-	ClaimShared: `SELECT pg_advisory_xact_lock_shared(hashtext('ams.claim'), hashtext(current_schema()))`,
-	Schema:      schema,
-	IsUnique:    func(err error) bool { return pgCode(err) == codeUniqueViolation },
+	Schema:   schema,
+	IsUnique: func(err error) bool { return pgCode(err) == codeUniqueViolation },
 	BadText: func(err error) bool {
 		c := pgCode(err)
 		return c == codeBadCharacter || c == codeUntranslatableChars
@@ -86,6 +83,13 @@ var dialect = sqlstore.Dialect{
 	},
 }
 
+// claimShared takes the claims' advisory lock shared: the lock the job
+// triggers of migration 0032 take (the schema is the first of
+// search_path, as TG_TABLE_SCHEMA is there), and claimLock's key. Every
+// transaction takes it first (lazyTx's begin, conn.Batch's implicit
+// transactions): see begin.
+const claimShared = `SELECT pg_advisory_xact_lock_shared(hashtext('ams.claim'), hashtext(current_schema()))`
+
 // querier runs queries: the pool, or a transaction.
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
@@ -94,8 +98,13 @@ type querier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-// conn adapts a pool or transaction to sqlstore.Conn.
-type conn struct{ q querier }
+// conn adapts a pool or transaction to sqlstore.Conn. On the pool
+// (implicit), a batch of several statements is one implicit transaction,
+// which takes the claims' lock first as every transaction does (begin).
+type conn struct {
+	q        querier
+	implicit bool
+}
 
 func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	tag, err := c.q.Exec(ctx, query, args...)
@@ -113,10 +122,20 @@ func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlstore.
 // Batch sends the statements in one round trip (pgx pipelines a batch).
 func (c conn) Batch(ctx context.Context, stmts []sqlstore.Stmt) ([]int64, int, error) {
 	b := &pgx.Batch{}
+	locked := c.implicit && len(stmts) > 1
+	if locked {
+		b.Queue(claimShared)
+	}
 	for _, s := range stmts {
 		b.Queue(s.SQL, s.Args...)
 	}
 	br := c.q.SendBatch(ctx, b)
+	if locked {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, 0, err
+		}
+	}
 	n := make([]int64, len(stmts))
 	for i := range stmts {
 		tag, err := br.Exec()
@@ -135,8 +154,8 @@ func (c conn) Batch(ctx context.Context, stmts []sqlstore.Stmt) ([]int64, int, e
 // engine gives sqlstore the pool for reads and writes, and transactions.
 type engine struct{ pool *pgxpool.Pool }
 
-func (e *engine) Reader() sqlstore.Conn { return conn{e.pool} }
-func (e *engine) Writer() sqlstore.Conn { return conn{e.pool} }
+func (e *engine) Reader() sqlstore.Conn { return conn{q: e.pool, implicit: true} }
+func (e *engine) Writer() sqlstore.Conn { return conn{q: e.pool, implicit: true} }
 
 // InTx runs fn in one READ COMMITTED transaction. A statement that fails
 // in PostgreSQL ends the transaction: the store checks what it can

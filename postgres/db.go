@@ -216,7 +216,7 @@ func (db *DB) migrateFS(ctx context.Context, schema string, fsys fs.FS) error {
 			return fmt.Errorf("postgres: create schema: %w", err)
 		}
 	}
-	if err := sqlstore.Migrate(ctx, fsys, func(fn func(sqlstore.Conn) error) error { return fn(conn{tx}) }); err != nil {
+	if err := sqlstore.Migrate(ctx, fsys, func(fn func(sqlstore.Conn) error) error { return fn(conn{q: tx}) }); err != nil {
 		return fmt.Errorf("postgres: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {

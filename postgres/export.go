@@ -60,7 +60,7 @@ func (db *DB) Export(ctx context.Context, fn dump.RowFunc) error {
 		return fmt.Errorf("postgres: export: begin: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	return db.ExportFrom(ctx, conn{tx}, fn)
+	return db.ExportFrom(ctx, conn{q: tx}, fn)
 }
 
 // Import loads the dump r into the store, which must be empty (every table
@@ -81,7 +81,7 @@ func (db *DB) Import(ctx context.Context, r *dump.Reader) error {
 	if _, err := tx.Exec(ctx, `LOCK TABLE `+strings.Join(dump.TableNames(), ", ")+` IN EXCLUSIVE MODE`); err != nil {
 		return fmt.Errorf("postgres: import: lock tables: %w", err)
 	}
-	if err := db.BeginImport(ctx, conn{tx}); err != nil {
+	if err := db.BeginImport(ctx, conn{q: tx}); err != nil {
 		return err
 	}
 	t, vals, err := r.Next()

@@ -21,17 +21,32 @@ type lazyTx struct {
 
 var _ sqlstore.Conn = (*lazyTx)(nil)
 
-// first sends BEGIN and query in one batch and returns the batch, whose
-// BEGIN result has been read, positioned at query's result.
+// begin is what starts every transaction: BEGIN, then the claims'
+// advisory lock shared (the lock migration 0032's job triggers take).
+// Every transaction takes it before any row lock, so none waits for it
+// holding a row: a claim (which takes it exclusive, and waits for the
+// transactions holding it) then never waits, through a transaction
+// queued behind it for the lock, on a row that transaction holds
+// (a three-way deadlock, PostgreSQL's 40P01, which TestOrderedDelivery
+// met in CI when the lock came only with a transaction's first queued
+// job). It costs no round trip: it travels with BEGIN.
+var begin = []string{"BEGIN", claimShared}
+
+// first sends begin and query in one batch and returns the batch, whose
+// begin results have been read, positioned at query's result.
 func (t *lazyTx) first(ctx context.Context, query string, args ...any) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
-	b.Queue("BEGIN")
+	for _, s := range begin {
+		b.Queue(s)
+	}
 	b.Queue(query, args...)
 	br := t.c.SendBatch(ctx, b)
 	t.begun = true
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		return nil, err
+	for range begin {
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, err
+		}
 	}
 	return br, nil
 }
@@ -79,16 +94,20 @@ func (t *lazyTx) QueryRow(ctx context.Context, query string, args ...any) sqlsto
 	return batchRow{row: br.QueryRow(), br: br}
 }
 
-// Batch sends the statements in one round trip, with BEGIN first if the
+// Batch sends the statements in one round trip, with begin first if the
 // transaction has not begun.
 func (t *lazyTx) Batch(ctx context.Context, stmts []sqlstore.Stmt) ([]int64, int, error) {
 	skip := 0
 	if !t.begun {
-		skip = 1
-		stmts = append([]sqlstore.Stmt{{Op: "begin", SQL: "BEGIN"}}, stmts...)
+		skip = len(begin)
+		head := make([]sqlstore.Stmt, 0, len(begin)+len(stmts))
+		for _, s := range begin {
+			head = append(head, sqlstore.Stmt{Op: "begin", SQL: s})
+		}
+		stmts = append(head, stmts...)
 		t.begun = true
 	}
-	n, failed, err := conn{t.c}.Batch(ctx, stmts)
+	n, failed, err := conn{q: t.c}.Batch(ctx, stmts)
 	if err != nil {
 		return nil, max(failed-skip, 0), err
 	}

@@ -114,3 +114,79 @@ func TestLazyTx(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTransactionsTakeClaimLockFirst: every transaction, whatever its
+// first statement, and every implicit transaction of several statements
+// holds the claims' advisory lock shared when its first statement runs,
+// before that statement takes any row lock: the lock is first in every
+// transaction's lock order, so a transaction never waits for it while
+// holding a row that a claim (holding it exclusive) or a transaction
+// ahead of it waits for (the three-way deadlock with a waiting claim).
+// A single statement outside a transaction takes none.
+func TestTransactionsTakeClaimLockFirst(t *testing.T) {
+	url := os.Getenv("AMS_TEST_DATABASE_URL")
+	if url == "" {
+		t.Skip("AMS_TEST_DATABASE_URL is not set: PostgreSQL tests skipped")
+	}
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	e := &engine{pool: pool}
+	const held = `SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND mode = 'ShareLock' AND granted`
+	scan := func(c sqlstore.Conn) (int, error) {
+		var n int
+		err := c.QueryRow(ctx, held).Scan(&n)
+		return n, err
+	}
+	firsts := map[string]func(c sqlstore.Conn) (int, error){
+		"exec": func(c sqlstore.Conn) (int, error) {
+			if _, err := c.Exec(ctx, `SELECT 1`); err != nil {
+				return 0, err
+			}
+			return scan(c)
+		},
+		"query": func(c sqlstore.Conn) (int, error) {
+			rows, err := c.Query(ctx, held)
+			if err != nil {
+				return 0, err
+			}
+			defer rows.Close()
+			n := 0
+			for rows.Next() {
+				if err := rows.Scan(&n); err != nil {
+					return 0, err
+				}
+			}
+			return n, rows.Err()
+		},
+		"queryrow": scan,
+		"batch": func(c sqlstore.Conn) (int, error) {
+			if _, _, err := c.Batch(ctx, []sqlstore.Stmt{{SQL: `SELECT 1`}}); err != nil {
+				return 0, err
+			}
+			return scan(c)
+		},
+	}
+	for name, first := range firsts {
+		var n int
+		if err := e.InTx(ctx, func(c sqlstore.Conn) (err error) { n, err = first(c); return err }); err != nil {
+			t.Fatal(name, err)
+		}
+		if n != 1 {
+			t.Errorf("a transaction beginning with %s holds %d shared advisory locks, want the claims' lock", name, n)
+		}
+	}
+	// An implicit transaction: a batch of two statements on the pool,
+	// the second of which reads the locks its transaction holds.
+	var n int
+	probe := sqlstore.Stmt{SQL: `DO $$ BEGIN IF (` + held + `) <> 1 THEN RAISE EXCEPTION 'no claims lock'; END IF; END $$`}
+	if _, _, err := e.Writer().Batch(ctx, []sqlstore.Stmt{{SQL: `SELECT 1`}, probe}); err != nil {
+		t.Errorf("a batch of statements on the pool: %v", err)
+	}
+	if err := e.Reader().QueryRow(ctx, held).Scan(&n); err != nil || n != 0 {
+		t.Errorf("a single statement outside a transaction holds %d shared advisory locks (%v), want none", n, err)
+	}
+}

@@ -126,11 +126,23 @@ func (db *DB) partitions(ctx context.Context, table string) (map[int64]string, e
 
 // makePartition makes table's partition of day: a table of the parent's
 // shape, filled with the rows of that day the DEFAULT partition holds
-// (moved, in the same transaction), then attached.
+// (moved, in the same transaction), then attached. It locks the parent
+// and the DEFAULT partition first, in the order ATTACH does, the DEFAULT
+// one against writes: a row of that day written into DEFAULT after the
+// move (by a transaction open when it ran) would make the ATTACH fail
+// (23514, "updated partition constraint for default partition would be
+// violated"), as it did when processes wrote history before their first
+// purge made the day's partition.
 func (db *DB) makePartition(ctx context.Context, table string, day int64) error {
 	name := pgx.Identifier{partitionName(table, day)}.Sanitize()
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, partitionLockTimeout.Milliseconds())); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `LOCK TABLE ONLY `+table+` IN SHARE UPDATE EXCLUSIVE MODE`); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `LOCK TABLE `+table+`_default IN ACCESS EXCLUSIVE MODE`); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `CREATE TABLE `+name+` (LIKE `+table+` INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`); err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/testing/pgtest"
+	"github.com/amsdev/ams/internal/testing/wait"
 )
 
 // TestPartitionsByDay: the purge makes the partitions of today and the
@@ -75,5 +76,57 @@ func TestPartitionsByDay(t *testing.T) {
 	left, err := db.TurnEvents(ctx, turn, 0, 10)
 	if err != nil || len(left) != 1 || left[0].Seq != next {
 		t.Fatalf("after the drop %d rows left (%v), want the next day's", len(left), err)
+	}
+}
+
+// TestPartitionMadeWhileWritten: a day's partition made while a
+// transaction that wrote a row of that day into DEFAULT is still open
+// (processes write history before their first purge makes today's
+// partition) waits for it and takes its row along, instead of failing
+// the ATTACH on a row it did not move (23514).
+func TestPartitionMadeWhileWritten(t *testing.T) {
+	db := pgtest.Open(t)
+	ctx := context.Background()
+	day := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	turn := ams.NewID(ams.PrefixTurn)
+	tx, err := db.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var pid int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO turn_events (turn_id, seq, type, data, created_at) VALUES ($1, 1, 'message.delta', '{}', $2)`,
+		turn, day.Add(time.Hour).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	made := make(chan error, 1)
+	go func() { made <- db.EnsurePartitions(ctx, day, day) }()
+	// The maintenance waits for the open writer: some backend is blocked
+	// by it.
+	wait.Eventually(t, "the partition maintenance to wait for the open writer", func() bool {
+		var n int
+		err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, pid).Scan(&n)
+		return err == nil && n > 0
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-made; err != nil {
+		t.Fatalf("making the partition while a row of its day was being written: %v", err)
+	}
+	// Under a load that outlasts the lock timeout the maintenance gave up
+	// for this run; the next one makes it.
+	if err := db.EnsurePartitions(ctx, day, day); err != nil {
+		t.Fatal(err)
+	}
+	var part string
+	if err := db.Pool().QueryRow(ctx, `SELECT tableoid::regclass::text FROM turn_events WHERE turn_id = $1`, turn).Scan(&part); err != nil {
+		t.Fatal(err)
+	}
+	if part != "turn_events_p20260401" {
+		t.Fatalf("the row written while the partition was made is in %s, want turn_events_p20260401", part)
 	}
 }

@@ -90,13 +90,6 @@ type Dialect struct {
 	// acting on one key (such as an e-mail recipient's count) take their
 	// turns; empty where writers are serialized anyway (SQLite).
 	KeyLock string
-	// ClaimShared, where claims lock out the writers of jobs while they
-	// read what is due (PostgreSQL: the claims' advisory lock, which the
-	// job triggers take shared), takes that lock shared. A transaction
-	// that may queue or retry jobs after it has locked rows takes it
-	// first, so that it never waits for it holding a row that a writer
-	// ahead of it needs (three-way deadlock with a waiting claim).
-	ClaimShared string
 	// Unavailable reports whether err says that the database cannot be
 	// reached or cannot write (connection refused or lost, the server
 	// shutting down, a full disk): answered 503, as ams.Unavailable.

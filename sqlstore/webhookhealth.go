@@ -81,13 +81,6 @@ func (q *Queries) lockAttempts(ctx context.Context, rs []*ams.AttemptResult) (ma
 		}
 	}
 	all = slices.Compact(slices.Sorted(slices.Values(all)))
-	if q.s.d.ClaimShared != "" {
-		// Before any row lock: the record retries jobs (the job triggers
-		// take this lock) after it has locked webhooks and accounts.
-		if _, err := q.exec(ctx, "lock claims shared", q.s.d.ClaimShared); err != nil {
-			return nil, err
-		}
-	}
 	streaks, err := q.streaks(ctx, all, q.lock("FOR KEY SHARE"))
 	if err != nil {
 		return nil, err
