@@ -31,7 +31,7 @@ func (q *Queries) IssueAccountToken(ctx context.Context, t *ams.AccountToken, e 
 	err := q.inTx(ctx, func(q *Queries) error {
 		issued = false // a retried transaction starts afresh
 		var id string
-		err := q.r.QueryRow(ctx, `SELECT id FROM users WHERE id = $1`+q.lock("FOR UPDATE"), t.UserID).Scan(&id)
+		err := q.r.QueryRow(ctx, `SELECT id FROM users WHERE id = $1`+q.lock("FOR NO KEY UPDATE"), t.UserID).Scan(&id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ams.NotFound("user", t.UserID)
 		} else if err != nil {

@@ -45,9 +45,14 @@ func (q *Queries) CreateUser(ctx context.Context, u *ams.User) error {
 }
 
 // FindUser returns the user with id; ENOTFOUND if there is none. In a
-// transaction it locks the row.
+// transaction it locks the row against other writers of the user (FOR
+// NO KEY UPDATE), not against the rows that refer to it: a transaction
+// that inserts an event or a job of the user holds its key share, and a
+// FOR UPDATE here waited for it while holding what that transaction
+// needed next (a webhook's row, in an attempt's record: 40P01 with a
+// fan-out).
 func (q *Queries) FindUser(ctx context.Context, id string) (*ams.User, error) {
-	return findOne(ctx, q, scanUser, "user", id, `SELECT `+userCols+` FROM users WHERE id = $1`+q.lock("FOR UPDATE"), id)
+	return findOne(ctx, q, scanUser, "user", id, `SELECT `+userCols+` FROM users WHERE id = $1`+q.lock("FOR NO KEY UPDATE"), id)
 }
 
 // FindUserByEmail returns the user with the e-mail; ENOTFOUND if none.
