@@ -22,7 +22,9 @@ test-go:
 		npm ci --silent --no-audit --no-fund --prefix openapi/testdata/lint && \
 		npm ci --silent --no-audit --no-fund --prefix mcp/testdata/everything && \
 		npm ci --silent --no-audit --no-fund --prefix oauth/testdata/mcpsdk; fi
-	go test -race -count=1 ./...
+	@# -timeout: each package has 30 minutes, not go test's 10: under -race on a
+	@# loaded machine sqlite and http (about 3 minutes quiet) can pass 10.
+	go test -race -count=1 -timeout 30m ./...
 
 # The Python SDK (sdk/python) against a real ams serve it builds; about 30 s.
 test-python:

@@ -25,7 +25,7 @@ echo "CPU hog: ${#hogs[@]} busy loops (pids ${hogs[*]})"
 log="$(mktemp /tmp/ams-suite-under-load.XXXXXX)"
 for i in $(seq "$runs"); do
   start=$SECONDS
-  if go test -race -count=1 "${pkgs[@]}" >"$log" 2>&1; then
+  if go test -race -count=1 -timeout 30m "${pkgs[@]}" >"$log" 2>&1; then
     echo "run $i of $runs: ok in $((SECONDS - start)) s"
   else
     echo "run $i of $runs: FAILED in $((SECONDS - start)) s"
