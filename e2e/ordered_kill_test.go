@@ -77,7 +77,8 @@ const (
 //     logs);
 //  4. every signature is valid.
 //
-// It takes about 6 s (the lease) plus the deliveries: 10–25 s per engine.
+// It takes about 6 s (the lease) plus the deliveries: 15–40 s per engine
+// on a loaded machine.
 // The PostgreSQL half needs AMS_TEST_DATABASE_URL.
 func TestOrderedWebhookKillNine(t *testing.T) {
 	for _, engine := range []string{"sqlite", "postgres"} {
