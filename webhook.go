@@ -46,9 +46,12 @@ type Webhook struct {
 	PreviousSecret          string     `json:"-"`
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 	Metadata                Metadata   `json:"metadata"`
-	// Ordered webhooks get one delivery in flight at a time, in the
-	// order of the event log: an event whose delivery fails holds those
-	// behind it until it succeeds or exhausts its attempts. Disabled,
+	// Ordered webhooks get one delivery in flight at a time, in queue
+	// order (the jobs' seq): the event log's for the events of one
+	// transaction and of transactions that did not overlap, not always
+	// between overlapping ones on PostgreSQL (docs/architecture.md). An
+	// event whose delivery fails holds those behind it until it succeeds
+	// or exhausts its attempts. Disabled,
 	// they keep their pending deliveries for when they are enabled again.
 	Ordered bool `json:"ordered"`
 	// Filter selects the events of its types that it receives (zero:

@@ -42,9 +42,11 @@ type Webhook struct {
 	// when no previous secret signs.
 	PreviousSecretExpiresAt *time.Time `json:"previous_secret_expires_at"`
 	Metadata                Metadata   `json:"metadata"`
-	// Ordered webhooks get one delivery at a time, in the order of the
-	// event log: an event whose delivery fails holds the ones behind it
-	// until it succeeds or exhausts its attempts.
+	// Ordered webhooks get one delivery at a time, in the order the
+	// deliveries were queued (the event log's, except between changes
+	// made at the same time: see the README): an event whose delivery
+	// fails holds the ones behind it until it succeeds or exhausts its
+	// attempts.
 	Ordered bool `json:"ordered"`
 	// Filter selects the events of its types the webhook receives:
 	// "assistant_id", "conversation_id" and "metadata.<key>", each

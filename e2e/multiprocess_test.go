@@ -818,12 +818,17 @@ type mpProc struct {
 var mpBaseRE = regexp.MustCompile(`ams is running in dev mode at (http://\S+)`)
 
 // mpStart starts `ams serve --dev` on a free port with env and waits until
-// it has printed its dev walkthrough (it then listens).
+// it has printed its dev walkthrough (it then listens). Its data directory
+// is env's AMS_DATA_DIR if env has one (a SQLite store), a fresh one
+// otherwise.
 func mpStart(t *testing.T, bin string, env []string, n int, extra ...string) *mpProc {
 	t.Helper()
 	args := append([]string{"serve", "--dev", "--addr", "127.0.0.1:0", "--shutdown-timeout", "10s"}, extra...)
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(slices.Clone(env), "AMS_DATA_DIR="+t.TempDir())
+	cmd.Env = slices.Clone(env)
+	if !slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "AMS_DATA_DIR=") }) {
+		cmd.Env = append(cmd.Env, "AMS_DATA_DIR="+t.TempDir())
+	}
 	out, logs := &mpLog{}, &mpLog{}
 	cmd.Stdout, cmd.Stderr = out, logs
 	// The server dies with the test binary even if that is killed.
@@ -941,7 +946,13 @@ func mpSchema(t *testing.T, base string) string {
 // messages) and an assistant.
 func mpAccount(t *testing.T, bin string, env []string, email string) (key, asst string) {
 	t.Helper()
-	dir := t.TempDir()
+	return mpAccountIn(t, bin, env, t.TempDir(), email)
+}
+
+// mpAccountIn is mpAccount with the CLI run on data directory dir (the
+// SQLite store's, when env names no database).
+func mpAccountIn(t *testing.T, bin string, env []string, dir, email string) (key, asst string) {
+	t.Helper()
 	mpCLI(t, bin, env, dir, "migrate")
 	mpCLI(t, bin, env, dir, "users", "create", "--email", email, "--plan", "enterprise")
 	mpCLI(t, bin, env, dir, "users", "update", "--email", email, "--rpm", "1000000000", "--rpd", "1000000000")

@@ -22,7 +22,7 @@ type webhookRequest struct {
 	PreviousSecretExpiresIn *int64 `json:"previous_secret_expires_in"`
 	// Metadata is merged into the webhook's (ams.MetadataPatch).
 	Metadata ams.MetadataPatch `json:"metadata"`
-	// Ordered: one delivery in flight at a time, in the event log's order
+	// Ordered: one delivery in flight at a time, in queue order
 	// (ams.Webhook.Ordered).
 	Ordered *bool `json:"ordered"`
 	// Filter replaces the webhook's filter (ams.ParseWebhookFilter).

@@ -413,8 +413,10 @@ func (q *Queries) EnqueueDelivery(ctx context.Context, userID, webhookID, eventI
 // has not received successfully (no job of the event for the webhook
 // succeeded: a successful attempt marks its job succeeded, even one
 // canceled while in flight) and that are not pending for it, in
-// their order of creation (jobs' seq follows the events' created_at, then
-// seq, and all are due now, so they are claimed oldest first). The
+// the event log's order (jobs' seq follows the events' catch-up order
+// (txid, seq) of ListEvents, and all are due now, so they are claimed
+// oldest first, and an ordered webhook gets them in the log's order,
+// after the jobs already pending for it). The
 // webhook is share-locked, as by a ping: a concurrent deactivation waits,
 // then cancels what was queued here.
 func (q *Queries) EnqueueRecovery(ctx context.Context, userID, webhookID string, since, until, now time.Time) (int64, error) {
@@ -459,7 +461,7 @@ var recoverable = `FROM events e
 					OR (e.type <> 'webhook.ping' AND EXISTS (SELECT 1 FROM webhook_subscriptions s WHERE s.webhook_id = $2 AND s.event_type = '*')))
 				AND (e.type NOT IN (` + ams.ManagementEventList() + `) OR EXISTS (SELECT 1 FROM webhooks w WHERE w.id = $2 AND w.management_events))
 				AND NOT EXISTS (SELECT 1 FROM webhook_jobs j WHERE j.event_id = e.id AND j.webhook_id = $2 AND j.state IN ('pending', 'succeeded'))
-			ORDER BY e.created_at, e.seq`
+			ORDER BY e.txid, e.seq`
 
 // recoverFiltered is EnqueueRecovery's queueing for a webhook with filter
 // f: it reads the recoverable events in [from, until), keeps those f

@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -233,4 +235,51 @@ func testClaimWakes(t *testing.T, s ams.Store) {
 	}
 	_ = x
 	_ = w
+}
+
+// testOrderedRecovery: a recovery into an ordered webhook queues the
+// events in the event log's order (ListEvents, ascending), not in the
+// order of their created_at: here the second event emitted says it was
+// created a second before the first (a process whose clock is behind).
+func testOrderedRecovery(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	u := mustUser(t, s, "ordered-recovery@example.com")
+	var want []string
+	for i, at := range []time.Time{t0.Add(time.Second), t0, t0.Add(2 * time.Second)} {
+		e := &ams.Event{ID: ams.NewID(ams.PrefixEvent), Object: "event", UserID: u.ID, Type: ams.EventMessageCreated,
+			CreatedAt: at, Data: map[string]any{"id": fmt.Sprintf("msg_%d", i)}}
+		if err := s.Emit(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, e.ID)
+	}
+	page, err := listEvents(t, s, ctx, u.ID, ams.EventFilter{}, ams.ListParams{Limit: 10, Order: ams.OrderAsc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, e := range page.Data {
+		listed = append(listed, e.ID)
+	}
+	if !slices.Equal(listed, want) {
+		t.Fatalf("the log lists %v, want the order emitted %v", listed, want)
+	}
+	// Made after the events: none was queued for it.
+	w := orderedHook(t, s, u)
+	now := t0.Add(time.Minute)
+	if n, err := s.EnqueueRecovery(ctx, u.ID, w.ID, t0.Add(-time.Minute), now, now); err != nil || n != 3 {
+		t.Fatalf("recovery queued %d, %v; want 3", n, err)
+	}
+	var got []string
+	for range want {
+		jobs := ofHook(claimAll(t, s, now), w.ID)
+		if len(jobs) != 1 {
+			t.Fatalf("after %v the ordered webhook got %d jobs, want 1", got, len(jobs))
+		}
+		got = append(got, jobs[0].Event.ID)
+		record(t, s, jobs[0], ams.JobSucceeded, now)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("recovered into the ordered webhook in the order %v, want the log's %v", got, want)
+	}
 }

@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"ClaimWebhookCap", testClaimWebhookCap}, {"ClaimAccounts", testClaimAccounts}, {"AttemptFenced", testAttemptFenced},
 		{"RecordAttempts", testRecordAttempts}, {"FailureFenced", testFailureFenced},
 		{"OrderedWebhook", testOrderedWebhook}, {"OrderedLeases", testOrderedLeases}, {"OrderedExhaustion", testOrderedExhaustion},
+		{"OrderedRecovery", testOrderedRecovery},
 		{"ClaimWakes", testClaimWakes},
 		{"WebhookSecretRotation", testWebhookSecretRotation},
 		{"WebhookHealth", testWebhookHealth}, {"WebhookFilters", testWebhookFilters},

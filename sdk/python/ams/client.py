@@ -1084,7 +1084,8 @@ class Client:
         characters; a ``whsec_<base64>`` secret suits the Standard Webhooks
         libraries) signs every delivery: keep it to verify them with
         ``ams.verify_signature`` or ``ams.verify_standard_webhook``.
-        ``ordered=True``: one delivery at a time, in the event log's order.
+        ``ordered=True``: one delivery at a time, in the order queued (the
+        event log's, except between changes made at the same time).
         ``filter`` (``{"assistant_id": ..., "conversation_id": ...,
         "metadata.<key>": ...}``) keeps only the events whose fields equal
         those; ``payload="thin"`` delivers their ids only."""

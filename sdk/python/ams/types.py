@@ -467,8 +467,9 @@ class Webhook(Record):
     previous_secret_expires_at: Optional[str] = None
     #: Your own key-value pairs (strings); ``{}`` when none.
     metadata: Dict[str, str] = field(default_factory=dict)
-    #: One delivery at a time, in the order of the event log; a failing
-    #: event holds the ones behind it until it succeeds or is exhausted.
+    #: One delivery at a time, in the order queued (the event log's,
+    #: except between changes made at the same time); a failing event
+    #: holds the ones behind it until it succeeds or is exhausted.
     ordered: bool = False
     #: Which events of its types it receives: ``assistant_id``,
     #: ``conversation_id`` and ``metadata.<key>``, each equal to the

@@ -468,7 +468,7 @@ export interface Webhook {
   /** While a replaced secret still signs `webhook-signature` beside the new one, until when; null otherwise. */
   previous_secret_expires_at: string | null;
   metadata: Metadata;
-  /** One delivery at a time, in the event log's order; a failing event holds the ones behind it until it succeeds or is exhausted. */
+  /** One delivery at a time, in the order queued (the event log's, except between changes made at the same time); a failing event holds the ones behind it until it succeeds or is exhausted. */
   ordered: boolean;
   /** Which events of its types it receives; {} for all. */
   filter: WebhookFilter;
