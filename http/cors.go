@@ -17,15 +17,17 @@ import (
 )
 
 // CORS (DESIGN.md, Browsers). A page of another origin may call the API
-// (/v1) and the OAuth token and revocation endpoints from a browser when
+// (/v1 and the MCP endpoint, /mcp) and the OAuth token, revocation and
+// registration endpoints from a browser when
 // its origin is one of Server.CORSOrigins (--cors-allowed-origins), or
 // when it is the origin of a redirect URI of a registered public OAuth
 // client (a browser app) and the request uses that client's credentials:
 // an API request authenticated by an access token of the client, a token
 // or revocation request naming the client (client_id). Such an origin may
 // also read the answers that hold no account's data (a request without
-// valid credentials, the authorization server's metadata), so that the
-// app sees its 401s; never an answer to a request authenticated by an API
+// valid credentials, the authorization server's and the protected
+// resources' metadata, a client registration), so that the app sees its
+// 401s and a browser-based MCP client can discover and register; never an answer to a request authenticated by an API
 // key or another client's token (issue 26, L7: registering a public
 // client does not widen the CORS policy of every account). A preflight,
 // which carries no credentials, is allowed for all these origins. The
@@ -43,6 +45,8 @@ import (
 //     then refuses the request). A preflight never reaches the routes.
 //   - any other request from an allowed origin: the route's answer with
 //     Access-Control-Allow-Origin and Access-Control-Expose-Headers.
+//   - /mcp also allows and exposes the headers of the MCP Streamable HTTP
+//     transport (Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID).
 //   - every answer of these paths carries Vary: Origin (preflights also
 //     Vary: Access-Control-Request-Method, Access-Control-Request-Headers).
 //
@@ -57,6 +61,11 @@ const (
 	// CORS-safelisted ones (Content-Type, ...).
 	corsExposeHeaders = "X-Request-Id, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, " +
 		"Retry-After, Location, Idempotent-Replayed, WWW-Authenticate, Allow, ETag, Deprecation, Sunset, Link"
+	// What /mcp allows and exposes besides: the headers of the MCP
+	// Streamable HTTP transport an MCP client sends and reads
+	// (WWW-Authenticate, with its resource_metadata, is exposed above).
+	mcpAllowHeaders  = "Mcp-Session-Id, MCP-Protocol-Version, Last-Event-ID"
+	mcpExposeHeaders = "Mcp-Session-Id"
 	// How long a browser may keep a preflight's answer (browsers cap it:
 	// Chromium at 2 h).
 	corsMaxAge = "7200"
@@ -129,9 +138,27 @@ func OriginOf(raw string) (origin string, ok bool) {
 }
 
 // corsPath reports whether the path's answers follow the CORS policy: the
-// API and the OAuth endpoints a public client calls from a browser.
+// API, the MCP endpoint and the OAuth endpoints a public client (an MCP
+// client among them) calls from a browser.
 func corsPath(p string) bool {
-	return strings.HasPrefix(p, "/v1/") || p == "/oauth/token" || p == "/oauth/revoke" || p == "/.well-known/oauth-authorization-server"
+	return strings.HasPrefix(p, "/v1/") || p == MCPPath || p == "/oauth/token" || p == "/oauth/revoke" || openCORSPath(p)
+}
+
+// openCORSPath reports whether the path's answers hold no account's data
+// whatever the request (the metadata documents, a client registration,
+// which takes no credentials): every allowed origin may read them, a
+// public client's included.
+func openCORSPath(p string) bool {
+	return p == "/.well-known/oauth-authorization-server" || p == protectedResourcePath || p == protectedResourcePath+MCPPath || p == "/oauth/register"
+}
+
+// corsAllowed returns the request headers a preflight of path p allows
+// and the answer headers its answers expose.
+func corsAllowed(p string) (allow, expose string) {
+	if p == MCPPath {
+		return corsAllowHeaders + ", " + mcpAllowHeaders, corsExposeHeaders + ", " + mcpExposeHeaders
+	}
+	return corsAllowHeaders, corsExposeHeaders
 }
 
 // withCORS applies the CORS policy (see above) to next.
@@ -153,6 +180,7 @@ func (s *Server) withCORS(next http.Handler) http.Handler {
 			return
 		}
 		allowed, clients := s.originAllowed(r.Context(), origin)
+		allowHeaders, exposeHeaders := corsAllowed(r.URL.Path)
 		if preflight {
 			if !allowed && clients == nil {
 				s.writeError(w, r, ams.Errorf(ams.EFORBIDDEN, "origin_not_allowed",
@@ -161,7 +189,7 @@ func (s *Server) withCORS(next http.Handler) http.Handler {
 			}
 			h.Set("Access-Control-Allow-Origin", origin)
 			h.Set("Access-Control-Allow-Methods", corsAllowMethods)
-			h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+			h.Set("Access-Control-Allow-Headers", allowHeaders)
 			h.Set("Access-Control-Max-Age", corsMaxAge)
 			w.WriteHeader(http.StatusNoContent)
 			return
@@ -169,19 +197,19 @@ func (s *Server) withCORS(next http.Handler) http.Handler {
 		switch {
 		case allowed:
 			h.Set("Access-Control-Allow-Origin", origin)
-			h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+			h.Set("Access-Control-Expose-Headers", exposeHeaders)
 		case clients == nil:
-		case r.URL.Path == "/.well-known/oauth-authorization-server":
+		case openCORSPath(r.URL.Path):
 			h.Set("Access-Control-Allow-Origin", origin)
-			h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
-		case strings.HasPrefix(r.URL.Path, "/v1/"):
+			h.Set("Access-Control-Expose-Headers", exposeHeaders)
+		case strings.HasPrefix(r.URL.Path, "/v1/") || r.URL.Path == MCPPath:
 			// Decided when the answer starts: by then the request is
 			// authenticated (or refused).
-			w = &clientCORSWriter{ResponseWriter: w, r: r, origin: origin, clients: clients}
+			w = &clientCORSWriter{ResponseWriter: w, r: r, origin: origin, clients: clients, expose: exposeHeaders}
 		default: // /oauth/token, /oauth/revoke
 			if clients[formClientID(r)] {
 				h.Set("Access-Control-Allow-Origin", origin)
-				h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+				h.Set("Access-Control-Expose-Headers", exposeHeaders)
 			}
 		}
 		next.ServeHTTP(w, r)
@@ -197,6 +225,7 @@ type clientCORSWriter struct {
 	r       *http.Request
 	origin  string
 	clients map[string]bool
+	expose  string // Access-Control-Expose-Headers
 	decided bool
 }
 
@@ -209,7 +238,7 @@ func (w *clientCORSWriter) decide() {
 	if a == nil || a.ClientID != "" && w.clients[a.ClientID] {
 		h := w.Header()
 		h.Set("Access-Control-Allow-Origin", w.origin)
-		h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+		h.Set("Access-Control-Expose-Headers", w.expose)
 	}
 }
 

@@ -257,3 +257,83 @@ func TestParseOrigins(t *testing.T) {
 		}
 	}
 }
+
+// TestCORSMCP: /mcp, the RFC 9728 metadata and POST /oauth/register
+// follow the API's policy for the browser-based MCP clients that call
+// them: a preflight of /mcp from an allowed origin allows the headers of
+// the MCP transport (Mcp-Session-Id, MCP-Protocol-Version,
+// Last-Event-ID) besides Authorization and Content-Type; its answers,
+// 401s included, expose WWW-Authenticate and Mcp-Session-Id; the metadata
+// and a registration are readable; another origin gets a 403 preflight
+// and answers without any Access-Control-* header.
+func TestCORSMCP(t *testing.T) {
+	t.Parallel()
+	f := corsSetup(t)
+	mcpHeaders := "authorization,content-type,mcp-protocol-version,mcp-session-id,last-event-id"
+	r := f.Do("OPTIONS", "/mcp", "", "", "Origin", appOrigin, "Access-Control-Request-Method", "POST", "Access-Control-Request-Headers", mcpHeaders)
+	h := r.Header
+	if r.Status != 204 || h.Get("Access-Control-Allow-Origin") != appOrigin || !listed(h.Get("Access-Control-Allow-Methods"), "POST") ||
+		!listed(h.Get("Access-Control-Allow-Headers"), strings.Split(mcpHeaders, ",")...) || h.Get("Access-Control-Max-Age") == "" ||
+		h.Get("Access-Control-Allow-Credentials") != "" || !slices.Contains(vary(h), "Access-Control-Request-Headers") {
+		t.Fatalf("preflight of /mcp: %d %v", r.Status, h)
+	}
+	for _, path := range []string{"/oauth/register", "/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"} {
+		if r := f.preflight(path, appOrigin); r.status != 204 || r.header.Get("Access-Control-Allow-Origin") != appOrigin ||
+			!listed(r.header.Get("Access-Control-Allow-Headers"), "Content-Type", "Authorization") {
+			t.Fatalf("preflight of %s: %d %v", path, r.status, r.header)
+		}
+	}
+
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	mcpReq := []string{"Origin", appOrigin, "Accept", "application/json, text/event-stream", "MCP-Protocol-Version", "2025-06-18"}
+	exposed := func(name string, h http.Header) {
+		t.Helper()
+		if h.Get("Access-Control-Allow-Origin") != appOrigin || !listed(h.Get("Access-Control-Expose-Headers"), "WWW-Authenticate", "Mcp-Session-Id", "X-Request-Id") ||
+			!slices.Contains(vary(h), "Origin") {
+			t.Fatalf("%s: %v", name, h)
+		}
+	}
+	// Without credentials: the 401 and its RFC 9728 hint are readable, so
+	// that the client can discover the authorization server.
+	u := f.Do("POST", "/mcp", "", list, mcpReq...)
+	if u.Status != 401 || !strings.Contains(u.Header.Get("WWW-Authenticate"), "resource_metadata=") {
+		t.Fatalf("/mcp without credentials: %d %v", u.Status, u.Header)
+	}
+	exposed("401 of /mcp", u.Header)
+	a := f.do("POST", "/mcp", list, mcpReq...)
+	if a.status != 200 || !strings.Contains(string(a.body), "list_assistants") {
+		t.Fatalf("tools/list: %d %s", a.status, a.body)
+	}
+	exposed("tools/list", a.header)
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server"} {
+		r := f.Do("GET", path, "", "", "Origin", appOrigin)
+		if r.Status != 200 || r.Header.Get("Access-Control-Allow-Origin") != appOrigin {
+			t.Fatalf("%s: %d %v", path, r.Status, r.Header)
+		}
+	}
+	reg := f.Do("POST", "/oauth/register", "", `{"redirect_uris": ["`+appOrigin+`/callback"], "client_name": "Browser MCP client", "token_endpoint_auth_method": "none"}`,
+		"Origin", appOrigin)
+	if reg.Status != 201 || reg.Header.Get("Access-Control-Allow-Origin") != appOrigin {
+		t.Fatalf("registration: %d %v %s", reg.Status, reg.Header, reg.Body)
+	}
+
+	// Another origin: refused preflights, unreadable answers.
+	const evil = "https://evil.example"
+	for _, path := range []string{"/mcp", "/oauth/register", "/.well-known/oauth-protected-resource/mcp"} {
+		r := f.preflight(path, evil)
+		wantError(t, r, 403, "permission_error", "origin_not_allowed", "")
+		if c := corsHeaders(r.header); len(c) > 0 {
+			t.Fatalf("preflight of %s from %s: %v", path, evil, c)
+		}
+	}
+	if r := f.do("POST", "/mcp", list, "Origin", evil, "Accept", "application/json, text/event-stream"); r.status != 200 || len(corsHeaders(r.header)) > 0 {
+		t.Fatalf("/mcp from %s: %d %v", evil, r.status, r.header)
+	}
+	if r := f.Do("GET", "/.well-known/oauth-protected-resource/mcp", "", "", "Origin", evil); r.Status != 200 || len(corsHeaders(r.Header)) > 0 {
+		t.Fatalf("metadata from %s: %d %v", evil, r.Status, r.Header)
+	}
+	// The /v1 preflight allows only the API's headers.
+	if r := f.preflight("/v1/assistants", appOrigin); listed(r.header.Get("Access-Control-Allow-Headers"), "Mcp-Session-Id") {
+		t.Fatalf("/v1 preflight allows the MCP headers: %v", r.header)
+	}
+}

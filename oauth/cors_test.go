@@ -54,12 +54,34 @@ func TestCORSOnlyWithTheClientsCredentials(t *testing.T) {
 		if r.Status != c.status || (got == c.origin) != c.allowed || (got != "" && got != c.origin) {
 			t.Errorf("%s: %d, Access-Control-Allow-Origin %q; want %d, allowed %v", c.name, r.Status, got, c.status, c.allowed)
 		}
+		// The MCP endpoint follows the same rule (a browser-based MCP
+		// client is a public client).
+		r = h.Do("POST", "/mcp", c.token, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Origin", c.origin, "Accept", "application/json, text/event-stream")
+		got = r.Header.Get("Access-Control-Allow-Origin")
+		if r.Status != c.status || (got == c.origin) != c.allowed || (got != "" && got != c.origin) ||
+			(c.allowed && !strings.Contains(r.Header.Get("Access-Control-Expose-Headers"), "Mcp-Session-Id")) {
+			t.Errorf("/mcp, %s: %d, %v; want %d, allowed %v", c.name, r.Status, r.Header, c.status, c.allowed)
+		}
+	}
+	// Answers that hold no account's data: readable from a public
+	// client's origin, so that a browser-based MCP client can discover
+	// the authorization server and register itself.
+	for _, path := range []string{"/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-authorization-server"} {
+		if r := h.Do("GET", path, "", "", "Origin", origin); r.Status != 200 || r.Header.Get("Access-Control-Allow-Origin") != origin {
+			t.Errorf("%s from %s: %d %v", path, origin, r.Status, r.Header)
+		}
+	}
+	if r := h.Do("POST", "/oauth/register", "", `{"redirect_uris": ["https://client.example/cb2"], "token_endpoint_auth_method": "none"}`, "Origin", origin); r.Status != 201 ||
+		r.Header.Get("Access-Control-Allow-Origin") != origin {
+		t.Errorf("registration from %s: %d %v %s", origin, r.Status, r.Header, r.Body)
 	}
 	for _, o := range []string{origin, "https://other-spa.example"} {
-		r := h.Do("OPTIONS", "/v1/assistants", "", "", "Origin", o, "Access-Control-Request-Method", "GET",
-			"Access-Control-Request-Headers", "authorization")
-		if r.Status != http.StatusNoContent || r.Header.Get("Access-Control-Allow-Origin") != o {
-			t.Errorf("preflight from %s: %d %v", o, r.Status, r.Header)
+		for _, path := range []string{"/v1/assistants", "/mcp", "/oauth/register"} {
+			r := h.Do("OPTIONS", path, "", "", "Origin", o, "Access-Control-Request-Method", "POST",
+				"Access-Control-Request-Headers", "authorization")
+			if r.Status != http.StatusNoContent || r.Header.Get("Access-Control-Allow-Origin") != o {
+				t.Errorf("preflight of %s from %s: %d %v", path, o, r.Status, r.Header)
+			}
 		}
 	}
 
