@@ -78,6 +78,11 @@ type ToolCallRecord struct {
 	// ActionID is the action that recorded the call ("" for a client
 	// tool's call).
 	ActionID string `json:"action_id,omitempty"`
+	// Pending marks a client tool's call made in the same model round as
+	// calls that need approval: the turn asks for the approvals first,
+	// then for this call's output (ams.PendingCalls). It has no Output
+	// until then, and engines do not replay it.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Usage is a turn's token count (summed over its engine calls).

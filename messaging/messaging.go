@@ -731,8 +731,14 @@ func (r *Run) renew(ctx context.Context) {
 	}
 }
 
-// reply runs the engine and checks its answer.
+// reply runs the engine and checks its answer. A turn with pending
+// client calls (ams.PendingCalls: made in a round that asked for
+// approvals first) stops for their outputs without asking the engine.
 func (s *Service) reply(ctx context.Context, r *Run, engine ams.Engine, req *ams.EngineRequest) (*ams.Reply, error) {
+	if pending := ams.PendingCalls(req.Calls); len(pending) > 0 {
+		return &ams.Reply{StopReason: ams.StopRequiresAction, Calls: req.Calls,
+			RequiredAction: &ams.RequiredAction{Type: ams.RequiredSubmitToolOutputs, ToolCalls: pending}}, nil
+	}
 	reply, err := engine.Reply(ctx, req)
 	if err != nil {
 		var ae *ams.Error
