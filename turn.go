@@ -183,6 +183,12 @@ type Turn struct {
 	// when the turn starts (both stored in the options column).
 	Options       *TurnOptions `json:"-"`
 	QueuedMessage *Message     `json:"-"`
+	// Stream is set for a turn sent with stream: true (stored with its
+	// options): whichever process starts it later (a queued turn, one
+	// taken over, one resumed by its client's answer) asks its engine to
+	// stream, so that its stream carries the reply's deltas as they are
+	// produced.
+	Stream bool `json:"-"`
 	// RequiredAction is what a turn in status requires_action waits for.
 	RequiredAction *RequiredAction `json:"required_action"`
 	// Calls are the turn's tool calls so far with their outcomes.

@@ -122,7 +122,9 @@ type SendInput struct {
 	// it the engine is not asked to stream, and the turn's events carry
 	// the reply as one delta: a turn nobody watches piece by piece does
 	// not store dozens of events (the built-in engine streams word by
-	// word). It is not part of what an Idempotency-Key names.
+	// word). It is not part of what an Idempotency-Key names. It is
+	// stored with the turn (ams.Turn.Stream): a queued turn streams once
+	// it starts, whichever process starts it.
 	Stream bool
 	// Background starts the turn and returns at once (Start's Run is not
 	// waited for): the turn runs on the server, taken over by another
@@ -384,7 +386,7 @@ func (s *Service) begin(ctx context.Context, a *ams.Assistant, x *ams.Exchange, 
 	x.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: userID, AssistantID: a.ID, ConversationID: x.ConversationID,
 		InboundMessageID: x.Inbound.ID, Status: ams.TurnRunning, IdempotencyKey: in.IdempotencyKey, RequestHash: hash,
 		LeaseUntil: now.Add(s.lease()), Attempt: 1, CreatedAt: now, UpdatedAt: now, Request: ams.RequestFrom(ctx),
-		Background: in.Background, MultitaskStrategy: in.MultitaskStrategy, Options: in.Options, ActionIDs: []string{}}
+		Background: in.Background, MultitaskStrategy: in.MultitaskStrategy, Options: in.Options, ActionIDs: []string{}, Stream: in.Stream}
 	if in.Background {
 		d := now.Add(s.backgroundTimeout())
 		x.Turn.Deadline = &d

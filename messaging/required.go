@@ -271,7 +271,7 @@ func (s *Service) resumeWith(ctx context.Context, t *ams.Turn, tz string, calls 
 		}
 	}
 	resumed.Calls = calls
-	return s.resume(ctx, a, engine, resumed, tz, false, true)
+	return s.resume(ctx, a, engine, resumed, tz, resumed.Stream, true)
 }
 
 // runApproved runs an approved call through the toolbox as call seq of
