@@ -41,6 +41,22 @@ func RejectedError(reason string) *ActionError {
 	return &ActionError{Type: TypeInvalidRequest, Code: "tool_call_rejected", Message: msg}
 }
 
+// PendingCalls returns the calls of a turn that wait for their client's
+// output (ToolCallRecord.Pending), in order: the client tool calls of a
+// model round that also asked for approvals. Once the approvals are
+// answered the turn stops at submit_tool_outputs for them, before its
+// engine is asked again (messaging), so that no call of the round is
+// lost.
+func PendingCalls(calls []*ToolCallRecord) []*ToolCallRequest {
+	var out []*ToolCallRequest
+	for _, c := range calls {
+		if c != nil && c.Pending {
+			out = append(out, &ToolCallRequest{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+		}
+	}
+	return out
+}
+
 // Action rebuilds the outcome of a recorded call of a Toolbox tool, as
 // the Toolbox returned it (its id, type, input, status, result and
 // error), for an engine that replays the call instead of running it

@@ -78,6 +78,11 @@ type ToolCallRecord struct {
 	// ActionID is the action that recorded the call ("" for a client
 	// tool's call).
 	ActionID string `json:"action_id,omitempty"`
+	// Pending marks a client tool's call made in the same model round as
+	// calls that need approval: the turn asks for the approvals first,
+	// then for this call's output (ams.PendingCalls). It has no Output
+	// until then, and engines do not replay it.
+	Pending bool `json:"pending,omitempty"`
 }
 
 // Usage is a turn's token count (summed over its engine calls).
@@ -178,6 +183,12 @@ type Turn struct {
 	// when the turn starts (both stored in the options column).
 	Options       *TurnOptions `json:"-"`
 	QueuedMessage *Message     `json:"-"`
+	// Stream is set for a turn sent with stream: true (stored with its
+	// options): whichever process starts it later (a queued turn, one
+	// taken over, one resumed by its client's answer) asks its engine to
+	// stream, so that its stream carries the reply's deltas as they are
+	// produced.
+	Stream bool `json:"-"`
 	// RequiredAction is what a turn in status requires_action waits for.
 	RequiredAction *RequiredAction `json:"required_action"`
 	// Calls are the turn's tool calls so far with their outcomes.

@@ -98,6 +98,9 @@ func (s *Server) createMessage(w http.ResponseWriter, r *http.Request) error {
 		if run.Replayed {
 			t = run.Final()
 		}
+		// It holds the request's turn slot while it runs here (a queued
+		// turn's Run is done at once: it holds none until it starts).
+		keepTurnSlot(r, run.Done())
 		w.Header().Set("X-Turn-Id", t.ID)
 		w.Header().Set("Location", "/v1/turns/"+t.ID)
 		return writeJSON(w, http.StatusAccepted, t)

@@ -71,7 +71,8 @@ type Server struct {
 	// MaxConcurrentTurns is how many turns and streams (POST /v1/messages,
 	// GET /v1/turns/{id}/events) one account may have in flight in this
 	// process (0: DefaultMaxConcurrentTurns); beyond it, 429
-	// concurrent_turns_exceeded.
+	// concurrent_turns_exceeded. A background turn counts while it runs
+	// here, after its 202.
 	MaxConcurrentTurns int
 	turns              turnSlots
 	// BaseURL is the service's public URL, for the links answered (the

@@ -98,6 +98,8 @@ func (s *Server) resumedTurn(w http.ResponseWriter, r *http.Request, run *messag
 		case <-run.Done():
 		case <-r.Context().Done():
 		}
+	} else {
+		keepTurnSlot(r, run.Done()) // as a background send does
 	}
 	ctx := context.WithoutCancel(r.Context())
 	t, err := s.Messages.Turn(ctx, auth(r).User.ID, id)

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"net/http"
 	"sync"
 
@@ -63,7 +64,9 @@ func (s *Server) maxTurns() int {
 
 // withTurnSlot runs h while holding one of the account's turn slots;
 // when the account holds them all it answers 429
-// concurrent_turns_exceeded with Retry-After, and h does not run.
+// concurrent_turns_exceeded with Retry-After, and h does not run. The
+// slot is released when h returns, unless h handed it to a turn that
+// runs on after the request (keepTurnSlot).
 func (s *Server) withTurnSlot(h func(http.ResponseWriter, *http.Request) error) func(http.ResponseWriter, *http.Request) error {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		max := s.maxTurns()
@@ -73,7 +76,51 @@ func (s *Server) withTurnSlot(h func(http.ResponseWriter, *http.Request) error) 
 			return ams.Errorf(ams.ERATELIMIT, "concurrent_turns_exceeded",
 				"This account already has %d turns or streams in progress, the most it may have at once. Retry when one ends.", max)
 		}
-		defer release()
-		return h(w, r)
+		slot := &heldSlot{release: release}
+		defer slot.requestDone()
+		return h(w, r.WithContext(context.WithValue(r.Context(), heldSlotKey{}, slot)))
 	}
+}
+
+// heldSlot is the turn slot a request holds (withTurnSlot).
+type heldSlot struct {
+	release func()
+	mu      sync.Mutex
+	kept    bool
+}
+
+type heldSlotKey struct{}
+
+// requestDone releases the slot when the request ends, unless it was
+// kept for a turn that runs on.
+func (h *heldSlot) requestDone() {
+	h.mu.Lock()
+	kept := h.kept
+	h.mu.Unlock()
+	if !kept {
+		h.release()
+	}
+}
+
+// keepTurnSlot keeps the turn slot the request holds until done is
+// closed, beyond the request: a background turn, answered 202 at once,
+// counts against its account's concurrent turns (MaxConcurrentTurns) for
+// as long as it runs in this process, as a turn answered at its reply
+// does. A request without a slot keeps nothing.
+func keepTurnSlot(r *http.Request, done <-chan struct{}) {
+	h, _ := r.Context().Value(heldSlotKey{}).(*heldSlot)
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	if h.kept {
+		h.mu.Unlock()
+		return
+	}
+	h.kept = true
+	h.mu.Unlock()
+	go func() {
+		<-done
+		h.release()
+	}()
 }

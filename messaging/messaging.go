@@ -122,7 +122,9 @@ type SendInput struct {
 	// it the engine is not asked to stream, and the turn's events carry
 	// the reply as one delta: a turn nobody watches piece by piece does
 	// not store dozens of events (the built-in engine streams word by
-	// word). It is not part of what an Idempotency-Key names.
+	// word). It is not part of what an Idempotency-Key names. It is
+	// stored with the turn (ams.Turn.Stream): a queued turn streams once
+	// it starts, whichever process starts it.
 	Stream bool
 	// Background starts the turn and returns at once (Start's Run is not
 	// waited for): the turn runs on the server, taken over by another
@@ -317,7 +319,6 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 		return r, err
 	}
 	x := &ams.Exchange{ConversationID: in.ConversationID}
-	var history []*ams.Message
 	if in.ConversationID == "" {
 		x.NewConversation = &ams.Conversation{
 			ID: ams.NewID(ams.PrefixConversation), Object: "conversation", UserID: userID, AssistantID: a.ID,
@@ -333,16 +334,14 @@ func (s *Service) Start(ctx context.Context, userID string, in SendInput) (*Run,
 			return nil, ams.ParamError("parameter_invalid", "conversation_id",
 				"Conversation '%s' belongs to assistant '%s', not '%s'.", c.ID, c.AssistantID, a.ID)
 		}
-		if history, err = s.Store.RecentMessages(ctx, userID, c.ID, HistoryLength); err != nil {
-			return nil, err
-		}
+		// Its history is read once the turn is admitted (begin).
 	}
 	x.Inbound = &ams.Message{
 		ID: ams.NewID(ams.PrefixMessage), Object: "message", UserID: userID, AssistantID: a.ID,
 		ConversationID: x.ConversationID, Direction: ams.DirectionInbound, Content: in.Message, Metadata: md,
 		CreatedAt: now, UpdatedAt: now,
 	}
-	return s.begin(ctx, a, x, history, hash, in, now)
+	return s.begin(ctx, a, x, hash, in, now)
 }
 
 // sentBefore answers a send whose idempotency key started a turn
@@ -370,7 +369,7 @@ func (s *Service) sentBefore(ctx context.Context, a *ams.Assistant, userID, hash
 // begin starts the turn of exchange x (its conversation and inbound
 // message made): its start is stored first, or deferred (see
 // DeferStart) when the reply is not streamed.
-func (s *Service) begin(ctx context.Context, a *ams.Assistant, x *ams.Exchange, history []*ams.Message, hash string, in SendInput, now time.Time) (*Run, error) {
+func (s *Service) begin(ctx context.Context, a *ams.Assistant, x *ams.Exchange, hash string, in SendInput, now time.Time) (*Run, error) {
 	engine, err := s.EngineFor(a)
 	if err != nil {
 		return nil, err
@@ -384,7 +383,7 @@ func (s *Service) begin(ctx context.Context, a *ams.Assistant, x *ams.Exchange, 
 	x.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: userID, AssistantID: a.ID, ConversationID: x.ConversationID,
 		InboundMessageID: x.Inbound.ID, Status: ams.TurnRunning, IdempotencyKey: in.IdempotencyKey, RequestHash: hash,
 		LeaseUntil: now.Add(s.lease()), Attempt: 1, CreatedAt: now, UpdatedAt: now, Request: ams.RequestFrom(ctx),
-		Background: in.Background, MultitaskStrategy: in.MultitaskStrategy, Options: in.Options, ActionIDs: []string{}}
+		Background: in.Background, MultitaskStrategy: in.MultitaskStrategy, Options: in.Options, ActionIDs: []string{}, Stream: in.Stream}
 	if in.Background {
 		d := now.Add(s.backgroundTimeout())
 		x.Turn.Deadline = &d
@@ -393,7 +392,7 @@ func (s *Service) begin(ctx context.Context, a *ams.Assistant, x *ams.Exchange, 
 	if x.NewConversation != nil {
 		x.Events = append([]*ams.Event{ams.ConversationEvent(ams.EventConversationCreated, x.NewConversation, now)}, x.Events...)
 	}
-	history = append(history, x.Inbound)
+	history := []*ams.Message{x.Inbound}
 	// A turn in a new conversation may defer its start: nobody else can
 	// send to the conversation before it is stored. In an existing one
 	// the start is admitted first (AdmitTurn), so that the
@@ -425,6 +424,15 @@ func (s *Service) begin(ctx context.Context, a *ams.Assistant, x *ams.Exchange, 
 			}
 		}
 		return nil, err
+	}
+	if x.NewConversation == nil {
+		// Read once admitted, when the turns before it have ended: read
+		// before, it could miss the reply of a turn that ended meanwhile
+		// (the turn then ran at once, not queued, blind to that reply).
+		if history, err = s.historyTo(ctx, userID, x.ConversationID, x.Inbound.ID); err != nil {
+			s.failTaken(context.WithoutCancel(ctx), x.Turn, err)
+			return nil, err
+		}
 	}
 	return s.launch(ctx, a, engine, x.Turn, history, in.Timezone, in.Stream, false, 0, nil), nil
 }
@@ -518,25 +526,9 @@ func (s *Service) retry(ctx context.Context, a *ams.Assistant, t *ams.Turn, hash
 // conversation up to the turn's inbound message, and the stream goes on
 // numbering after the turn's stored events.
 func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engine, t *ams.Turn, tz string, stream, resumed bool) (*Run, error) {
-	history, err := s.Store.RecentMessages(ctx, t.UserID, t.ConversationID, HistoryLength+1)
+	history, err := s.historyTo(ctx, t.UserID, t.ConversationID, t.InboundMessageID)
 	if err != nil {
 		return nil, err
-	}
-	// The history ends with the turn's inbound message.
-	cut := -1
-	for i, m := range history {
-		if m.ID == t.InboundMessageID {
-			cut = i
-		}
-	}
-	if cut < 0 {
-		m, err := s.Store.FindMessage(ctx, t.UserID, t.InboundMessageID)
-		if err != nil {
-			return nil, err
-		}
-		history = []*ams.Message{m}
-	} else {
-		history = history[max(0, cut+1-HistoryLength-1) : cut+1]
 	}
 	last, err := s.lastEventSeq(ctx, t.ID)
 	if err != nil {
@@ -544,6 +536,30 @@ func (s *Service) resume(ctx context.Context, a *ams.Assistant, engine ams.Engin
 	}
 	t.Request = ams.RequestFrom(ctx)
 	return s.launch(ctx, a, engine, t, history, tz, stream, resumed, last, nil), nil
+}
+
+// historyTo returns what an engine sees of a conversation for the turn
+// whose inbound message is inboundID: the HistoryLength messages before
+// it and the message, oldest first.
+func (s *Service) historyTo(ctx context.Context, userID, conversationID, inboundID string) ([]*ams.Message, error) {
+	history, err := s.Store.RecentMessages(ctx, userID, conversationID, HistoryLength+1)
+	if err != nil {
+		return nil, err
+	}
+	cut := -1
+	for i, m := range history {
+		if m.ID == inboundID {
+			cut = i
+		}
+	}
+	if cut < 0 {
+		m, err := s.Store.FindMessage(ctx, userID, inboundID)
+		if err != nil {
+			return nil, err
+		}
+		return []*ams.Message{m}, nil
+	}
+	return history[max(0, cut+1-HistoryLength-1) : cut+1], nil
 }
 
 // keyReused answers a send whose idempotency key named another message.
@@ -731,8 +747,14 @@ func (r *Run) renew(ctx context.Context) {
 	}
 }
 
-// reply runs the engine and checks its answer.
+// reply runs the engine and checks its answer. A turn with pending
+// client calls (ams.PendingCalls: made in a round that asked for
+// approvals first) stops for their outputs without asking the engine.
 func (s *Service) reply(ctx context.Context, r *Run, engine ams.Engine, req *ams.EngineRequest) (*ams.Reply, error) {
+	if pending := ams.PendingCalls(req.Calls); len(pending) > 0 {
+		return &ams.Reply{StopReason: ams.StopRequiresAction, Calls: req.Calls,
+			RequiredAction: &ams.RequiredAction{Type: ams.RequiredSubmitToolOutputs, ToolCalls: pending}}, nil
+	}
 	reply, err := engine.Reply(ctx, req)
 	if err != nil {
 		var ae *ams.Error

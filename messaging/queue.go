@@ -175,7 +175,8 @@ func (s *Service) runTaken(ctx context.Context, t *ams.Turn, resumed bool) *Run 
 	if u, err := s.Store.FindUser(ctx, t.UserID); err == nil {
 		tz = u.Timezone
 	}
-	r, err := s.resume(ctx, a, engine, t, tz, false, resumed)
+	// A turn sent with stream: true streams whoever starts it.
+	r, err := s.resume(ctx, a, engine, t, tz, t.Stream, resumed)
 	if err != nil {
 		return fail(err)
 	}

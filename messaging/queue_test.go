@@ -2,6 +2,7 @@ package messaging_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -322,6 +323,98 @@ func TestRunnerTakesUpTurns(t *testing.T) {
 		}
 		if e.max.Load() != 1 || e.bad.Load() != nil {
 			t.Fatalf("overlap %d, history %v", e.max.Load(), e.bad.Load())
+		}
+	})
+}
+
+// TestQueuedStreamedTurnStreams: a turn sent with Stream that waits in
+// the queue asks its engine to stream once it starts (the stream flag is
+// stored with the turn: whoever starts it reads it), so that its stream
+// carries the reply's deltas as produced, here and in another process,
+// not the reply as one delta.
+func TestQueuedStreamedTurnStreams(t *testing.T) {
+	onBoth(t, func(t *testing.T, db ams.Store) {
+		ctx := context.Background()
+		started, release := make(chan string, 4), make(chan struct{})
+		var asked atomic.Bool
+		e := streamEngine(func(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
+			msg := req.History[len(req.History)-1].Content
+			if msg == "one" {
+				started <- msg
+				select {
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				case <-release:
+				}
+				return &ams.Reply{Content: "re: one"}, nil
+			}
+			if req.Stream == nil {
+				return &ams.Reply{Content: "re: " + msg}, nil
+			}
+			asked.Store(true)
+			for _, p := range []string{"re: ", msg, "!"} {
+				if err := req.Stream(p); err != nil {
+					return nil, err
+				}
+			}
+			return &ams.Reply{Content: "re: " + msg + "!"}, nil
+		})
+		s1, s2 := services(t, db, e)
+		u, a := account(t, db)
+		first, err := s1.Start(ctx, u.ID, messaging.SendInput{AssistantID: a.ID, Message: "one", Stream: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-started
+		second, err := s1.Start(ctx, u.ID, messaging.SendInput{AssistantID: a.ID, ConversationID: first.Turn.ConversationID, Message: "two", Stream: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if second.Turn.Status != ams.TurnQueued {
+			t.Fatalf("second turn: %s", second.Turn.Status)
+		}
+		stored, err := db.FindTurn(ctx, u.ID, second.Turn.ID)
+		if err != nil || !stored.Stream {
+			t.Fatalf("the queued turn's stream flag is not stored: %+v %v", stored, err)
+		}
+		// Followed here (the send's own stream) and from another process.
+		type seen struct {
+			deltas []string
+			err    error
+		}
+		follow := func(f func(send func(*ams.TurnEvent) error) error) <-chan seen {
+			out := make(chan seen, 1)
+			go func() {
+				var got seen
+				got.err = f(func(ev *ams.TurnEvent) error {
+					if ev.Type == messaging.EventMessageDelta {
+						var d messaging.DeltaData
+						_ = json.Unmarshal(ev.Data, &d)
+						got.deltas = append(got.deltas, d.Delta)
+					}
+					return nil
+				})
+				out <- got
+			}()
+			return out
+		}
+		here := follow(func(send func(*ams.TurnEvent) error) error { return second.Follow(ctx, 0, send) })
+		there := follow(func(send func(*ams.TurnEvent) error) error {
+			return s2.FollowStored(ctx, u.ID, second.Turn.ID, 0, 5*time.Millisecond, send)
+		})
+		close(release)
+		reply, err := second.Result()
+		if err != nil || reply.Content != "re: two!" {
+			t.Fatalf("second reply %+v %v", reply, err)
+		}
+		if !asked.Load() {
+			t.Fatal("the queued turn's engine was not asked to stream")
+		}
+		for name, c := range map[string]<-chan seen{"here": here, "in another process": there} {
+			got := <-c
+			if got.err != nil || strings.Join(got.deltas, "|") != "re: |two|!" {
+				t.Fatalf("followed %s: deltas %q err %v", name, got.deltas, got.err)
+			}
 		}
 	})
 }

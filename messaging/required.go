@@ -117,7 +117,7 @@ func answered(t *ams.Turn, param string, ids []string) error {
 		switch {
 		case id == "":
 			return ams.ParamError("parameter_missing", p, "Missing required parameter '%s'.", p)
-		case slices.ContainsFunc(t.Calls, func(c *ams.ToolCallRecord) bool { return c.ID == id }):
+		case slices.ContainsFunc(t.Calls, func(c *ams.ToolCallRecord) bool { return c.ID == id && !c.Pending }):
 			return ams.ParamError("parameter_invalid", p, "Tool call '%s' was already answered.", ams.Clip(id))
 		case !pending[id]:
 			return ams.ParamError("parameter_invalid", p, "Turn '%s' does not wait for tool call '%s'.", t.ID, ams.Clip(id))
@@ -161,9 +161,23 @@ func (s *Service) SubmitToolOutputs(ctx context.Context, userID, turnID, tz stri
 	if err := answered(t, "tool_outputs", ids); err != nil {
 		return nil, err
 	}
-	calls := slices.Clone(t.Calls)
+	// A pending call (made with calls that needed approval first) is
+	// answered where the engine made it; the others follow the turn's
+	// calls.
+	var calls []*ams.ToolCallRecord
+	inPlace := map[string]bool{}
+	for _, c := range t.Calls {
+		if out, ok := byID[c.ID]; ok && c.Pending {
+			rec := *c
+			rec.Pending, rec.Output = false, out
+			c, inPlace[c.ID] = &rec, true
+		}
+		calls = append(calls, c)
+	}
 	for _, c := range t.RequiredAction.ToolCalls {
-		calls = append(calls, &ams.ToolCallRecord{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Output: byID[c.ID]})
+		if !inPlace[c.ID] {
+			calls = append(calls, &ams.ToolCallRecord{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Output: byID[c.ID]})
+		}
 	}
 	return s.resumeWith(ctx, t, tz, calls, nil, nil)
 }
@@ -257,7 +271,7 @@ func (s *Service) resumeWith(ctx context.Context, t *ams.Turn, tz string, calls 
 		}
 	}
 	resumed.Calls = calls
-	return s.resume(ctx, a, engine, resumed, tz, false, true)
+	return s.resume(ctx, a, engine, resumed, tz, resumed.Stream, true)
 }
 
 // runApproved runs an approved call through the toolbox as call seq of

@@ -20,6 +20,7 @@ const turnCols = `id, user_id, assistant_id, conversation_id, inbound_message_id
 type turnOptions struct {
 	Options *ams.TurnOptions `json:"options,omitempty"`
 	Message *ams.Message     `json:"message,omitempty"`
+	Stream  bool             `json:"stream,omitempty"`
 }
 
 func scanTurn(s scanner) (*ams.Turn, error) {
@@ -55,7 +56,7 @@ func scanTurn(s scanner) (*ams.Turn, error) {
 		if err := json.Unmarshal(opts, &o); err != nil {
 			return nil, fmt.Errorf("decode turn options %s: %w", t.ID, err)
 		}
-		t.Options, t.QueuedMessage = o.Options, o.Message
+		t.Options, t.QueuedMessage, t.Stream = o.Options, o.Message, o.Stream
 		if m := t.QueuedMessage; m != nil {
 			m.UserID, m.Object = t.UserID, "message"
 		}
@@ -127,8 +128,8 @@ func insertTurn(t *ams.Turn) ([]Stmt, error) {
 		return nil, err
 	}
 	var opts *string
-	if t.Options != nil || t.QueuedMessage != nil {
-		if opts, err = jsonText(turnOptions{Options: t.Options, Message: t.QueuedMessage}, "turn options"); err != nil {
+	if t.Options != nil || t.QueuedMessage != nil || t.Stream {
+		if opts, err = jsonText(turnOptions{Options: t.Options, Message: t.QueuedMessage, Stream: t.Stream}, "turn options"); err != nil {
 			return nil, err
 		}
 	}

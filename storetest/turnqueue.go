@@ -19,7 +19,7 @@ func admit(t *testing.T, s ams.Store, u *ams.User, a *ams.Assistant, conv, text,
 	x.Events = x.Events[:1]
 	x.Turn = &ams.Turn{ID: ams.NewID(ams.PrefixTurn), Object: "turn", UserID: u.ID, AssistantID: a.ID, ConversationID: conv,
 		InboundMessageID: x.Inbound.ID, Status: ams.TurnRunning, RequestHash: "h", MultitaskStrategy: strategy,
-		Options: &ams.TurnOptions{MaxOutputTokens: 7}, LeaseUntil: at.Add(30 * time.Second), Attempt: 1, CreatedAt: at, UpdatedAt: at}
+		Options: &ams.TurnOptions{MaxOutputTokens: 7}, Stream: true, LeaseUntil: at.Add(30 * time.Second), Attempt: 1, CreatedAt: at, UpdatedAt: at}
 	cut, err := s.AdmitTurn(context.Background(), x)
 	return x, cut, err
 }
@@ -87,7 +87,7 @@ func testTurnQueue(t *testing.T, s ams.Store) {
 	t2, t3 := x2.Turn, x3.Turn
 	got, err := s.FindTurn(ctx, u.ID, t2.ID)
 	if err != nil || got.Status != ams.TurnQueued || got.QueuedMessage == nil || got.QueuedMessage.Content != "second" ||
-		got.Options == nil || got.Options.MaxOutputTokens != 7 || got.MultitaskStrategy != ams.MultitaskEnqueue {
+		got.Options == nil || got.Options.MaxOutputTokens != 7 || got.MultitaskStrategy != ams.MultitaskEnqueue || !got.Stream {
 		t.Fatalf("queued turn: %+v %v", got, err)
 	}
 	if _, err := s.FindMessage(ctx, u.ID, t2.InboundMessageID); !ams.IsNotFound(err) {
@@ -141,7 +141,8 @@ func testTurnQueue(t *testing.T, s ams.Store) {
 	later := now.Add(time.Second)
 	deadline := later.Add(10 * time.Minute)
 	started, err := s.StartQueuedTurn(ctx, u.ID, t2.ID, later, later.Add(30*time.Second), &deadline)
-	if err != nil || started.Status != ams.TurnRunning || started.Attempt != 1 || started.Deadline == nil || !started.Deadline.Equal(deadline) {
+	if err != nil || started.Status != ams.TurnRunning || started.Attempt != 1 || started.Deadline == nil || !started.Deadline.Equal(deadline) ||
+		!started.Stream {
 		t.Fatalf("start the next turn: %+v %v", started, err)
 	}
 	_, err = s.StartQueuedTurn(ctx, u.ID, t2.ID, later, later.Add(30*time.Second), nil)

@@ -109,7 +109,7 @@ lets requests in flight finish (up to --shutdown-timeout).`,
 	f.IntVar(&cfg.maxWebhooks, "max-webhooks-per-account", ams.DefaultMaxWebhooks,
 		"webhooks one account may have; an enterprise account's own cap (ams users update --max-webhooks) overrides it (env AMS_MAX_WEBHOOKS_PER_ACCOUNT)")
 	f.IntVar(&cfg.maxTurns, "max-concurrent-turns-per-account", amshttp.DefaultMaxConcurrentTurns,
-		"turns and streams (POST /v1/messages, GET /v1/turns/{id}/events) one account may have in progress in this process; beyond it 429 concurrent_turns_exceeded (env AMS_MAX_CONCURRENT_TURNS_PER_ACCOUNT)")
+		"turns and streams (POST /v1/messages, GET /v1/turns/{id}/events) one account may have in progress in this process, background turns while they run; beyond it 429 concurrent_turns_exceeded (env AMS_MAX_CONCURRENT_TURNS_PER_ACCOUNT)")
 	f.DurationVar(&cfg.caldavInterval, "caldav-sync-interval", caldav.DefaultInterval, "how often each CalDAV integration is synced with its server (env AMS_CALDAV_SYNC_INTERVAL)")
 	f.DurationVar(&cfg.mcpCallTimeout, "mcp-call-timeout", mcp.DefaultCallTimeout, "how long a call of an MCP integration's tool may take, connecting included (env AMS_MCP_CALL_TIMEOUT)")
 	f.DurationVar(&cfg.mcpConnect, "mcp-connect-timeout", mcp.DefaultConnectTimeout, "how long connecting to an MCP server and listing its tools may take (env AMS_MCP_CONNECT_TIMEOUT)")

@@ -160,10 +160,12 @@ func New(cfg Config) (*Engine, error) {
 // and response_format are passed as they are. Usage is summed over the
 // calls; a finish reason "length" is stop reason max_output_tokens.
 // A call of a client tool, or of a tool EngineRequest.NeedsApproval
-// names, stops the reply with a required action (approval first: the
-// client calls of that round are asked again after). The turn's earlier
-// calls (EngineRequest.Calls) are given to the model as made and
-// answered, one assistant message each.
+// names, stops the reply with a required action. A round that asks for
+// both stops for the approvals, its client calls kept in Reply.Calls as
+// pending (ams.ToolCallRecord.Pending): the service asks for their
+// outputs once the approvals are answered, before the model is asked
+// again. The turn's earlier calls (EngineRequest.Calls) are given to the
+// model as made and answered, one assistant message each.
 func (e *Engine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -244,6 +246,9 @@ func (e *Engine) Reply(ctx context.Context, req *ams.EngineRequest) (*ams.Reply,
 		switch {
 		case len(approve) > 0:
 			reply.RequiredAction = &ams.RequiredAction{Type: ams.RequiredApproveToolCalls, ToolCalls: approve}
+			for _, c := range client {
+				reply.Calls = append(reply.Calls, &ams.ToolCallRecord{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Pending: true})
+			}
 		case len(client) > 0:
 			reply.RequiredAction = &ams.RequiredAction{Type: ams.RequiredSubmitToolOutputs, ToolCalls: client}
 		default:
@@ -507,6 +512,9 @@ func messages(req *ams.EngineRequest) []oai.ChatCompletionMessageParamUnion {
 		}
 	}
 	for _, c := range req.Calls {
+		if c.Pending {
+			continue // not answered yet: the model is not asked before it is
+		}
 		call := oai.ChatCompletionMessageToolCallUnionParam{OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
 			ID: c.ID, Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: c.Name, Arguments: string(c.Arguments)}}}
 		msgs = append(msgs, oai.ChatCompletionMessageParamUnion{OfAssistant: &oai.ChatCompletionAssistantMessageParam{

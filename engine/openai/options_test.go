@@ -175,3 +175,71 @@ func TestApprovalBeforeBuiltinTool(t *testing.T) {
 		t.Fatalf("last message = %v", last)
 	}
 }
+
+// A round that calls a tool needing approval and a client tool stops for
+// the approval, the client call kept as pending in the reply's calls (not
+// lost, not run, not replayed to the model while unanswered); once both
+// are answered the model is given every call of the round with its
+// answer.
+func TestApprovalAndClientToolInOneRound(t *testing.T) {
+	srv := openaitest.New(t,
+		openaitest.ToolCalls(
+			openaitest.Call{ID: "call_a", Name: "create_task", Arguments: `{"title":"Call Ann"}`},
+			openaitest.Call{ID: "call_b", Name: "lookup_order", Arguments: `{"id":7}`},
+		),
+		openaitest.Text("Task made; order 7 has shipped."),
+	)
+	e := newEngine(t, srv)
+	tb := &tools{}
+	req := request(tb)
+	req.Options = &ams.TurnOptions{Tools: []*ams.ClientTool{orderTool}}
+	req.NeedsApproval = func(name string) bool { return name == "create_task" }
+	r, err := e.Reply(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.RequiredAction == nil || r.RequiredAction.Type != ams.RequiredApproveToolCalls || len(r.RequiredAction.ToolCalls) != 1 ||
+		r.RequiredAction.ToolCalls[0].ID != "call_a" || r.StopReason != ams.StopRequiresAction {
+		t.Fatalf("reply = %+v", r)
+	}
+	if len(r.Calls) != 1 || r.Calls[0].ID != "call_b" || !r.Calls[0].Pending || r.Calls[0].Output != "" || string(r.Calls[0].Arguments) != `{"id":7}` {
+		t.Fatalf("calls = %+v", r.Calls)
+	}
+	if p := ams.PendingCalls(r.Calls); len(p) != 1 || p[0].ID != "call_b" || p[0].Name != "lookup_order" {
+		t.Fatalf("pending = %+v", p)
+	}
+	if len(tb.recorded()) != 0 {
+		t.Fatal("a call ran before its approval")
+	}
+	// Approved and run (by the service), then the client's output.
+	act := &ams.Action{ID: "act_1", Status: ams.ActionSucceeded, Result: json.RawMessage(`{"id":"task_1"}`)}
+	req.Calls = []*ams.ToolCallRecord{
+		{ID: "call_b", Name: "lookup_order", Arguments: json.RawMessage(`{"id":7}`), Output: "shipped"},
+		{ID: "call_a", Name: "create_task", Arguments: json.RawMessage(`{"title":"Call Ann"}`), Output: ams.CallOutput(act), ActionID: act.ID},
+	}
+	r, err = e.Reply(context.Background(), req)
+	if err != nil || r.Content != "Task made; order 7 has shipped." || r.RequiredAction != nil {
+		t.Fatalf("reply %+v err %v", r, err)
+	}
+	answers := map[string]string{}
+	for _, m := range srv.Requests()[1].Messages() {
+		if m["role"] == "tool" {
+			c, _ := m["content"].(string)
+			answers[m["tool_call_id"].(string)] = c
+		}
+	}
+	if len(answers) != 2 || answers["call_b"] != "shipped" || !strings.Contains(answers["call_a"], "task_1") {
+		t.Fatalf("tool messages = %v", answers)
+	}
+	// A pending call is never given to the model unanswered.
+	req.Calls = []*ams.ToolCallRecord{{ID: "call_b", Name: "lookup_order", Arguments: json.RawMessage(`{"id":7}`), Pending: true}}
+	srv.Push(openaitest.Text("ok"))
+	if _, err := e.Reply(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range srv.Requests()[2].Messages() {
+		if m["role"] == "tool" || m["tool_calls"] != nil {
+			t.Fatalf("a pending call was replayed: %v", m)
+		}
+	}
+}
