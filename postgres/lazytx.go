@@ -15,11 +15,15 @@ import (
 // two round trips instead of three, and so does every short transaction.
 // A transaction that runs no statement sends nothing, not even COMMIT.
 type lazyTx struct {
-	c     *pgx.Conn
-	begun bool
+	c         *pgx.Conn
+	begun     bool
+	committed bool // by BatchCommit
 }
 
-var _ sqlstore.Conn = (*lazyTx)(nil)
+var (
+	_ sqlstore.Conn           = (*lazyTx)(nil)
+	_ sqlstore.BatchCommitter = (*lazyTx)(nil)
+)
 
 // begin is what starts every transaction: BEGIN, then the claims'
 // advisory lock shared (the lock migration 0032's job triggers take).
@@ -114,10 +118,25 @@ func (t *lazyTx) Batch(ctx context.Context, stmts []sqlstore.Stmt) ([]int64, int
 	return n[skip:], 0, nil
 }
 
+// BatchCommit sends stmts and COMMIT in one round trip (with begin first
+// if the transaction has not begun: a whole transaction in one). A
+// statement that fails aborts the transaction, and PostgreSQL skips the
+// rest of the pipeline, COMMIT included: the transaction is left to
+// rollback, as after a failed Batch.
+func (t *lazyTx) BatchCommit(ctx context.Context, stmts []sqlstore.Stmt) ([]int64, int, error) {
+	all := append(stmts[:len(stmts):len(stmts)], sqlstore.Stmt{Op: "commit", SQL: "COMMIT"})
+	n, failed, err := t.Batch(ctx, all)
+	if err != nil {
+		return nil, failed, err
+	}
+	t.committed = true
+	return n[:len(stmts)], 0, nil
+}
+
 // commit ends the transaction: COMMIT if it began. PostgreSQL answers
 // COMMIT of a transaction that failed with ROLLBACK, which is an error.
 func (t *lazyTx) commit(ctx context.Context) error {
-	if !t.begun {
+	if !t.begun || t.committed {
 		return nil
 	}
 	tag, err := t.c.Exec(ctx, "COMMIT")
@@ -132,7 +151,7 @@ func (t *lazyTx) commit(ctx context.Context) error {
 
 // rollback ends a transaction that began and did not commit.
 func (t *lazyTx) rollback(ctx context.Context) {
-	if t.begun && t.c.PgConn().TxStatus() != 'I' {
+	if t.begun && !t.committed && t.c.PgConn().TxStatus() != 'I' {
 		t.c.Exec(ctx, "ROLLBACK")
 	}
 }

@@ -240,7 +240,14 @@ func (q *Queries) eventStmts(ctx context.Context, events []*ams.Event, tx bool) 
 // runEmit runs stmts, of which those from head on are eventStmts' pairs,
 // in one batch, and counts the jobs queued.
 func (q *Queries) runEmit(ctx context.Context, stmts []Stmt, head int) error {
-	n, err := q.batch(ctx, stmts)
+	return q.runEmitLast(ctx, stmts, head, false)
+}
+
+// runEmitLast is runEmit for the last statements of a transaction that
+// fn of inTx began (began), which may then travel with its COMMIT
+// (lastBatch).
+func (q *Queries) runEmitLast(ctx context.Context, stmts []Stmt, head int, began bool) error {
+	n, err := q.lastBatch(ctx, stmts, began)
 	if err != nil {
 		return err
 	}

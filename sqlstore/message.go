@@ -358,6 +358,7 @@ func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 		return err
 	}
 	rest = append(rest, evs...)
+	began := q.tx == nil
 	return q.inTx(ctx, func(q *Queries) error {
 		if x.NewConversation == nil && len(msgs) > 0 {
 			last := msgs[len(msgs)-1]
@@ -370,6 +371,6 @@ func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 				return ams.NotFound("conversation", x.ConversationID)
 			}
 		}
-		return q.runEmit(ctx, rest, head)
+		return q.runEmitLast(ctx, rest, head, began)
 	})
 }

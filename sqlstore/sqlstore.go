@@ -44,6 +44,16 @@ type Conn interface {
 	Batch(ctx context.Context, stmts []Stmt) (affected []int64, failed int, err error)
 }
 
+// BatchCommitter is a Conn of a transaction that can send the
+// transaction's last statements together with its COMMIT (PostgreSQL: in
+// one round trip, with BEGIN too when nothing ran before). Once
+// BatchCommit returns without error the transaction has committed; on
+// error it has not. failed is the index of the statement that failed, or
+// len(stmts) for the COMMIT itself.
+type BatchCommitter interface {
+	BatchCommit(ctx context.Context, stmts []Stmt) (affected []int64, failed int, err error)
+}
+
 // Row is one row of a query; Scan returns sql.ErrNoRows (pgx's ErrNoRows
 // wraps it) when there is none.
 type Row interface{ Scan(dest ...any) error }
@@ -161,9 +171,12 @@ type Queries struct {
 }
 
 type txState struct {
-	queued int64
-	auth   bool   // authentication changed (authgen.go)
-	answer []byte // the idempotent request's answer made from an event emitted (keyed.go)
+	// commitAhead: the transaction's COMMIT may travel with its last
+	// statements (lastBatch), nothing being left to run after fn.
+	commitAhead bool
+	queued      int64
+	auth        bool   // authentication changed (authgen.go)
+	answer      []byte // the idempotent request's answer made from an event emitted (keyed.go)
 }
 
 // Update runs fn in one transaction; see ams.Tx.
@@ -182,8 +195,8 @@ func (q *Queries) inTx(ctx context.Context, fn func(q *Queries) error) error {
 	}
 	_, span := tracing.Start(ctx, "store.transaction") // the transaction, its commit included
 	defer span.End()
-	st := &txState{}
 	req := pendingRequest(ctx)
+	st := &txState{commitAhead: req == nil}
 	marked := false
 	if err := q.s.eng.InTx(ctx, func(c Conn) error {
 		tc := &tracked{Conn: c}
@@ -408,6 +421,31 @@ func (q *Queries) batch(ctx context.Context, stmts []Stmt) ([]int64, error) {
 	n, i, err := q.w.Batch(ctx, stmts)
 	if err != nil {
 		return nil, q.fail(stmts[i].Op, err)
+	}
+	return n, nil
+}
+
+// lastBatch is batch for the last statements of a transaction that fn
+// of inTx began (began: q.tx was nil when inTx was called): where the
+// engine can, they travel with the COMMIT, one round trip fewer. The
+// caller must run nothing in the transaction after it.
+func (q *Queries) lastBatch(ctx context.Context, stmts []Stmt, began bool) ([]int64, error) {
+	t, ok := q.w.(*tracked)
+	if !began || len(stmts) == 0 || q.tx == nil || !q.tx.commitAhead || !ok {
+		return q.batch(ctx, stmts)
+	}
+	bc, ok := t.Conn.(BatchCommitter)
+	if !ok {
+		return q.batch(ctx, stmts)
+	}
+	t.wrote = true
+	n, i, err := bc.BatchCommit(ctx, stmts)
+	if err != nil {
+		op := "commit"
+		if i < len(stmts) {
+			op = stmts[i].Op
+		}
+		return nil, q.fail(op, err)
 	}
 	return n, nil
 }
