@@ -5,13 +5,16 @@ run:
 	go run ./cmd/ams serve --dev
 
 # make test runs every suite, even after one fails, prints how long each
-# took, and fails at the end naming the suites that failed.
+# took, and fails at the end naming the suites that failed. The SDKs'
+# suites run in the background beside the Go ones (they mostly wait: on
+# their servers, and the TypeScript one on rate-limit windows), their
+# output printed whole at the end.
 test:
 	@bash scripts/run-suites.sh \
+		"&Python SDK:$(MAKE) --no-print-directory test-python" \
+		"&TypeScript SDK:$(MAKE) --no-print-directory test-typescript" \
 		"go vet:go vet ./..." \
-		"go test -race:$(MAKE) --no-print-directory test-go" \
-		"Python SDK:$(MAKE) --no-print-directory test-python" \
-		"TypeScript SDK:$(MAKE) --no-print-directory test-typescript"
+		"go test -race:$(MAKE) --no-print-directory test-go"
 
 test-go:
 	@# The public Standard Webhooks library verifies real deliveries in a test;
