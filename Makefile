@@ -1,32 +1,44 @@
 # The two commands a newcomer needs: `make run` and `make test`.
-.PHONY: run test bench build vet test-go test-latency test-python test-typescript screenshots
+.PHONY: run test bench build vet test-go test-deps go-test test-latency test-python test-typescript screenshots
 
 run:
 	go run ./cmd/ams serve --dev
 
 # make test runs every suite, even after one fails, prints how long each
-# took, and fails at the end naming the suites that failed. The SDKs'
-# suites run in the background beside the Go ones (they mostly wait: on
-# their servers, and the TypeScript one on rate-limit windows), their
-# output printed whole at the end.
+# took, and fails at the end naming the suites that failed. go vet and the
+# SDKs' suites run in the background beside the Go tests (the SDKs' mostly
+# wait: on their servers, the TypeScript one on rate-limit windows), their
+# output printed whole at the end; the npm packages they and the Go tests
+# use are installed first.
 test:
 	@bash scripts/run-suites.sh \
+		"npm packages:$(MAKE) --no-print-directory test-deps" \
+		"&go vet:go vet ./..." \
 		"&Python SDK:$(MAKE) --no-print-directory test-python" \
 		"&TypeScript SDK:$(MAKE) --no-print-directory test-typescript" \
-		"go vet:go vet ./..." \
-		"go test -race:$(MAKE) --no-print-directory test-go"
+		"go test -race:$(MAKE) --no-print-directory go-test"
 
-test-go:
-	@# The public Standard Webhooks library verifies real deliveries in a test;
-	@# Redocly and Spectral lint openapi/openapi.json in another (openapi/lint_test.go);
-	@# the reference MCP server (server-everything) serves the MCP integrations' tests.
+# The Go tests alone, their npm packages installed first.
+test-go: test-deps
+	@$(MAKE) --no-print-directory go-test
+
+# The npm packages the tests use: the public Standard Webhooks library
+# verifies real deliveries in a test; Redocly and Spectral lint
+# openapi/openapi.json in another (openapi/lint_test.go); the reference MCP
+# server (server-everything) serves the MCP integrations' tests (Go and
+# both SDKs); the official MCP TypeScript SDK is a client of /mcp
+# (oauth/mcp_sdk_test.go).
+test-deps:
 	@if command -v npm >/dev/null; then \
 		npm ci --silent --no-audit --no-fund --prefix webhook/testdata/standardwebhooks && \
 		npm ci --silent --no-audit --no-fund --prefix openapi/testdata/lint && \
 		npm ci --silent --no-audit --no-fund --prefix mcp/testdata/everything && \
 		npm ci --silent --no-audit --no-fund --prefix oauth/testdata/mcpsdk; fi
-	@# -timeout: each package has 30 minutes, not go test's 10: under -race on a
-	@# loaded machine sqlite and http (about 3 minutes quiet) can pass 10.
+
+# go test of every package. -timeout: each package has 30 minutes, not go
+# test's 10: under -race on a loaded machine sqlite and http (about 3
+# minutes quiet) can pass 10.
+go-test:
 	go test -race -count=1 -timeout 30m ./...
 
 # The Python SDK (sdk/python) against a real ams serve it builds; about 30 s.
