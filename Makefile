@@ -37,9 +37,11 @@ test-deps:
 
 # go test of every package. -timeout: each package has 30 minutes, not go
 # test's 10: under -race on a loaded machine sqlite and http (about 3
-# minutes quiet) can pass 10.
+# minutes quiet) can pass 10. -p 4: four packages at once on two cores,
+# because many tests spend their time waiting (on child processes, servers,
+# timers), which a package beside them fills (issue 27, CI time).
 go-test:
-	go test -race -count=1 -timeout 30m ./...
+	go test -race -count=1 -timeout 30m -p 4 ./...
 
 # The Python SDK (sdk/python) against a real ams serve it builds; about 30 s.
 test-python:
