@@ -139,7 +139,16 @@ func (db *DB) makePartition(ctx context.Context, table string, day int64) error 
 		if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, partitionLockTimeout.Milliseconds())); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `LOCK TABLE ONLY `+table+` IN SHARE UPDATE EXCLUSIVE MODE`); err != nil {
+		// SHARE, not just the SHARE UPDATE EXCLUSIVE that ATTACH needs:
+		// an INSERT into the table routes its rows by the partitions it
+		// saw when it began, so one that began before the new partition
+		// and then waited for the default's lock below would put a row of
+		// the new day into the default after this commits, which the
+		// default's new constraint refuses (23514; a POST failed so
+		// under load). SHARE waits for the transactions writing to the
+		// table and holds new writes until this commits, a moment once
+		// a day per table.
+		if _, err := tx.Exec(ctx, `LOCK TABLE ONLY `+table+` IN SHARE MODE`); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `LOCK TABLE `+table+`_default IN ACCESS EXCLUSIVE MODE`); err != nil {
