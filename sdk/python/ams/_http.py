@@ -188,6 +188,20 @@ class Transport:
             self.sleep(wait)
             attempt += 1
 
+    def try_open(
+        self, method: str, url: str, headers: Dict[str, str], payload: Optional[bytes]
+    ) -> Tuple[bool, Any]:
+        """One attempt of open(): return (retryable, result), result the
+        open 2xx response or the AmsError, retryable whether open() would
+        have sent the request again after that error. For a caller that
+        must do something between attempts (an event stream without a
+        cursor lists what it missed before it reconnects)."""
+        repeatable = "Idempotency-Key" in headers or method in _IDEMPOTENT_METHODS
+        retry, result = self._attempt(method, url, headers, payload)
+        if not isinstance(result, AmsError):
+            return False, result
+        return retry == _UNSENT or (retry == _IF_REPEATABLE and repeatable), result
+
     def _attempt(
         self, method: str, url: str, headers: Dict[str, str], payload: Optional[bytes]
     ) -> Tuple[int, Any]:

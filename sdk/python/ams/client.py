@@ -10,7 +10,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from . import __version__
-from ._http import Transport, backoff, new_idempotency_key, seg
+from ._http import MAX_RETRY_AFTER, Transport, backoff, new_idempotency_key, seg
 from .errors import AmsError, APIConnectionError, error_from_response
 from .types import (
     Account,
@@ -1031,21 +1031,33 @@ class Client:
                     yield oldest[0]
             resp: Any = None
             cause: Any = None
+            retry_after = 0.0
             try:
                 url = t.url("/events/stream", {"type": type} if type else None)
                 h = t.headers(accept="text/event-stream")
                 if last:
                     h["Last-Event-ID"] = last
-                resp = t.open("GET", url, h, None)
-                if "text/event-stream" not in dict(resp.headers.items()).get("Content-Type", ""):
-                    raise APIConnectionError("%s: the answer is not an event stream" % what)
-                for eid, _name, data in _read_sse(resp):
-                    if not eid:
-                        continue  # not an event of the account (a later version's)
-                    ev = Event.from_dict(json.loads(data))
-                    last = eid
-                    failures = 0
-                    yield ev
+                # One attempt: a failed one is retried by this loop, which
+                # (without a cursor) first lists the events emitted since,
+                # where a retry of the same request would open the stream
+                # after them and skip them.
+                retryable, opened = t.try_open("GET", url, h, None)
+                if isinstance(opened, AmsError):
+                    if not retryable or (opened.retry_after or 0) > MAX_RETRY_AFTER:
+                        raise opened
+                    cause = opened
+                    retry_after = opened.retry_after or 0.0
+                else:
+                    resp = opened
+                    if "text/event-stream" not in dict(resp.headers.items()).get("Content-Type", ""):
+                        raise APIConnectionError("%s: the answer is not an event stream" % what)
+                    for eid, _name, data in _read_sse(resp):
+                        if not eid:
+                            continue  # not an event of the account (a later version's)
+                        ev = Event.from_dict(json.loads(data))
+                        last = eid
+                        failures = 0
+                        yield ev
             except AmsError:
                 raise
             except (OSError, ValueError, http.client.HTTPException) as e:
@@ -1054,13 +1066,15 @@ class Client:
                 if resp is not None:
                     resp.close()
             if failures >= t.max_retries:
+                if isinstance(cause, AmsError) and not isinstance(cause, APIConnectionError):
+                    raise cause  # the server's answer (429, 5xx), as a request would raise it
                 msg = "%s: the stream ended and could not be resumed" % what
                 if last:
                     msg += " after %s" % last
                 if cause is not None:
                     msg += ": %s" % cause
                 raise APIConnectionError(msg)
-            t.sleep(backoff(failures))
+            t.sleep(max(backoff(failures), retry_after))
             failures += 1
 
     # -- webhooks -----------------------------------------------------------

@@ -5,7 +5,7 @@ the connection."""
 import socket
 import threading
 import unittest
-from typing import List
+from typing import List, Sequence
 
 import ams
 
@@ -14,18 +14,23 @@ from . import helpers
 
 class CutProxy:
     """Forwards TCP connections to the server until cut() closes every one
-    open; later connections are forwarded again."""
+    open; later connections are forwarded again. Connections are numbered
+    from 1 as accepted; those numbered in ``drop`` are closed at once,
+    before their request reaches the server. ``answered`` counts the
+    connections on which the server has begun to answer."""
 
-    def __init__(self, target_url: str) -> None:
+    def __init__(self, target_url: str, drop: Sequence[int] = ()) -> None:
         host, port = target_url.split("//", 1)[1].split(":")
         self.target = (host, int(port))
+        self.drop = set(drop)
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
         self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
         self.conns: List[socket.socket] = []
         self.accepted = 0
-        self.lock = threading.Lock()
+        self.answered = 0
+        self.changed = threading.Condition()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
@@ -34,21 +39,31 @@ class CutProxy:
                 c, _ = self.sock.accept()
             except OSError:
                 return
-            up = socket.create_connection(self.target)
-            with self.lock:
-                self.conns += [c, up]
+            with self.changed:
                 self.accepted += 1
-            threading.Thread(target=self._pipe, args=(c, up), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(up, c), daemon=True).start()
+                n = self.accepted
+                self.changed.notify_all()
+            if n in self.drop:
+                c.close()
+                continue
+            up = socket.create_connection(self.target)
+            with self.changed:
+                self.conns += [c, up]
+            threading.Thread(target=self._pipe, args=(c, up, False), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(up, c, True), daemon=True).start()
 
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+    def _pipe(self, src: socket.socket, dst: socket.socket, answer: bool) -> None:
         try:
             while True:
                 b = src.recv(65536)
                 if not b:
                     break
                 dst.sendall(b)
+                if answer:
+                    answer = False
+                    with self.changed:
+                        self.answered += 1
+                        self.changed.notify_all()
         except OSError:
             pass
         for s in (src, dst):
@@ -57,8 +72,14 @@ class CutProxy:
             except OSError:
                 pass
 
+    def wait_answered(self, n: int) -> None:
+        """Wait until the server has begun to answer on n connections."""
+        with self.changed:
+            if not self.changed.wait_for(lambda: self.answered >= n, timeout=120):
+                raise AssertionError("the server answered %d connections, not %d" % (self.answered, n))
+
     def cut(self) -> None:
-        with self.lock:
+        with self.changed:
             for c in self.conns:
                 try:
                     c.shutdown(socket.SHUT_RDWR)
@@ -115,14 +136,42 @@ class EventStreamTest(unittest.TestCase):
         got: List[ams.Event] = []
         reader = threading.Thread(target=lambda: got.append(next(it)), daemon=True)
         reader.start()
-        deadline = threading.Event()
-        for _ in range(600):  # two lists (newest, oldest), then the stream: cut it
-            if proxy.accepted >= 3:
-                break
-            deadline.wait(0.05)
+        # Two lists (newest, oldest), then the stream: cut it once its
+        # answer has begun (the stream is open, with no cursor).
+        proxy.wait_answered(3)
         proxy.cut()
-        reader.join(30)
+        reader.join(120)
+        self.assertFalse(reader.is_alive(), "the resumed stream yielded nothing")
         self.assertEqual(len(emitted), 1, "the stream was not cut")
+        self.assertEqual([e.id for e in got], [emitted[0].id])
+
+    def test_follow_events_without_a_cursor_lists_what_a_failed_open_missed(self):
+        # No event of this type yet, and the connection that opens the
+        # stream is dropped before the server sees it. An event is emitted
+        # in the back-off: the stream must not be opened again as if
+        # following began then (which would skip the event), but list it
+        # first and resume after it.
+        s = helpers.server()
+        c = s.client()
+        typ = "webhook.recovered"
+        self.assertEqual(c.list_events(type=typ, limit=1).data, [])
+        proxy = CutProxy(s.base_url, drop=[3])  # 1, 2: the lists; 3: the stream
+        self.addCleanup(proxy.close)
+        emitted: List[ams.Event] = []
+
+        def sleep(_: float) -> None:
+            if not emitted:
+                emitted.append(c.trigger_event(typ))
+
+        pc = ams.Client(api_key=s.key, base_url=proxy.url, sleep=sleep)
+        it = pc.follow_events(type=typ)
+        self.addCleanup(it.close)
+        got: List[ams.Event] = []
+        reader = threading.Thread(target=lambda: got.append(next(it)), daemon=True)
+        reader.start()
+        reader.join(120)
+        self.assertFalse(reader.is_alive(), "the event emitted while the stream was down was skipped")
+        self.assertEqual(len(emitted), 1, "the stream's connection was not dropped")
         self.assertEqual([e.id for e in got], [emitted[0].id])
 
     def test_errors(self):

@@ -480,14 +480,17 @@ export class Events extends Resource {
       const headers: Record<string, string> = { ...(options?.headers ?? {}) };
       if (lastEventId !== undefined) headers["Last-Event-ID"] = lastEventId;
       const query = params?.type !== undefined ? { type: params.type } : undefined;
-      const r = await t.send({ method: "GET", path: "/events/stream", query, options: { ...options, headers }, stream: true });
+      // One attempt: EventStream retries a failed one itself, listing
+      // first (without a cursor) the events emitted since, which a retry
+      // of the same request would skip.
+      const r = await t.send({ method: "GET", path: "/events/stream", query, options: { ...options, headers, maxRetries: 0 }, stream: true });
       return { response: r.response, controller: r.controller };
     };
     const locate: EventLocator = async (order) => {
       const page = await this.list({ ...(params?.type !== undefined ? { type: params.type } : {}), limit: 1, order }, options);
       return page.data[0];
     };
-    return new EventStream(open, options?.maxRetries ?? t.maxRetries, params?.lastEventId, options?.signal, locate);
+    return new EventStream(open, options?.maxRetries ?? t.maxRetries, params?.lastEventId, options?.signal, locate, t.maxRetryAfter);
   }
 }
 

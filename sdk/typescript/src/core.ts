@@ -142,7 +142,8 @@ export function backoff(attempt: number): number {
   return d - Math.random() * (d / 4);
 }
 
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+/** Waits ms milliseconds, or rejects when signal aborts. */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(abortReason(signal));
@@ -365,6 +366,15 @@ function hasHeader(h: Record<string, string>, name: string): boolean {
 }
 
 /** Classifies an API error answer. */
+/**
+ * Whether a GET that failed with e would be sent again by the transport:
+ * a connection failure or timeout, a 429 or a 5xx answer.
+ */
+export function retryableRead(e: unknown): boolean {
+  if (e instanceof AmsError) return errorRetry(e) !== Retry.No;
+  return e instanceof APIConnectionError;
+}
+
 function errorRetry(e: AmsError): Retry {
   if (e.status === 429) return Retry.Unsent; // refused before it ran
   if (e.status === 409 && e.code === "idempotency_key_in_use") return Retry.Unsent; // the retry replays the first's answer

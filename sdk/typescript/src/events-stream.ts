@@ -10,7 +10,7 @@
 // that no event is skipped or repeated.
 
 import { AmsError, APIConnectionError } from "./errors.js";
-import { backoff } from "./core.js";
+import { backoff, retryableRead, sleep } from "./core.js";
 import { parseSSE } from "./streaming.js";
 import type { Event } from "./types.js";
 
@@ -38,6 +38,7 @@ export class EventStream implements AsyncIterable<Event> {
     lastEventId?: string,
     private readonly signal?: AbortSignal,
     private readonly locate?: EventLocator,
+    private readonly maxRetryAfter = 61,
   ) {
     this.lastEventId = lastEventId;
   }
@@ -63,30 +64,46 @@ export class EventStream implements AsyncIterable<Event> {
           yield oldest;
         }
       }
-      const conn = await this.open(this.lastEventId);
+      let conn: Awaited<ReturnType<EventStreamOpener>> | undefined;
       let cause: unknown;
+      let retryAfter = 0;
       try {
-        if (!conn.response.body) throw new APIConnectionError("ams: GET /v1/events/stream: the answer has no body");
-        for await (const sse of parseSSE(conn.response.body)) {
-          if (!sse.id) continue; // not an event of the account (a later version's)
-          const ev = JSON.parse(sse.data) as Event;
-          this.lastEventId = sse.id;
-          failures = 0;
-          yield ev;
-        }
+        conn = await this.open(this.lastEventId);
       } catch (e) {
-        if (e instanceof AmsError || this.signal?.aborted) throw e;
+        // A failed open is retried here, not by the transport: without a
+        // cursor, the loop lists the events emitted meanwhile first.
+        if (this.signal?.aborted || !retryableRead(e)) throw e;
+        if (e instanceof AmsError && e.retryAfter !== undefined) {
+          if (e.retryAfter > this.maxRetryAfter) throw e;
+          retryAfter = e.retryAfter * 1000;
+        }
         cause = e;
-      } finally {
-        conn.controller.abort();
+      }
+      if (conn) {
+        try {
+          if (!conn.response.body) throw new APIConnectionError("ams: GET /v1/events/stream: the answer has no body");
+          for await (const sse of parseSSE(conn.response.body)) {
+            if (!sse.id) continue; // not an event of the account (a later version's)
+            const ev = JSON.parse(sse.data) as Event;
+            this.lastEventId = sse.id;
+            failures = 0;
+            yield ev;
+          }
+        } catch (e) {
+          if (e instanceof AmsError || this.signal?.aborted) throw e;
+          cause = e;
+        } finally {
+          conn.controller.abort();
+        }
       }
       if (failures >= this.maxRetries) {
+        if (cause instanceof AmsError) throw cause; // the server's answer (429, 5xx), as a request throws it
         throw new APIConnectionError(
           `ams: GET /v1/events/stream: the stream ended and could not be resumed${this.lastEventId ? ` after ${this.lastEventId}` : ""}`,
           { cause },
         );
       }
-      await new Promise((resolve) => setTimeout(resolve, backoff(failures)));
+      await sleep(Math.max(backoff(failures), retryAfter), this.signal);
       failures++;
     }
   }

@@ -19,14 +19,23 @@ after(async () => {
   await srv?.stop();
 });
 
-/** Forwards TCP connections to the server until cut() closes every one open. */
+/**
+ * Forwards TCP connections to the server until cut() closes every one
+ * open. `dropStreams` requests for GET /v1/events/stream are dropped
+ * (their connection closed before the server sees them); the requests
+ * after a drop wait for `afterDrop` before they are forwarded.
+ */
 class CutProxy {
   sockets: Socket[] = [];
   accepted = 0;
-  /** How many connections asked for GET /v1/events/stream. */
+  /** How many requests for GET /v1/events/stream were seen. */
   streams = 0;
   /** New connections wait for it before they are forwarded. */
   gate: Promise<void> = Promise.resolve();
+  dropStreams = 0;
+  dropped = 0;
+  afterDrop: Promise<void> = Promise.resolve();
+  private onDrop: (() => void)[] = [];
   private constructor(readonly server: Server, readonly url: string) {}
 
   static async start(target: string): Promise<CutProxy> {
@@ -39,19 +48,43 @@ class CutProxy {
     server.on("connection", async (c) => {
       p.accepted++;
       c.pause();
-      c.on("data", (b: Buffer) => {
-        if (b.toString("latin1").includes("/v1/events/stream")) p.streams++;
-      });
       await p.gate;
-      c.resume();
       const up = createConnection({ host: u.hostname, port: Number(u.port) });
-      c.pipe(up);
+      c.on("data", (b: Buffer) => {
+        const stream = b.toString("latin1").includes("/v1/events/stream");
+        if (stream) p.streams++;
+        if (stream && p.dropStreams > 0) {
+          p.dropStreams--;
+          p.dropped++;
+          c.destroy();
+          up.destroy();
+          for (const f of p.onDrop.splice(0)) f();
+          return;
+        }
+        if (p.dropped > 0) {
+          c.pause();
+          void p.afterDrop.then(() => {
+            up.write(b);
+            c.resume();
+          });
+          return;
+        }
+        up.write(b);
+      });
+      c.on("end", () => up.end());
       up.pipe(c);
       c.on("error", () => up.destroy());
       up.on("error", () => c.destroy());
       p.sockets.push(c, up);
+      c.resume();
     });
     return p;
+  }
+
+  /** Resolves once a request for the stream was dropped. */
+  waitDropped(): Promise<void> {
+    if (this.dropped > 0) return Promise.resolve();
+    return new Promise((resolve) => this.onDrop.push(resolve));
   }
 
   cut(): void {
@@ -106,11 +139,38 @@ describe("events stream", () => {
       const it = pc.events.stream({ type })[Symbol.asyncIterator]();
       const first = it.next();
       while (proxy.streams < 1) await new Promise((r) => setTimeout(r, 20));
-      await new Promise((r) => setTimeout(r, 100)); // the stream answered
-      // Cut it, and hold the reconnection until an event was emitted.
+      // Cut the stream (whether or not its answer has begun), and hold
+      // the reconnection until an event was emitted.
       let release: () => void = () => {};
       proxy.gate = new Promise<void>((r) => (release = r));
       proxy.cut();
+      const e = await client.events.trigger(type);
+      release();
+      const r = await first;
+      assert.ok(!r.done);
+      assert.equal(r.value.id, e.id);
+      await it.return?.(undefined);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  test("an account without events: an event emitted after the stream's open failed is not skipped", { timeout: 60_000 }, async () => {
+    const type = "webhook.recovered";
+    assert.equal((await client.events.list({ type, limit: 1 })).data.length, 0);
+    const proxy = await CutProxy.start(srv.baseURL);
+    try {
+      // The request that opens the stream is dropped before the server
+      // sees it, and the requests after it wait until an event was
+      // emitted. Opening the stream again as if following began then
+      // would skip the event.
+      proxy.dropStreams = 1;
+      let release: () => void = () => {};
+      proxy.afterDrop = new Promise<void>((r) => (release = r));
+      const pc = new Client({ apiKey: srv.apiKey, baseURL: proxy.url });
+      const it = pc.events.stream({ type })[Symbol.asyncIterator]();
+      const first = it.next();
+      await proxy.waitDropped();
       const e = await client.events.trigger(type);
       release();
       const r = await first;
