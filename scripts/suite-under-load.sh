@@ -5,9 +5,9 @@
 # Prints each run's time and result, and the failing run's failures.
 #
 # Usage: bash scripts/suite-under-load.sh [RUNS] [go test packages, default ./...]
-#   AMS_TEST_DATABASE_URL, AMS_TEST_REDIS_URL, ... as for make test; the
-#   packages run four at a time (-p 4) as make test runs them, unless
-#   AMS_TEST_P says otherwise. Run `make test-deps` first (npm packages).
+#   AMS_TEST_DATABASE_URL, AMS_TEST_REDIS_URL, ... as for make test. Each
+#   run is `make go-test` (the flags make test uses; GO_TEST_P=2 for two
+#   packages at a time). Run `make test-deps` first (npm packages).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 runs="${1:-5}"
@@ -27,7 +27,7 @@ echo "CPU hog: ${#hogs[@]} busy loops (pids ${hogs[*]})"
 log="$(mktemp /tmp/ams-suite-under-load.XXXXXX)"
 for i in $(seq "$runs"); do
   start=$SECONDS
-  if go test -race -count=1 -timeout 30m -p "${AMS_TEST_P:-4}" "${pkgs[@]}" >"$log" 2>&1; then
+  if make --no-print-directory go-test PKGS="${pkgs[*]}" >"$log" 2>&1; then
     echo "run $i of $runs: ok in $((SECONDS - start)) s"
   else
     echo "run $i of $runs: FAILED in $((SECONDS - start)) s"
