@@ -36,10 +36,11 @@ test-deps:
 		npm ci --silent --no-audit --no-fund --prefix oauth/testdata/mcpsdk; fi
 
 # go test of every package (or of PKGS). -timeout: each package has 30
-# minutes, not go test's 10: under -race on a loaded machine sqlite and http
-# (about 3 minutes quiet) can pass 10. -p 4: four packages at once on two
-# cores, because many tests spend their time waiting (on child processes,
-# servers, timers), which a package beside them fills (issue 27, CI time).
+# minutes, not go test's 10: under -race on a loaded machine the longest
+# packages (e2e, http: 2-3 minutes quiet) could pass 10. -p 4: four
+# packages at once on two cores, because many tests spend their time
+# waiting (on child processes, servers, timers), which a package beside
+# them fills (issue 27, CI time).
 # -race instruments our code and every dependency except SQLite's C library
 # and the libc it runs on, which modernc.org translated from C to Go
 # (RACE_EXEMPT): the detector has nothing of ours to find in them, as with
