@@ -5,7 +5,7 @@ the connection."""
 import socket
 import threading
 import unittest
-from typing import List, Sequence
+from typing import List, Sequence, Tuple
 
 import ams
 
@@ -118,24 +118,7 @@ class EventStreamTest(unittest.TestCase):
         # No event of this type yet: the first connection has no cursor.
         # It drops, and an event is emitted before the stream reconnects
         # (in the client's back-off): the resumed stream still yields it.
-        s = helpers.server()
-        c = s.client()
-        typ = "webhook.degraded"
-        self.assertEqual(c.list_events(type=typ, limit=1).data, [])
-        proxy = CutProxy(s.base_url)
-        self.addCleanup(proxy.close)
-        emitted: List[ams.Event] = []
-
-        def sleep(_: float) -> None:
-            if not emitted:
-                emitted.append(c.trigger_event(typ))
-
-        pc = ams.Client(api_key=s.key, base_url=proxy.url, sleep=sleep)
-        it = pc.follow_events(type=typ)
-        self.addCleanup(it.close)
-        got: List[ams.Event] = []
-        reader = threading.Thread(target=lambda: got.append(next(it)), daemon=True)
-        reader.start()
+        proxy, emitted, got, reader = self.follow_first_event("webhook.degraded")
         # Two lists (newest, oldest), then the stream: cut it once its
         # answer has begun (the stream is open, with no cursor).
         proxy.wait_answered(3)
@@ -151,11 +134,23 @@ class EventStreamTest(unittest.TestCase):
         # in the back-off: the stream must not be opened again as if
         # following began then (which would skip the event), but list it
         # first and resume after it.
+        _, emitted, got, reader = self.follow_first_event("webhook.recovered", drop=[3])  # 1, 2: the lists; 3: the stream
+        reader.join(120)
+        self.assertFalse(reader.is_alive(), "the event emitted while the stream was down was skipped")
+        self.assertEqual(len(emitted), 1, "the stream's connection was not dropped")
+        self.assertEqual([e.id for e in got], [emitted[0].id])
+
+    def follow_first_event(
+        self, typ: str, drop: Sequence[int] = ()
+    ) -> Tuple[CutProxy, List[ams.Event], List[ams.Event], threading.Thread]:
+        """Follows the events of typ, of which the account has none yet,
+        through a CutProxy (dropping the connections numbered in drop), in
+        a thread that appends the first event yielded to got. The client's
+        first back-off emits one event of typ (into emitted)."""
         s = helpers.server()
         c = s.client()
-        typ = "webhook.recovered"
         self.assertEqual(c.list_events(type=typ, limit=1).data, [])
-        proxy = CutProxy(s.base_url, drop=[3])  # 1, 2: the lists; 3: the stream
+        proxy = CutProxy(s.base_url, drop=drop)
         self.addCleanup(proxy.close)
         emitted: List[ams.Event] = []
 
@@ -169,10 +164,7 @@ class EventStreamTest(unittest.TestCase):
         got: List[ams.Event] = []
         reader = threading.Thread(target=lambda: got.append(next(it)), daemon=True)
         reader.start()
-        reader.join(120)
-        self.assertFalse(reader.is_alive(), "the event emitted while the stream was down was skipped")
-        self.assertEqual(len(emitted), 1, "the stream's connection was not dropped")
-        self.assertEqual([e.id for e in got], [emitted[0].id])
+        return proxy, emitted, got, reader
 
     def test_errors(self):
         c = helpers.server().client()

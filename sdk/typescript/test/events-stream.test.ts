@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 import { after, before, describe, test } from "node:test";
-import { Client, InvalidRequestError, type Event } from "@ams/sdk";
+import { Client, InvalidRequestError, type Event, type EventType } from "@ams/sdk";
 import { startServe, type AmsServer } from "./helpers.js";
 
 let srv: AmsServer;
@@ -98,6 +98,32 @@ class CutProxy {
   }
 }
 
+/**
+ * Follows the events of `type`, of which the account has none yet,
+ * through a CutProxy. `outage` (called as the stream starts) breaks the
+ * stream and resolves, holding the reconnection, with the function that
+ * lets it go; an event of `type` is emitted meanwhile, and must be the
+ * first event the stream yields.
+ */
+async function firstEventAcrossAnOutage(type: EventType, outage: (proxy: CutProxy) => Promise<() => void>): Promise<void> {
+  assert.equal((await client.events.list({ type, limit: 1 })).data.length, 0);
+  const proxy = await CutProxy.start(srv.baseURL);
+  try {
+    const pc = new Client({ apiKey: srv.apiKey, baseURL: proxy.url });
+    const it = pc.events.stream({ type })[Symbol.asyncIterator]();
+    const first = it.next();
+    const release = await outage(proxy);
+    const e = await client.events.trigger(type);
+    release();
+    const r = await first;
+    assert.ok(!r.done);
+    assert.equal(r.value.id, e.id);
+    await it.return?.(undefined);
+  } finally {
+    await proxy.close();
+  }
+}
+
 describe("events stream", () => {
   test("trigger, then stream resumed after a cut: every event once, in order", async () => {
     const e0 = await client.events.trigger("task.created");
@@ -131,55 +157,28 @@ describe("events stream", () => {
   });
 
   test("an account without events: a first connection dropped before any event loses none", { timeout: 60_000 }, async () => {
-    const type = "webhook.degraded";
-    assert.equal((await client.events.list({ type, limit: 1 })).data.length, 0);
-    const proxy = await CutProxy.start(srv.baseURL);
-    try {
-      const pc = new Client({ apiKey: srv.apiKey, baseURL: proxy.url });
-      const it = pc.events.stream({ type })[Symbol.asyncIterator]();
-      const first = it.next();
+    await firstEventAcrossAnOutage("webhook.degraded", async (proxy) => {
       while (proxy.streams < 1) await new Promise((r) => setTimeout(r, 20));
       // Cut the stream (whether or not its answer has begun), and hold
-      // the reconnection until an event was emitted.
+      // the reconnection.
       let release: () => void = () => {};
       proxy.gate = new Promise<void>((r) => (release = r));
       proxy.cut();
-      const e = await client.events.trigger(type);
-      release();
-      const r = await first;
-      assert.ok(!r.done);
-      assert.equal(r.value.id, e.id);
-      await it.return?.(undefined);
-    } finally {
-      await proxy.close();
-    }
+      return release;
+    });
   });
 
   test("an account without events: an event emitted after the stream's open failed is not skipped", { timeout: 60_000 }, async () => {
-    const type = "webhook.recovered";
-    assert.equal((await client.events.list({ type, limit: 1 })).data.length, 0);
-    const proxy = await CutProxy.start(srv.baseURL);
-    try {
+    await firstEventAcrossAnOutage("webhook.recovered", async (proxy) => {
       // The request that opens the stream is dropped before the server
-      // sees it, and the requests after it wait until an event was
-      // emitted. Opening the stream again as if following began then
-      // would skip the event.
+      // sees it, and the requests after it wait. Opening the stream again
+      // as if following began then would skip the event.
       proxy.dropStreams = 1;
       let release: () => void = () => {};
       proxy.afterDrop = new Promise<void>((r) => (release = r));
-      const pc = new Client({ apiKey: srv.apiKey, baseURL: proxy.url });
-      const it = pc.events.stream({ type })[Symbol.asyncIterator]();
-      const first = it.next();
       await proxy.waitDropped();
-      const e = await client.events.trigger(type);
-      release();
-      const r = await first;
-      assert.ok(!r.done);
-      assert.equal(r.value.id, e.id);
-      await it.return?.(undefined);
-    } finally {
-      await proxy.close();
-    }
+      return release;
+    });
   });
 
   test("errors", async () => {
