@@ -170,37 +170,35 @@ class Transport:
         connection failures; return the open 2xx response (the caller reads
         and closes it) or raise. Every attempt sends the same headers, so
         the same Idempotency-Key."""
-        repeatable = "Idempotency-Key" in headers or method in _IDEMPOTENT_METHODS
         attempt = 0
         while True:
-            retry, result = self._attempt(method, url, headers, payload)
+            wait, result = self.try_open(method, url, headers, payload, attempt)
             if not isinstance(result, AmsError):
                 return result  # type: ignore[no-any-return]
-            err = result
-            if attempt >= self.max_retries or retry == _NO or (retry == _IF_REPEATABLE and not repeatable):
-                raise err
-            if err.retry_after is not None:
-                if err.retry_after > MAX_RETRY_AFTER:
-                    raise err
-                wait = err.retry_after
-            else:
-                wait = backoff(attempt)
+            if wait is None or attempt >= self.max_retries:
+                raise result
             self.sleep(wait)
             attempt += 1
 
     def try_open(
-        self, method: str, url: str, headers: Dict[str, str], payload: Optional[bytes]
-    ) -> Tuple[bool, Any]:
-        """One attempt of open(): return (retryable, result), result the
-        open 2xx response or the AmsError, retryable whether open() would
-        have sent the request again after that error. For a caller that
-        must do something between attempts (an event stream without a
-        cursor lists what it missed before it reconnects)."""
-        repeatable = "Idempotency-Key" in headers or method in _IDEMPOTENT_METHODS
+        self, method: str, url: str, headers: Dict[str, str], payload: Optional[bytes], attempt: int
+    ) -> Tuple[Optional[float], Any]:
+        """One attempt of open(), retry number ``attempt`` (from 0): return
+        (wait, result), result the open 2xx response or the AmsError, and
+        for an error, the seconds open() waits before sending the request
+        again (its Retry-After, else the backoff), or None when it is not
+        sent again (whatever the attempt). For a caller that retries
+        itself (an event stream without a cursor lists what it missed
+        before it reconnects)."""
         retry, result = self._attempt(method, url, headers, payload)
         if not isinstance(result, AmsError):
-            return False, result
-        return retry == _UNSENT or (retry == _IF_REPEATABLE and repeatable), result
+            return None, result
+        repeatable = "Idempotency-Key" in headers or method in _IDEMPOTENT_METHODS
+        if retry == _NO or (retry == _IF_REPEATABLE and not repeatable):
+            return None, result
+        if result.retry_after is not None:
+            return (None if result.retry_after > MAX_RETRY_AFTER else result.retry_after), result
+        return backoff(attempt), result
 
     def _attempt(
         self, method: str, url: str, headers: Dict[str, str], payload: Optional[bytes]

@@ -10,7 +10,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Type, TypeVar, Union
 
 from . import __version__
-from ._http import MAX_RETRY_AFTER, Transport, backoff, new_idempotency_key, seg
+from ._http import Transport, backoff, new_idempotency_key, seg
 from .errors import AmsError, APIConnectionError, error_from_response
 from .types import (
     Account,
@@ -1031,7 +1031,7 @@ class Client:
                     yield oldest[0]
             resp: Any = None
             cause: Any = None
-            retry_after = 0.0
+            wait: Optional[float] = None
             try:
                 url = t.url("/events/stream", {"type": type} if type else None)
                 h = t.headers(accept="text/event-stream")
@@ -1041,12 +1041,11 @@ class Client:
                 # (without a cursor) first lists the events emitted since,
                 # where a retry of the same request would open the stream
                 # after them and skip them.
-                retryable, opened = t.try_open("GET", url, h, None)
+                wait, opened = t.try_open("GET", url, h, None, failures)
                 if isinstance(opened, AmsError):
-                    if not retryable or (opened.retry_after or 0) > MAX_RETRY_AFTER:
+                    if wait is None:
                         raise opened
                     cause = opened
-                    retry_after = opened.retry_after or 0.0
                 else:
                     resp = opened
                     if "text/event-stream" not in dict(resp.headers.items()).get("Content-Type", ""):
@@ -1074,7 +1073,7 @@ class Client:
                 if cause is not None:
                     msg += ": %s" % cause
                 raise APIConnectionError(msg)
-            t.sleep(max(backoff(failures), retry_after))
+            t.sleep(wait if wait is not None else backoff(failures))
             failures += 1
 
     # -- webhooks -----------------------------------------------------------

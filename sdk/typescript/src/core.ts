@@ -80,7 +80,7 @@ export interface APIResponse<T> {
 
 const DEFAULT_TIMEOUT = 60_000;
 const DEFAULT_MAX_RETRIES = 3;
-const DEFAULT_MAX_RETRY_AFTER = 61; // the longest wait of the sliding minute window
+export const DEFAULT_MAX_RETRY_AFTER = 61; // the longest wait of the sliding minute window
 const INITIAL_BACKOFF = 500;
 const MAX_BACKOFF = 8_000;
 
@@ -256,13 +256,8 @@ export class Transport {
         if (!(e instanceof AttemptError)) throw e;
         const err = e.err;
         if (attempt >= maxRetries || e.retry === Retry.No || (e.retry === Retry.IfRepeatable && !repeatable)) throw err;
-        let wait: number;
-        if (err instanceof AmsError && err.retryAfter !== undefined && err.retryAfter > 0) {
-          if (err.retryAfter > this.maxRetryAfter) throw err;
-          wait = err.retryAfter * 1000;
-        } else {
-          wait = backoff(attempt);
-        }
+        const wait = retryWait(err, attempt, this.maxRetryAfter);
+        if (wait === undefined) throw err;
         await sleep(wait, opts.signal);
       }
     }
@@ -365,16 +360,30 @@ function hasHeader(h: Record<string, string>, name: string): boolean {
   return Object.keys(h).some((k) => k.toLowerCase() === name && h[k] !== "");
 }
 
-/** Classifies an API error answer. */
 /**
- * Whether a GET that failed with e would be sent again by the transport:
- * a connection failure or timeout, a 429 or a 5xx answer.
+ * How long (ms) to wait before a GET that failed with err is sent again
+ * as retry number attempt (from 0), or undefined when it is not: the
+ * transport's rule (a connection failure or timeout, a 429 or a 5xx is
+ * retried; see retryWait), for a caller that retries one attempt itself.
  */
-export function retryableRead(e: unknown): boolean {
-  if (e instanceof AmsError) return errorRetry(e) !== Retry.No;
-  return e instanceof APIConnectionError;
+export function readRetryDelay(err: unknown, attempt: number, maxRetryAfter: number): number | undefined {
+  const retryable = err instanceof AmsError ? errorRetry(err) !== Retry.No : err instanceof APIConnectionError;
+  return retryable ? retryWait(err, attempt, maxRetryAfter) : undefined;
 }
 
+/**
+ * The wait (ms) before retry number attempt of a request that failed with
+ * err and may be retried: its Retry-After, or undefined when that is
+ * longer than maxRetryAfter seconds; else backoff(attempt).
+ */
+function retryWait(err: unknown, attempt: number, maxRetryAfter: number): number | undefined {
+  if (err instanceof AmsError && err.retryAfter !== undefined && err.retryAfter > 0) {
+    return err.retryAfter > maxRetryAfter ? undefined : err.retryAfter * 1000;
+  }
+  return backoff(attempt);
+}
+
+/** Classifies an API error answer. */
 function errorRetry(e: AmsError): Retry {
   if (e.status === 429) return Retry.Unsent; // refused before it ran
   if (e.status === 409 && e.code === "idempotency_key_in_use") return Retry.Unsent; // the retry replays the first's answer

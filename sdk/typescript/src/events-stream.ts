@@ -10,7 +10,7 @@
 // that no event is skipped or repeated.
 
 import { AmsError, APIConnectionError } from "./errors.js";
-import { backoff, retryableRead, sleep } from "./core.js";
+import { backoff, DEFAULT_MAX_RETRY_AFTER, readRetryDelay, sleep } from "./core.js";
 import { parseSSE } from "./streaming.js";
 import type { Event } from "./types.js";
 
@@ -38,7 +38,7 @@ export class EventStream implements AsyncIterable<Event> {
     lastEventId?: string,
     private readonly signal?: AbortSignal,
     private readonly locate?: EventLocator,
-    private readonly maxRetryAfter = 61,
+    private readonly maxRetryAfter = DEFAULT_MAX_RETRY_AFTER,
   ) {
     this.lastEventId = lastEventId;
   }
@@ -66,17 +66,14 @@ export class EventStream implements AsyncIterable<Event> {
       }
       let conn: Awaited<ReturnType<EventStreamOpener>> | undefined;
       let cause: unknown;
-      let retryAfter = 0;
+      let wait: number | undefined;
       try {
         conn = await this.open(this.lastEventId);
       } catch (e) {
         // A failed open is retried here, not by the transport: without a
         // cursor, the loop lists the events emitted meanwhile first.
-        if (this.signal?.aborted || !retryableRead(e)) throw e;
-        if (e instanceof AmsError && e.retryAfter !== undefined) {
-          if (e.retryAfter > this.maxRetryAfter) throw e;
-          retryAfter = e.retryAfter * 1000;
-        }
+        wait = readRetryDelay(e, failures, this.maxRetryAfter);
+        if (this.signal?.aborted || wait === undefined) throw e;
         cause = e;
       }
       if (conn) {
@@ -103,7 +100,7 @@ export class EventStream implements AsyncIterable<Event> {
           { cause },
         );
       }
-      await sleep(Math.max(backoff(failures), retryAfter), this.signal);
+      await sleep(wait ?? backoff(failures), this.signal);
       failures++;
     }
   }
