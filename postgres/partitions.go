@@ -139,16 +139,22 @@ func (db *DB) makePartition(ctx context.Context, table string, day int64) error 
 		if _, err := tx.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, partitionLockTimeout.Milliseconds())); err != nil {
 			return err
 		}
-		// SHARE, not just the SHARE UPDATE EXCLUSIVE that ATTACH needs:
-		// an INSERT into the table routes its rows by the partitions it
-		// saw when it began, so one that began before the new partition
-		// and then waited for the default's lock below would put a row of
-		// the new day into the default after this commits, which the
-		// default's new constraint refuses (23514; a POST failed so
-		// under load). SHARE waits for the transactions writing to the
-		// table and holds new writes until this commits, a moment once
-		// a day per table.
-		if _, err := tx.Exec(ctx, `LOCK TABLE ONLY `+table+` IN SHARE MODE`); err != nil {
+		// SHARE ROW EXCLUSIVE, not just the SHARE UPDATE EXCLUSIVE that
+		// ATTACH needs: an INSERT into the table routes its rows by the
+		// partitions it saw when it began, so one that began before the
+		// new partition and then waited for the default's lock below
+		// would put a row of the new day into the default after this
+		// commits, which the default's new constraint refuses (23514; a
+		// POST failed so under load). The lock waits for the
+		// transactions writing to the table and holds new writes until
+		// this commits, a moment once a day per table. Unlike SHARE it
+		// conflicts with itself: two processes making the same day at
+		// once (each runs its purge at start) would both hold SHARE, one
+		// then the default's lock, and the first one's ATTACH would wait
+		// for the other's SHARE while the other waited for the default:
+		// a deadlock (40P01, seen in a multi-process run). Now the second
+		// waits for the first to commit and finds the partition made.
+		if _, err := tx.Exec(ctx, `LOCK TABLE ONLY `+table+` IN SHARE ROW EXCLUSIVE MODE`); err != nil {
 			return err
 		}
 		if _, err := tx.Exec(ctx, `LOCK TABLE `+table+`_default IN ACCESS EXCLUSIVE MODE`); err != nil {
@@ -184,7 +190,7 @@ func (db *DB) dropPartition(ctx context.Context, name string) (int64, error) {
 		_, err := tx.Exec(ctx, `DROP TABLE `+pgx.Identifier{name}.Sanitize())
 		return err
 	})
-	if err != nil && !lockNotGranted(err) {
+	if err != nil && !lockNotGranted(err) && !alreadyDropped(err) {
 		return 0, fmt.Errorf("postgres: drop partition %s: %w", name, err)
 	}
 	if err != nil {
@@ -198,6 +204,14 @@ func (db *DB) dropPartition(ctx context.Context, name string) (int64, error) {
 func lockNotGranted(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "55P03"
+}
+
+// alreadyDropped reports that another process dropped the partition
+// first (both listed it; the second's DROP waited for the first's lock
+// and then found no table).
+func alreadyDropped(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42P01"
 }
 
 // alreadyMade reports that another process made the partition first.

@@ -9,6 +9,7 @@ import (
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/testing/pgtest"
 	"github.com/amsdev/ams/internal/testing/wait"
+	"github.com/amsdev/ams/postgres"
 )
 
 // TestPartitionsByDay: the purge makes the partitions of today and the
@@ -128,5 +129,104 @@ func TestPartitionMadeWhileWritten(t *testing.T) {
 	}
 	if part != "turn_events_p20260401" {
 		t.Fatalf("the row written while the partition was made is in %s, want turn_events_p20260401", part)
+	}
+}
+
+// TestPartitionMadeByTwoProcessesAtOnce: two processes making the same
+// day's partition at once (each process runs its purge at start, and a
+// multi-process run starts them together) do not deadlock: one makes it,
+// the other finds it made, and neither reports an error. Both are held
+// behind an open writer first so that they reach the locks together.
+func TestPartitionMadeByTwoProcessesAtOnce(t *testing.T) {
+	db := pgtest.Open(t)
+	ctx := context.Background()
+	day := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	tx, err := db.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `INSERT INTO turn_events (turn_id, seq, type, data, created_at) VALUES ($1, 1, 'message.delta', '{}', $2)`,
+		ams.NewID(ams.PrefixTurn), day.Add(time.Hour).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	made := make(chan error, 2)
+	for range 2 {
+		go func() { made <- db.EnsurePartitions(ctx, day, day) }()
+	}
+	// Both wait for the writer (the second one for the writer, or for
+	// the first maker, which waits for the writer).
+	wait.Eventually(t, "both makers to wait", func() bool {
+		var n int
+		err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE cardinality(pg_blocking_pids(pid)) > 0
+			AND query LIKE 'LOCK TABLE%'`).Scan(&n)
+		return err == nil && n >= 2
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-made; err != nil {
+			t.Fatalf("making a partition while another process makes it: %v", err)
+		}
+	}
+	var exists bool
+	if err := db.Pool().QueryRow(ctx, `SELECT to_regclass('turn_events_p20260501') IS NOT NULL`).Scan(&exists); err != nil || !exists {
+		t.Fatalf("the day's partition was not made (%v)", err)
+	}
+}
+
+// TestPartitionDroppedByTwoProcessesAtOnce: two purges dropping the same
+// partition past the retention at once (both listed it) do not fail:
+// the second finds it gone.
+func TestPartitionDroppedByTwoProcessesAtOnce(t *testing.T) {
+	db := pgtest.Open(t)
+	ctx := context.Background()
+	day := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	if err := db.EnsurePartitions(ctx, day, day.Add(postgres.PartitionDaysAhead*24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	// A reader of the tables holds both drops behind it.
+	tx, err := db.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	var pid int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"webhook_deliveries", "turn_events"} {
+		if _, err := tx.Exec(ctx, `SELECT count(*) FROM `+table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done := make(chan error, 2)
+	for range 2 {
+		// now is the first day: its partitions exist, nothing to make;
+		// the cutoff is past the first day only.
+		go func() { _, err := db.MaintainPartitions(ctx, day, day.Add(24*time.Hour)); done <- err }()
+	}
+	wait.Eventually(t, "both drops to wait for the reader", func() bool {
+		var n int
+		err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, pid).Scan(&n)
+		return err == nil && n >= 2
+	})
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatalf("dropping a partition while another process drops it: %v", err)
+		}
+	}
+	// Under a load that outlasts the lock timeout both gave up for this
+	// run; the next one drops it.
+	if _, err := db.MaintainPartitions(ctx, day, day.Add(24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var exists bool
+	if err := db.Pool().QueryRow(ctx, `SELECT to_regclass('turn_events_p20260601') IS NOT NULL`).Scan(&exists); err != nil || exists {
+		t.Fatalf("the partition past retention still exists (%v)", err)
 	}
 }
