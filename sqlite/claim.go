@@ -74,16 +74,41 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 	if c.Limit <= 0 || c.PerWebhook <= 0 {
 		return nil, nil
 	}
-	var jobs []*ams.Job
+	var got *claimed
 	err := db.group.run(ctx, func(cn sqlstore.Conn) error {
 		var err error
-		jobs, err = db.claimJobs(ctx, cn, now, c)
+		got, err = db.claimJobs(ctx, cn, now, c)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return jobs, nil
+	return db.open(got)
+}
+
+// RecordAttemptsAndClaim records attempts as RecordAttempts does and,
+// in the same transaction, after them, claims as ClaimJobs does (the
+// caps count the recorded jobs as no longer in flight): a worker whose
+// deliveries end claims their successors in the one trip through the
+// writer that records them, where a record and a claim took two, each
+// queued behind the other writers. A failed claim (claimErr) undoes only
+// its own writes: the records stay.
+func (db *DB) RecordAttemptsAndClaim(ctx context.Context, rs []*ams.AttemptResult, now time.Time, c ams.Claim) (errs []error, jobs []*ams.Job, claimErr, err error) {
+	var got *claimed
+	claim := func(ctx context.Context, cn sqlstore.Conn) error {
+		var err error
+		got = nil
+		if c.Limit > 0 && c.PerWebhook > 0 {
+			got, err = db.claimJobs(ctx, cn, now, c)
+		}
+		return err
+	}
+	errs, claimErr, err = db.RecordAttemptsThen(ctx, rs, now, claim)
+	if err != nil || claimErr != nil {
+		return errs, nil, claimErr, err
+	}
+	jobs, claimErr = db.open(got)
+	return errs, jobs, claimErr, nil
 }
 
 // claimHook is a webhook whose wake row is due, as a claim reads it.
@@ -96,7 +121,7 @@ type claimHook struct {
 }
 
 // claimJobs is ClaimJobs in the write transaction cn.
-func (db *DB) claimJobs(ctx context.Context, cn sqlstore.Conn, now time.Time, c ams.Claim) ([]*ams.Job, error) {
+func (db *DB) claimJobs(ctx context.Context, cn sqlstore.Conn, now time.Time, c ams.Claim) (*claimed, error) {
 	busy, err := sqlstore.ReadInFlight(ctx, cn, now)
 	if err != nil {
 		return nil, err
@@ -119,6 +144,7 @@ func (db *DB) claimJobs(ctx context.Context, cn sqlstore.Conn, now time.Time, c 
 		return nil, fmt.Errorf("find due webhooks: %w", err)
 	}
 	var cands []sqlstore.Candidate
+	sealed := map[*ams.Job]sealedJob{}
 	// looked, ordered: the webhooks whose wake rows this claim replaces;
 	// inactive ones lose theirs (enabling a webhook wakes it again).
 	var ordered, inactive []string
@@ -140,7 +166,7 @@ func (db *DB) claimJobs(ctx context.Context, cn sqlstore.Conn, now time.Time, c 
 		} else {
 			looked[h.id] = busy.Webhook[h.id]
 		}
-		got, err := db.probeJobs(ctx, cn, h, now, min(free, c.Limit))
+		got, err := db.probeJobs(ctx, cn, h, now, min(free, c.Limit), sealed)
 		if err != nil {
 			return nil, err
 		}
@@ -168,12 +194,49 @@ func (db *DB) claimJobs(ctx context.Context, cn sqlstore.Conn, now time.Time, c 
 	if len(jobs) == 0 {
 		return nil, nil
 	}
-	return jobs, nil
+	return &claimed{jobs: jobs, sealed: sealed}, nil
+}
+
+// sealedJob is what a claimed job still needs opened: its event's data
+// as stored and its webhook's sealed secrets.
+type sealedJob struct {
+	data []byte
+	hook *claimHook
+}
+
+// claimed is what a claim leased, not opened yet: decoding the events
+// and unsealing the secrets waits until the claim's transaction has
+// ended, so that the one writer is not held for it (a tenth of its time
+// in a drain), and only the jobs leased are opened.
+type claimed struct {
+	jobs   []*ams.Job
+	sealed map[*ams.Job]sealedJob
+}
+
+// open finishes the claimed jobs (sqlstore.Store's OpenJob). Should one
+// fail (a corrupt row, a secret sealed with another key), its lease runs
+// out and the job is claimed again, as a claim that failed in its
+// transaction would have it.
+func (db *DB) open(c *claimed) ([]*ams.Job, error) {
+	if c == nil {
+		return nil, nil
+	}
+	for _, j := range c.jobs {
+		s := c.sealed[j]
+		if err := db.OpenJob(j, s.data, s.hook.sealed); err != nil {
+			return nil, err
+		}
+		if err := db.OpenPreviousSecret(j, s.hook.prevSealed, s.hook.prevExpires); err != nil {
+			return nil, err
+		}
+	}
+	return c.jobs, nil
 }
 
 // probeJobs reads webhook h's due jobs (webhookJobsQuery), at most limit;
-// of an ordered webhook, its head if due (headJobQuery).
-func (db *DB) probeJobs(ctx context.Context, cn sqlstore.Conn, h claimHook, now time.Time, limit int) ([]sqlstore.Candidate, error) {
+// of an ordered webhook, its head if due (headJobQuery). Their event data
+// and secrets go to sealed, for openJobs.
+func (db *DB) probeJobs(ctx context.Context, cn sqlstore.Conn, h claimHook, now time.Time, limit int, sealed map[*ams.Job]sealedJob) ([]sqlstore.Candidate, error) {
 	query, args := webhookJobsQuery, []any{h.id, sqlstore.MS(now), limit}
 	if h.ordered {
 		query, args = headJobQuery, []any{h.id}
@@ -196,12 +259,7 @@ func (db *DB) probeJobs(ctx context.Context, cn sqlstore.Conn, h claimHook, now 
 		}
 		j.Event.UserID, j.Event.CreatedAt = j.UserID, sqlstore.FromMS(created)
 		j.LeaseExpired = lease > 0 // a record or a new job leaves 0
-		if err := db.OpenJob(j, []byte(data), h.sealed); err != nil {
-			return nil, err
-		}
-		if err := db.OpenPreviousSecret(j, h.prevSealed, h.prevExpires); err != nil {
-			return nil, err
-		}
+		sealed[j] = sealedJob{data: []byte(data), hook: &h}
 		cands = append(cands, sqlstore.Candidate{Job: j, NextAt: next})
 	}
 	if err := rows.Err(); err != nil {

@@ -548,7 +548,7 @@ func (q *Queries) FindDelivery(ctx context.Context, userID, webhookID, id string
 // RecordAttempt stores an attempt and its consequences; see
 // ams.DeliveryQueue. It is a batch of one (recordAttempts).
 func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now time.Time) (bool, error) {
-	out, err := q.recordAttempts(ctx, []*ams.AttemptResult{r}, now)
+	out, err := q.recordAttempts(ctx, []*ams.AttemptResult{r}, now, nil)
 	if err != nil {
 		return false, err
 	}
@@ -561,20 +561,47 @@ func (q *Queries) RecordAttempt(ctx context.Context, r *ams.AttemptResult, now t
 // whole batch, after which nothing was stored. A final failure is
 // recorded alone (RecordAttempt): it locks its account and webhook.
 func (q *Queries) RecordAttempts(ctx context.Context, rs []*ams.AttemptResult, now time.Time) (errs []error, err error) {
+	errs, _, err = q.RecordAttemptsThen(ctx, rs, now, nil)
+	return errs, err
+}
+
+// RecordAttemptsThen is RecordAttempts with then run after the records,
+// in the same transaction, inside a savepoint of its own: an error of
+// then undoes then's writes only and is its answer (thenErr), the records
+// stay. A SQLite store claims the next jobs so (sqlite.DB's
+// RecordAttemptsAndClaim): one trip through its one writer where a record
+// and a claim took two.
+func (q *Queries) RecordAttemptsThen(ctx context.Context, rs []*ams.AttemptResult, now time.Time, then func(context.Context, Conn) error) (errs []error, thenErr, err error) {
 	for _, r := range rs {
 		if r.Outcome == ams.JobFailed {
-			return nil, fmt.Errorf("RecordAttempts: a failed job's attempt goes through RecordAttempt")
+			return nil, nil, fmt.Errorf("RecordAttempts: a failed job's attempt goes through RecordAttempt")
 		}
 	}
-	out, err := q.recordAttempts(ctx, rs, now)
+	var after func(context.Context, Conn) error
+	if then != nil {
+		after = func(ctx context.Context, c Conn) error {
+			thenErr = nil // the transaction's function may run again
+			if _, err := c.Exec(ctx, "SAVEPOINT record_then"); err != nil {
+				return err
+			}
+			if thenErr = then(ctx, c); thenErr != nil {
+				if _, err := c.Exec(ctx, "ROLLBACK TO record_then"); err != nil {
+					return err
+				}
+			}
+			_, err := c.Exec(ctx, "RELEASE record_then")
+			return err
+		}
+	}
+	out, err := q.recordAttempts(ctx, rs, now, after)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	errs = make([]error, len(rs))
 	for i, o := range out {
 		errs[i] = o.err
 	}
-	return errs, nil
+	return errs, thenErr, nil
 }
 
 // recorded is one attempt's answer: whether it marked its webhook
@@ -591,11 +618,12 @@ type recorded struct {
 // statements per 16 attempts), applies them to their webhooks' failure
 // streaks (recordHealth: nothing on the common path, successes to healthy
 // webhooks), then applies the consequences of a final failure
-// (failWebhook). An attempt whose job the update did not match
-// stores nothing: its answer is ErrLeaseLost, unless its webhook was
-// deleted while the delivery was in flight (which took the jobs and log
-// with it): then there is nothing to record, and its answer is nil.
-func (q *Queries) recordAttempts(ctx context.Context, rs []*ams.AttemptResult, now time.Time) ([]recorded, error) {
+// (failWebhook), and runs then, if any, last. An attempt whose job the
+// update did not match stores nothing: its answer is ErrLeaseLost,
+// unless its webhook was deleted while the delivery was in flight (which
+// took the jobs and log with it): then there is nothing to record, and
+// its answer is nil.
+func (q *Queries) recordAttempts(ctx context.Context, rs []*ams.AttemptResult, now time.Time, then func(context.Context, Conn) error) ([]recorded, error) {
 	out := make([]recorded, len(rs))
 	if len(rs) == 0 {
 		return out, nil
@@ -627,6 +655,9 @@ func (q *Queries) recordAttempts(ctx context.Context, rs []*ams.AttemptResult, n
 			if err != nil {
 				return err
 			}
+		}
+		if then != nil {
+			return then(ctx, q.w)
 		}
 		return nil
 	})

@@ -257,6 +257,90 @@ func testRecordAttempts(t *testing.T, s ams.Store) {
 	}
 }
 
+// recordClaimer is a store that claims in the transaction that records
+// attempts (webhook.RecordClaimer; SQLite).
+type recordClaimer interface {
+	RecordAttemptsAndClaim(ctx context.Context, rs []*ams.AttemptResult, now time.Time, c ams.Claim) (errs []error, jobs []*ams.Job, claimErr, err error)
+}
+
+// testRecordAttemptsAndClaim: records and a claim in one call store the
+// records as RecordAttempts does, and the claim counts the recorded jobs
+// as no longer in flight (the per-webhook cap frees their slots) while a
+// job whose record was refused keeps its slot; the claim takes the next
+// jobs in order, and finds none once the queue is empty.
+func testRecordAttemptsAndClaim(t *testing.T, s ams.Store) {
+	rc, ok := s.(recordClaimer)
+	if !ok {
+		t.Skip("this engine claims in a transaction of its own (no RecordAttemptsAndClaim)")
+	}
+	ctx := context.Background()
+	u := mustUser(t, s, "recordclaim@example.com")
+	a := mustAssistant(t, s, u, "recordclaim")
+	w := mustWebhook(t, s, u, ams.EventMessageCreated)
+	for i := range 3 { // 6 jobs, oldest first
+		sendTurn(t, s, u, a, t0.Add(time.Duration(i)*time.Millisecond))
+	}
+	c := ams.Claim{Lease: time.Minute, Limit: 2, PerWebhook: 2}
+	first := claim(t, s, t0.Add(time.Second), c)
+	if len(first) != 2 {
+		t.Fatalf("claimed %d jobs, want 2 (the cap)", len(first))
+	}
+	seen := map[int64]bool{first[0].Seq: true, first[1].Seq: true}
+	at := t0.Add(2 * time.Second)
+	result := func(j *ams.Job) *ams.AttemptResult {
+		code := 200
+		return &ams.AttemptResult{Job: j, Outcome: ams.JobSucceeded, Delivery: &ams.Delivery{ID: ams.NewID(ams.PrefixDelivery), UserID: u.ID,
+			WebhookID: j.WebhookID, EventID: j.Event.ID, EventType: j.Event.Type, Attempt: 1, URL: j.URL, Success: true, StatusCode: &code, CreatedAt: at}}
+	}
+	// Both recorded: the cap's two slots are free for the claim.
+	errs, next, claimErr, err := rc.RecordAttemptsAndClaim(ctx, []*ams.AttemptResult{result(first[0]), result(first[1])}, at, c)
+	if err != nil || claimErr != nil || len(errs) != 2 || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("RecordAttemptsAndClaim: %v %v %v", errs, claimErr, err)
+	}
+	if len(next) != 2 {
+		t.Fatalf("claimed %d jobs with the records, want 2: the recorded jobs' slots are free", len(next))
+	}
+	for _, j := range next {
+		if seen[j.Seq] || j.Attempts != 0 || j.Event == nil || j.Secret == "" {
+			t.Fatalf("claimed with the records: %+v", j)
+		}
+		seen[j.Seq] = true
+	}
+	for _, j := range first {
+		p, err := s.ListDeliveries(ctx, u.ID, w.ID, ams.DeliveryFilter{EventID: j.Event.ID}, ams.ListParams{Limit: 10})
+		if err != nil || len(p.Data) != 1 || !p.Data[0].Success {
+			t.Fatalf("the attempt of job %d is not logged: %v %v", j.Seq, p, err)
+		}
+	}
+	// One recorded, one refused (not the lease its job holds): one slot
+	// is free, the refused job's is not.
+	stale := *next[1]
+	stale.LeaseUntil = stale.LeaseUntil.Add(-time.Second)
+	at2 := at.Add(time.Second)
+	errs, last, claimErr, err := rc.RecordAttemptsAndClaim(ctx, []*ams.AttemptResult{result(next[0]), result(&stale)}, at2, c)
+	if err != nil || claimErr != nil || len(errs) != 2 || errs[0] != nil || !errors.Is(errs[1], ams.ErrLeaseLost) {
+		t.Fatalf("RecordAttemptsAndClaim with a refused record: %v %v %v", errs, claimErr, err)
+	}
+	if len(last) != 1 || seen[last[0].Seq] {
+		t.Fatalf("claimed %d jobs beside a job still in flight, want 1 new one: %+v", len(last), last)
+	}
+	// The last two jobs: recorded, and nothing left to claim.
+	errs, none, claimErr, err := rc.RecordAttemptsAndClaim(ctx, []*ams.AttemptResult{result(next[1]), result(last[0])}, at2, c)
+	if err != nil || claimErr != nil || errs[0] != nil || errs[1] != nil {
+		t.Fatalf("RecordAttemptsAndClaim: %v %v %v", errs, claimErr, err)
+	}
+	if len(none) != 1 || seen[none[0].Seq] {
+		t.Fatalf("claimed %+v, want the sixth job", none)
+	}
+	errs, empty, claimErr, err := rc.RecordAttemptsAndClaim(ctx, []*ams.AttemptResult{result(none[0])}, at2, c)
+	if err != nil || claimErr != nil || errs[0] != nil || len(empty) != 0 {
+		t.Fatalf("the last record: %v %v %v, claimed %d", errs, claimErr, err, len(empty))
+	}
+	if more := claim(t, s, t0.Add(time.Hour), c); len(more) != 0 {
+		t.Fatalf("jobs left after every attempt was recorded: %d", len(more))
+	}
+}
+
 // testFailureFenced: a final failure goes through the same fence as any
 // attempt (RecordAttempt is a batch of one): under a lease that is no
 // longer the job's it stores nothing — the webhook stays active, its

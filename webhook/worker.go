@@ -83,6 +83,16 @@ type Queue interface {
 	JobsReady() <-chan struct{}
 }
 
+// RecordClaimer is a Queue that can claim in the transaction that records
+// attempts (sqlite.DB's RecordAttemptsAndClaim): on an engine with one
+// writer, a worker whose deliveries end takes their successors in the
+// trip through the writer that records them. claimErr is the claim's
+// error, after which the records are stored; err is the whole call's,
+// after which nothing is.
+type RecordClaimer interface {
+	RecordAttemptsAndClaim(ctx context.Context, rs []*ams.AttemptResult, now time.Time, c ams.Claim) (errs []error, jobs []*ams.Job, claimErr, err error)
+}
+
 // Users finds a webhook owner, for the failing e-mail.
 type Users interface {
 	FindUser(ctx context.Context, id string) (*ams.User, error)
@@ -126,6 +136,9 @@ type Worker struct {
 	mu    sync.Mutex
 	total int
 	freed chan struct{}
+	// running is Run's context while it runs: records then claim the
+	// slots they free (RecordClaimer) until it ends.
+	running context.Context
 	// recorder gathers the attempts that finish together (see record);
 	// set by defaults, before any delivery starts.
 	recorder *batch.Batcher[attemptRecord, error]
@@ -181,6 +194,7 @@ func (w *Worker) defaults() {
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	w.defaults()
+	w.running = ctx
 	w.mu.Unlock()
 	tick := time.NewTicker(w.PollInterval)
 	defer tick.Stop()
@@ -255,11 +269,26 @@ func (w *Worker) fill(ctx context.Context) (claimed, free int, err error) {
 		return 0, free, nil
 	}
 	start := time.Now()
-	jobs, err := w.Queue.ClaimJobs(ctx, w.Clock.Now(), ams.Claim{Lease: w.Lease, Limit: free, PerWebhook: w.PerWebhook, PerAccount: w.PerAccount})
+	jobs, err := w.Queue.ClaimJobs(ctx, w.Clock.Now(), w.claim(free))
 	if err != nil {
 		return 0, free, err
 	}
-	ctx = tracing.Claim(ctx, start, len(jobs)) // the deliveries' spans link to the claim's
+	w.start(ctx, start, jobs)
+	return len(jobs), free, nil
+}
+
+// claim is what a claim of up to limit jobs may lease.
+func (w *Worker) claim(limit int) ams.Claim {
+	return ams.Claim{Lease: w.Lease, Limit: limit, PerWebhook: w.PerWebhook, PerAccount: w.PerAccount}
+}
+
+// start delivers jobs claimed at claimStart, each in a goroutine that
+// holds a slot until its attempt is recorded.
+func (w *Worker) start(ctx context.Context, claimStart time.Time, jobs []*ams.Job) {
+	if len(jobs) == 0 {
+		return
+	}
+	ctx = tracing.Claim(ctx, claimStart, len(jobs)) // the deliveries' spans link to the claim's
 	w.mu.Lock()
 	w.total += len(jobs)
 	w.mu.Unlock()
@@ -286,7 +315,6 @@ func (w *Worker) fill(ctx context.Context) (claimed, free int, err error) {
 			}
 		}()
 	}
-	return len(jobs), free, nil
 }
 
 // envelope is the body of every delivery.
@@ -410,7 +438,11 @@ func (w *Worker) record(ctx context.Context, r *ams.AttemptResult, now time.Time
 }
 
 // recordBatch records a batch of attempts, at the latest of their times
-// (a later time only makes the lease fence stricter).
+// (a later time only makes the lease fence stricter). While Run runs, on
+// a RecordClaimer queue, the same transaction claims as many jobs as the
+// batch frees slots, and starts them: the slots pass from the ended
+// deliveries to their successors (which may briefly count twice, until
+// the ended ones return) without a claim of their own.
 func (w *Worker) recordBatch(items []attemptRecord) []error {
 	rs := make([]*ams.AttemptResult, len(items))
 	now := items[0].now
@@ -420,7 +452,23 @@ func (w *Worker) recordBatch(items []attemptRecord) []error {
 			now = it.now
 		}
 	}
-	errs, err := w.Queue.RecordAttempts(items[0].ctx, rs, now)
+	w.mu.Lock()
+	running := w.running
+	w.mu.Unlock()
+	var errs []error
+	var err error
+	if rc, ok := w.Queue.(RecordClaimer); ok && running != nil && running.Err() == nil {
+		start := time.Now()
+		var jobs []*ams.Job
+		var claimErr error
+		errs, jobs, claimErr, err = rc.RecordAttemptsAndClaim(items[0].ctx, rs, now, w.claim(len(items)))
+		if claimErr != nil && running.Err() == nil {
+			w.Logger.Error("claim webhook deliveries", "err", claimErr)
+		}
+		w.start(running, start, jobs)
+	} else {
+		errs, err = w.Queue.RecordAttempts(items[0].ctx, rs, now)
+	}
 	if err != nil {
 		errs = make([]error, len(items))
 		for i := range errs {

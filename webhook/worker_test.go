@@ -598,3 +598,89 @@ func TestFailingEmailTurnedOff(t *testing.T) {
 		t.Fatalf("webhook.failing events: %d", len(evs))
 	}
 }
+
+// countingQueue is a Queue that counts the jobs each path claimed.
+type countingQueue struct {
+	webhook.Queue
+	rc                      webhook.RecordClaimer
+	byClaims, byRecords     atomic.Int64
+	records, claimsWithJobs atomic.Int64
+}
+
+func (q *countingQueue) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams.Job, error) {
+	jobs, err := q.Queue.ClaimJobs(ctx, now, c)
+	if len(jobs) > 0 {
+		q.claimsWithJobs.Add(1)
+	}
+	q.byClaims.Add(int64(len(jobs)))
+	return jobs, err
+}
+
+func (q *countingQueue) RecordAttemptsAndClaim(ctx context.Context, rs []*ams.AttemptResult, now time.Time, c ams.Claim) ([]error, []*ams.Job, error, error) {
+	errs, jobs, claimErr, err := q.rc.RecordAttemptsAndClaim(ctx, rs, now, c)
+	q.records.Add(1)
+	q.byRecords.Add(int64(len(jobs)))
+	return errs, jobs, claimErr, err
+}
+
+// TestRecordsClaimTheirSuccessors: on SQLite (a RecordClaimer), a running
+// worker takes the next jobs in the transaction that records the
+// attempts before them: with one slot and 20 jobs queued, one claim of
+// its own starts the first and each record claims the next; every event
+// arrives once, and the receiver never has two deliveries at once.
+func TestRecordsClaimTheirSuccessors(t *testing.T) {
+	f := amstest.New(t)
+	rc, ok := f.Worker.Queue.(webhook.RecordClaimer)
+	if !ok {
+		t.Fatalf("the SQLite store (%T) does not claim with its records", f.Worker.Queue)
+	}
+	var open, most atomic.Int32
+	var mu sync.Mutex
+	seen := map[string]int{}
+	all := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := open.Add(1)
+		defer open.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		var e struct{ ID string }
+		json.NewDecoder(r.Body).Decode(&e)
+		mu.Lock()
+		seen[e.ID]++
+		if len(seen) == 20 && seen[e.ID] == 1 {
+			close(all)
+		}
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	createWebhook(t, f, srv.URL, "message.created")
+	for range 10 { // 20 message.created events
+		sendMessage(t, f, "one at a time")
+	}
+	q := &countingQueue{Queue: f.Worker.Queue, rc: rc}
+	f.Worker.Queue = q
+	f.Worker.Concurrency, f.Worker.PerWebhook = 1, 1
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { f.Worker.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-all:
+	case <-time.After(time.Minute):
+		t.Fatalf("%d of 20 events arrived", func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }())
+	}
+	cancel()
+	<-done
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("event %s arrived %d times", id, n)
+		}
+	}
+	if q.byClaims.Load() != 1 || q.claimsWithJobs.Load() != 1 || q.byRecords.Load() != 19 {
+		t.Fatalf("jobs claimed: %d by %d claims of their own, %d by %d records; want 1 by 1 claim and 19 by the records",
+			q.byClaims.Load(), q.claimsWithJobs.Load(), q.byRecords.Load(), q.records.Load())
+	}
+	if m := most.Load(); m != 1 {
+		t.Fatalf("the receiver had %d deliveries at once, want 1 (one slot)", m)
+	}
+}
