@@ -9,6 +9,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/postgres"
+	"github.com/amsdev/ams/world"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -19,6 +20,8 @@ type tripCounter struct {
 	on      bool
 	queries []string
 	batches int
+	batched []string // the statements the batches carried
+	sql     []string // every statement's text, single or batched
 }
 
 func (c *tripCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
@@ -27,6 +30,7 @@ func (c *tripCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tr
 	// by the store's notifier goroutine, not by the turn: not counted.
 	if c.on && !strings.Contains(d.SQL, "pg_notify") {
 		c.queries = append(c.queries, strings.Fields(d.SQL)[0])
+		c.sql = append(c.sql, d.SQL)
 	}
 	c.mu.Unlock()
 	return ctx
@@ -43,8 +47,15 @@ func (c *tripCounter) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tr
 	return ctx
 }
 
-func (c *tripCounter) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
-func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
+func (c *tripCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	c.mu.Lock()
+	if c.on {
+		c.batched = append(c.batched, strings.Fields(d.SQL)[0])
+		c.sql = append(c.sql, d.SQL)
+	}
+	c.mu.Unlock()
+}
+func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
 // TestTurnRoundTrips: a short conversation turn stored whole (new
 // conversation, two messages, two events fanned out to a webhook, the
@@ -146,5 +157,63 @@ func TestTurnRoundTrips(t *testing.T) {
 	}
 	if c, err := db.FindConversation(ctx, u.ID, conv); err != nil || c.MessageCount != 6 {
 		t.Fatalf("conversation after three turns: %+v %v, want 6 messages", c, err)
+	}
+}
+
+// TestToolActionRoundTrips: a tool's action that makes a record
+// (create_task through world.Service.RunAction) reads its assistant once,
+// locked, in the transaction that makes the task, emits task.created and
+// stores the action: the two ownership checks that followed (the task's,
+// the action's) no longer cost a query each, 5 round trips instead of 7.
+func TestToolActionRoundTrips(t *testing.T) {
+	url := databaseURL(t)
+	tc := &tripCounter{}
+	db, err := postgres.Open(context.Background(), url, postgres.WithSecretKey(testKey), postgres.WithSchema(createSchema(t, url)), postgres.WithTracer(tc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
+	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "tool-trips@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
+	a := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), UserID: u.ID, Name: "a", Model: ams.ModelBuiltin, CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateUser(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateAssistant(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	svc := &world.Service{Store: db}
+	tc.mu.Lock()
+	tc.on, tc.queries, tc.batches, tc.batched, tc.sql = true, nil, 0, nil, nil
+	tc.mu.Unlock()
+	act, err := svc.RunAction(ctx, u.ID, a, "", world.ToolCreateTask, []byte(`{"title":"Buy milk"}`))
+	tc.mu.Lock()
+	tc.on = false
+	queries, batches, batched, sqls := tc.queries, tc.batches, tc.batched, tc.sql
+	tc.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads int
+	for _, q := range sqls {
+		if strings.Contains(q, "FROM assistants") {
+			reads++
+		}
+	}
+	if reads != 1 {
+		t.Fatalf("the action read its assistant %d times (%v, and %d batches of %v), want once", reads, queries, batches, batched)
+	}
+	// BEGIN with the assistant's read; the task; the event with its
+	// fan-out; the action; COMMIT (7 when the task and the action each
+	// checked the assistant again).
+	if trips := len(queries) + batches; trips != 5 {
+		t.Fatalf("the action cost %d round trips (%v, and %d batches of %v), want 5", trips, queries, batches, batched)
+	}
+	if p, err := db.ListTasks(ctx, u.ID, ams.TaskFilter{}, ams.ListParams{Limit: 10}); err != nil || len(p.Data) != 1 || p.Data[0].Title != "Buy milk" {
+		t.Fatalf("tasks after the action: %+v %v", p, err)
+	}
+	if got, err := db.FindAction(ctx, u.ID, act.ID); err != nil || got.Status != ams.ActionSucceeded {
+		t.Fatalf("the action: %+v %v", got, err)
 	}
 }

@@ -93,8 +93,15 @@ func (q *Queries) CreateAssistant(ctx context.Context, a *ams.Assistant) error {
 // FindAssistant returns the user's assistant (locked in a transaction);
 // ENOTFOUND if it does not exist, belongs to another user, or was deleted.
 func (q *Queries) FindAssistant(ctx context.Context, userID, id string) (*ams.Assistant, error) {
-	return findOne(ctx, q, scanAssistant, "assistant", id,
+	a, err := findOne(ctx, q, scanAssistant, "assistant", id,
 		`SELECT `+assistantCols+` FROM assistants WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL`+q.lock("FOR UPDATE"), id, userID)
+	if err == nil && q.tx != nil {
+		if q.tx.locked == nil {
+			q.tx.locked = map[string]string{}
+		}
+		q.tx.locked[id] = userID
+	}
+	return a, err
 }
 
 // ListAssistants returns a page of the user's assistants, deleted ones
@@ -118,6 +125,9 @@ func (q *Queries) UpdateAssistant(ctx context.Context, a *ams.Assistant) error {
 
 // DeleteAssistant marks the assistant deleted at now.
 func (q *Queries) DeleteAssistant(ctx context.Context, userID, id string, now time.Time) error {
+	if q.tx != nil {
+		delete(q.tx.locked, id)
+	}
 	n, err := q.exec(ctx, "delete assistant", `UPDATE assistants SET deleted_at = $1, updated_at = $1 WHERE id = $2 AND user_id = $3 AND deleted_at IS NULL`,
 		MS(now), id, userID)
 	if err != nil {
@@ -126,8 +136,12 @@ func (q *Queries) DeleteAssistant(ctx context.Context, userID, id string, now ti
 	return affected(n, "assistant", id)
 }
 
-// ownedAssistant checks that the user has the (not deleted) assistant.
+// ownedAssistant checks that the user has the (not deleted) assistant;
+// without a query when this transaction found and locked it.
 func (q *Queries) ownedAssistant(ctx context.Context, userID, id string) error {
+	if q.tx != nil && q.tx.locked[id] == userID && userID != "" {
+		return nil
+	}
 	ok, err := q.exists(ctx, "assistant", `SELECT 1 FROM assistants WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL`, id, userID)
 	if err == nil && !ok {
 		err = ams.NotFound("assistant", id)

@@ -177,6 +177,11 @@ type txState struct {
 	queued      int64
 	auth        bool   // authentication changed (authgen.go)
 	answer      []byte // the idempotent request's answer made from an event emitted (keyed.go)
+	// locked: the assistants (id → user) this transaction found and
+	// locked (FindAssistant), so that ownedAssistant need not read them
+	// again: a tool's action reads its assistant once where it read it
+	// three times (the action, the record it makes, the action's record).
+	locked map[string]string
 }
 
 // Update runs fn in one transaction; see ams.Tx.
@@ -200,7 +205,7 @@ func (q *Queries) inTx(ctx context.Context, fn func(q *Queries) error) error {
 	marked := false
 	if err := q.s.eng.InTx(ctx, func(c Conn) error {
 		tc := &tracked{Conn: c}
-		marked = false
+		marked, st.locked = false, nil // fn may run again, in a new transaction
 		if err := fn(&Queries{s: q.s, r: tc, w: tc, tx: st}); err != nil {
 			return err
 		}

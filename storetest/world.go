@@ -68,6 +68,45 @@ func wantIDs(t *testing.T, got []string, want ...string) {
 	}
 }
 
+// testAssistantFoundInTx: an assistant found (and locked) in a
+// transaction owns the records made after it in that transaction without
+// being read again, and one deleted in it owns none; another account's
+// assistant found in it lends nothing to this account.
+func testAssistantFoundInTx(t *testing.T, s ams.Store) {
+	ctx := context.Background()
+	u, other := mustUser(t, s, "found@example.com"), mustUser(t, s, "found2@example.com")
+	a, oa := mustAssistant(t, s, u, "f"), mustAssistant(t, s, other, "o")
+	tk := newTask(u, a, "after the find", nil)
+	update(t, s, func(tx ams.Tx) error {
+		if _, err := tx.FindAssistant(ctx, u.ID, a.ID); err != nil {
+			return err
+		}
+		if err := tx.CreateTask(ctx, tk); err != nil {
+			return err
+		}
+		return tx.CreateAction(ctx, &ams.Action{ID: ams.NewID(ams.PrefixAction), UserID: u.ID, AssistantID: a.ID, Type: "create_task",
+			Input: []byte(`{}`), Status: ams.ActionSucceeded, CreatedAt: t0})
+	})
+	if _, err := s.FindTask(ctx, u.ID, tk.ID); err != nil {
+		t.Fatalf("the task made after the find: %v", err)
+	}
+	update(t, s, func(tx ams.Tx) error {
+		if _, err := tx.FindAssistant(ctx, other.ID, oa.ID); err != nil {
+			return err
+		}
+		// u's task under other's assistant: still refused.
+		wantKind(t, tx.CreateTask(ctx, newTask(u, oa, "not mine", nil)), ams.ENOTFOUND)
+		if _, err := tx.FindAssistant(ctx, u.ID, a.ID); err != nil {
+			return err
+		}
+		if err := tx.DeleteAssistant(ctx, u.ID, a.ID, t0.Add(time.Hour)); err != nil {
+			return err
+		}
+		wantKind(t, tx.CreateTask(ctx, newTask(u, a, "after the delete", nil)), ams.ENOTFOUND)
+		return nil
+	})
+}
+
 func testWorldTasks(t *testing.T, s ams.Store) {
 	ctx := context.Background()
 	u, other := mustUser(t, s, "tasks@example.com"), mustUser(t, s, "tasks2@example.com")
