@@ -57,6 +57,28 @@ func (c *tripCounter) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.Trac
 }
 func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
+// tripsStore opens a store on a schema of its own whose statements tc
+// counts, with a user and an assistant made at now.
+func tripsStore(t *testing.T, now time.Time) (*postgres.DB, *tripCounter, *ams.User, *ams.Assistant) {
+	t.Helper()
+	url := databaseURL(t)
+	tc := &tripCounter{}
+	db, err := postgres.Open(context.Background(), url, postgres.WithSecretKey(testKey), postgres.WithSchema(createSchema(t, url)), postgres.WithTracer(tc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "trips@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
+	a := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), UserID: u.ID, Name: "a", Model: ams.ModelBuiltin, CreatedAt: now, UpdatedAt: now}
+	if err := db.CreateUser(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateAssistant(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	return db, tc, u, a
+}
+
 // TestTurnRoundTrips: a short conversation turn stored whole (new
 // conversation, two messages, two events fanned out to a webhook, the
 // turn and its stream) costs PostgreSQL one pipelined batch carrying BEGIN
@@ -65,25 +87,11 @@ func (c *tripCounter) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEn
 // (and so found) first, it is one batch more. A batch that fails commits
 // nothing, and the store goes on.
 func TestTurnRoundTrips(t *testing.T) {
-	url := databaseURL(t)
-	tc := &tripCounter{}
-	db, err := postgres.Open(context.Background(), url, postgres.WithSecretKey(testKey), postgres.WithSchema(createSchema(t, url)), postgres.WithTracer(tc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	ctx := context.Background()
 	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
-	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "trips@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
-	a := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), UserID: u.ID, Name: "a", Model: ams.ModelBuiltin, CreatedAt: now, UpdatedAt: now}
+	db, tc, u, a := tripsStore(t, now)
 	w := &ams.Webhook{ID: ams.NewID(ams.PrefixWebhook), UserID: u.ID, URL: "https://example.com/h", Events: []string{ams.EventMessageCreated},
 		Active: true, Status: ams.WebhookActive, Secret: "s", CreatedAt: now, UpdatedAt: now}
-	if err := db.CreateUser(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.CreateAssistant(ctx, a); err != nil {
-		t.Fatal(err)
-	}
 	if err := db.CreateWebhook(ctx, w); err != nil {
 		t.Fatal(err)
 	}
@@ -166,23 +174,8 @@ func TestTurnRoundTrips(t *testing.T) {
 // stores the action: the two ownership checks that followed (the task's,
 // the action's) no longer cost a query each, 5 round trips instead of 7.
 func TestToolActionRoundTrips(t *testing.T) {
-	url := databaseURL(t)
-	tc := &tripCounter{}
-	db, err := postgres.Open(context.Background(), url, postgres.WithSecretKey(testKey), postgres.WithSchema(createSchema(t, url)), postgres.WithTracer(tc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	ctx := context.Background()
-	now := time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC)
-	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "tool-trips@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
-	a := &ams.Assistant{ID: ams.NewID(ams.PrefixAssistant), UserID: u.ID, Name: "a", Model: ams.ModelBuiltin, CreatedAt: now, UpdatedAt: now}
-	if err := db.CreateUser(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.CreateAssistant(ctx, a); err != nil {
-		t.Fatal(err)
-	}
+	db, tc, u, a := tripsStore(t, time.Date(2026, 11, 28, 10, 0, 0, 0, time.UTC))
 	svc := &world.Service{Store: db}
 	tc.mu.Lock()
 	tc.on, tc.queries, tc.batches, tc.batched, tc.sql = true, nil, 0, nil, nil
