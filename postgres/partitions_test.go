@@ -10,6 +10,7 @@ import (
 	"github.com/amsdev/ams/internal/testing/pgtest"
 	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/amsdev/ams/postgres"
+	"github.com/jackc/pgx/v5"
 )
 
 // TestPartitionsByDay: the purge makes the partitions of today and the
@@ -90,15 +91,7 @@ func TestPartitionMadeWhileWritten(t *testing.T) {
 	ctx := context.Background()
 	day := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
 	turn := ams.NewID(ams.PrefixTurn)
-	tx, err := db.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	var pid int
-	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
+	tx, pid := openTx(t, db)
 	if _, err := tx.Exec(ctx, `INSERT INTO turn_events (turn_id, seq, type, data, created_at) VALUES ($1, 1, 'message.delta', '{}', $2)`,
 		turn, day.Add(time.Hour).UnixMilli()); err != nil {
 		t.Fatal(err)
@@ -141,11 +134,7 @@ func TestPartitionMadeByTwoProcessesAtOnce(t *testing.T) {
 	db := pgtest.Open(t)
 	ctx := context.Background()
 	day := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
-	tx, err := db.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
+	tx, _ := openTx(t, db)
 	if _, err := tx.Exec(ctx, `INSERT INTO turn_events (turn_id, seq, type, data, created_at) VALUES ($1, 1, 'message.delta', '{}', $2)`,
 		ams.NewID(ams.PrefixTurn), day.Add(time.Hour).UnixMilli()); err != nil {
 		t.Fatal(err)
@@ -162,17 +151,9 @@ func TestPartitionMadeByTwoProcessesAtOnce(t *testing.T) {
 			AND query LIKE 'LOCK TABLE%'`).Scan(&n)
 		return err == nil && n >= 2
 	})
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if err := <-made; err != nil {
-			t.Fatalf("making a partition while another process makes it: %v", err)
-		}
-	}
-	var exists bool
-	if err := db.Pool().QueryRow(ctx, `SELECT to_regclass('turn_events_p20260501') IS NOT NULL`).Scan(&exists); err != nil || !exists {
-		t.Fatalf("the day's partition was not made (%v)", err)
+	commitThenAnswers(t, tx, made, 2, "making a partition while another process makes it")
+	if !partitionExists(t, db, "turn_events_p20260501") {
+		t.Fatal("the day's partition was not made")
 	}
 }
 
@@ -187,15 +168,7 @@ func TestPartitionDroppedByTwoProcessesAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A reader of the tables holds both drops behind it.
-	tx, err := db.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	var pid int
-	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
-		t.Fatal(err)
-	}
+	tx, pid := openTx(t, db)
 	for _, table := range []string{"webhook_deliveries", "turn_events"} {
 		if _, err := tx.Exec(ctx, `SELECT count(*) FROM `+table); err != nil {
 			t.Fatal(err)
@@ -212,21 +185,54 @@ func TestPartitionDroppedByTwoProcessesAtOnce(t *testing.T) {
 		err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, pid).Scan(&n)
 		return err == nil && n >= 2
 	})
-	if err := tx.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if err := <-done; err != nil {
-			t.Fatalf("dropping a partition while another process drops it: %v", err)
-		}
-	}
+	commitThenAnswers(t, tx, done, 2, "dropping a partition while another process drops it")
 	// Under a load that outlasts the lock timeout both gave up for this
 	// run; the next one drops it.
 	if _, err := db.MaintainPartitions(ctx, day, day.Add(24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	var exists bool
-	if err := db.Pool().QueryRow(ctx, `SELECT to_regclass('turn_events_p20260601') IS NOT NULL`).Scan(&exists); err != nil || exists {
-		t.Fatalf("the partition past retention still exists (%v)", err)
+	if partitionExists(t, db, "turn_events_p20260601") {
+		t.Fatal("the partition past retention still exists")
 	}
+}
+
+// commitThenAnswers commits tx, which holds n partition maintenances
+// back, and checks that each then answers nil on answers.
+func commitThenAnswers(t *testing.T, tx pgx.Tx, answers <-chan error, n int, what string) {
+	t.Helper()
+	if err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for range n {
+		if err := <-answers; err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
+
+// partitionExists reports whether the partition (a table) exists.
+func partitionExists(t *testing.T, db *postgres.DB, name string) bool {
+	t.Helper()
+	var exists bool
+	if err := db.Pool().QueryRow(context.Background(), `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&exists); err != nil {
+		t.Fatal(err)
+	}
+	return exists
+}
+
+// openTx begins a transaction, rolled back at the test's end unless
+// committed, and returns it with its backend's pid.
+func openTx(t *testing.T, db *postgres.DB) (pgx.Tx, int) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tx.Rollback(ctx) })
+	var pid int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	return tx, pid
 }
