@@ -235,7 +235,7 @@ func (db *DB) open(c *claimed) ([]*ams.Job, error) {
 
 // probeJobs reads webhook h's due jobs (webhookJobsQuery), at most limit;
 // of an ordered webhook, its head if due (headJobQuery). Their event data
-// and secrets go to sealed, for openJobs.
+// and secrets go to sealed, for open after the transaction.
 func (db *DB) probeJobs(ctx context.Context, cn sqlstore.Conn, h claimHook, now time.Time, limit int, sealed map[*ams.Job]sealedJob) ([]sqlstore.Candidate, error) {
 	query, args := webhookJobsQuery, []any{h.id, sqlstore.MS(now), limit}
 	if h.ordered {

@@ -139,8 +139,10 @@ func (q *Queries) DeleteAssistant(ctx context.Context, userID, id string, now ti
 // ownedAssistant checks that the user has the (not deleted) assistant;
 // without a query when this transaction found and locked it.
 func (q *Queries) ownedAssistant(ctx context.Context, userID, id string) error {
-	if q.tx != nil && q.tx.locked[id] == userID && userID != "" {
-		return nil
+	if q.tx != nil {
+		if owner, ok := q.tx.locked[id]; ok && owner == userID {
+			return nil
+		}
 	}
 	ok, err := q.exists(ctx, "assistant", `SELECT 1 FROM assistants WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL`, id, userID)
 	if err == nil && !ok {
