@@ -63,9 +63,12 @@ func pgCode(err error) string {
 var dialect = sqlstore.Dialect{
 	Name:     "postgres",
 	RowLocks: true,
-	KeyLock:  `SELECT pg_advisory_xact_lock(hashtext('ams.key_lock'), hashtext($1))`,
-	Schema:   schema,
-	IsUnique: func(err error) bool { return pgCode(err) == codeUniqueViolation },
+	// A read of one record is a round trip to the server: concurrent
+	// ones go together (sqlstore/pointread.go).
+	CombineReads: true,
+	KeyLock:      `SELECT pg_advisory_xact_lock(hashtext('ams.key_lock'), hashtext($1))`,
+	Schema:       schema,
+	IsUnique:     func(err error) bool { return pgCode(err) == codeUniqueViolation },
 	BadText: func(err error) bool {
 		c := pgCode(err)
 		return c == codeBadCharacter || c == codeUntranslatableChars

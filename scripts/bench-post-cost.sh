@@ -7,7 +7,10 @@
 # the transactions committed per request, and the rows each table got
 # per request (pg_stat_user_tables).
 #
-# Usage: AMS_BIN=/tmp/ams-X [DUR=10] [PERF=1] bash scripts/bench-post-cost.sh
+# MODE=get measures the authenticated GET /v1/messages/{id} of one message
+# instead (issue 33, point 3: the GET against the bare handler).
+#
+# Usage: AMS_BIN=/tmp/ams-X [DUR=10] [PERF=1] [MODE=get] bash scripts/bench-post-cost.sh
 #   AMS_TEST_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/test)
 #   names the database; a schema bench_post_cost_<pid> is made and dropped.
 #   PERF=1 records 5 s of the whole machine with perf into
@@ -40,7 +43,14 @@ wrk.headers["Authorization"] = "Bearer $KEY"
 wrk.headers["Content-Type"] = "application/json"
 wrk.body = '{"assistant_id":"$AST","message":"Hello! What can you do?"}'
 LUA
-wrk -t2 -c64 -d3s -s "$work/post.lua" http://127.0.0.1:18081/v1/messages >/dev/null # warm-up
+script=post.lua url=http://127.0.0.1:18081/v1/messages what="POST /v1/messages"
+if [ "${MODE:-post}" = get ]; then
+  MSG=$(curl -fs "$url" -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \
+    -d "{\"assistant_id\":\"$AST\",\"message\":\"Hello! What can you do?\"}" | sed -E 's/.*"id":"(msg_[A-Za-z0-9]+)".*/\1/')
+  printf 'wrk.headers["Authorization"] = "Bearer %s"\n' "$KEY" >"$work/get.lua"
+  script=get.lua url=$url/$MSG what="GET /v1/messages/{id}"
+fi
+wrk -t2 -c64 -d3s -s "$work/$script" "$url" >/dev/null # warm-up
 ticks() { # CPU ticks (1/100 s) of ams, and busy ticks of the whole machine
   echo "$(awk '{print $14+$15}' "/proc/$PID/stat") $(awk '/^cpu / {print $2+$3+$4+$7+$8}' /proc/stat)"
 }
@@ -49,15 +59,15 @@ tables() {
 }
 commits() { psql -X -At "$DB" -c "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"; }
 tables >"$work/t0"; x0=$(commits); read -r a0 m0 < <(ticks)
-wrk -t2 -c64 -d"${DUR:-10}s" -s "$work/post.lua" http://127.0.0.1:18081/v1/messages >"$work/wrk.txt" &
+wrk -t2 -c64 -d"${DUR:-10}s" -s "$work/$script" "$url" >"$work/wrk.txt" &
 if [ -n "${PERF:-}" ]; then sleep 2; perf record -a -F 499 -g -o /tmp/bench-post-cost.perf -- sleep 5 >/dev/null 2>&1; fi
 wait %2
 read -r a1 m1 < <(ticks)
 sleep 1 # the statistics collector
 tables >"$work/t1"; x1=$(commits)
 n=$(awk '/requests in/ {print $1}' "$work/wrk.txt")
-awk -v n="$n" -v a=$((a1 - a0)) -v m=$((m1 - m0)) -v x=$((x1 - x0)) -v rps="$(awk '/Requests\/sec/ {print $2}' "$work/wrk.txt")" 'BEGIN {
-  printf "POST /v1/messages: %d requests, %s/s\n", n, rps
+awk -v what="$what" -v n="$n" -v a=$((a1 - a0)) -v m=$((m1 - m0)) -v x=$((x1 - x0)) -v rps="$(awk '/Requests\/sec/ {print $2}' "$work/wrk.txt")" 'BEGIN {
+  printf "%s: %d requests, %s/s\n", what, n, rps
   printf "CPU per request: ams %.3f ms, whole machine %.3f ms\n", a * 10 / n, m * 10 / n
   printf "transactions committed per request (the database'"'"'s, all clients): %.2f\n", x / n }'
 join -t'|' "$work/t0" "$work/t1" | awk -F'|' -v n="$n" '{i = ($5 - $2) / n; u = ($6 - $3) / n; d = ($7 - $4) / n

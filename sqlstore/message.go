@@ -93,6 +93,9 @@ func (q *Queries) CreateAssistant(ctx context.Context, a *ams.Assistant) error {
 // FindAssistant returns the user's assistant (locked in a transaction);
 // ENOTFOUND if it does not exist, belongs to another user, or was deleted.
 func (q *Queries) FindAssistant(ctx context.Context, userID, id string) (*ams.Assistant, error) {
+	if c := q.combined(); c != nil {
+		return c.assistants.find(ctx, userID, id)
+	}
 	a, err := findOne(ctx, q, scanAssistant, "assistant", id,
 		`SELECT `+assistantCols+` FROM assistants WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL`+q.lock("FOR UPDATE"), id, userID)
 	if err == nil && q.tx != nil {
@@ -173,6 +176,9 @@ func insertConversation(c *ams.Conversation) Stmt {
 // FindConversation returns the user's conversation (locked in a
 // transaction); ENOTFOUND otherwise.
 func (q *Queries) FindConversation(ctx context.Context, userID, id string) (*ams.Conversation, error) {
+	if c := q.combined(); c != nil {
+		return c.conversations.find(ctx, userID, id)
+	}
 	return findOne(ctx, q, scanConversation, "conversation", id,
 		`SELECT `+conversationCols+` FROM conversations WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
 }
@@ -264,6 +270,9 @@ func scanMessage(s scanner) (*ams.Message, error) {
 // FindMessage returns the user's message (locked in a transaction);
 // ENOTFOUND otherwise.
 func (q *Queries) FindMessage(ctx context.Context, userID, id string) (*ams.Message, error) {
+	if c := q.combined(); c != nil {
+		return c.messages.find(ctx, userID, id)
+	}
 	query := findMessageSQL
 	if lock := q.lock("FOR UPDATE"); lock != "" {
 		query += lock

@@ -107,6 +107,12 @@ type Dialect struct {
 	// Timeout reports whether err is the engine's own timeout (a
 	// statement timeout); a context's deadline is one on every engine.
 	Timeout func(err error) bool
+	// CombineReads is whether reads of one record outside a transaction
+	// made while another is in flight go together in one statement
+	// (pointread.go): PostgreSQL's, where each statement is a round trip
+	// to another process. The statement is PostgreSQL's (unnest WITH
+	// ORDINALITY); SQLite reads in-process and combines none.
+	CombineReads bool
 	// Schema describes the engine's tables for export and import.
 	Schema Schema
 	// EventsVisible is a condition on rows of events that holds for the
@@ -143,6 +149,9 @@ type Store struct {
 	// not write (ams.IsStorageUnavailable), and cleared by the next write
 	// that succeeds: the process is not ready meanwhile (CheckWrites).
 	writeDown atomic.Bool
+	// points combines reads of single records (pointread.go), where
+	// the dialect does (CombineReads); nil elsewhere.
+	points *pointReaders
 }
 
 // New returns a store over eng; sealer seals webhook and integration
@@ -150,6 +159,9 @@ type Store struct {
 func New(eng Engine, d Dialect, sealer *seal.Sealer) *Store {
 	s := &Store{eng: eng, d: d, sealer: sealer, jobs: make(chan struct{}, 1)}
 	s.Queries = &Queries{s: s, r: eng.Reader(), w: trackedWriter{keyedWriter{Conn: eng.Writer(), s: s}, s}}
+	if d.CombineReads {
+		s.points = newPointReaders(s)
+	}
 	return s
 }
 

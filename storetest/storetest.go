@@ -57,7 +57,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"OAuthManagement", testOAuthManagement},
 		{"RegisteredClients", testRegisteredClients},
 		{"ManagementLists", testManagementLists}, {"ManagementTx", testManagementTx}, {"EmailNotifications", testEmailNotifications},
-		{"WorldTasks", testWorldTasks}, {"AssistantFoundInTx", testAssistantFoundInTx},
+		{"WorldTasks", testWorldTasks}, {"AssistantFoundInTx", testAssistantFoundInTx}, {"ConcurrentFinds", testConcurrentFinds},
 		{"WorldCalendar", testWorldCalendar},
 		{"WorldRollback", testWorldRollback},
 		{"WorldEmit", testWorldEmit},

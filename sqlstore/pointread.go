@@ -1,0 +1,190 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/internal/batch"
+)
+
+// Combined reads of one record (Dialect.CombineReads, PostgreSQL). An
+// authenticated GET of one record is the auth cache, the limiter and
+// one indexed read; on PostgreSQL that read is a round trip to another
+// process, and on a busy server it is half of what the GET costs (its
+// write system call wakes a backend that parses, plans and runs a
+// statement for one row). A read made while another read of the same
+// kind is in flight waits for it, then goes with the others that waited
+// in the next statement, which reads all of their rows at once
+// (internal/batch: a lone read runs at once, so nothing waits when
+// nothing else is going on).
+//
+// What a read sees is unchanged: its statement is sent after the read
+// was asked for, so it sees every change committed before that, as a
+// statement of its own would. Each read's key stays scoped by its
+// account in SQL: the statement joins the table to the pairs (id,
+// user_id) asked for, so that no account's read can return another's
+// row. Reads inside a transaction (ams.Tx) are never combined: they
+// lock, and see the transaction's own writes.
+
+// pointReaders are a store's combined reads, one per kind of record
+// that a GET reads by id (and an assistant, which every POST
+// /v1/messages reads before its turn).
+type pointReaders struct {
+	messages      *pointReader[*ams.Message]
+	assistants    *pointReader[*ams.Assistant]
+	conversations *pointReader[*ams.Conversation]
+	turns         *pointReader[*ams.Turn]
+	tasks         *pointReader[*ams.Task]
+	actions       *pointReader[*ams.Action]
+	events        *pointReader[*ams.Event]
+}
+
+func newPointReaders(s *Store) *pointReaders {
+	return &pointReaders{
+		messages:      newPointReader(s, "message", "messages", messageCols, "", scanMessage),
+		assistants:    newPointReader(s, "assistant", "assistants", assistantCols, "deleted_at IS NULL", scanAssistant),
+		conversations: newPointReader(s, "conversation", "conversations", conversationCols, "", scanConversation),
+		turns:         newPointReader(s, "turn", "turns", turnCols, "", scanTurn),
+		tasks:         newPointReader(s, "task", "tasks", taskCols, "", scanTask),
+		actions:       newPointReader(s, "action", "actions", actionCols, "", scanAction),
+		events:        newPointReader(s, "event", "events", eventCols, "", scanEvent),
+	}
+}
+
+// combined returns the store's combined reads for a read by q: nil in a
+// transaction, or where the dialect combines none.
+func (q *Queries) combined() *pointReaders {
+	if q.tx != nil {
+		return nil
+	}
+	return q.s.points
+}
+
+// ReadsQueued returns how many reads of one record wait for a combined
+// statement (pointread.go): what a test holds a read in flight for.
+func (s *Store) ReadsQueued() int {
+	if s.points == nil {
+		return 0
+	}
+	p := s.points
+	return p.messages.b.Queued() + p.assistants.b.Queued() + p.conversations.b.Queued() + p.turns.b.Queued() +
+		p.tasks.b.Queued() + p.actions.b.Queued() + p.events.b.Queued()
+}
+
+// pointKey is one read of a combined statement.
+type pointKey struct {
+	ctx      context.Context
+	id, user string
+}
+
+// pointAnswer is one read's answer.
+type pointAnswer[T any] struct {
+	v   T
+	err error
+}
+
+// pointReader combines reads of one kind of record by id and account.
+type pointReader[T any] struct {
+	object string // the record's name in a not-found error ("message")
+	query  string // the combined statement (newPointReader)
+	scan   func(scanner) (T, error)
+	fail   func(op string, err error) error // Store.fail
+	b      batch.Batcher[pointKey, pointAnswer[T]]
+}
+
+// newPointReader returns the reader of object's rows of table by their
+// columns cols and scan, on s's reader pool; where, if not empty, is a
+// further condition on the rows (an assistant deleted is not found).
+// The statement
+// joins the table to the asked pairs (id, user_id) numbered by their
+// place in the batch (WITH ORDINALITY): a row comes back once per read
+// that asked for it, numbered so, and two reads of one record get a
+// record each, never one shared value.
+func newPointReader[T any](s *Store, object, table, cols, where string, scan func(scanner) (T, error)) *pointReader[T] {
+	r := s.eng.Reader()
+	if where != "" {
+		where = " AND " + where
+	}
+	p := &pointReader[T]{object: object, scan: scan, fail: s.fail,
+		query: `SELECT ` + cols + `, k.n FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(kid, kuser, n) JOIN ` +
+			table + ` ON id = k.kid AND user_id = k.kuser` + where}
+	p.b.Max = 64
+	p.b.Run = func(keys []pointKey) []pointAnswer[T] { return p.run(r, keys) }
+	return p
+}
+
+// find reads the user's record id: alone when no other read of its kind
+// is in flight, else with the others in the next statement.
+func (p *pointReader[T]) find(ctx context.Context, userID, id string) (T, error) {
+	a := p.b.Do(pointKey{ctx: ctx, id: id, user: userID})
+	return a.v, a.err
+}
+
+// run reads keys' records in one statement. It runs under the first
+// read's context values (its trace) but none of its cancellation: the
+// others wait for it too. Its deadline is the latest of the reads' (a
+// read without one leaves it to the server's statement timeout).
+func (p *pointReader[T]) run(r Conn, keys []pointKey) []pointAnswer[T] {
+	out := make([]pointAnswer[T], len(keys))
+	ids, users := make([]string, len(keys)), make([]string, len(keys))
+	var until time.Time
+	bounded := true
+	for i, k := range keys {
+		ids[i], users[i] = k.id, k.user
+		d, ok := k.ctx.Deadline()
+		bounded = bounded && ok
+		if d.After(until) {
+			until = d
+		}
+	}
+	ctx := context.WithoutCancel(keys[0].ctx)
+	if bounded {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, until)
+		defer cancel()
+	}
+	found := make([]bool, len(keys))
+	err := func() error {
+		rows, err := r.Query(ctx, p.query, ids, users)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			n := int64(0)
+			v, err := p.scan(ordinal{rows, &n})
+			if n < 1 || n > int64(len(keys)) || found[n-1] {
+				if err == nil {
+					err = fmt.Errorf("row numbered %d of %d", n, len(keys))
+				}
+				return err
+			}
+			// A record that does not decode fails its own read only.
+			out[n-1], found[n-1] = pointAnswer[T]{v: v, err: err}, true
+			if err != nil {
+				out[n-1].err = p.fail("find "+p.object, err)
+			}
+		}
+		return rows.Err()
+	}()
+	for i, k := range keys {
+		switch {
+		case err != nil:
+			out[i] = pointAnswer[T]{err: p.fail("find "+p.object, err)}
+		case !found[i]:
+			out[i].err = ams.NotFound(p.object, k.id)
+		}
+	}
+	return out
+}
+
+// ordinal is a row of a combined read: its record's columns, then the
+// number of the read it answers, which Scan puts in n.
+type ordinal struct {
+	rows Rows
+	n    *int64
+}
+
+func (o ordinal) Scan(dest ...any) error { return o.rows.Scan(append(dest, o.n)...) }
