@@ -45,22 +45,24 @@ func testConcurrentFinds(t *testing.T, s ams.Store) {
 		reads = append(reads, read{name, find, want})
 	}
 	msg := func(user, id string) func() (string, string, error) {
-		return func() (string, string, error) {
-			m, err := s.FindMessage(ctx, user, id)
-			if err != nil {
-				return "", "", err
-			}
-			return m.ID, m.Content, nil
-		}
+		return reading(func() (*ams.Message, error) { return s.FindMessage(ctx, user, id) },
+			func(m *ams.Message) (string, string) { return m.ID, m.Content })
 	}
 	ast := func(user, id string) func() (string, string, error) {
-		return func() (string, string, error) {
-			v, err := s.FindAssistant(ctx, user, id)
-			if err != nil {
-				return "", "", err
-			}
-			return v.ID, v.Name, nil
-		}
+		return reading(func() (*ams.Assistant, error) { return s.FindAssistant(ctx, user, id) },
+			func(a *ams.Assistant) (string, string) { return a.ID, a.Name })
+	}
+	conv := func(user string) func() (string, string, error) {
+		return reading(func() (*ams.Conversation, error) { return s.FindConversation(ctx, user, x.ConversationID) },
+			func(c *ams.Conversation) (string, string) { return c.ID, c.Title })
+	}
+	task := func(user string) func() (string, string, error) {
+		return reading(func() (*ams.Task, error) { return s.FindTask(ctx, user, tk.ID) },
+			func(t *ams.Task) (string, string) { return t.ID, t.Title })
+	}
+	event := func(user string) func() (string, string, error) {
+		return reading(func() (*ams.Event, error) { return s.FindEvent(ctx, user, x.Events[0].ID) },
+			func(e *ams.Event) (string, string) { return e.ID, e.Type })
 	}
 	add("own message", x.Inbound.ID, msg(u.ID, x.Inbound.ID))
 	add("another's message", "", msg(other.ID, x.Inbound.ID))
@@ -69,53 +71,16 @@ func testConcurrentFinds(t *testing.T, s ams.Store) {
 	add("other's own assistant", oa.ID, ast(other.ID, oa.ID))
 	add("another's assistant", "", ast(other.ID, a.ID))
 	add("deleted assistant", "", ast(u.ID, gone.ID))
-	add("conversation", x.ConversationID, func() (string, string, error) {
-		c, err := s.FindConversation(ctx, u.ID, x.ConversationID)
-		if err != nil {
-			return "", "", err
-		}
-		return c.ID, c.Title, nil
-	})
-	add("another's conversation", "", func() (string, string, error) {
-		_, err := s.FindConversation(ctx, other.ID, x.ConversationID)
-		return "", "", err
-	})
-	add("turn", turn.ID, func() (string, string, error) {
-		v, err := s.FindTurn(ctx, u.ID, turn.ID)
-		if err != nil {
-			return "", "", err
-		}
-		return v.ID, v.InboundMessageID, nil
-	})
-	add("task", tk.ID, func() (string, string, error) {
-		v, err := s.FindTask(ctx, u.ID, tk.ID)
-		if err != nil {
-			return "", "", err
-		}
-		return v.ID, v.Title, nil
-	})
-	add("another's task", "", func() (string, string, error) {
-		_, err := s.FindTask(ctx, other.ID, tk.ID)
-		return "", "", err
-	})
-	add("action", act.ID, func() (string, string, error) {
-		v, err := s.FindAction(ctx, u.ID, act.ID)
-		if err != nil {
-			return "", "", err
-		}
-		return v.ID, v.Type, nil
-	})
-	add("event", x.Events[0].ID, func() (string, string, error) {
-		v, err := s.FindEvent(ctx, u.ID, x.Events[0].ID)
-		if err != nil {
-			return "", "", err
-		}
-		return v.ID, v.Type, nil
-	})
-	add("another's event", "", func() (string, string, error) {
-		_, err := s.FindEvent(ctx, other.ID, x.Events[0].ID)
-		return "", "", err
-	})
+	add("conversation", x.ConversationID, conv(u.ID))
+	add("another's conversation", "", conv(other.ID))
+	add("task", tk.ID, task(u.ID))
+	add("another's task", "", task(other.ID))
+	add("event", x.Events[0].ID, event(u.ID))
+	add("another's event", "", event(other.ID))
+	add("turn", turn.ID, reading(func() (*ams.Turn, error) { return s.FindTurn(ctx, u.ID, turn.ID) },
+		func(t *ams.Turn) (string, string) { return t.ID, t.InboundMessageID }))
+	add("action", act.ID, reading(func() (*ams.Action, error) { return s.FindAction(ctx, u.ID, act.ID) },
+		func(a *ams.Action) (string, string) { return a.ID, a.Type }))
 
 	// What each read answers alone, one after the other.
 	alone := make([]string, len(reads))
@@ -152,5 +117,18 @@ func testConcurrentFinds(t *testing.T, s ams.Store) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// reading makes a read of testConcurrentFinds: find's record's id and
+// the field that tells it from another (key), or find's error.
+func reading[T any](find func() (T, error), key func(T) (string, string)) func() (string, string, error) {
+	return func() (string, string, error) {
+		v, err := find()
+		if err != nil {
+			return "", "", err
+		}
+		id, field := key(v)
+		return id, field, nil
 	}
 }
