@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -41,12 +42,11 @@ func (h *holdTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.Tra
 
 func (h *holdTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
-// TestCombinedReads: reads of one message made while another is in
-// flight wait for it and then go together, in one statement; each gets
-// its own answer (its record, a record of its own when two ask for one,
-// not found for another account's or a missing one), and a read in a
-// transaction is never combined.
-func TestCombinedReads(t *testing.T) {
+// heldReads opens a store whose first combined read holdTracer holds,
+// with a user (and another) whose exchange stored two messages: the
+// question and its answer.
+func heldReads(t *testing.T) (*postgres.DB, *holdTracer, *ams.User, *ams.User, *ams.Exchange) {
+	t.Helper()
 	ctx := context.Background()
 	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 	url := databaseURL(t)
@@ -74,6 +74,17 @@ func TestCombinedReads(t *testing.T) {
 	if err := db.SaveExchange(ctx, x); err != nil {
 		t.Fatal(err)
 	}
+	return db, h, u, other, x
+}
+
+// TestCombinedReads: reads of one message made while another is in
+// flight wait for it and then go together, in one statement; each gets
+// its own answer (its record, a record of its own when two ask for one,
+// not found for another account's or a missing one), and a read in a
+// transaction is never combined.
+func TestCombinedReads(t *testing.T) {
+	ctx := context.Background()
+	db, h, u, other, x := heldReads(t)
 
 	// The first read is held in flight.
 	first := make(chan error, 1)
@@ -123,7 +134,7 @@ func TestCombinedReads(t *testing.T) {
 				}
 				continue
 			}
-			if err != nil || m.ID != k.id || m.Content != k.want || m.UserID != u.ID || !m.CreatedAt.Equal(now) {
+			if err != nil || m.ID != k.id || m.Content != k.want || m.UserID != u.ID || !m.CreatedAt.Equal(x.Inbound.CreatedAt) {
 				t.Errorf("read %d of %s: %+v %v", j, k.id, m, err)
 				continue
 			}
@@ -145,5 +156,40 @@ func TestCombinedReads(t *testing.T) {
 	defer h.mu.Unlock()
 	if len(h.sizes) != 2 {
 		t.Fatalf("a read in a transaction was combined: %v", h.sizes)
+	}
+}
+
+// TestCombinedReadGivesUp: a read queued behind a combined read in flight
+// waits no longer than its context allows: it answers with its
+// context's error at once, leaves the queue, and the read in flight
+// ends as usual.
+func TestCombinedReadGivesUp(t *testing.T) {
+	db, h, u, _, x := heldReads(t)
+	first := make(chan error, 1)
+	go func() {
+		_, err := db.FindMessage(context.Background(), u.ID, x.Reply.ID)
+		first <- err
+	}()
+	<-h.holding
+	ctx, cancel := context.WithCancel(context.Background())
+	gave := make(chan error, 1)
+	go func() {
+		_, err := db.FindMessage(ctx, u.ID, x.Inbound.ID)
+		gave <- err
+	}()
+	wait.Eventually(t, "the read to queue", func() bool { return db.ReadsQueued() == 1 })
+	cancel()
+	if err := <-gave; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a read whose caller went away: %v", err)
+	}
+	if n := db.ReadsQueued(); n != 0 {
+		t.Fatalf("%d reads queued after the only one gave up", n)
+	}
+	close(h.release)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if m, err := db.FindMessage(context.Background(), u.ID, x.Inbound.ID); err != nil || m.Content != "question" {
+		t.Fatalf("a read after: %v %v", m, err)
 	}
 }

@@ -116,35 +116,43 @@ func newPointReader[T any](s *Store, object, table, cols, where string, scan fun
 }
 
 // find reads the user's record id: alone when no other read of its kind
-// is in flight, else with the others in the next statement.
+// is in flight, else with the others in the next statement. It waits no
+// longer than ctx allows, however long the statement before its own
+// takes.
 func (p *pointReader[T]) find(ctx context.Context, userID, id string) (T, error) {
-	a := p.b.Do(pointKey{ctx: ctx, id: id, user: userID})
+	a, err := p.b.DoContext(ctx, pointKey{ctx: ctx, id: id, user: userID})
+	if err != nil {
+		var zero T
+		return zero, p.fail("find "+p.object, err)
+	}
 	return a.v, a.err
 }
 
+// combinedReadBound bounds a combined statement none of whose reads has a
+// deadline (reads of background work): the next statement of its kind
+// waits for it, so it must end.
+const combinedReadBound = 30 * time.Second
+
 // run reads keys' records in one statement. It runs under the first
 // read's context values (its trace) but none of its cancellation: the
-// others wait for it too. Its deadline is the latest of the reads' (a
-// read without one leaves it to the server's statement timeout).
+// others wait for it too. Its deadline is the latest of the reads'
+// (combinedReadBound when none has one).
 func (p *pointReader[T]) run(r Conn, keys []pointKey) []pointAnswer[T] {
 	out := make([]pointAnswer[T], len(keys))
 	ids, users := make([]string, len(keys)), make([]string, len(keys))
 	var until time.Time
-	bounded := true
 	for i, k := range keys {
 		ids[i], users[i] = k.id, k.user
-		d, ok := k.ctx.Deadline()
-		bounded = bounded && ok
-		if d.After(until) {
+		if d, ok := k.ctx.Deadline(); ok && d.After(until) {
 			until = d
 		}
 	}
-	ctx := context.WithoutCancel(keys[0].ctx)
-	if bounded {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, until)
-		defer cancel()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(keys[0].ctx), combinedReadBound)
+	if !until.IsZero() {
+		cancel()
+		ctx, cancel = context.WithDeadline(context.WithoutCancel(keys[0].ctx), until)
 	}
+	defer cancel()
 	found := make([]bool, len(keys))
 	err := func() error {
 		rows, err := r.Query(ctx, p.query, ids, users)

@@ -5,7 +5,11 @@
 // commit and the webhook worker's attempt records use it.
 package batch
 
-import "sync"
+import (
+	"context"
+	"slices"
+	"sync"
+)
 
 // Batcher runs calls of T, answered with R, in batches of at most Max
 // through Run. The zero value is not usable: set Run.
@@ -40,6 +44,35 @@ func (b *Batcher[T, R]) Do(item T) R {
 		b.drain(c)
 	}
 	return <-c.done
+}
+
+// DoContext is Do for a caller with a deadline: should ctx end before
+// its answer comes, it returns ctx's error at once, taken out of the
+// queue if no batch has taken it yet (else the batch runs it and its
+// answer is dropped). A leader (the caller that found no batch running)
+// runs its own batch first, as Do does: Run bounds that itself.
+func (b *Batcher[T, R]) DoContext(ctx context.Context, item T) (R, error) {
+	c := &call[T, R]{item: item, done: make(chan R, 1)}
+	b.mu.Lock()
+	b.queue = append(b.queue, c)
+	lead := !b.running
+	b.running = true
+	b.mu.Unlock()
+	if lead {
+		b.drain(c)
+	}
+	select {
+	case r := <-c.done:
+		return r, nil
+	case <-ctx.Done():
+		b.mu.Lock()
+		if i := slices.Index(b.queue, c); i >= 0 {
+			b.queue = slices.Delete(b.queue, i, i+1)
+		}
+		b.mu.Unlock()
+		var zero R
+		return zero, ctx.Err()
+	}
 }
 
 // Queued returns how many calls wait for a batch.

@@ -1,6 +1,9 @@
 package batch
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"sync"
 	"testing"
 
@@ -50,5 +53,51 @@ func TestBatches(t *testing.T) {
 	}
 	if want := []int{1, 1, 10, 10, 5}; len(sizes) != len(want) || sizes[2] != 10 || sizes[3] != 10 || sizes[4] != 5 {
 		t.Errorf("batch sizes %v, want %v", sizes, want)
+	}
+}
+
+// TestDoContext: a call whose context ends while it waits returns at once
+// with the context's error and leaves the queue, so that no batch runs
+// it; the calls beside it are answered as usual.
+func TestDoContext(t *testing.T) {
+	release, holding := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var ran []int
+	b := &Batcher[int, int]{Run: func(items []int) []int {
+		if items[0] == -1 {
+			close(holding)
+			<-release
+		}
+		mu.Lock()
+		ran = append(ran, items...)
+		mu.Unlock()
+		return items
+	}}
+	if got, err := b.DoContext(context.Background(), 7); got != 7 || err != nil {
+		t.Fatalf("lone call: %d %v", got, err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); b.Do(-1) }()
+	<-holding
+	ctx, cancel := context.WithCancel(context.Background())
+	gave := make(chan error, 1)
+	go func() { _, err := b.DoContext(ctx, 1); gave <- err }()
+	got := 0
+	go func() { defer wg.Done(); got, _ = b.DoContext(context.Background(), 2) }()
+	wait.Eventually(t, "two calls to be queued", func() bool { return b.Queued() == 2 })
+	cancel()
+	if err := <-gave; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a call whose context ended: %v", err)
+	}
+	if n := b.Queued(); n != 1 {
+		t.Fatalf("%d calls queued after one gave up, want 1", n)
+	}
+	close(release)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if got != 2 || !slices.Equal(ran, []int{7, -1, 2}) {
+		t.Fatalf("answered %d; batches ran %v, want [7 -1 2]", got, ran)
 	}
 }
