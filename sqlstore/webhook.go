@@ -783,12 +783,43 @@ type PurgeStmt struct {
 	Cutoff int64
 }
 
-// PurgeBatch is how many rows one transaction of Purge deletes from a
+// PurgeBatch is the most rows one transaction of Purge deletes from a
 // table that grows with traffic (events and their jobs, deliveries, turn
 // events, e-mails, deleted calendar events): the purge runs as a series
 // of short transactions that never hold the writer (SQLite) or many row
 // locks (PostgreSQL) for long, however much history has come of age.
+// How many a batch deletes is paced by how long the one before took
+// (purgePace): a thousand events with their jobs took SQLite's writer
+// 100–250 ms on a store of a million rows, which every write waiting
+// behind it waited too.
 const PurgeBatch = 1000
+
+// PurgeHold is what a purge transaction aims to take, its wait for the
+// writer included: a write that arrives meanwhile waits about as long.
+const PurgeHold = 5 * time.Millisecond
+
+// purgePace sizes the purge's batches: it starts small, doubles a batch
+// while batches take less than half of PurgeHold, and scales it down to
+// the rows that fit PurgeHold when one took longer (at least
+// minPurgeBatch, at most PurgeBatch). A busy writer (the wait counts)
+// slows the purge down; an idle one lets it run at full batches.
+type purgePace struct{ size int }
+
+// minPurgeBatch is the fewest rows a purge batch deletes, so that a purge
+// ends however slow each row is.
+const minPurgeBatch = 16
+
+func newPurgePace() *purgePace { return &purgePace{size: 4 * minPurgeBatch} }
+
+// took adjusts the next batch's size to how long the last one took.
+func (p *purgePace) took(d time.Duration) {
+	switch {
+	case d > PurgeHold:
+		p.size = max(minPurgeBatch, int(int64(p.size)*int64(PurgeHold)/int64(d)))
+	case d < PurgeHold/2:
+		p.size = min(PurgeBatch, 2*p.size)
+	}
+}
 
 // purgeBatched is a retention rule of a growing table, deleted
 // PurgeBatch rows at a time: the rows of table whose key is among the
@@ -805,7 +836,7 @@ func (r purgeBatched) pick() string {
 }
 
 func (r purgeBatched) stmt() Stmt {
-	return Stmt{"purge", `DELETE FROM ` + r.table + ` WHERE (` + r.key + `) IN (` + r.pick() + `)`, []any{r.cutoff, PurgeBatch}}
+	return Stmt{"purge", `DELETE FROM ` + r.table + ` WHERE (` + r.key + `) IN (` + r.pick() + `)`, []any{r.cutoff, 0}}
 }
 
 // Purge deletes what is past its retention, and what extra (the engine's
@@ -814,16 +845,17 @@ func (q *Queries) Purge(ctx context.Context, now time.Time) (int64, error) {
 	return q.purge(ctx, now)
 }
 
-// purge deletes the growing tables' old rows in batches of PurgeBatch,
-// each batch its own transaction, and then the small tables' rules (and
-// extra) in one transaction. Events go with their jobs, a batch at a
+// purge deletes the growing tables' old rows in batches (at most
+// PurgeBatch, paced by purgePace: $2 of each statement is the batch's
+// size), each batch its own transaction, and then the small tables'
+// rules (and extra) in one transaction. Events go with their jobs, a batch at a
 // time, oldest first: a batch deletes the jobs of the events it deletes,
 // so no batch rescans events whose jobs are gone.
 func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) (int64, error) {
 	events := MS(now.Add(-ams.EventRetention))
 	oldEvents := purgeBatched{table: "events", key: "seq", where: "created_at < $1", order: "created_at", cutoff: events}
 	jobs := Stmt{"purge", `DELETE FROM webhook_jobs WHERE event_id IN (SELECT id FROM events WHERE seq IN (` + oldEvents.pick() + `))`,
-		[]any{events, PurgeBatch}}
+		[]any{events, 0}}
 	batched := [][]Stmt{
 		{jobs, oldEvents.stmt()},
 		{purgeBatched{table: "webhook_deliveries", key: "seq", where: "created_at < $1", order: "created_at", cutoff: events}.stmt()},
@@ -836,26 +868,34 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 		{purgeBatched{table: "emails", key: "seq", where: "state != 'pending' AND created_at < $1", order: "seq", cutoff: events}.stmt()},
 	}
 	var total int64
+	pace := newPurgePace()
 	for _, stmts := range batched {
 		for {
 			if err := ctx.Err(); err != nil {
 				return total, err
 			}
+			size := pace.size
+			sized := make([]Stmt, len(stmts))
+			for i, st := range stmts {
+				sized[i] = Stmt{st.Op, st.SQL, []any{st.Args[0], size}}
+			}
 			var n []int64
+			start := time.Now()
 			err := q.inTx(ctx, func(q *Queries) error {
 				var err error
-				n, err = q.batch(ctx, stmts)
+				n, err = q.batch(ctx, sized)
 				return err
 			})
 			if err != nil {
 				return total, err
 			}
+			pace.took(time.Since(start))
 			for _, k := range n {
 				total += k
 			}
 			// The last statement deletes the batch's own rows: fewer
 			// than a batch means the table has no more of age.
-			if n[len(n)-1] < PurgeBatch {
+			if n[len(n)-1] < int64(size) {
 				break
 			}
 		}

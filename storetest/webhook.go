@@ -227,7 +227,7 @@ func testPurge(t *testing.T, s ams.Store) {
 
 // testPurgeInBatches: history older than the retention is purged whole
 // even when it is several times a purge batch (the purge deletes a batch
-// per transaction, sqlstore.PurgeBatch = 1000), and the recent rows of
+// per transaction, at most sqlstore.PurgeBatch = 1000), and the recent rows of
 // the same tables stay.
 func testPurgeInBatches(t *testing.T, s ams.Store) {
 	ctx := context.Background()
