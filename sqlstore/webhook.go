@@ -821,11 +821,10 @@ func (p *purgePace) took(d time.Duration) {
 	}
 }
 
-// purgeBatched is a retention rule of a growing table, deleted
-// PurgeBatch rows at a time: the rows of table whose key is among the
-// first PurgeBatch matching where (which takes the cutoff as $1), in
-// order of order (an indexed column, so that each batch is a range scan
-// from the oldest).
+// purgeBatched is a retention rule of a growing table, deleted a batch
+// at a time: the rows of table whose key is among the first $2 matching
+// where (which takes the cutoff as $1), in order of order (an indexed
+// column, so that each batch is a range scan from the oldest).
 type purgeBatched struct {
 	table, key, where, order string
 	cutoff                   int64
@@ -836,7 +835,7 @@ func (r purgeBatched) pick() string {
 }
 
 func (r purgeBatched) stmt() Stmt {
-	return Stmt{"purge", `DELETE FROM ` + r.table + ` WHERE (` + r.key + `) IN (` + r.pick() + `)`, []any{r.cutoff, 0}}
+	return Stmt{"purge", `DELETE FROM ` + r.table + ` WHERE (` + r.key + `) IN (` + r.pick() + `)`, []any{r.cutoff}}
 }
 
 // Purge deletes what is past its retention, and what extra (the engine's
@@ -846,16 +845,17 @@ func (q *Queries) Purge(ctx context.Context, now time.Time) (int64, error) {
 }
 
 // purge deletes the growing tables' old rows in batches (at most
-// PurgeBatch, paced by purgePace: $2 of each statement is the batch's
-// size), each batch its own transaction, and then the small tables'
-// rules (and extra) in one transaction. Events go with their jobs, a batch at a
-// time, oldest first: a batch deletes the jobs of the events it deletes,
-// so no batch rescans events whose jobs are gone.
+// PurgeBatch, paced by purgePace: a batch's statements take the cutoff as
+// $1 and the batch's size as $2), each batch its own transaction, and
+// then the small tables' rules (and extra) in one transaction. Events go
+// with their jobs, a batch at a time, oldest first: a batch deletes the
+// jobs of the events it deletes, so no batch rescans events whose jobs
+// are gone.
 func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) (int64, error) {
 	events := MS(now.Add(-ams.EventRetention))
 	oldEvents := purgeBatched{table: "events", key: "seq", where: "created_at < $1", order: "created_at", cutoff: events}
 	jobs := Stmt{"purge", `DELETE FROM webhook_jobs WHERE event_id IN (SELECT id FROM events WHERE seq IN (` + oldEvents.pick() + `))`,
-		[]any{events, 0}}
+		[]any{events}}
 	batched := [][]Stmt{
 		{jobs, oldEvents.stmt()},
 		{purgeBatched{table: "webhook_deliveries", key: "seq", where: "created_at < $1", order: "created_at", cutoff: events}.stmt()},
@@ -877,7 +877,7 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 			size := pace.size
 			sized := make([]Stmt, len(stmts))
 			for i, st := range stmts {
-				sized[i] = Stmt{st.Op, st.SQL, []any{st.Args[0], size}}
+				sized[i] = Stmt{st.Op, st.SQL, append(slices.Clip(st.Args), size)}
 			}
 			var n []int64
 			start := time.Now()
