@@ -34,6 +34,12 @@ type call[T, R any] struct {
 // find no batch running runs the batches (its own first) until none is
 // waiting; the others wait for their answers.
 func (b *Batcher[T, R]) Do(item T) R {
+	return <-b.enqueue(item).done
+}
+
+// enqueue queues item and, when no batch is running, runs the batches
+// (item's first) until its own is answered.
+func (b *Batcher[T, R]) enqueue(item T) *call[T, R] {
 	c := &call[T, R]{item: item, done: make(chan R, 1)}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
@@ -43,7 +49,7 @@ func (b *Batcher[T, R]) Do(item T) R {
 	if lead {
 		b.drain(c)
 	}
-	return <-c.done
+	return c
 }
 
 // DoContext is Do for a caller with a deadline: should ctx end before
@@ -52,15 +58,7 @@ func (b *Batcher[T, R]) Do(item T) R {
 // answer is dropped). A leader (the caller that found no batch running)
 // runs its own batch first, as Do does: Run bounds that itself.
 func (b *Batcher[T, R]) DoContext(ctx context.Context, item T) (R, error) {
-	c := &call[T, R]{item: item, done: make(chan R, 1)}
-	b.mu.Lock()
-	b.queue = append(b.queue, c)
-	lead := !b.running
-	b.running = true
-	b.mu.Unlock()
-	if lead {
-		b.drain(c)
-	}
+	c := b.enqueue(item)
 	select {
 	case r := <-c.done:
 		return r, nil
