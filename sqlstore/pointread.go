@@ -97,11 +97,10 @@ type pointReader[T any] struct {
 // newPointReader returns the reader of object's rows of table by their
 // columns cols and scan, on s's reader pool; where, if not empty, is a
 // further condition on the rows (an assistant deleted is not found).
-// The statement
-// joins the table to the asked pairs (id, user_id) numbered by their
-// place in the batch (WITH ORDINALITY): a row comes back once per read
-// that asked for it, numbered so, and two reads of one record get a
-// record each, never one shared value.
+// The statement joins the table to the asked pairs (id, user_id),
+// numbered by their place in the batch (WITH ORDINALITY): a row comes
+// back once per read that asked for it, numbered so, and two reads of
+// one record get a record each, never one shared value.
 func newPointReader[T any](s *Store, object, table, cols, where string, scan func(scanner) (T, error)) *pointReader[T] {
 	r := s.eng.Reader()
 	if where != "" {
