@@ -137,10 +137,7 @@ func decodeEventData(data []byte, e *ams.Event) error {
 
 // FindEvent returns the user's event; ENOTFOUND otherwise.
 func (q *Queries) FindEvent(ctx context.Context, userID, id string) (*ams.Event, error) {
-	if c := q.combined(); c != nil {
-		return c.events.find(ctx, userID, id)
-	}
-	return findOne(ctx, q, scanEvent, "event", id, `SELECT `+eventCols+` FROM events WHERE id = $1 AND user_id = $2`, id, userID)
+	return findByID(ctx, q, q.s.points.events, userID, id)
 }
 
 // eventKey orders events in the catch-up order: by the inserting

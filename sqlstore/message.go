@@ -93,11 +93,7 @@ func (q *Queries) CreateAssistant(ctx context.Context, a *ams.Assistant) error {
 // FindAssistant returns the user's assistant (locked in a transaction);
 // ENOTFOUND if it does not exist, belongs to another user, or was deleted.
 func (q *Queries) FindAssistant(ctx context.Context, userID, id string) (*ams.Assistant, error) {
-	if c := q.combined(); c != nil {
-		return c.assistants.find(ctx, userID, id)
-	}
-	a, err := findOne(ctx, q, scanAssistant, "assistant", id,
-		`SELECT `+assistantCols+` FROM assistants WHERE id = $1 AND user_id = $2 AND deleted_at IS NULL`+q.lock("FOR UPDATE"), id, userID)
+	a, err := findByID(ctx, q, q.s.points.assistants, userID, id)
 	if err == nil && q.tx != nil {
 		if q.tx.locked == nil {
 			q.tx.locked = map[string]string{}
@@ -176,11 +172,7 @@ func insertConversation(c *ams.Conversation) Stmt {
 // FindConversation returns the user's conversation (locked in a
 // transaction); ENOTFOUND otherwise.
 func (q *Queries) FindConversation(ctx context.Context, userID, id string) (*ams.Conversation, error) {
-	if c := q.combined(); c != nil {
-		return c.conversations.find(ctx, userID, id)
-	}
-	return findOne(ctx, q, scanConversation, "conversation", id,
-		`SELECT `+conversationCols+` FROM conversations WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
+	return findByID(ctx, q, q.s.points.conversations, userID, id)
 }
 
 // CreateConversation stores c, with no messages; ENOTFOUND if its
@@ -270,19 +262,8 @@ func scanMessage(s scanner) (*ams.Message, error) {
 // FindMessage returns the user's message (locked in a transaction);
 // ENOTFOUND otherwise.
 func (q *Queries) FindMessage(ctx context.Context, userID, id string) (*ams.Message, error) {
-	if c := q.combined(); c != nil {
-		return c.messages.find(ctx, userID, id)
-	}
-	query := findMessageSQL
-	if lock := q.lock("FOR UPDATE"); lock != "" {
-		query += lock
-	}
-	return findOne(ctx, q, scanMessage, "message", id, query, id, userID)
+	return findByID(ctx, q, q.s.points.messages, userID, id)
 }
-
-// findMessageSQL is FindMessage's query outside a transaction, a constant
-// so that GET /v1/messages/{id} does not build it each time.
-const findMessageSQL = `SELECT ` + messageCols + ` FROM messages WHERE id = $1 AND user_id = $2`
 
 // ListMessages returns a page of one conversation's messages.
 func (q *Queries) ListMessages(ctx context.Context, userID, conversationID string, p ams.ListParams) (*ams.Page[*ams.Message], error) {

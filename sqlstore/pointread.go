@@ -27,10 +27,14 @@ import (
 // user_id) asked for, so that no account's read can return another's
 // row. Reads inside a transaction (ams.Tx) are never combined: they
 // lock, and see the transaction's own writes.
+//
+// Each kind of record is defined once (newPointReader: its table,
+// columns, further condition and lock); the read alone and the combined
+// statement are both made from that definition (findByID).
 
-// pointReaders are a store's combined reads, one per kind of record
-// that a GET reads by id (and an assistant, which every POST
-// /v1/messages reads before its turn).
+// pointReaders are a store's reads by id, one per kind of record that a
+// GET reads by id (and an assistant, which every POST /v1/messages reads
+// before its turn).
 type pointReaders struct {
 	messages      *pointReader[*ams.Message]
 	assistants    *pointReader[*ams.Assistant]
@@ -42,32 +46,36 @@ type pointReaders struct {
 }
 
 func newPointReaders(s *Store) *pointReaders {
+	const update = "FOR UPDATE"
 	return &pointReaders{
-		messages:      newPointReader(s, "message", "messages", messageCols, "", scanMessage),
-		assistants:    newPointReader(s, "assistant", "assistants", assistantCols, "deleted_at IS NULL", scanAssistant),
-		conversations: newPointReader(s, "conversation", "conversations", conversationCols, "", scanConversation),
-		turns:         newPointReader(s, "turn", "turns", turnCols, "", scanTurn),
-		tasks:         newPointReader(s, "task", "tasks", taskCols, "", scanTask),
-		actions:       newPointReader(s, "action", "actions", actionCols, "", scanAction),
-		events:        newPointReader(s, "event", "events", eventCols, "", scanEvent),
+		messages:      newPointReader(s, "message", "messages", messageCols, "", update, scanMessage),
+		assistants:    newPointReader(s, "assistant", "assistants", assistantCols, "deleted_at IS NULL", update, scanAssistant),
+		conversations: newPointReader(s, "conversation", "conversations", conversationCols, "", update, scanConversation),
+		turns:         newPointReader(s, "turn", "turns", turnCols, "", "", scanTurn),
+		tasks:         newPointReader(s, "task", "tasks", taskCols, "", update, scanTask),
+		actions:       newPointReader(s, "action", "actions", actionCols, "", "", scanAction),
+		events:        newPointReader(s, "event", "events", eventCols, "", "", scanEvent),
 	}
 }
 
-// combined returns the store's combined reads for a read by q: nil in a
-// transaction, or where the dialect combines none.
-func (q *Queries) combined() *pointReaders {
-	if q.tx != nil {
-		return nil
+// findByID reads the user's record id of p's kind: combined with others
+// (p.find) outside a transaction where the dialect combines reads, else
+// alone, locked by p's lock in a transaction; ENOTFOUND when there is
+// none.
+func findByID[T any](ctx context.Context, q *Queries, p *pointReader[T], userID, id string) (T, error) {
+	if q.tx == nil && q.s.d.CombineReads {
+		return p.find(ctx, userID, id)
 	}
-	return q.s.points
+	query := p.alone
+	if p.lock != "" {
+		query += q.lock(p.lock)
+	}
+	return findOne(ctx, q, p.scan, p.object, id, query, id, userID)
 }
 
 // ReadsQueued returns how many reads of one record wait for a combined
 // statement (pointread.go): what a test holds a read in flight for.
 func (s *Store) ReadsQueued() int {
-	if s.points == nil {
-		return 0
-	}
 	p := s.points
 	return p.messages.b.Queued() + p.assistants.b.Queued() + p.conversations.b.Queued() + p.turns.b.Queued() +
 		p.tasks.b.Queued() + p.actions.b.Queued() + p.events.b.Queued()
@@ -85,28 +93,34 @@ type pointAnswer[T any] struct {
 	err error
 }
 
-// pointReader combines reads of one kind of record by id and account.
+// pointReader reads one kind of record by id and account, alone or
+// combined.
 type pointReader[T any] struct {
 	object string // the record's name in a not-found error ("message")
+	alone  string // the statement of one read ($1 id, $2 account)
 	query  string // the combined statement (newPointReader)
+	lock   string // the lock a read alone takes in a transaction, if any
 	scan   func(scanner) (T, error)
 	fail   func(op string, err error) error // Store.fail
 	b      batch.Batcher[pointKey, pointAnswer[T]]
 }
 
 // newPointReader returns the reader of object's rows of table by their
-// columns cols and scan, on s's reader pool; where, if not empty, is a
-// further condition on the rows (an assistant deleted is not found).
+// columns cols and scan, combining on s's reader pool; where, if not
+// empty, is a further condition on the rows (an assistant deleted is not
+// found); lock, if not empty, the clause that locks a row read alone in
+// a transaction.
 // The statement joins the table to the asked pairs (id, user_id),
 // numbered by their place in the batch (WITH ORDINALITY): a row comes
 // back once per read that asked for it, numbered so, and two reads of
 // one record get a record each, never one shared value.
-func newPointReader[T any](s *Store, object, table, cols, where string, scan func(scanner) (T, error)) *pointReader[T] {
+func newPointReader[T any](s *Store, object, table, cols, where, lock string, scan func(scanner) (T, error)) *pointReader[T] {
 	r := s.eng.Reader()
 	if where != "" {
 		where = " AND " + where
 	}
-	p := &pointReader[T]{object: object, scan: scan, fail: s.fail,
+	p := &pointReader[T]{object: object, scan: scan, fail: s.fail, lock: lock,
+		alone: `SELECT ` + cols + ` FROM ` + table + ` WHERE id = $1 AND user_id = $2` + where,
 		query: `SELECT ` + cols + `, k.n FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(kid, kuser, n) JOIN ` +
 			table + ` ON id = k.kid AND user_id = k.kuser` + where}
 	p.b.Max = 64

@@ -149,8 +149,8 @@ type Store struct {
 	// not write (ams.IsStorageUnavailable), and cleared by the next write
 	// that succeeds: the process is not ready meanwhile (CheckWrites).
 	writeDown atomic.Bool
-	// points combines reads of single records (pointread.go), where
-	// the dialect does (CombineReads); nil elsewhere.
+	// points reads single records by id (pointread.go): combined where
+	// the dialect combines reads (CombineReads), alone elsewhere.
 	points *pointReaders
 }
 
@@ -159,9 +159,7 @@ type Store struct {
 func New(eng Engine, d Dialect, sealer *seal.Sealer) *Store {
 	s := &Store{eng: eng, d: d, sealer: sealer, jobs: make(chan struct{}, 1)}
 	s.Queries = &Queries{s: s, r: eng.Reader(), w: trackedWriter{keyedWriter{Conn: eng.Writer(), s: s}, s}}
-	if d.CombineReads {
-		s.points = newPointReaders(s)
-	}
+	s.points = newPointReaders(s)
 	return s
 }
 

@@ -156,10 +156,7 @@ func insertTurn(t *ams.Turn) ([]Stmt, error) {
 
 // FindTurn returns the user's turn; ENOTFOUND otherwise.
 func (q *Queries) FindTurn(ctx context.Context, userID, id string) (*ams.Turn, error) {
-	if c := q.combined(); c != nil {
-		return c.turns.find(ctx, userID, id)
-	}
-	return findOne(ctx, q, scanTurn, "turn", id, `SELECT `+turnCols+` FROM turns WHERE id = $1 AND user_id = $2`, id, userID)
+	return findByID(ctx, q, q.s.points.turns, userID, id)
 }
 
 // FindTurnByMessage returns the turn of an inbound message.

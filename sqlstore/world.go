@@ -37,10 +37,7 @@ func scanTask(s scanner) (*ams.Task, error) {
 // FindTask returns the user's task (locked in a transaction); ENOTFOUND
 // otherwise.
 func (q *Queries) FindTask(ctx context.Context, userID, id string) (*ams.Task, error) {
-	if c := q.combined(); c != nil {
-		return c.tasks.find(ctx, userID, id)
-	}
-	return findOne(ctx, q, scanTask, "task", id, `SELECT `+taskCols+` FROM tasks WHERE id = $1 AND user_id = $2`+q.lock("FOR UPDATE"), id, userID)
+	return findByID(ctx, q, q.s.points.tasks, userID, id)
 }
 
 // ListTasks returns a page of the user's tasks that pass f.
@@ -358,10 +355,7 @@ func scanAction(s scanner) (*ams.Action, error) {
 
 // FindAction returns the user's action; ENOTFOUND otherwise.
 func (q *Queries) FindAction(ctx context.Context, userID, id string) (*ams.Action, error) {
-	if c := q.combined(); c != nil {
-		return c.actions.find(ctx, userID, id)
-	}
-	return findOne(ctx, q, scanAction, "action", id, `SELECT `+actionCols+` FROM actions WHERE id = $1 AND user_id = $2`, id, userID)
+	return findByID(ctx, q, q.s.points.actions, userID, id)
 }
 
 // ListActions returns a page of the user's actions that pass f.
