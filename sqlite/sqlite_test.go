@@ -11,6 +11,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/testing/sqlitetest"
+	"github.com/amsdev/ams/internal/testing/wait"
 	"github.com/amsdev/ams/sqlite"
 	"github.com/amsdev/ams/storetest"
 )
@@ -39,8 +40,19 @@ func (s searchable) HoldsText(t *testing.T, text string) bool {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		t.Fatal(err)
+	// A TRUNCATE checkpoint that finds a reader of the store's (its pool,
+	// its own checkpointer) in the way answers busy and leaves the WAL's
+	// old frames, and their text, in place: it is run again until it
+	// has copied every frame and emptied the WAL.
+	var busy, frames, copied int
+	done := wait.Until(func() bool {
+		if err := c.QueryRow(`PRAGMA wal_checkpoint(TRUNCATE)`).Scan(&busy, &frames, &copied); err != nil {
+			t.Fatal(err)
+		}
+		return busy == 0 && frames == copied
+	})
+	if !done {
+		t.Fatalf("the WAL could not be checkpointed: busy %d, %d frames, %d copied", busy, frames, copied)
 	}
 	for _, name := range []string{s.Path(), s.Path() + "-wal"} {
 		b, err := os.ReadFile(name)
