@@ -66,9 +66,12 @@ var dialect = sqlstore.Dialect{
 	// A read of one record is a round trip to the server: concurrent
 	// ones go together (sqlstore/pointread.go).
 	CombineReads: true,
-	KeyLock:      `SELECT pg_advisory_xact_lock(hashtext('ams.key_lock'), hashtext($1))`,
-	Schema:       schema,
-	IsUnique:     func(err error) bool { return pgCode(err) == codeUniqueViolation },
+	// A turn's write is a transaction of statements that cost more than
+	// their rows: concurrent ones go together (sqlstore/exchange.go).
+	CombineWrites: true,
+	KeyLock:       `SELECT pg_advisory_xact_lock(hashtext('ams.key_lock'), hashtext($1))`,
+	Schema:        schema,
+	IsUnique:      func(err error) bool { return pgCode(err) == codeUniqueViolation },
 	BadText: func(err error) bool {
 		c := pgCode(err)
 		return c == codeBadCharacter || c == codeUntranslatableChars

@@ -231,10 +231,23 @@ func (q *Queries) eventStmts(ctx context.Context, events []*ams.Event, tx bool) 
 			}
 			fan = append(fan, e.ID, MS(e.CreatedAt), e.UserID, e.Type, nullText(asst), nullText(conv), metaJSON)
 		}
-		stmts = append(stmts, Stmt{"insert event", `INSERT INTO events (` + eventCols + `) VALUES ` + valueRows(len(c), 5), ins},
-			Stmt{"queue deliveries", q.fanOut(len(c), tx), fan})
+		stmts = append(stmts, Stmt{opInsertEvents, insertEventsSQL(len(c)), ins},
+			Stmt{opQueueDeliveries, q.fanOut(len(c), tx), fan})
 	}
 	return stmts, nil
+}
+
+// opInsertEvents and opQueueDeliveries name the statements of
+// eventStmts: the insert of events (insertEventsSQL) and their fan-out
+// (fanOut).
+const (
+	opInsertEvents    = "insert event"
+	opQueueDeliveries = "queue deliveries"
+)
+
+// insertEventsSQL inserts n events (5 parameters each), in order.
+func insertEventsSQL(n int) string {
+	return `INSERT INTO events (` + eventCols + `) VALUES ` + valueRows(n, 5)
 }
 
 // runEmit runs stmts, of which those from head on are eventStmts' pairs,

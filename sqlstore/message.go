@@ -165,8 +165,26 @@ func scanConversation(s scanner) (*ams.Conversation, error) {
 
 // insertConversation is the statement that stores c with no messages.
 func insertConversation(c *ams.Conversation) Stmt {
-	return Stmt{"insert conversation", `INSERT INTO conversations (` + conversationCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	return Stmt{opInsertConversation, insertConversationsSQL(1),
 		[]any{c.ID, c.UserID, c.AssistantID, c.Title, c.MessageCount, MS(c.LastMessageAt), MS(c.CreatedAt), MS(c.UpdatedAt), ams.EncodeMetadata(c.Metadata)}}
+}
+
+// opInsertConversation names the insert of new conversations
+// (insertConversationsSQL).
+const opInsertConversation = "insert conversation"
+
+// insertConversationsSQL inserts n conversations (9 parameters each).
+func insertConversationsSQL(n int) string {
+	return `INSERT INTO conversations (` + conversationCols + `) VALUES ` + valueRows(n, 9)
+}
+
+// opInsertMessages names the insert of an exchange's messages
+// (insertMessagesSQL).
+const opInsertMessages = "insert message"
+
+// insertMessagesSQL inserts n messages (9 parameters each), in order.
+func insertMessagesSQL(n int) string {
+	return `INSERT INTO messages (` + messageCols + `) VALUES ` + valueRows(n, 9)
 }
 
 // FindConversation returns the user's conversation (locked in a
@@ -352,7 +370,7 @@ func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 			args = append(args, m.ID, m.UserID, m.AssistantID, m.ConversationID, m.Direction, m.Content, MS(m.CreatedAt), MS(m.UpdatedAt),
 				ams.EncodeMetadata(m.Metadata))
 		}
-		rest = append(rest, Stmt{"insert message", `INSERT INTO messages (` + messageCols + `) VALUES ` + valueRows(len(msgs), 9), args})
+		rest = append(rest, Stmt{opInsertMessages, insertMessagesSQL(len(msgs)), args})
 	}
 	rest = append(rest, turnEventStmts(x.Stream)...)
 	head := len(rest)
@@ -365,6 +383,11 @@ func (q *Queries) SaveExchange(ctx context.Context, x *ams.Exchange) error {
 	}
 	rest = append(rest, evs...)
 	began := q.tx == nil
+	if began && x.NewConversation != nil && q.s.d.CombineWrites && pendingRequest(ctx) == nil {
+		// A whole turn in a new conversation: with others where the
+		// dialect combines writes (exchange.go).
+		return q.s.exchanges.write(ctx, rest, head)
+	}
 	return q.inTx(ctx, func(q *Queries) error {
 		if x.NewConversation == nil && len(msgs) > 0 {
 			last := msgs[len(msgs)-1]

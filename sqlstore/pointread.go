@@ -141,30 +141,16 @@ func (p *pointReader[T]) find(ctx context.Context, userID, id string) (T, error)
 	return a.v, a.err
 }
 
-// combinedReadBound bounds a combined statement none of whose reads has a
-// deadline (reads of background work): the next statement of its kind
-// waits for it, so it must end.
-const combinedReadBound = 30 * time.Second
-
-// run reads keys' records in one statement. It runs under the first
-// read's context values (its trace) but none of its cancellation: the
-// others wait for it too. Its deadline is the latest of the reads'
-// (combinedReadBound when none has one).
+// run reads keys' records in one statement, in the context of them all
+// (combinedContext).
 func (p *pointReader[T]) run(r Conn, keys []pointKey) []pointAnswer[T] {
 	out := make([]pointAnswer[T], len(keys))
 	ids, users := make([]string, len(keys)), make([]string, len(keys))
-	var until time.Time
+	ctxs := make([]context.Context, len(keys))
 	for i, k := range keys {
-		ids[i], users[i] = k.id, k.user
-		if d, ok := k.ctx.Deadline(); ok && d.After(until) {
-			until = d
-		}
+		ids[i], users[i], ctxs[i] = k.id, k.user, k.ctx
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(keys[0].ctx), combinedReadBound)
-	if !until.IsZero() {
-		cancel()
-		ctx, cancel = context.WithDeadline(context.WithoutCancel(keys[0].ctx), until)
-	}
+	ctx, cancel := combinedContext(ctxs)
 	defer cancel()
 	found := make([]bool, len(keys))
 	err := func() error {
@@ -209,3 +195,26 @@ type ordinal struct {
 }
 
 func (o ordinal) Scan(dest ...any) error { return o.rows.Scan(append(dest, o.n)...) }
+
+// combinedBound bounds a combined statement none of whose callers has a
+// deadline (background work): the next statement of its kind waits for
+// it, so it must end.
+const combinedBound = 30 * time.Second
+
+// combinedContext is the context of a statement made for several
+// callers (ctxs, at least one): the first one's values (its trace) but
+// none of their cancellation, since the others wait for it too, and the
+// latest of their deadlines (combinedBound when none has one).
+func combinedContext(ctxs []context.Context) (context.Context, context.CancelFunc) {
+	var until time.Time
+	for _, c := range ctxs {
+		if d, ok := c.Deadline(); ok && d.After(until) {
+			until = d
+		}
+	}
+	base := context.WithoutCancel(ctxs[0])
+	if until.IsZero() {
+		return context.WithTimeout(base, combinedBound)
+	}
+	return context.WithDeadline(base, until)
+}

@@ -113,6 +113,13 @@ type Dialect struct {
 	// to another process. The statement is PostgreSQL's (unnest WITH
 	// ORDINALITY); SQLite reads in-process and combines none.
 	CombineReads bool
+	// CombineWrites is whether whole turns in new conversations stored
+	// outside a transaction while another is being stored go together in
+	// one transaction, several turns to a statement (exchange.go):
+	// PostgreSQL's, where a statement and a commit cost the server far
+	// more than a row. SQLite's writes take turns on one connection and
+	// are committed in groups already.
+	CombineWrites bool
 	// Schema describes the engine's tables for export and import.
 	Schema Schema
 	// EventsVisible is a condition on rows of events that holds for the
@@ -152,6 +159,9 @@ type Store struct {
 	// points reads single records by id (pointread.go): combined where
 	// the dialect combines reads (CombineReads), alone elsewhere.
 	points *pointReaders
+	// exchanges writes whole turns (exchange.go): combined where the
+	// dialect combines writes (CombineWrites), alone elsewhere.
+	exchanges *exchangeWriter
 }
 
 // New returns a store over eng; sealer seals webhook and integration
@@ -160,6 +170,7 @@ func New(eng Engine, d Dialect, sealer *seal.Sealer) *Store {
 	s := &Store{eng: eng, d: d, sealer: sealer, jobs: make(chan struct{}, 1)}
 	s.Queries = &Queries{s: s, r: eng.Reader(), w: trackedWriter{keyedWriter{Conn: eng.Writer(), s: s}, s}}
 	s.points = newPointReaders(s)
+	s.exchanges = newExchangeWriter(s)
 	return s
 }
 

@@ -146,12 +146,24 @@ func insertTurn(t *ams.Turn) ([]Stmt, error) {
 		out = append(out, Stmt{"free idempotency key", `UPDATE turns SET idempotency_key = NULL WHERE user_id = $1 AND idempotency_key = $2 AND created_at < $3`,
 			[]any{t.UserID, t.IdempotencyKey, MS(t.CreatedAt.Add(-ams.IdempotencyTTL))}})
 	}
-	return append(out, Stmt{"insert turn", `INSERT INTO turns (` + turnCols + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, FALSE, $9, $10, $11, $12, $13, $14, 1,
-		$15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
-		[]any{t.ID, t.UserID, t.AssistantID, t.ConversationID, t.InboundMessageID, t.ReplyMessageID, t.Status, st.errText,
-			nullText(t.IdempotencyKey), t.RequestHash, lease, MS(t.CreatedAt), MS(t.UpdatedAt), nullMS(t.CompletedAt),
+	return append(out, Stmt{opInsertTurn, insertTurnsSQL(1),
+		[]any{t.ID, t.UserID, t.AssistantID, t.ConversationID, t.InboundMessageID, t.ReplyMessageID, t.Status, st.errText, false,
+			nullText(t.IdempotencyKey), t.RequestHash, lease, MS(t.CreatedAt), MS(t.UpdatedAt), nullMS(t.CompletedAt), 1,
 			t.Background, strategy, opts, st.required, st.calls, t.Usage.InputTokens, t.Usage.OutputTokens, t.StopReason,
 			st.expires, nullMS(t.Deadline), st.actionIDs}}), nil
+}
+
+// opInsertTurn names the insert of new turns (insertTurnsSQL).
+const opInsertTurn = "insert turn"
+
+// turnWidth is the parameters of one row of insertTurnsSQL: a value for
+// each of turnCols.
+const turnWidth = 27
+
+// insertTurnsSQL inserts n turns (turnWidth parameters each). A new
+// turn's attempt is 1 and its cancel_requested false.
+func insertTurnsSQL(n int) string {
+	return `INSERT INTO turns (` + turnCols + `) VALUES ` + valueRows(n, turnWidth)
 }
 
 // FindTurn returns the user's turn; ENOTFOUND otherwise.
@@ -547,10 +559,19 @@ func turnEventStmts(events []*ams.TurnEvent) []Stmt {
 		for _, e := range events[:n] {
 			args = append(args, e.TurnID, e.Seq, e.Type, string(e.Data), MS(e.CreatedAt))
 		}
-		stmts = append(stmts, Stmt{"insert turn events", `INSERT INTO turn_events (turn_id, seq, type, data, created_at) VALUES ` + valueRows(n, 5), args})
+		stmts = append(stmts, Stmt{opInsertTurnEvents, insertTurnEventsSQL(n), args})
 		events = events[n:]
 	}
 	return stmts
+}
+
+// opInsertTurnEvents names the insert of a turn's stream events
+// (insertTurnEventsSQL).
+const opInsertTurnEvents = "insert turn events"
+
+// insertTurnEventsSQL inserts n stream events (5 parameters each).
+func insertTurnEventsSQL(n int) string {
+	return `INSERT INTO turn_events (turn_id, seq, type, data, created_at) VALUES ` + valueRows(n, 5)
 }
 
 // TurnEvents returns the turn's events after seq after.

@@ -376,7 +376,7 @@ func (q *Queries) PingWebhook(ctx context.Context, userID, id string, e *ams.Eve
 			return err
 		}
 		if _, err := q.batch(ctx, []Stmt{
-			{"insert event", `INSERT INTO events (` + eventCols + `) VALUES ($1, $2, $3, $4, $5)`, []any{e.ID, e.UserID, e.Type, string(data), MS(e.CreatedAt)}},
+			{opInsertEvents, insertEventsSQL(1), []any{e.ID, e.UserID, e.Type, string(data), MS(e.CreatedAt)}},
 			{"queue delivery", insertJob, []any{userID, id, e.ID, MS(e.CreatedAt)}},
 		}); err != nil {
 			return err

@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"RegisteredClients", testRegisteredClients},
 		{"ManagementLists", testManagementLists}, {"ManagementTx", testManagementTx}, {"EmailNotifications", testEmailNotifications},
 		{"WorldTasks", testWorldTasks}, {"AssistantFoundInTx", testAssistantFoundInTx}, {"ConcurrentFinds", testConcurrentFinds},
+		{"ConcurrentExchanges", testConcurrentExchanges},
 		{"WorldCalendar", testWorldCalendar},
 		{"WorldRollback", testWorldRollback},
 		{"WorldEmit", testWorldEmit},

@@ -63,14 +63,40 @@ func (b *Batcher[T, R]) DoContext(ctx context.Context, item T) (R, error) {
 	case r := <-c.done:
 		return r, nil
 	case <-ctx.Done():
-		b.mu.Lock()
-		if i := slices.Index(b.queue, c); i >= 0 {
-			b.queue = slices.Delete(b.queue, i, i+1)
-		}
-		b.mu.Unlock()
+		b.leave(c)
 		var zero R
 		return zero, ctx.Err()
 	}
+}
+
+// DoOrLeave is DoContext for a call whose answer must not be lost, such
+// as a write that may commit: should ctx end while the call still waits
+// in the queue, it leaves it and returns ctx's error; once a batch has
+// taken it, it waits for its answer whatever ctx does.
+func (b *Batcher[T, R]) DoOrLeave(ctx context.Context, item T) (R, error) {
+	c := b.enqueue(item)
+	select {
+	case r := <-c.done:
+		return r, nil
+	case <-ctx.Done():
+		if b.leave(c) {
+			var zero R
+			return zero, ctx.Err()
+		}
+		return <-c.done, nil
+	}
+}
+
+// leave takes c out of the queue, if no batch has taken it yet, and
+// reports whether it did.
+func (b *Batcher[T, R]) leave(c *call[T, R]) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	i := slices.Index(b.queue, c)
+	if i >= 0 {
+		b.queue = slices.Delete(b.queue, i, i+1)
+	}
+	return i >= 0
 }
 
 // Queued returns how many calls wait for a batch.

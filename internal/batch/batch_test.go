@@ -101,3 +101,62 @@ func TestDoContext(t *testing.T) {
 		t.Fatalf("answered %d; batches ran %v, want [7 -1 2]", got, ran)
 	}
 }
+
+// TestDoOrLeave: a call whose context ends while it waits in the queue
+// leaves it, as DoContext's does; one whose context ends after a batch
+// took it gets the batch's answer.
+func TestDoOrLeave(t *testing.T) {
+	release, holding := make(chan struct{}), make(chan struct{})
+	taken, finish := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var ran []int
+	b := &Batcher[int, int]{Run: func(items []int) []int {
+		switch items[0] {
+		case -1:
+			close(holding)
+			<-release
+		case 2:
+			close(taken)
+			<-finish
+		}
+		mu.Lock()
+		ran = append(ran, items...)
+		mu.Unlock()
+		out := make([]int, len(items))
+		for i, v := range items {
+			out[i] = v * 10
+		}
+		return out
+	}}
+	go b.Do(-1)
+	<-holding
+	ctx1, cancel1 := context.WithCancel(context.Background())
+	gave := make(chan error, 1)
+	go func() { _, err := b.DoOrLeave(ctx1, 1); gave <- err }()
+	wait.Eventually(t, "the call to be queued", func() bool { return b.Queued() == 1 })
+	cancel1()
+	if err := <-gave; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a queued call whose context ended: %v", err)
+	}
+
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	type answer struct {
+		v   int
+		err error
+	}
+	got := make(chan answer, 1)
+	go func() { v, err := b.DoOrLeave(ctx2, 2); got <- answer{v, err} }()
+	wait.Eventually(t, "the call to be queued", func() bool { return b.Queued() == 1 })
+	close(release)
+	<-taken // its batch runs: its context ends meanwhile
+	cancel2()
+	close(finish)
+	if a := <-got; a.v != 20 || a.err != nil {
+		t.Fatalf("a taken call whose context ended: %d %v, want its answer 20", a.v, a.err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(ran, []int{-1, 2}) {
+		t.Fatalf("batches ran %v, want [-1 2]", ran)
+	}
+}
