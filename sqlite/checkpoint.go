@@ -14,16 +14,36 @@ import (
 // CPU under load. Instead a connection of its own runs a PASSIVE
 // checkpoint every checkpointEvery (PASSIVE never waits for, nor blocks,
 // readers or the writer), on another core, while the writer goes on. The
-// automatic checkpoint stays as a safety net at a higher threshold
-// (autoCheckpointPages), should this one fall behind.
+// automatic checkpoint stays as a safety net at a much higher threshold
+// (autoCheckpointPages), should this one stop.
+//
+// The WAL starts over from its beginning when a write transaction begins
+// with every frame copied and no reader still in the WAL; under a steady
+// load that happens every second or so and the WAL stays a few thousand
+// pages. A burst of writes (the purge of a day's history at a start:
+// about 30,000 pages a second on the growth benchmark's 1M-row store)
+// leaves no such moment while it lasts: the WAL grew to 146,000 pages in
+// 6 s and started over once the burst had passed. With the automatic
+// checkpoint at 10,000 pages the writer checkpointed about once a second
+// during such a burst, a COMMIT of 100–160 ms each (the database file's
+// sync, with the disk busy), which every POST and delivery queued behind
+// (docs/benchmarks.md, issue 33): the checkpointer had copied the frames
+// already. So the automatic checkpoint's threshold is far above a burst:
+// the burst's WAL grows, the checkpointer copies it as it comes, and the
+// WAL starts over once the burst has passed. The WAL's file keeps the size
+// a burst gave it (SQLite reuses it from its beginning) until the store
+// is closed, which checkpoints and deletes it: a journal_size_limit would
+// give the space back, but its truncation of hundreds of MiB, in the
+// writer's COMMIT, was itself a stall of 200–300 ms.
 
 // checkpointEvery is how often the checkpointer copies the WAL's new
 // frames into the database.
 const checkpointEvery = 100 * time.Millisecond
 
-// autoCheckpointPages is the write connection's wal_autocheckpoint: 10,000
-// pages (about 40 MiB of WAL) instead of SQLite's 1,000.
-const autoCheckpointPages = 10000
+// autoCheckpointPages is the write connection's wal_autocheckpoint:
+// 250,000 pages (about 1 GiB of WAL) instead of SQLite's 1,000, a
+// safety net above the bursts measured (146,000 pages).
+const autoCheckpointPages = 250000
 
 // checkpointer runs PASSIVE checkpoints on its own connection.
 type checkpointer struct {
