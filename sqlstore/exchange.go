@@ -64,11 +64,12 @@ type mergeKey struct {
 }
 
 // exchangeWrite is one SaveExchange: its statements, the eventStmts
-// pairs from head on (runEmitLast).
+// pairs from head on (runEmitLast), and its shape.
 type exchangeWrite struct {
 	ctx   context.Context
 	stmts []Stmt
 	head  int
+	shape string
 }
 
 // maxCombinedExchanges bounds the writes of one transaction: what one
@@ -96,7 +97,7 @@ func newExchangeWriter(s *Store) *exchangeWriter {
 // shape. The caller is outside any transaction.
 func (w *exchangeWriter) write(ctx context.Context, stmts []Stmt, head int) error {
 	x := &exchangeWrite{ctx: ctx, stmts: stmts, head: head}
-	if w.shape(x) == "" {
+	if x.shape = w.shape(stmts); x.shape == "" {
 		return w.alone(x)
 	}
 	err, left := w.b.DoOrLeave(ctx, x)
@@ -110,14 +111,14 @@ func (w *exchangeWriter) write(ctx context.Context, stmts []Stmt, head int) erro
 // write: what a test holds a write in flight for.
 func (s *Store) ExchangesQueued() int { return s.exchanges.b.Queued() }
 
-// shape returns what writes that merge with x have in common (their
-// statements' ops in order), or "" when x has a statement that does not
+// shape returns what writes that merge with one of stmts have in common
+// (their statements' ops in order), or "" when a statement does not
 // merge. A statement merges when its op has a merge whose statement for
 // its rows is its own: a statement of another kind that happened to
 // share the op is never mistaken for one.
-func (w *exchangeWriter) shape(x *exchangeWrite) string {
+func (w *exchangeWriter) shape(stmts []Stmt) string {
 	var b strings.Builder
-	for _, st := range x.stmts {
+	for _, st := range stmts {
 		m, ok := w.merges[st.Op]
 		if !ok || len(st.Args) == 0 || len(st.Args)%m.width != 0 || w.sqlFor(st.Op, m, len(st.Args)/m.width) != st.SQL {
 			return ""
@@ -128,8 +129,19 @@ func (w *exchangeWriter) shape(x *exchangeWrite) string {
 	return b.String()
 }
 
-// sqlFor returns m's statement for rows rows of op, made once.
+// cachedRows bounds the statements sqlFor keeps: those of one write
+// (eventStmts and turnEventStmts take 16 rows at most), which every
+// write's shape compares with; a combined statement is made for its
+// transaction only, so that what is kept stays small whatever the
+// writes' sizes.
+const cachedRows = 32
+
+// sqlFor returns m's statement for rows rows of op, made once when it
+// has at most cachedRows.
 func (w *exchangeWriter) sqlFor(op string, m merge, rows int) string {
+	if rows > cachedRows {
+		return m.sql(rows)
+	}
 	k := mergeKey{op, rows}
 	w.mu.Lock()
 	q, ok := w.sql[k]
@@ -150,7 +162,7 @@ func (w *exchangeWriter) run(xs []*exchangeWrite) []error {
 	groups := map[string][]int{}
 	var shapes []string
 	for i, x := range xs {
-		k := w.shape(x)
+		k := x.shape
 		if _, ok := groups[k]; !ok {
 			shapes = append(shapes, k)
 		}
