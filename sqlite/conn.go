@@ -290,6 +290,17 @@ type engine struct {
 func (e *engine) Reader() sqlstore.Conn { return e.read }
 func (e *engine) Writer() sqlstore.Conn { return conn{db: e.write, stmts: e.stmts} }
 
+// WriteMark returns the write transactions committed so far
+// (sqlstore.WriteWaiter).
+func (e *engine) WriteMark() int64 { return e.group.txs.Load() }
+
+// WritesWaiting reports whether write transactions wait for the one
+// writer, or other transactions than one committed since mark
+// (sqlstore.WriteWaiter).
+func (e *engine) WritesWaiting(mark int64) bool {
+	return e.group.group.Queued() > 0 || e.group.txs.Load()-mark > 1
+}
+
 // InTx runs fn in a write transaction, committed together with the
 // transactions that wait meanwhile (see committer).
 func (e *engine) InTx(ctx context.Context, fn func(sqlstore.Conn) error) error {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/testing/wait"
+	"github.com/amsdev/ams/sqlstore"
 )
 
 // taskStore opens a store with an account and an assistant, and returns
@@ -214,6 +215,45 @@ func TestCheckpointer(t *testing.T) {
 		}
 	}
 	wait.Eventually(t, "a checkpoint to copy the WAL", func() bool { return db.ckpt.full.Load() != before })
+}
+
+// TestWritesWaiting: the engine tells the purge that other writes
+// wanted the writer while one is queued behind a transaction in
+// progress, and once they have run beside it; a transaction alone is
+// none.
+func TestWritesWaiting(t *testing.T) {
+	ctx := context.Background()
+	db := tempDB(t)
+	e := &engine{group: db.group}
+	mark := e.WriteMark()
+	if err := db.group.run(ctx, func(sqlstore.Conn) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if e.WritesWaiting(mark) {
+		t.Fatal("writes waiting after one transaction alone")
+	}
+	mark = e.WriteMark()
+	holding, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- db.group.run(ctx, func(sqlstore.Conn) error { close(holding); <-release; return nil })
+	}()
+	<-holding
+	second := make(chan error, 1)
+	go func() { second <- db.group.run(ctx, func(sqlstore.Conn) error { return nil }) }()
+	wait.Eventually(t, "a write to wait behind the one in progress", func() bool { return db.group.group.Queued() == 1 })
+	if !e.WritesWaiting(mark) {
+		t.Fatal("no writes waiting while one is queued")
+	}
+	close(release)
+	for _, c := range []chan error{first, second} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !e.WritesWaiting(mark) {
+		t.Fatal("no writes counted after another ran beside the first")
+	}
 }
 
 // TestCloseTwice: closing a store twice is harmless.

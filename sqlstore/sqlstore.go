@@ -73,6 +73,19 @@ type Stmt struct {
 	Args []any
 }
 
+// WriteWaiter is an engine whose writes take turns on one writer
+// (SQLite's): it tells whether other writes than a transaction of the
+// caller's wanted the writer while it ran. The retention purge rests
+// between its batches only then.
+type WriteWaiter interface {
+	// WriteMark returns a mark of the writer's work, taken before the
+	// caller's transaction.
+	WriteMark() int64
+	// WritesWaiting reports whether write transactions wait for the
+	// writer now, or others than the caller's one ran since mark.
+	WritesWaiting(mark int64) bool
+}
+
 // Engine is what an engine gives the store.
 type Engine interface {
 	// Reader runs reads outside transactions.

@@ -846,7 +846,8 @@ func (q *Queries) Purge(ctx context.Context, now time.Time) (int64, error) {
 
 // purge deletes the growing tables' old rows in batches (at most
 // PurgeBatch, paced by purgePace: a batch's statements take the cutoff as
-// $1 and the batch's size as $2), each batch its own transaction, and
+// $1 and the batch's size as $2), each batch its own transaction
+// (followed by a rest when writes wait: purgeRest), and
 // then the small tables' rules (and extra) in one transaction. Events go
 // with their jobs, a batch at a time, oldest first: a batch deletes the
 // jobs of the events it deletes, so no batch rescans events whose jobs
@@ -880,6 +881,10 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 				sized[i] = Stmt{st.Op, st.SQL, append(slices.Clip(st.Args), size)}
 			}
 			var n []int64
+			var mark int64
+			if w, ok := q.s.eng.(WriteWaiter); ok {
+				mark = w.WriteMark()
+			}
 			start := time.Now()
 			err := q.inTx(ctx, func(q *Queries) error {
 				var err error
@@ -889,7 +894,8 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 			if err != nil {
 				return total, err
 			}
-			pace.took(time.Since(start))
+			took := time.Since(start)
+			pace.took(took)
 			for _, k := range n {
 				total += k
 			}
@@ -897,6 +903,9 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 			// than a batch means the table has no more of age.
 			if n[len(n)-1] < int64(size) {
 				break
+			}
+			if err := q.purgeRest(ctx, mark, took); err != nil {
+				return total, err
 			}
 		}
 	}
@@ -928,6 +937,28 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 		return err
 	})
 	return total, err
+}
+
+// purgeRest waits after a purge batch that took took, when other writes
+// wanted the engine's one writer since mark, taken before the batch
+// (WriteWaiter): as long as the batch took, so that the purge holds the
+// writer half of the time at most and the writes that arrive find it
+// free the other half, instead of queued behind batch after batch
+// (docs/benchmarks.md, issue 33). With no other writes (a quiet store,
+// or PostgreSQL's many writers) the purge goes on at once.
+func (q *Queries) purgeRest(ctx context.Context, mark int64, took time.Duration) error {
+	w, ok := q.s.eng.(WriteWaiter)
+	if !ok || !w.WritesWaiting(mark) {
+		return nil
+	}
+	rest := time.NewTimer(took)
+	defer rest.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-rest.C:
+		return nil
+	}
 }
 
 // PurgeWith is Purge with the engine's own retention rules added.
