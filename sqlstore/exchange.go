@@ -46,9 +46,8 @@ type exchangeWriter struct {
 	b batch.Batcher[*exchangeWrite, error]
 	// merges are the statements that merge, by Op.
 	merges map[string]merge
-	// sql caches each merge's statement by its number of rows.
-	mu  sync.Mutex
-	sql map[mergeKey]string
+	// sql caches merges' statements of one write (mergeKey → string).
+	sql sync.Map
 }
 
 // merge is how a statement of one kind is made for any number of rows:
@@ -79,7 +78,7 @@ type exchangeWrite struct {
 const maxCombinedExchanges = 64
 
 func newExchangeWriter(s *Store) *exchangeWriter {
-	w := &exchangeWriter{s: s, sql: map[mergeKey]string{}, merges: map[string]merge{
+	w := &exchangeWriter{s: s, merges: map[string]merge{
 		opInsertConversation: {9, insertConversationsSQL},
 		opInsertTurn:         {turnWidth, insertTurnsSQL},
 		opInsertMessages:     {9, insertMessagesSQL},
@@ -143,16 +142,11 @@ func (w *exchangeWriter) sqlFor(op string, m merge, rows int) string {
 		return m.sql(rows)
 	}
 	k := mergeKey{op, rows}
-	w.mu.Lock()
-	q, ok := w.sql[k]
-	w.mu.Unlock()
+	q, ok := w.sql.Load(k)
 	if !ok {
-		q = m.sql(rows)
-		w.mu.Lock()
-		w.sql[k] = q
-		w.mu.Unlock()
+		q, _ = w.sql.LoadOrStore(k, m.sql(rows))
 	}
-	return q
+	return q.(string)
 }
 
 // run writes a batch: the writes of each shape together, or alone when

@@ -870,6 +870,7 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 	}
 	var total int64
 	pace := newPurgePace()
+	waiter, _ := q.s.eng.(WriteWaiter)
 	for _, stmts := range batched {
 		for {
 			if err := ctx.Err(); err != nil {
@@ -882,8 +883,8 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 			}
 			var n []int64
 			var mark int64
-			if w, ok := q.s.eng.(WriteWaiter); ok {
-				mark = w.WriteMark()
+			if waiter != nil {
+				mark = waiter.WriteMark()
 			}
 			start := time.Now()
 			err := q.inTx(ctx, func(q *Queries) error {
@@ -904,7 +905,7 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 			if n[len(n)-1] < int64(size) {
 				break
 			}
-			if err := q.purgeRest(ctx, mark, took); err != nil {
+			if err := purgeRest(ctx, waiter, mark, took); err != nil {
 				return total, err
 			}
 		}
@@ -940,15 +941,14 @@ func (q *Queries) purge(ctx context.Context, now time.Time, extra ...PurgeStmt) 
 }
 
 // purgeRest waits after a purge batch that took took, when other writes
-// wanted the engine's one writer since mark, taken before the batch
-// (WriteWaiter): as long as the batch took, so that the purge holds the
-// writer half of the time at most and the writes that arrive find it
-// free the other half, instead of queued behind batch after batch
-// (docs/benchmarks.md, issue 33). With no other writes (a quiet store,
-// or PostgreSQL's many writers) the purge goes on at once.
-func (q *Queries) purgeRest(ctx context.Context, mark int64, took time.Duration) error {
-	w, ok := q.s.eng.(WriteWaiter)
-	if !ok || !w.WritesWaiting(mark) {
+// wanted the engine's one writer (w) since mark, taken before the batch:
+// as long as the batch took, so that the purge holds the writer half of
+// the time at most and the writes that arrive find it free the other
+// half, instead of queued behind batch after batch (docs/benchmarks.md,
+// issue 33). With no other writes (a quiet store), or no one writer (w
+// nil: PostgreSQL's many writers), the purge goes on at once.
+func purgeRest(ctx context.Context, w WriteWaiter, mark int64, took time.Duration) error {
+	if w == nil || !w.WritesWaiting(mark) {
 		return nil
 	}
 	rest := time.NewTimer(took)
