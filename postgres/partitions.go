@@ -207,11 +207,14 @@ func lockNotGranted(err error) bool {
 }
 
 // alreadyDropped reports that another process dropped the partition
-// first (both listed it; the second's DROP waited for the first's lock
-// and then found no table).
+// first (both listed it): the second's DROP waited for the first's lock
+// and then found no table (42P01), or the second read the estimate while
+// the first committed, when the name still resolves (the cast reads the
+// catalog as of that moment) but the statement's snapshot no longer
+// holds the table's row in pg_class (no rows; seen in CI).
 func alreadyDropped(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "42P01"
+	return errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pe) && pe.Code == "42P01"
 }
 
 // alreadyMade reports that another process made the partition first.
