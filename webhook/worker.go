@@ -305,10 +305,16 @@ func (w *Worker) start(ctx context.Context, claimStart time.Time, jobs []*ams.Jo
 			defer w.wg.Done()
 			// A delivery in flight finishes and is recorded even when the
 			// worker is stopping: it is bounded by the Timeout.
-			w.deliver(context.WithoutCancel(ctx), j)
+			handed := w.deliver(context.WithoutCancel(ctx), j)
 			w.mu.Lock()
 			w.total--
 			w.mu.Unlock()
+			if handed {
+				// The record's claim took the slot's successor, or found
+				// none to take: a claim now would find nothing more, and
+				// would only queue for the writer ahead of the next records.
+				return
+			}
 			select {
 			case w.freed <- struct{}{}:
 			default:
@@ -336,8 +342,10 @@ func Body(e *ams.Event) ([]byte, error) {
 		Request: e.Request, TurnID: e.TurnID, Previous: e.PreviousAttributes, Test: e.Test, Data: e.Data})
 }
 
-// deliver makes one attempt of job j and records it.
-func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
+// deliver makes one attempt of job j and records it. It reports whether
+// the transaction that recorded it claimed for the slot it frees (see
+// recordBatch).
+func (w *Worker) deliver(ctx context.Context, j *ams.Job) (handed bool) {
 	attempt := j.Attempts + 1
 	ctx, span := tracing.Delivery(ctx, j.Event.Trace, j.UserID, j.Event.ID, j.Event.Type, j.WebhookID, attempt)
 	defer span.End()
@@ -391,18 +399,18 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 		r.Email = w.failingEmail(ctx, j, why)
 		r.Event = ams.WebhookFailingEvent(j.UserID, j.WebhookID, j.URL, why, now)
 	}
-	failed, err := w.record(ctx, r, now)
+	failed, handed, err := w.record(ctx, r, now)
 	if errors.Is(err, ams.ErrLeaseLost) {
 		// Too late: the job is another worker's now, or will be. Whatever
 		// the receiver answered, the attempt is not counted.
 		w.Logger.Warn("webhook delivery not recorded: its lease ran out before the attempt finished", "delivery", d.ID,
 			"webhook", j.WebhookID, "event", j.Event.ID, "attempt", attempt, "status", status, "lease_until", j.LeaseUntil)
-		return
+		return handed
 	}
 	if err != nil {
 		// The lease runs out and the job is attempted again: at least once.
 		w.Logger.Error("record webhook delivery", "delivery", d.ID, "webhook", j.WebhookID, "err", err)
-		return
+		return false
 	}
 	if w.OnAttempt != nil {
 		w.OnAttempt([...]string{ams.JobSucceeded: "succeeded", ams.JobRetry: "retry", ams.JobFailed: "failed"}[r.Outcome])
@@ -412,6 +420,7 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) {
 	if failed {
 		w.Logger.Warn("webhook marked failing", "webhook", j.WebhookID, "url", j.URL)
 	}
+	return handed
 }
 
 // maxRecordBatch bounds the attempts recorded in one transaction.
@@ -422,6 +431,9 @@ type attemptRecord struct {
 	ctx context.Context
 	r   *ams.AttemptResult
 	now time.Time
+	// handed is set by recordBatch, before Do returns, when the batch's
+	// transaction claimed for the slots it freed (see recordBatch).
+	handed *bool
 }
 
 // record stores an attempt's outcome. An attempt that fails its webhook
@@ -429,12 +441,15 @@ type attemptRecord struct {
 // and emits webhook.failing); the others are recorded with the attempts
 // that finish meanwhile, in one transaction (see ams.DeliveryQueue's
 // RecordAttempts), so that a busy worker pays one commit for many
-// attempts. A lone attempt is recorded at once.
-func (w *Worker) record(ctx context.Context, r *ams.AttemptResult, now time.Time) (bool, error) {
+// attempts. A lone attempt is recorded at once. handed reports that the
+// transaction also claimed for the slot the attempt frees (recordBatch).
+func (w *Worker) record(ctx context.Context, r *ams.AttemptResult, now time.Time) (failed, handed bool, err error) {
 	if r.Outcome == ams.JobFailed {
-		return w.Queue.RecordAttempt(ctx, r, now)
+		failed, err = w.Queue.RecordAttempt(ctx, r, now)
+		return failed, false, err
 	}
-	return false, w.recorder.Do(attemptRecord{ctx: ctx, r: r, now: now})
+	err = w.recorder.Do(attemptRecord{ctx: ctx, r: r, now: now, handed: &handed})
+	return false, handed, err
 }
 
 // recordBatch records a batch of attempts, at the latest of their times
@@ -442,7 +457,8 @@ func (w *Worker) record(ctx context.Context, r *ams.AttemptResult, now time.Time
 // a RecordClaimer queue, the same transaction claims as many jobs as the
 // batch frees slots, and starts them: the slots pass from the ended
 // deliveries to their successors (which may briefly count twice, until
-// the ended ones return) without a claim of their own.
+// the ended ones return) without a claim of their own, and Run is not
+// woken to claim for them (attemptRecord.handed).
 func (w *Worker) recordBatch(items []attemptRecord) []error {
 	rs := make([]*ams.AttemptResult, len(items))
 	now := items[0].now
@@ -466,6 +482,14 @@ func (w *Worker) recordBatch(items []attemptRecord) []error {
 			w.Logger.Error("claim webhook deliveries", "err", claimErr)
 		}
 		w.start(running, start, jobs)
+		// A claim that took a successor for every slot freed leaves
+		// nothing for Run's claim to find; one that took fewer may have
+		// stopped at the webhooks it probes, so Run claims again.
+		if err == nil && claimErr == nil && len(jobs) >= len(items) {
+			for _, it := range items {
+				*it.handed = true
+			}
+		}
 	} else {
 		errs, err = w.Queue.RecordAttempts(items[0].ctx, rs, now)
 	}

@@ -602,13 +602,14 @@ func TestFailingEmailTurnedOff(t *testing.T) {
 // countingQueue is a Queue that counts the jobs each path claimed.
 type countingQueue struct {
 	webhook.Queue
-	rc                      webhook.RecordClaimer
-	byClaims, byRecords     atomic.Int64
-	records, claimsWithJobs atomic.Int64
+	rc                              webhook.RecordClaimer
+	byClaims, byRecords             atomic.Int64
+	claims, records, claimsWithJobs atomic.Int64
 }
 
 func (q *countingQueue) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams.Job, error) {
 	jobs, err := q.Queue.ClaimJobs(ctx, now, c)
+	q.claims.Add(1)
 	if len(jobs) > 0 {
 		q.claimsWithJobs.Add(1)
 	}
@@ -625,9 +626,12 @@ func (q *countingQueue) RecordAttemptsAndClaim(ctx context.Context, rs []*ams.At
 
 // TestRecordsClaimTheirSuccessors: on SQLite (a RecordClaimer), a running
 // worker takes the next jobs in the transaction that records the
-// attempts before them: with one slot and 20 jobs queued, one claim of
-// its own starts the first and each record claims the next; every event
-// arrives once, and the receiver never has two deliveries at once.
+// attempts before them: with one slot of the webhook and 20 jobs queued,
+// one claim of its own starts the first and each record claims the next;
+// every event arrives once, and the receiver never has two deliveries at
+// once. The worker has slots to spare (the cap is the webhook's), yet it
+// does not claim again after a record that took the freed slot's
+// successor: such a claim finds nothing and holds up the writer.
 func TestRecordsClaimTheirSuccessors(t *testing.T) {
 	f := amstest.New(t)
 	rc, ok := f.Worker.Queue.(webhook.RecordClaimer)
@@ -659,7 +663,8 @@ func TestRecordsClaimTheirSuccessors(t *testing.T) {
 	}
 	q := &countingQueue{Queue: f.Worker.Queue, rc: rc}
 	f.Worker.Queue = q
-	f.Worker.Concurrency, f.Worker.PerWebhook = 1, 1
+	f.Worker.PerWebhook = 1
+	f.Worker.PollInterval = time.Hour // no claims by the clock
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { f.Worker.Run(ctx); close(done) }()
@@ -682,5 +687,10 @@ func TestRecordsClaimTheirSuccessors(t *testing.T) {
 	}
 	if m := most.Load(); m != 1 {
 		t.Fatalf("the receiver had %d deliveries at once, want 1 (one slot)", m)
+	}
+	// The first; one woken by the jobs queued before Run (they were
+	// signalled); one after the last record, which found no successor.
+	if n := q.claims.Load(); n > 3 {
+		t.Fatalf("%d claims of the worker's own for 20 jobs, want 3 at most: the records' claims took the successors", n)
 	}
 }
