@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -26,12 +27,19 @@ ORDER BY d.at, w.id`
 
 // webhookJobsQuery reads one webhook's oldest due jobs through its index
 // (it passes over the webhook's jobs in flight, as many as its cap at
-// most).
-const webhookJobsQuery = `
+// most), limit of them. Its LIMIT is a literal, one statement per limit
+// (the write connection prepares each once and keeps it), not a bound
+// parameter: SQLite plans with the value bound to a LIMIT, so it prepares
+// such a statement again each time that value changes, as a claim's free
+// slots do from one claim to the next (SQLite 3.54; a quarter of the
+// claim's time in a drain went to it).
+func webhookJobsQuery(limit int) string {
+	return `
 SELECT q.seq, q.user_id, q.attempts, q.next_at, q.lease_until, e.id, e.type, e.data, e.created_at
 FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due JOIN events e ON e.id = q.event_id
 WHERE q.webhook_id = ?1 AND q.state = 'pending' AND q.next_at <= ?2 AND q.lease_until <= ?2
-ORDER BY q.next_at, q.seq LIMIT ?3`
+ORDER BY q.next_at, q.seq LIMIT ` + strconv.Itoa(limit)
+}
 
 // headJobQuery reads an ordered webhook's head: its first pending job in
 // queue order, due or not.
@@ -52,13 +60,18 @@ ORDER BY q.seq LIMIT 1`
 // they come before any job not due yet; when a job of these is due, the
 // result is due too. Of an ordered webhook, it is its head's.
 const (
-	clearWakesQuery = `DELETE FROM webhook_wakes WHERE webhook_id = ?1`
-	nextWakeQuery   = `SELECT min(max(next_at, lease_until)) FROM (SELECT q.next_at, q.lease_until FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
-  WHERE q.webhook_id = ?1 AND q.state = 'pending' ORDER BY q.next_at, q.seq LIMIT ?2)`
+	clearWakesQuery      = `DELETE FROM webhook_wakes WHERE webhook_id = ?1`
 	nextOrderedWakeQuery = `SELECT max(q.next_at, q.lease_until) FROM webhook_jobs q INDEXED BY webhook_jobs_webhook
 WHERE q.webhook_id = ?1 AND q.state = 'pending' ORDER BY q.seq LIMIT 1`
 	wakeQuery = `INSERT INTO webhook_wakes (webhook_id, at) VALUES (?1, ?2)`
 )
+
+// nextWakeQuery reads the next due time of an unordered webhook's first
+// n pending jobs (see above); its LIMIT is a literal, as webhookJobsQuery's.
+func nextWakeQuery(n int) string {
+	return `SELECT min(max(next_at, lease_until)) FROM (SELECT q.next_at, q.lease_until FROM webhook_jobs q INDEXED BY webhook_jobs_webhook_due
+  WHERE q.webhook_id = ?1 AND q.state = 'pending' ORDER BY q.next_at, q.seq LIMIT ` + strconv.Itoa(n) + `)`
+}
 
 // ClaimJobs leases due jobs; see ams.DeliveryQueue. In one transaction it
 // counts the deliveries in flight (sqlstore.InFlight), reads the webhooks
@@ -237,7 +250,7 @@ func (db *DB) open(c *claimed) ([]*ams.Job, error) {
 // of an ordered webhook, its head if due (headJobQuery). Their event data
 // and secrets go to sealed, for open after the transaction.
 func (db *DB) probeJobs(ctx context.Context, cn sqlstore.Conn, h claimHook, now time.Time, limit int, sealed map[*ams.Job]sealedJob) ([]sqlstore.Candidate, error) {
-	query, args := webhookJobsQuery, []any{h.id, sqlstore.MS(now), limit}
+	query, args := webhookJobsQuery(limit), []any{h.id, sqlstore.MS(now)}
 	if h.ordered {
 		query, args = headJobQuery, []any{h.id}
 	}
@@ -336,7 +349,7 @@ func wakeNext(ctx context.Context, cn sqlstore.Conn, now time.Time, looked map[s
 		return nil
 	}
 	for id, k := range looked {
-		at, err := next(nextWakeQuery, id, k+1)
+		at, err := next(nextWakeQuery(k+1), id)
 		if err == nil {
 			err = wake(id, at)
 		}

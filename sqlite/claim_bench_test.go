@@ -90,3 +90,43 @@ func BenchmarkDeliveryCycle(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkRecordAndClaim is the writer's work of a drain as the worker
+// does it on SQLite: batches of 1 to 8 ended deliveries (as many as end
+// while the previous batch commits) recorded in the transaction that
+// claims their successors, 24 deliveries in flight under the caps of 8
+// per webhook. ns/delivery is the writer's time per delivery.
+func BenchmarkRecordAndClaim(b *testing.B) {
+	db, t0 := backlog(b)
+	ctx := context.Background()
+	now := t0.Add(time.Second)
+	claim := ams.Claim{Lease: time.Minute, Limit: 64, PerWebhook: 8}
+	flight, err := db.ClaimJobs(ctx, now, claim)
+	if err != nil || len(flight) != 24 {
+		b.Fatalf("claimed %d: %v", len(flight), err)
+	}
+	code, n, delivered := 200, 0, 0
+	for b.Loop() {
+		n++
+		k := 1 + n%8
+		rs := make([]*ams.AttemptResult, k)
+		for i, j := range flight[:k] {
+			d := &ams.Delivery{ID: ams.NewID(ams.PrefixDelivery), UserID: j.UserID, WebhookID: j.WebhookID, EventID: j.Event.ID, EventType: j.Event.Type,
+				Attempt: 1, URL: j.URL, Success: true, StatusCode: &code, DurationMS: 2, ResponseBody: "ok", CreatedAt: now}
+			rs[i] = &ams.AttemptResult{Job: j, Delivery: d, Outcome: ams.JobSucceeded}
+		}
+		claim.Limit = k
+		errs, next, claimErr, err := db.RecordAttemptsAndClaim(ctx, rs, now, claim)
+		if err != nil || claimErr != nil || len(next) != k {
+			b.Fatalf("recorded %d (%v), claimed %d of %d: %v", len(rs), err, len(next), k, claimErr)
+		}
+		for _, e := range errs {
+			if e != nil {
+				b.Fatal(e)
+			}
+		}
+		flight = append(flight[k:], next...)
+		delivered += k
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(delivered), "ns/delivery")
+}

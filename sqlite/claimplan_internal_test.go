@@ -20,9 +20,9 @@ func TestClaimPlans(t *testing.T) {
 		want      []string
 	}{
 		{"due webhooks", dueWebhooksQuery, []any{1}, []string{"SEARCH k USING INDEX webhook_wakes_at (at<?)", "SEARCH w USING INDEX sqlite_autoindex_webhooks_1 (id=?)"}},
-		{"due jobs", webhookJobsQuery, []any{"w", 1, 8}, []string{"SEARCH q USING INDEX webhook_jobs_webhook_due (webhook_id=? AND next_at<?)"}},
+		{"due jobs", webhookJobsQuery(8), []any{"w", 1}, []string{"SEARCH q USING INDEX webhook_jobs_webhook_due (webhook_id=? AND next_at<?)"}},
 		{"ordered head", headJobQuery, []any{"w"}, []string{"SEARCH q USING INDEX webhook_jobs_webhook (webhook_id=? AND state=?)"}},
-		{"next wake", nextWakeQuery, []any{"w", 9}, []string{"SEARCH q USING INDEX webhook_jobs_webhook_due (webhook_id=?)"}},
+		{"next wake", nextWakeQuery(9), []any{"w"}, []string{"SEARCH q USING INDEX webhook_jobs_webhook_due (webhook_id=?)"}},
 		{"ordered next wake", nextOrderedWakeQuery, []any{"w"}, []string{"SEARCH q USING INDEX webhook_jobs_webhook (webhook_id=? AND state=?)"}},
 	} {
 		rows, err := db.write.QueryContext(ctx, "EXPLAIN QUERY PLAN "+c.sql, c.args...)
