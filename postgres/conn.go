@@ -69,6 +69,7 @@ var dialect = sqlstore.Dialect{
 	// A turn's write is a transaction of statements that cost more than
 	// their rows: concurrent ones go together (sqlstore/exchange.go).
 	CombineWrites: true,
+	ClaimsLock:    true,
 	KeyLock:       `SELECT pg_advisory_xact_lock(hashtext('ams.key_lock'), hashtext($1))`,
 	Schema:        schema,
 	IsUnique:      func(err error) bool { return pgCode(err) == codeUniqueViolation },

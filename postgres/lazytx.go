@@ -33,20 +33,33 @@ var (
 // queued behind it for the lock, on a row that transaction holds
 // (a three-way deadlock, PostgreSQL's 40P01, which TestOrderedDelivery
 // met in CI when the lock came only with a transaction's first queued
-// job). It costs no round trip: it travels with BEGIN.
+// job). It costs no round trip: it travels with BEGIN. A transaction
+// begun with a context of sqlstore.WithoutClaimsLock (a record of
+// successes, which queues no job and never asks for the lock) begins
+// with BEGIN alone: claims need not wait for it.
 var begin = []string{"BEGIN", claimShared}
+
+// beginFor is what starts a transaction begun with ctx: begin, or BEGIN
+// alone for a context of sqlstore.WithoutClaimsLock.
+func beginFor(ctx context.Context) []string {
+	if !sqlstore.NeedsClaimsLock(ctx) {
+		return begin[:1]
+	}
+	return begin
+}
 
 // first sends begin and query in one batch and returns the batch, whose
 // begin results have been read, positioned at query's result.
 func (t *lazyTx) first(ctx context.Context, query string, args ...any) (pgx.BatchResults, error) {
+	start := beginFor(ctx)
 	b := &pgx.Batch{}
-	for _, s := range begin {
+	for _, s := range start {
 		b.Queue(s)
 	}
 	b.Queue(query, args...)
 	br := t.c.SendBatch(ctx, b)
 	t.begun = true
-	for range begin {
+	for range start {
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return nil, err
@@ -103,9 +116,10 @@ func (t *lazyTx) QueryRow(ctx context.Context, query string, args ...any) sqlsto
 func (t *lazyTx) Batch(ctx context.Context, stmts []sqlstore.Stmt) ([]int64, int, error) {
 	skip := 0
 	if !t.begun {
-		skip = len(begin)
-		head := make([]sqlstore.Stmt, 0, len(begin)+len(stmts))
-		for _, s := range begin {
+		start := beginFor(ctx)
+		skip = len(start)
+		head := make([]sqlstore.Stmt, 0, len(start)+len(stmts))
+		for _, s := range start {
 			head = append(head, sqlstore.Stmt{Op: "begin", SQL: s})
 		}
 		stmts = append(head, stmts...)

@@ -136,19 +136,19 @@ func TestTransactionsTakeClaimLockFirst(t *testing.T) {
 	defer pool.Close()
 	e := &engine{pool: pool}
 	const held = `SELECT count(*)::int FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND mode = 'ShareLock' AND granted`
-	scan := func(c sqlstore.Conn) (int, error) {
+	scan := func(ctx context.Context, c sqlstore.Conn) (int, error) {
 		var n int
 		err := c.QueryRow(ctx, held).Scan(&n)
 		return n, err
 	}
-	firsts := map[string]func(c sqlstore.Conn) (int, error){
-		"exec": func(c sqlstore.Conn) (int, error) {
+	firsts := map[string]func(ctx context.Context, c sqlstore.Conn) (int, error){
+		"exec": func(ctx context.Context, c sqlstore.Conn) (int, error) {
 			if _, err := c.Exec(ctx, `SELECT 1`); err != nil {
 				return 0, err
 			}
-			return scan(c)
+			return scan(ctx, c)
 		},
-		"query": func(c sqlstore.Conn) (int, error) {
+		"query": func(ctx context.Context, c sqlstore.Conn) (int, error) {
 			rows, err := c.Query(ctx, held)
 			if err != nil {
 				return 0, err
@@ -163,20 +163,29 @@ func TestTransactionsTakeClaimLockFirst(t *testing.T) {
 			return n, rows.Err()
 		},
 		"queryrow": scan,
-		"batch": func(c sqlstore.Conn) (int, error) {
+		"batch": func(ctx context.Context, c sqlstore.Conn) (int, error) {
 			if _, _, err := c.Batch(ctx, []sqlstore.Stmt{{SQL: `SELECT 1`}}); err != nil {
 				return 0, err
 			}
-			return scan(c)
+			return scan(ctx, c)
 		},
 	}
 	for name, first := range firsts {
 		var n int
-		if err := e.InTx(ctx, func(c sqlstore.Conn) (err error) { n, err = first(c); return err }); err != nil {
+		if err := e.InTx(ctx, func(c sqlstore.Conn) (err error) { n, err = first(ctx, c); return err }); err != nil {
 			t.Fatal(name, err)
 		}
 		if n != 1 {
 			t.Errorf("a transaction beginning with %s holds %d shared advisory locks, want the claims' lock", name, n)
+		}
+		// Begun with a context of WithoutClaimsLock (a record of
+		// successes), it takes none.
+		unlocked := sqlstore.WithoutClaimsLock(ctx)
+		if err := e.InTx(unlocked, func(c sqlstore.Conn) (err error) { n, err = first(unlocked, c); return err }); err != nil {
+			t.Fatal(name, err)
+		}
+		if n != 0 {
+			t.Errorf("a transaction without the claims' lock beginning with %s holds %d shared advisory locks, want none", name, n)
 		}
 	}
 	// An implicit transaction: a batch of two statements on the pool,

@@ -133,6 +133,12 @@ type Dialect struct {
 	// more than a row. SQLite's writes take turns on one connection and
 	// are committed in groups already.
 	CombineWrites bool
+	// ClaimsLock is whether every transaction takes the delivery claims'
+	// lock shared at its start (PostgreSQL: postgres/lazytx.go), so that
+	// a claim, which takes it alone, runs while no transaction that
+	// queues jobs is open. A transaction begun with a context of
+	// WithoutClaimsLock does not: a record of successes (recordAttempts).
+	ClaimsLock bool
 	// Schema describes the engine's tables for export and import.
 	Schema Schema
 	// EventsVisible is a condition on rows of events that holds for the

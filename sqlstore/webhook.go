@@ -623,11 +623,40 @@ type recorded struct {
 // unless its webhook was deleted while the delivery was in flight (which
 // took the jobs and log with it): then there is nothing to record, and
 // its answer is nil.
+//
+// Where transactions take the claims' lock (Dialect.ClaimsLock), a record
+// of successes only, outside a transaction and with nothing to run after
+// it, begins without it (WithoutClaimsLock): it queues no job and makes
+// none due, so a claim need not wait for it, nor it for a claim. Should
+// one of its webhooks have a failure streak to end (which may emit
+// webhook.recovered, whose fan-out queues jobs), it starts again with
+// the lock.
 func (q *Queries) recordAttempts(ctx context.Context, rs []*ams.AttemptResult, now time.Time, then func(context.Context, Conn) error) ([]recorded, error) {
-	out := make([]recorded, len(rs))
 	if len(rs) == 0 {
-		return out, nil
+		return nil, nil
 	}
+	unlocked := q.s.d.ClaimsLock && q.tx == nil && then == nil && !slices.ContainsFunc(rs, func(r *ams.AttemptResult) bool {
+		return r.Outcome != ams.JobSucceeded
+	})
+	if unlocked {
+		out, err := q.recordAttemptsIn(WithoutClaimsLock(ctx), rs, now, nil, true)
+		if !errors.Is(err, errClaimsLockNeeded) {
+			return out, err
+		}
+	}
+	return q.recordAttemptsIn(ctx, rs, now, then, false)
+}
+
+// errClaimsLockNeeded ends a record begun without the claims' lock that
+// has a webhook's failure streak to end.
+var errClaimsLockNeeded = errors.New("the record needs the claims' lock")
+
+// recordAttemptsIn is recordAttempts in one transaction; unlocked: one
+// begun without the claims' lock, which gives up with
+// errClaimsLockNeeded before any write when it would change a webhook's
+// health.
+func (q *Queries) recordAttemptsIn(ctx context.Context, rs []*ams.AttemptResult, now time.Time, then func(context.Context, Conn) error, unlocked bool) ([]recorded, error) {
+	out := make([]recorded, len(rs))
 	matched := make(map[int64]bool, len(rs))
 	err := q.inTx(ctx, func(q *Queries) error {
 		clear(matched)
@@ -635,6 +664,9 @@ func (q *Queries) recordAttempts(ctx context.Context, rs []*ams.AttemptResult, n
 		held, err := q.lockAttempts(ctx, rs)
 		if err != nil {
 			return err
+		}
+		if unlocked && len(held) > 0 {
+			return errClaimsLockNeeded
 		}
 		for c := range slices.Chunk(rs, attemptsPerStatement) {
 			if err := q.recordAttemptChunk(ctx, c, now, matched); err != nil {
