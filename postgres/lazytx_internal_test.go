@@ -122,7 +122,8 @@ func TestLazyTx(t *testing.T) {
 // transaction's lock order, so a transaction never waits for it while
 // holding a row that a claim (holding it exclusive) or a transaction
 // ahead of it waits for (the three-way deadlock with a waiting claim).
-// A single statement outside a transaction takes none.
+// A single statement outside a transaction takes none, nor does a
+// transaction begun with a context of sqlstore.WithoutClaimsLock.
 func TestTransactionsTakeClaimLockFirst(t *testing.T) {
 	url := os.Getenv("AMS_TEST_DATABASE_URL")
 	if url == "" {
