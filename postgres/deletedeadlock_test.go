@@ -22,33 +22,16 @@ import (
 func TestRecordWhileWebhookDeleted(t *testing.T) {
 	db := pgtest.Open(t)
 	ctx := context.Background()
-	now := time.Now()
-	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "dl@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: now, UpdatedAt: now}
-	if err := db.CreateUser(ctx, u); err != nil {
-		t.Fatal(err)
-	}
-	w := &ams.Webhook{ID: ams.NewID(ams.PrefixWebhook), UserID: u.ID, URL: "https://example.com/hook", Events: []string{ams.EventTaskCreated},
-		Active: true, Status: ams.WebhookActive, Secret: "a-very-secret-signing-key", CreatedAt: now, UpdatedAt: now}
-	if err := db.CreateWebhook(ctx, w); err != nil {
-		t.Fatal(err)
-	}
-	for range 3 {
-		e := &ams.Event{ID: ams.NewID(ams.PrefixEvent), Object: "event", UserID: u.ID, Type: ams.EventTaskCreated,
-			Data: map[string]any{"task_id": ams.NewID(ams.PrefixTask)}, CreatedAt: now}
-		if err := db.Emit(ctx, e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	u, hooks := taskWebhooks(t, db, 1)
+	w := hooks[0]
+	emitTasks(t, db, u, 3)
 	jobs, err := db.ClaimJobs(ctx, time.Now(), ams.Claim{Lease: time.Hour, Limit: 10, PerWebhook: 10})
 	if err != nil || len(jobs) != 3 {
 		t.Fatalf("claim: %d jobs, %v", len(jobs), err)
 	}
 	rs := make([]*ams.AttemptResult, len(jobs))
 	for i, j := range jobs {
-		code := 200
-		rs[i] = &ams.AttemptResult{Job: j, Outcome: ams.JobSucceeded, Delivery: &ams.Delivery{
-			ID: ams.NewID(ams.PrefixDelivery), Object: "webhook_delivery", UserID: u.ID, WebhookID: w.ID, EventID: j.Event.ID,
-			EventType: j.Event.Type, Attempt: 1, URL: w.URL, Success: true, StatusCode: &code, CreatedAt: time.Now()}}
+		rs[i] = attempt(j, ams.JobSucceeded, time.Now())
 	}
 
 	// The delete's first half: the webhook's row, locked.

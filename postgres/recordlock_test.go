@@ -20,54 +20,26 @@ import (
 func TestRecordsAndTheClaimsLock(t *testing.T) {
 	db := pgtest.Open(t)
 	ctx := context.Background()
-	t0 := time.Now().Truncate(time.Millisecond)
-	u := &ams.User{ID: ams.NewID(ams.PrefixUser), Email: "x@example.com", Plan: ams.PlanStandard, Timezone: "UTC", CreatedAt: t0, UpdatedAt: t0}
-	if err := db.CreateUser(ctx, u); err != nil {
+	u, hooks := taskWebhooks(t, db, 2) // the second with a failure streak
+	if _, err := db.Pool().Exec(ctx, `UPDATE webhooks SET failure_streak = 2 WHERE id = $1`, hooks[1].ID); err != nil {
 		t.Fatal(err)
 	}
-	hooks := map[string]*ams.Webhook{}
-	for _, name := range []string{"healthy", "streak"} {
-		w := &ams.Webhook{ID: ams.NewID(ams.PrefixWebhook), UserID: u.ID, URL: "https://example.com/" + name, Events: []string{ams.EventTaskCreated},
-			Active: true, Status: ams.WebhookActive, Secret: "0123456789abcdef", CreatedAt: t0, UpdatedAt: t0}
-		if err := db.CreateWebhook(ctx, w); err != nil {
-			t.Fatal(err)
-		}
-		hooks[name] = w
-	}
-	if _, err := db.Pool().Exec(ctx, `UPDATE webhooks SET failure_streak = 2 WHERE id = $1`, hooks["streak"].ID); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		e := &ams.Event{ID: ams.NewID(ams.PrefixEvent), Object: "event", UserID: u.ID, Type: ams.EventTaskCreated,
-			Data: map[string]any{"id": ams.NewID(ams.PrefixTask)}, CreatedAt: t0}
-		if err := db.Emit(ctx, e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	emitTasks(t, db, u, 2)
+	t0 := time.Now()
 	jobs, err := db.ClaimJobs(ctx, t0, ams.Claim{Lease: time.Minute, Limit: 64, PerWebhook: 8})
 	if err != nil || len(jobs) != 4 {
 		t.Fatalf("claimed %d jobs: %v", len(jobs), err)
 	}
 	var healthy, streak []*ams.Job
 	for _, j := range jobs {
-		if j.WebhookID == hooks["healthy"].ID {
+		if j.WebhookID == hooks[0].ID {
 			healthy = append(healthy, j)
 		} else {
 			streak = append(streak, j)
 		}
 	}
-	code := 200
-	attempt := func(j *ams.Job, outcome ams.JobOutcome) []*ams.AttemptResult {
-		r := &ams.AttemptResult{Job: j, Outcome: outcome, Delivery: &ams.Delivery{ID: ams.NewID(ams.PrefixDelivery), UserID: j.UserID,
-			WebhookID: j.WebhookID, EventID: j.Event.ID, EventType: j.Event.Type, Attempt: 1, URL: j.URL, Success: outcome == ams.JobSucceeded,
-			StatusCode: &code, DurationMS: 2, CreatedAt: t0}}
-		if outcome == ams.JobRetry {
-			r.NextAt = t0.Add(time.Minute)
-		}
-		return []*ams.AttemptResult{r}
-	}
-	record := func(ctx context.Context, rs []*ams.AttemptResult) error {
-		errs, err := db.RecordAttempts(ctx, rs, t0.Add(time.Second))
+	record := func(ctx context.Context, r *ams.AttemptResult) error {
+		errs, err := db.RecordAttempts(ctx, []*ams.AttemptResult{r}, time.Now())
 		if err == nil {
 			err = errs[0]
 		}
@@ -83,13 +55,13 @@ func TestRecordsAndTheClaimsLock(t *testing.T) {
 	// wait for the lock, the deadline would end it).
 	short, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if err := record(short, attempt(healthy[0], ams.JobSucceeded)); err != nil {
+	if err := record(short, attempt(healthy[0], ams.JobSucceeded, t0)); err != nil {
 		t.Fatalf("a success recorded while a claim holds its lock: %v", err)
 	}
 	// A retry, and a success that ends a failure streak, wait for it.
 	done := make(chan error, 2)
-	go func() { done <- record(ctx, attempt(healthy[1], ams.JobRetry)) }()
-	go func() { done <- record(ctx, attempt(streak[0], ams.JobSucceeded)) }()
+	go func() { done <- record(ctx, attempt(healthy[1], ams.JobRetry, t0)) }()
+	go func() { done <- record(ctx, attempt(streak[0], ams.JobSucceeded, t0)) }()
 	wait.Eventually(t, "the retry and the streak's end to wait for the claim", func() bool {
 		var n int
 		err := db.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))`, pid).Scan(&n)
@@ -117,7 +89,7 @@ func TestRecordsAndTheClaimsLock(t *testing.T) {
 	}
 	states := []string{state(healthy[0]), state(healthy[1]), state(streak[0])}
 	var n int
-	if err := db.Pool().QueryRow(ctx, `SELECT failure_streak FROM webhooks WHERE id = $1`, hooks["streak"].ID).Scan(&n); err != nil {
+	if err := db.Pool().QueryRow(ctx, `SELECT failure_streak FROM webhooks WHERE id = $1`, hooks[1].ID).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	if states[0] != "succeeded" || states[1] != "pending" || states[2] != "succeeded" || n != 0 {
