@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 
 	"github.com/amsdev/ams"
 	"github.com/amsdev/ams/internal/seal"
@@ -74,9 +76,14 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	}
 	// temp_store(MEMORY): the sub-journals of group commit's savepoints (and
 	// statement journals) stay in memory instead of temporary files.
-	pragmas := []string{"busy_timeout(10000)", "journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)", "temp_store(MEMORY)"}
+	// busy_timeout(10000) unless extra gives its own (the driver applies
+	// the first).
+	pragmas := []string{"journal_mode(WAL)", "foreign_keys(1)", "synchronous(NORMAL)", "temp_store(MEMORY)"}
 	dsn := func(extra ...string) string {
 		q := url.Values{}
+		if !slices.ContainsFunc(extra, func(p string) bool { return strings.HasPrefix(p, "busy_timeout(") }) {
+			q.Add("_pragma", "busy_timeout(10000)")
+		}
 		for _, p := range append(pragmas, extra...) {
 			q.Add("_pragma", p)
 		}
@@ -104,7 +111,9 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	db.read.SetMaxOpenConns(n)
 	db.read.SetMaxIdleConns(n)
 	db.read.SetConnMaxLifetime(0)
-	ckptDB, err := sql.Open("sqlite", dsn())
+	// No busy timeout: the checkpointer's TRUNCATE on a quiet store gives
+	// up at once rather than hold writers while it waits (checkpoint.go).
+	ckptDB, err := sql.Open("sqlite", dsn("busy_timeout(0)"))
 	if err != nil {
 		db.read.Close()
 		db.write.Close()
@@ -112,7 +121,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*DB, error) {
 	}
 	ckptDB.SetMaxOpenConns(1)
 	ckptDB.SetConnMaxLifetime(0)
-	db.ckpt = startCheckpointer(ckptDB, checkpointEvery)
+	db.ckpt = startCheckpointer(ckptDB, abs+"-wal", checkpointEvery)
 	// Single-row reads have connections of their own (rowread.go), more
 	// than cores: with as many as the lists' pool, requests waited for a
 	// connection with cores idle (docs/benchmarks.md, issue 17). They are

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -264,4 +265,55 @@ func TestCloseTwice(t *testing.T) {
 	}
 	db.Close()
 	db.Close()
+}
+
+// TestCheckpointerTruncatesQuietWAL: a WAL grown large by writes while a
+// reader kept it from starting over keeps its file's size while writes
+// go on; once the store has been quiet for a second, the checkpointer
+// truncates the file to nothing, and the store goes on as before. Its
+// connection has no busy timeout, so that it never holds writers while
+// it waits.
+func TestCheckpointerTruncatesQuietWAL(t *testing.T) {
+	ctx := context.Background()
+	db := tempDB(t)
+	db.ckpt.over.Store(1 << 20)
+	var timeout int
+	if err := db.ckpt.db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil || timeout != 0 {
+		t.Fatalf("the checkpointer's busy timeout %d (%v), want 0", timeout, err)
+	}
+	if _, err := db.write.ExecContext(ctx, `CREATE TABLE scratch (b BLOB)`); err != nil {
+		t.Fatal(err)
+	}
+	// A reader in the WAL: the WAL cannot start over while it reads.
+	rtx, err := db.read.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := rtx.QueryRowContext(ctx, `SELECT count(*) FROM scratch`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	for range 40 {
+		if _, err := db.write.ExecContext(ctx, `INSERT INTO scratch (b) VALUES (randomblob(65536))`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size := func() int64 {
+		st, err := os.Stat(db.path + "-wal")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Size()
+	}
+	if s := size(); s <= 2<<20 {
+		t.Fatalf("the WAL is %d bytes after 2.5 MiB written behind a reader", s)
+	}
+	rtx.Rollback()
+	wait.Eventually(t, "the quiet store's WAL to be truncated", func() bool { return db.ckpt.truncated.Load() > 0 && size() == 0 })
+	if _, err := db.write.ExecContext(ctx, `INSERT INTO scratch (b) VALUES (x'01')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.read.QueryRowContext(ctx, `SELECT count(*) FROM scratch`).Scan(&n); err != nil || n != 41 {
+		t.Fatalf("%d rows after the truncation (%v), want 41", n, err)
+	}
 }
