@@ -47,24 +47,6 @@ func (q *Queries) answerFrom(ctx context.Context, events []*ams.Event) {
 	}
 }
 
-// claimsLockKey marks a context whose transaction begins without the
-// claims' lock (Dialect.ClaimsLock).
-type claimsLockKey struct{}
-
-// WithoutClaimsLock returns ctx marked so that a transaction begun with
-// it does not take the claims' lock (Dialect.ClaimsLock): for one that
-// queues no delivery job and makes none due.
-func WithoutClaimsLock(ctx context.Context) context.Context {
-	return context.WithValue(ctx, claimsLockKey{}, true)
-}
-
-// NeedsClaimsLock reports whether a transaction begun with ctx takes the
-// claims' lock, where transactions do (Dialect.ClaimsLock): all but those
-// begun with a context of WithoutClaimsLock.
-func NeedsClaimsLock(ctx context.Context) bool {
-	return ctx.Value(claimsLockKey{}) == nil
-}
-
 // pendingRequest returns the idempotent request of ctx whose change has
 // not committed yet, or nil.
 func pendingRequest(ctx context.Context) *ams.IdempotentRequest {
