@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -22,11 +21,8 @@ import (
 // release is closed, and records how many conversations each such
 // batch inserted.
 type writeTracer struct {
-	armed   atomic.Bool
-	mu      sync.Mutex
-	sizes   []int
-	holding chan struct{} // closed once the first is held
-	release chan struct{}
+	armed atomic.Bool
+	holder
 }
 
 func (h *writeTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
@@ -42,14 +38,7 @@ func (h *writeTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, d pgx.Tr
 		if !strings.HasPrefix(q.SQL, "INSERT INTO conversations") {
 			continue
 		}
-		h.mu.Lock()
-		h.sizes = append(h.sizes, len(q.Arguments)/9)
-		first := len(h.sizes) == 1
-		h.mu.Unlock()
-		if first {
-			close(h.holding)
-			<-h.release
-		}
+		h.seen(len(q.Arguments) / 9)
 	}
 	return ctx
 }
@@ -57,16 +46,8 @@ func (h *writeTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatch
 func (h *writeTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData)     {}
 
 func (h *writeTracer) arm() {
-	h.mu.Lock()
-	h.sizes, h.holding, h.release = nil, make(chan struct{}), make(chan struct{})
-	h.mu.Unlock()
+	h.reset()
 	h.armed.Store(true)
-}
-
-func (h *writeTracer) batches() []int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return slices.Clone(h.sizes)
 }
 
 // heldWrites opens a store whose whole-turn writes writeTracer can
@@ -251,18 +232,8 @@ func TestCombinedExchangeGivesUp(t *testing.T) {
 	held := newExchange(us[0], as[0], "held")
 	go func() { first <- db.SaveExchange(ctx, held) }()
 	<-h.holding
-	cctx, cancel := context.WithCancel(ctx)
 	gone := newExchange(us[0], as[0], "gone")
-	gave := make(chan error, 1)
-	go func() { gave <- db.SaveExchange(cctx, gone) }()
-	wait.Eventually(t, "the write to queue", func() bool { return db.ExchangesQueued() == 1 })
-	cancel()
-	if err := <-gave; !errors.Is(err, context.Canceled) {
-		t.Fatalf("a queued write whose caller went away: %v", err)
-	}
-	if n := db.ExchangesQueued(); n != 0 {
-		t.Fatalf("%d writes queued after the caller went away", n)
-	}
+	leavesQueue(t, "write", db.ExchangesQueued, func(ctx context.Context) error { return db.SaveExchange(ctx, gone) })
 	close(h.release)
 	if err := <-first; err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -17,26 +16,14 @@ import (
 // holdTracer holds the first combined read (sqlstore's pointread.go) it
 // sees until release is closed, and records how many reads each
 // combined statement carried.
-type holdTracer struct {
-	mu      sync.Mutex
-	sizes   []int
-	holding chan struct{} // closed once the first is held
-	release chan struct{}
-}
+type holdTracer struct{ holder }
 
 func (h *holdTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	if !strings.Contains(d.SQL, "WITH ORDINALITY") || len(d.Args) == 0 {
 		return ctx
 	}
 	ids, _ := d.Args[0].([]string)
-	h.mu.Lock()
-	h.sizes = append(h.sizes, len(ids))
-	first := len(h.sizes) == 1
-	h.mu.Unlock()
-	if first {
-		close(h.holding)
-		<-h.release
-	}
+	h.seen(len(ids))
 	return ctx
 }
 
@@ -50,7 +37,8 @@ func heldReads(t *testing.T) (*postgres.DB, *holdTracer, *ams.User, *ams.User, *
 	ctx := context.Background()
 	now := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 	url := databaseURL(t)
-	h := &holdTracer{holding: make(chan struct{}), release: make(chan struct{})}
+	h := &holdTracer{}
+	h.reset()
 	db, err := postgres.Open(ctx, url, postgres.WithSecretKey(testKey), postgres.WithSchema(createSchema(t, url)), postgres.WithTracer(h))
 	if err != nil {
 		t.Fatal(err)
@@ -118,9 +106,7 @@ func TestCombinedReads(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	h.mu.Lock()
-	sizes := append([]int(nil), h.sizes...)
-	h.mu.Unlock()
+	sizes := h.batches()
 	if len(sizes) != 2 || sizes[0] != 1 || sizes[1] != len(asks)*each {
 		t.Fatalf("combined statements carried %v reads, want [1 %d]", sizes, len(asks)*each)
 	}
@@ -152,10 +138,8 @@ func TestCombinedReads(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.sizes) != 2 {
-		t.Fatalf("a read in a transaction was combined: %v", h.sizes)
+	if sizes := h.batches(); len(sizes) != 2 {
+		t.Fatalf("a read in a transaction was combined: %v", sizes)
 	}
 }
 
@@ -171,20 +155,10 @@ func TestCombinedReadGivesUp(t *testing.T) {
 		first <- err
 	}()
 	<-h.holding
-	ctx, cancel := context.WithCancel(context.Background())
-	gave := make(chan error, 1)
-	go func() {
+	leavesQueue(t, "read", db.ReadsQueued, func(ctx context.Context) error {
 		_, err := db.FindMessage(ctx, u.ID, x.Inbound.ID)
-		gave <- err
-	}()
-	wait.Eventually(t, "the read to queue", func() bool { return db.ReadsQueued() == 1 })
-	cancel()
-	if err := <-gave; !errors.Is(err, context.Canceled) {
-		t.Fatalf("a read whose caller went away: %v", err)
-	}
-	if n := db.ReadsQueued(); n != 0 {
-		t.Fatalf("%d reads queued after the only one gave up", n)
-	}
+		return err
+	})
 	close(h.release)
 	if err := <-first; err != nil {
 		t.Fatal(err)
