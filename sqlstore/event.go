@@ -295,6 +295,25 @@ const fanWidth = 7
 // here, so no pending job outlives its webhook's deactivation. (SQLite's
 // single writer gives the same order.)
 func (q *Queries) fanOut(n int, tx bool) string {
+	k := fanOutKey{n, tx}
+	if s, ok := q.s.fanOuts.Load(k); ok {
+		return s.(string)
+	}
+	s := q.makeFanOut(n, tx)
+	if n <= maxCachedRows {
+		q.s.fanOuts.Store(k, s)
+	}
+	return s
+}
+
+// fanOutKey is a statement of fanOut: its events, and whether it locks.
+type fanOutKey struct {
+	n  int
+	tx bool
+}
+
+// makeFanOut makes fanOut's statement.
+func (q *Queries) makeFanOut(n int, tx bool) string {
 	var b strings.Builder
 	b.WriteString(`INSERT INTO webhook_jobs (user_id, webhook_id, event_id, next_at, created_at, updated_at)
 	SELECT w.user_id, w.id, e.column1, e.column2, e.column2, e.column2 FROM (VALUES `)

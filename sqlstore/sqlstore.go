@@ -23,6 +23,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -199,6 +200,9 @@ type Store struct {
 	// exchanges writes whole turns (exchange.go): combined where the
 	// dialect combines writes (CombineWrites), alone elsewhere.
 	exchanges *exchangeWriter
+	// fanOuts caches fanOut's statements (fanOutKey → string): the same
+	// few are made for every write that emits events.
+	fanOuts sync.Map
 }
 
 // New returns a store over eng; sealer seals webhook and integration

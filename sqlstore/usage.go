@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/amsdev/ams"
@@ -42,6 +43,28 @@ func (q *Queries) AddUsage(ctx context.Context, rows []ams.UsageCount) error {
 // valueRows returns the rows of a multi-row VALUES list of n rows of
 // width arguments each: "($1, ..., $width), ($width+1, ...), ...".
 func valueRows(n, width int) string {
+	if n > maxCachedRows {
+		return makeValueRows(n, width)
+	}
+	k := [2]int{n, width}
+	if s, ok := valueRowsCache.Load(k); ok {
+		return s.(string)
+	}
+	s := makeValueRows(n, width)
+	valueRowsCache.Store(k, s)
+	return s
+}
+
+// maxCachedRows bounds the rows of the statements that valueRows and
+// fanOut keep once made (those of every write's multi-row INSERTs, which
+// take 64 rows at most; a larger one is made each time).
+const maxCachedRows = 64
+
+// valueRowsCache holds valueRows' lists ([n, width] → string).
+var valueRowsCache sync.Map
+
+// makeValueRows makes valueRows' list.
+func makeValueRows(n, width int) string {
 	var b strings.Builder
 	for i := range n {
 		if i > 0 {

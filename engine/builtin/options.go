@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/amsdev/ams"
 )
@@ -131,8 +132,20 @@ func firstObject(s string) json.RawMessage {
 	return json.RawMessage("{}")
 }
 
-// countWords counts s's words: the engine's tokens.
-func countWords(s string) int64 { return int64(len(strings.Fields(s))) }
+// countWords counts s's words (the engine's tokens): those of strings.Fields,
+// without making them.
+func countWords(s string) int64 {
+	n, in := int64(0), false
+	for _, r := range s {
+		switch {
+		case unicode.IsSpace(r):
+			in = false
+		case !in:
+			in, n = true, n+1
+		}
+	}
+	return n
+}
 
 // cutWords returns s cut to its first n words (n ≥ 1), and whether it
 // was cut.

@@ -174,3 +174,13 @@ func errorAs(err error, target **ams.Error) bool {
 	*target = e
 	return ok
 }
+
+// TestCountWords: countWords counts the words strings.Fields makes, in
+// ASCII and Unicode white space alike.
+func TestCountWords(t *testing.T) {
+	for _, s := range []string{"", " ", "one", "  two words ", "tab\tand\nnew line\r\n", "no-break\u00a0space and\u2003em space", "déjà vu ünïcode", "\v\f"} {
+		if got, want := countWords(s), int64(len(strings.Fields(s))); got != want {
+			t.Errorf("countWords(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
