@@ -10,7 +10,11 @@
 //     load balancer) as account k mod K; no webhooks;
 //  2. mixed: -webhooks webhooks per account to an in-process receiver
 //     answering 200 at once, -senders clients sending messages for
-//     -send-duration, then the drain: deliveries per second first to last;
+//     -send-duration, then the drain: deliveries per second first to last,
+//     and messages delivered end to end per second (each message to every
+//     webhook, from the first send to the last delivery: the POSTs and
+//     the deliveries share the machine, and the messages/s sent alone
+//     rises when deliveries fall behind);
 //  3. backlog: new webhooks; the receiver holds every delivery while the
 //     senders send for -backlog-duration, so a backlog builds up behind the
 //     per-webhook slots, then answers them all: deliveries per second from
@@ -859,6 +863,7 @@ type row struct {
 	p50, p99          time.Duration
 	failed            int64
 	mixMsgs, mixDlv   float64 // phase 2: messages/s sent, deliveries/s first to last
+	mixDone           float64 // phase 2: messages/s delivered end to end, first send to last delivery
 	backlog           int     // phase 3: deliveries queued behind the held receiver
 	drainDlv          float64 // phase 3: deliveries/s once released
 	missing, dups     int
@@ -944,15 +949,15 @@ func run(ctx context.Context, cfg *config) (err error) {
 		rows = append(rows, r)
 	}
 
-	fmt.Fprintf(rep, "| configuration | POST /v1/messages req/s | p50 / p99 | phase 2: messages/s, deliveries/s | **phase 3: deliveries/s** (backlog) | cores ams / postgres / other, POST | cores ams / postgres / other, phase 3 |\n")
+	fmt.Fprintf(rep, "| configuration | POST /v1/messages req/s | p50 / p99 | phase 2: messages/s, deliveries/s, end to end | **phase 3: deliveries/s** (backlog) | cores ams / postgres / other, POST | cores ams / postgres / other, phase 3 |\n")
 	fmt.Fprintf(rep, "|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		check := ""
 		if r.missing != 0 || r.dups != 0 || r.failed != 0 {
 			check = fmt.Sprintf(" **(CHECK FAILED: %d missing, %d duplicated, %d failed requests)**", r.missing, r.dups, r.failed)
 		}
-		fmt.Fprintf(rep, "| %s | **%.0f** | %s / %s | %.0f, %.0f | **%.0f** (%d)%s | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f |\n",
-			r.name, r.postRPS, ms(r.p50), ms(r.p99), r.mixMsgs, r.mixDlv, r.drainDlv, r.backlog, check,
+		fmt.Fprintf(rep, "| %s | **%.0f** | %s / %s | %.0f, %.0f, %.0f | **%.0f** (%d)%s | %.2f / %.2f / %.2f | %.2f / %.2f / %.2f |\n",
+			r.name, r.postRPS, ms(r.p50), ms(r.p99), r.mixMsgs, r.mixDlv, r.mixDone, r.drainDlv, r.backlog, check,
 			r.cpuPost.ams, r.cpuPost.pg, r.cpuPost.other, r.cpuDrain.ams, r.cpuDrain.pg, r.cpuDrain.other)
 	}
 	fmt.Fprintln(rep)
@@ -1221,6 +1226,7 @@ func runConfig(ctx context.Context, cfg *config, work string, rcv *receiver, eng
 	progress("phase 2: %d webhooks per account, %d senders for %s", cfg.webhooks, cfg.senders, cfg.sendDur)
 	pgs.reset()
 	m = meter(pids)
+	start2 := time.Now()
 	send2 := load(ctx, c, bases, cfg.senders, cfg.sendDur, false)
 	cpuSend := m.read(pids)
 	pgSend := pgs.summary()
@@ -1234,9 +1240,10 @@ func runConfig(ctx context.Context, cfg *config, work string, rcv *receiver, eng
 	arr2 := rcv.arrivals(prefix2)
 	distinct2, dups2, first2, last2 := deliveryCheck(arr2)
 	r.mixDlv = float64(len(arr2)) / last2.Sub(first2).Seconds()
+	r.mixDone = float64(send2.ok) / last2.Sub(start2).Seconds()
 	r.missing += expected2 - distinct2
 	r.dups += dups2
-	progress("phase 2: %.0f messages/s, %.0f deliveries/s first to last; %d missing, %d duplicated", r.mixMsgs, r.mixDlv, expected2-distinct2, dups2)
+	progress("phase 2: %.0f messages/s, %.0f deliveries/s first to last, %.0f messages/s end to end; %d missing, %d duplicated", r.mixMsgs, r.mixDlv, r.mixDone, expected2-distinct2, dups2)
 	del2()
 
 	// ------------------------------------------------------------ phase 3
@@ -1279,8 +1286,8 @@ func runConfig(ctx context.Context, cfg *config, work string, rcv *receiver, eng
 	fmt.Fprintf(details, "| measure | value |\n|---|---|\n")
 	fmt.Fprintf(details, "| phase 1: POST /v1/messages | %d in %.1f s = **%.0f/s**, p50 %s, p90 %s, p99 %s, max %s; %d failed |\n", res.ok, res.elapsed.Seconds(),
 		r.postRPS, ms(r.p50), ms(pct(res.lat, 90)), ms(r.p99), ms(pct(res.lat, 100)), res.failed)
-	fmt.Fprintf(details, "| phase 2: messages, deliveries | %d messages in %.1f s (%.0f/s); %d deliveries expected, %d distinct arrived, %d duplicated; **%.0f deliveries/s** first to last (%.1f s) |\n",
-		send2.ok, send2.elapsed.Seconds(), r.mixMsgs, expected2, distinct2, dups2, r.mixDlv, last2.Sub(first2).Seconds())
+	fmt.Fprintf(details, "| phase 2: messages, deliveries | %d messages in %.1f s (%.0f/s); %d deliveries expected, %d distinct arrived, %d duplicated; **%.0f deliveries/s** first to last (%.1f s); %.0f messages/s end to end (%.1f s from the first send to the last delivery) |\n",
+		send2.ok, send2.elapsed.Seconds(), r.mixMsgs, expected2, distinct2, dups2, r.mixDlv, last2.Sub(first2).Seconds(), r.mixDone, last2.Sub(start2).Seconds())
 	fmt.Fprintf(details, "| phase 3: backlog drain | %d messages in %.1f s; %d deliveries expected, %d held at the release, %d distinct arrived, %d duplicated; **%.0f deliveries/s** from the release to the last (%d in %.1f s) |\n\n",
 		send3.ok, send3.elapsed.Seconds(), expected3, before, distinct3, dups3, r.drainDlv, len(arr3)-before, last3.Sub(released).Seconds())
 	fmt.Fprintf(details, "CPU cores used on average (of %d):\n\n%s\n", numCPU(), cpuHeader)
