@@ -212,6 +212,12 @@ type Job struct {
 	// Payload is the webhook's (Webhook.Payload), read by the claim:
 	// the store makes Event thin (Event.Thin) for PayloadThin.
 	Payload string
+	// OpenErr is set by ClaimJobs when the job was leased but could not
+	// be opened: its event's data did not decode, or its webhook's secret
+	// did not unseal (a sealing key no longer configured). The other jobs
+	// of the claim are unaffected. The worker sends nothing for it and
+	// records a failed attempt, retried on the schedule like any other.
+	OpenErr error
 }
 
 // Secrets returns the secrets that sign an attempt at time at, newest

@@ -185,12 +185,7 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 			return nil, fmt.Errorf("scan job: %w", err)
 		}
 		j.Event.UserID, j.Event.CreatedAt = j.UserID, sqlstore.FromMS(created)
-		if err := db.OpenJob(j, data, sealed); err != nil {
-			return nil, err
-		}
-		if err := db.OpenPreviousSecret(j, prevSealed, prevExpires); err != nil {
-			return nil, err
-		}
+		db.OpenClaimed(j, data, sealed, prevSealed, prevExpires)
 		jobs = append(jobs, j)
 	}
 	if err := rows.Err(); err != nil {

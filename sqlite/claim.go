@@ -96,7 +96,7 @@ func (db *DB) ClaimJobs(ctx context.Context, now time.Time, c ams.Claim) ([]*ams
 	if err != nil {
 		return nil, err
 	}
-	return db.open(got)
+	return db.open(got), nil
 }
 
 // RecordAttemptsAndClaim records attempts as RecordAttempts does and,
@@ -120,8 +120,7 @@ func (db *DB) RecordAttemptsAndClaim(ctx context.Context, rs []*ams.AttemptResul
 	if err != nil || claimErr != nil {
 		return errs, nil, claimErr, err
 	}
-	jobs, claimErr = db.open(got)
-	return errs, jobs, claimErr, nil
+	return errs, db.open(got), nil, nil
 }
 
 // claimHook is a webhook whose wake row is due, as a claim reads it.
@@ -226,24 +225,18 @@ type claimed struct {
 	sealed map[*ams.Job]sealedJob
 }
 
-// open finishes the claimed jobs (sqlstore.Store's OpenJob). Should one
-// fail (a corrupt row, a secret sealed with another key), its lease runs
-// out and the job is claimed again, as a claim that failed in its
-// transaction would have it.
-func (db *DB) open(c *claimed) ([]*ams.Job, error) {
+// open finishes the claimed jobs (sqlstore.Store's OpenClaimed): one that
+// cannot be opened (a corrupt row, a secret sealed with another key)
+// comes back with its OpenErr set, beside the others.
+func (db *DB) open(c *claimed) []*ams.Job {
 	if c == nil {
-		return nil, nil
+		return nil
 	}
 	for _, j := range c.jobs {
 		s := c.sealed[j]
-		if err := db.OpenJob(j, s.data, s.hook.sealed); err != nil {
-			return nil, err
-		}
-		if err := db.OpenPreviousSecret(j, s.hook.prevSealed, s.hook.prevExpires); err != nil {
-			return nil, err
-		}
+		db.OpenClaimed(j, s.data, s.hook.sealed, s.hook.prevSealed, s.hook.prevExpires)
 	}
-	return c.jobs, nil
+	return c.jobs
 }
 
 // probeJobs reads webhook h's due jobs (webhookJobsQuery), at most limit;

@@ -1027,6 +1027,20 @@ func (s *Store) OpenPreviousSecret(j *ams.Job, sealed *string, expires *int64) e
 	return nil
 }
 
+// OpenClaimed opens a job an engine's claim leased (OpenJob, then
+// OpenPreviousSecret), and sets its OpenErr if it cannot be opened: one
+// job that cannot be opened does not keep the claim's others from their
+// deliveries, and is not left to wait out its lease claim after claim.
+func (s *Store) OpenClaimed(j *ams.Job, data []byte, sealed string, prevSealed *string, prevExpires *int64) {
+	err := s.OpenJob(j, data, sealed)
+	if err == nil {
+		err = s.OpenPreviousSecret(j, prevSealed, prevExpires)
+	}
+	if err != nil {
+		j.OpenErr = fmt.Errorf("open job %d: %w", j.Seq, err)
+	}
+}
+
 // OpenJob finishes a job an engine's claim read: it decodes the event's
 // data, thin when the job's webhook takes thin payloads (j.Payload), and
 // unseals the webhook's secret.

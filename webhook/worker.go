@@ -353,15 +353,25 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) (handed bool) {
 		ID: ams.NewID(ams.PrefixDelivery), Object: "webhook_delivery", UserID: j.UserID, WebhookID: j.WebhookID,
 		EventID: j.Event.ID, EventType: j.Event.Type, Attempt: attempt, URL: j.URL,
 	}
-	body, err := Body(j.Event)
+	var body []byte
+	err := j.OpenErr
+	if err == nil {
+		body, err = Body(j.Event)
+	}
 	start := w.Clock.Now()
 	d.CreatedAt = start
 	var status int
 	var retryAfter string
-	if err != nil {
+	switch {
+	case j.OpenErr != nil:
+		// Nothing is sent: the attempt fails, and is retried on the
+		// schedule (the key may be configured again meanwhile).
+		d.Error = ptr("internal error: the delivery could not be prepared")
+		w.Logger.Error("open webhook job", "webhook", j.WebhookID, "event", j.Event.ID, "err", err)
+	case err != nil:
 		d.Error = ptr("internal error: the event could not be encoded")
 		w.Logger.Error("encode event", "event", j.Event.ID, "err", err)
-	} else {
+	default:
 		pctx, cancel := context.WithTimeout(ctx, w.Timeout)
 		status, retryAfter, err = w.post(pctx, j, d, body, start)
 		cancel()
