@@ -355,7 +355,8 @@ type DeliveryQueue interface {
 	// in turn (the oldest job of each account with due work, then the
 	// second, ...). A job whose lease ran out (its worker died) is due
 	// again; the claim that takes it again sets its LeaseExpired. Claims of
-	// several processes take disjoint jobs.
+	// several processes take disjoint jobs. A leased job that cannot be
+	// opened comes back with its OpenErr set, beside the others.
 	ClaimJobs(ctx context.Context, now time.Time, c Claim) ([]*Job, error)
 	// RecordAttempt stores the attempt and the job's new state in one
 	// transaction, if the job's lease is still r.Job's and has not run out

@@ -310,9 +310,10 @@ func (w *Worker) start(ctx context.Context, claimStart time.Time, jobs []*ams.Jo
 			w.total--
 			w.mu.Unlock()
 			if handed {
-				// The record's claim took the slot's successor, or found
-				// none to take: a claim now would find nothing more, and
-				// would only queue for the writer ahead of the next records.
+				// The record's claim took a successor for every slot its
+				// batch freed, this one's among them: a claim now would
+				// find nothing more, and would only queue for the writer
+				// ahead of the next records.
 				return
 			}
 			select {
@@ -353,8 +354,7 @@ func (w *Worker) deliver(ctx context.Context, j *ams.Job) (handed bool) {
 		ID: ams.NewID(ams.PrefixDelivery), Object: "webhook_delivery", UserID: j.UserID, WebhookID: j.WebhookID,
 		EventID: j.Event.ID, EventType: j.Event.Type, Attempt: attempt, URL: j.URL,
 	}
-	var body []byte
-	err := j.OpenErr
+	body, err := []byte(nil), j.OpenErr
 	if err == nil {
 		body, err = Body(j.Event)
 	}
