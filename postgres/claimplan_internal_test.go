@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/amsdev/ams"
+	"github.com/amsdev/ams/sqlstore"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -176,4 +178,60 @@ func explain(t *testing.T, q interface {
 		t.Fatal(err)
 	}
 	return plan
+}
+
+// TestRecordPlanReadsJobsByKey: a record of attempts updates its jobs
+// through the primary key in the generic plan PostgreSQL keeps of its
+// statement, even one made while the queue was new and small (as in
+// bench/multi, where autovacuum never analyzes it): that plan is kept as
+// the queue grows. Joined to the attempts' VALUES alone, without the
+// list of their seqs, the jobs were read whole by every record
+// (BenchmarkClaimAndRecordBatch: 4.3 ms a cycle after 100 batches, 11.7
+// ms after 1,500).
+func TestRecordPlanReadsJobsByKey(t *testing.T) {
+	ctx := context.Background()
+	db, exec := claimQueue(t)
+	exec(`INSERT INTO events (id, user_id, type, data, created_at)
+		SELECT 'e' || i, 'u1', 'message.created', '{}', i FROM generate_series(1, 100) i`)
+	exec(`INSERT INTO webhook_jobs (user_id, webhook_id, event_id, state, next_at, lease_until, created_at, updated_at)
+		SELECT 'u1', 'w' || (1 + i % 4), 'e' || i, 'pending', i, 300000, i, i FROM generate_series(1, 100) i`)
+
+	const n = 16
+	args := []any{int64(200000)}
+	for i := range n {
+		args = append(args, int64(1+i), int64(300000), "succeeded", int64(0),
+			fmt.Sprintf("whd_%d", i), "u1", "w1", "e1", "message.created", 1, "https://example.com/w1", true, 200, int64(3), nil, "ok", int64(200000))
+	}
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	for _, sql := range []string{`SET LOCAL plan_cache_mode = force_generic_plan`, `PREPARE record AS ` + sqlstore.RecordAttemptsSQL(n)} {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	defer tx.Exec(ctx, `DEALLOCATE record`)
+	plan := strings.Join(explain(t, tx, `EXPLAIN (COSTS OFF) EXECUTE record(`+literals(args)+`)`), "\n")
+	if strings.Contains(plan, "Seq Scan on webhook_jobs") || !strings.Contains(plan, "webhook_jobs_pkey") {
+		t.Fatalf("the record does not read its jobs by the primary key; plan:\n%s", plan)
+	}
+}
+
+// literals returns args as SQL literals, joined with commas (EXECUTE in
+// EXPLAIN takes no parameters).
+func literals(args []any) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case nil:
+			out[i] = "NULL"
+		case string:
+			out[i] = "'" + strings.ReplaceAll(v, "'", "''") + "'"
+		default:
+			out[i] = fmt.Sprint(v)
+		}
+	}
+	return strings.Join(out, ", ")
 }

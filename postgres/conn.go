@@ -70,6 +70,7 @@ var dialect = sqlstore.Dialect{
 	// their rows: concurrent ones go together (sqlstore/exchange.go).
 	CombineWrites: true,
 	ClaimsLock:    true,
+	WritableWith:  true,
 	KeyLock:       `SELECT pg_advisory_xact_lock(hashtext('ams.key_lock'), hashtext($1))`,
 	Schema:        schema,
 	IsUnique:      func(err error) bool { return pgCode(err) == codeUniqueViolation },

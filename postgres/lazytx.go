@@ -23,6 +23,7 @@ type lazyTx struct {
 var (
 	_ sqlstore.Conn           = (*lazyTx)(nil)
 	_ sqlstore.BatchCommitter = (*lazyTx)(nil)
+	_ sqlstore.QueryCommitter = (*lazyTx)(nil)
 )
 
 // begin is what starts every transaction: BEGIN, then the claims'
@@ -145,6 +146,49 @@ func (t *lazyTx) BatchCommit(ctx context.Context, stmts []sqlstore.Stmt) ([]int6
 	}
 	t.committed = true
 	return n[:len(stmts)], 0, nil
+}
+
+// QueryCommit sends query and COMMIT in one round trip (with begin first
+// if the transaction has not begun) and hands query's rows to scan
+// before it reads the COMMIT's answer. A query that fails aborts the
+// transaction and PostgreSQL skips the COMMIT, as after BatchCommit.
+func (t *lazyTx) QueryCommit(ctx context.Context, query string, args []any, scan func(sqlstore.Rows) error) error {
+	b := &pgx.Batch{}
+	var start []string
+	if !t.begun {
+		start = beginFor(ctx)
+		for _, s := range start {
+			b.Queue(s)
+		}
+		t.begun = true
+	}
+	b.Queue(query, args...)
+	b.Queue("COMMIT")
+	br := t.c.SendBatch(ctx, b)
+	defer br.Close()
+	for range start {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	scanErr := scan(rows)
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return err
+	}
+	if tag.String() == "ROLLBACK" {
+		return pgx.ErrTxCommitRollback
+	}
+	t.committed = true
+	return scanErr
 }
 
 // commit ends the transaction: COMMIT if it began. PostgreSQL answers

@@ -55,6 +55,17 @@ type BatchCommitter interface {
 	BatchCommit(ctx context.Context, stmts []Stmt) (affected []int64, failed int, err error)
 }
 
+// QueryCommitter is a Conn of a transaction that can send the
+// transaction's last statement, one that returns rows, together with its
+// COMMIT (PostgreSQL: in one round trip, with BEGIN too when nothing ran
+// before). scan reads the rows before the COMMIT's answer is read. An
+// error of the statement or of the COMMIT leaves the transaction
+// uncommitted; an error of scan's own (a value that does not scan) is
+// returned after the COMMIT that was sent with the statement has run.
+type QueryCommitter interface {
+	QueryCommit(ctx context.Context, query string, args []any, scan func(Rows) error) error
+}
+
 // Row is one row of a query; Scan returns sql.ErrNoRows (pgx's ErrNoRows
 // wraps it) when there is none.
 type Row interface{ Scan(dest ...any) error }
@@ -158,6 +169,11 @@ type Dialect struct {
 	// queues jobs is open. A transaction begun with a context of
 	// WithoutClaimsLock does not: a record of successes (recordAttempts).
 	ClaimsLock bool
+	// WritableWith is whether a statement's WITH may hold an UPDATE or an
+	// INSERT whose RETURNING rows the statement reads (PostgreSQL): a
+	// record of attempts then updates their jobs and logs them in one
+	// statement (recordAttemptChunk) where it takes two elsewhere.
+	WritableWith bool
 	// Schema describes the engine's tables for export and import.
 	Schema Schema
 	// EventsVisible is a condition on rows of events that holds for the
@@ -515,6 +531,34 @@ func (q *Queries) lastBatch(ctx context.Context, stmts []Stmt, began bool) ([]in
 		return nil, q.fail(op, err)
 	}
 	return n, nil
+}
+
+// lastQuery runs query on the writer and hands its rows to scan; where
+// the engine can, and the transaction is one fn of inTx began (began),
+// the query travels with the COMMIT, one round trip fewer (as
+// lastBatch). The caller must run nothing in the transaction after it.
+func (q *Queries) lastQuery(ctx context.Context, op, query string, args []any, scan func(Rows) error, began bool) error {
+	if t, ok := q.w.(*tracked); ok && began && q.tx != nil && q.tx.commitAhead {
+		if qc, ok := t.Conn.(QueryCommitter); ok {
+			t.wrote = true
+			if err := qc.QueryCommit(ctx, query, args, scan); err != nil {
+				return q.fail(op, err)
+			}
+			return nil
+		}
+	}
+	rows, err := q.w.Query(ctx, query, args...)
+	if err != nil {
+		return q.fail(op, err)
+	}
+	defer rows.Close()
+	if err := scan(rows); err != nil {
+		return q.fail(op, err)
+	}
+	if err := rows.Err(); err != nil {
+		return q.fail(op, err)
+	}
+	return nil
 }
 
 // affected returns ams.NotFound(object, id) when n is 0.

@@ -171,9 +171,18 @@ func testAttemptFenced(t *testing.T, s ams.Store) {
 // lease is not the job's is refused with ErrLeaseLost and logs nothing;
 // the attempts of a webhook deleted meanwhile store nothing and are no
 // error.
-func testRecordAttempts(t *testing.T, s ams.Store) {
+func testRecordAttempts(t *testing.T, s ams.Store) { recordAttempts(t, s, "batch@example.com", 2) }
+
+// testRecordSuccesses is testRecordAttempts with successes only: the
+// common path, which PostgreSQL records without the claims' lock, its
+// last statement carrying the COMMIT.
+func testRecordSuccesses(t *testing.T, s ams.Store) { recordAttempts(t, s, "successes@example.com", 0) }
+
+// recordAttempts is testRecordAttempts with retries attempts that are
+// retries.
+func recordAttempts(t *testing.T, s ams.Store, email string, retries int) {
 	ctx := context.Background()
-	u := mustUser(t, s, "batch@example.com")
+	u := mustUser(t, s, email)
 	a := mustAssistant(t, s, u, "batch")
 	w := mustWebhook(t, s, u, ams.EventMessageCreated)
 	gone := mustWebhook(t, s, u, ams.EventMessageCreated)
@@ -198,7 +207,7 @@ func testRecordAttempts(t *testing.T, s ams.Store) {
 		r := &ams.AttemptResult{Job: j, Delivery: d, Outcome: ams.JobSucceeded}
 		switch {
 		case j.WebhookID == gone.ID:
-		case len(retried) < 2:
+		case len(retried) < retries:
 			code = 500
 			d.Success, d.ResponseBody = false, "no"
 			r.Outcome, r.NextAt = ams.JobRetry, t0.Add(5*time.Minute)

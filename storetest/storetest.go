@@ -37,7 +37,7 @@ func Run(t *testing.T, newStore func(t *testing.T) ams.Store) {
 		{"DeliveryQueue", testDeliveryQueue},
 		{"SubscribeToAll", testSubscribeToAll},
 		{"ClaimWebhookCap", testClaimWebhookCap}, {"ClaimAccounts", testClaimAccounts}, {"AttemptFenced", testAttemptFenced},
-		{"RecordAttempts", testRecordAttempts}, {"RecordAttemptsAndClaim", testRecordAttemptsAndClaim}, {"FailureFenced", testFailureFenced},
+		{"RecordAttempts", testRecordAttempts}, {"RecordSuccesses", testRecordSuccesses}, {"RecordAttemptsAndClaim", testRecordAttemptsAndClaim}, {"FailureFenced", testFailureFenced},
 		{"OrderedWebhook", testOrderedWebhook}, {"OrderedLeases", testOrderedLeases}, {"OrderedExhaustion", testOrderedExhaustion},
 		{"OrderedRecovery", testOrderedRecovery},
 		{"ClaimWakes", testClaimWakes},
