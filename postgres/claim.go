@@ -29,7 +29,9 @@ import (
 // of those that are active and have free slots, $6 at most, earliest
 // wake first, locks the oldest due jobs up to the free slots (an index
 // scan of webhook_jobs_webhook_due per webhook), or of an ordered
-// webhook its head (its first pending job in queue order) if due; ranks
+// webhook its head (its first pending job in queue order, through
+// webhook_jobs_pending_seq, whose predicate only the heads' lookups
+// state: next_at >= 0, migration 0036) if due; ranks
 // each account's candidates oldest first and keeps those within the
 // account's free slots; takes $5 of them, every account's first before
 // any account's second (as sqlstore.InFlight.Pick does for SQLite); sets
@@ -77,7 +79,7 @@ WITH busy AS (` + sqlstore.InFlightQuery + `
   SELECT j.seq, j.next_at, j.lease_until, p.user_id
   FROM probe p CROSS JOIN LATERAL (
     SELECT q.seq, q.next_at, q.lease_until FROM webhook_jobs q
-    WHERE q.seq = (SELECT h.seq FROM webhook_jobs h WHERE h.webhook_id = p.id AND h.state = 'pending' ORDER BY h.seq LIMIT 1)
+    WHERE q.seq = (SELECT h.seq FROM webhook_jobs h WHERE h.webhook_id = p.id AND h.state = 'pending' AND h.next_at >= 0 ORDER BY h.seq LIMIT 1)
       AND q.state = 'pending' AND q.next_at <= $1 AND q.lease_until <= $1
     FOR UPDATE OF q SKIP LOCKED
   ) j
@@ -98,7 +100,7 @@ WITH busy AS (` + sqlstore.InFlightQuery + `
   SELECT p.id, x.at FROM probe p LEFT JOIN picked pk ON pk.webhook_id = p.id
   CROSS JOIN LATERAL (SELECT CASE WHEN p.ordered THEN (
       SELECT CASE WHEN h.seq = ANY(coalesce(pk.seqs, '{}')) THEN $2 ELSE greatest(h.next_at, h.lease_until) END
-      FROM webhook_jobs h WHERE h.webhook_id = p.id AND h.state = 'pending' ORDER BY h.seq LIMIT 1)
+      FROM webhook_jobs h WHERE h.webhook_id = p.id AND h.state = 'pending' AND h.next_at >= 0 ORDER BY h.seq LIMIT 1)
     ELSE (
       SELECT min(CASE WHEN f.seq = ANY(coalesce(pk.seqs, '{}')) THEN $2 ELSE greatest(f.next_at, f.lease_until) END)
       FROM (SELECT q.seq, q.next_at, q.lease_until FROM webhook_jobs q WHERE q.webhook_id = p.id AND q.state = 'pending'

@@ -180,6 +180,63 @@ func explain(t *testing.T, q interface {
 	return plan
 }
 
+// TestUnorderedJobsNeverReadByHeadIndex: an unordered webhook's due jobs
+// and next due time are never read from webhook_jobs_pending_seq, the
+// ordered webhooks' index, which would read every pending job of the
+// webhook and sort them; not even where the planner would rather, here
+// without webhook_jobs_webhook_due, in the custom plan and the generic
+// one. The ordered heads are still read from it. The two indexes hold
+// the same rows, webhook_jobs_pending_seq in smaller entries: where the
+// planner expects one row of each (a queue not yet analyzed) their costs
+// tie but for their sizes, and before migration 0036 made its predicate
+// one only the heads' lookups state, it took webhook_jobs_pending_seq in
+// some of bench/multi's drains, which then ran at half speed.
+// (webhook_jobs_webhook_seq, what the planner falls back to here, holds
+// every job, finished ones too: never fewer entries than
+// webhook_jobs_webhook_due.)
+func TestUnorderedJobsNeverReadByHeadIndex(t *testing.T) {
+	ctx := context.Background()
+	db, exec := claimQueue(t)
+	exec(`INSERT INTO events (id, user_id, type, data, created_at)
+		SELECT 'e' || i, 'u1', 'message.created', '{}', i FROM generate_series(1, 2000) i`)
+	exec(`INSERT INTO webhook_jobs (user_id, webhook_id, event_id, state, next_at, created_at, updated_at)
+		SELECT 'u1', 'w' || (1 + i % 4), 'e' || i, 'pending', 100000 + i, i, i FROM generate_series(1, 2000) i`)
+	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
+		t.Run(mode, func(t *testing.T) {
+			tx, err := db.pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			for _, sql := range []string{`DROP INDEX webhook_jobs_webhook_due`, `SET LOCAL plan_cache_mode = ` + mode, `PREPARE claim_` + mode + ` AS ` + claimQuery} {
+				if _, err := tx.Exec(ctx, sql); err != nil {
+					t.Fatalf("%s: %v", sql, err)
+				}
+			}
+			if _, err := tx.Exec(ctx, claimLock, db.schema); err != nil {
+				t.Fatal(err)
+			}
+			plan := explain(t, tx, `EXPLAIN (COSTS OFF) EXECUTE claim_`+mode+`(200000, 215000, 8, 32, 64, 256, 4096)`)
+			if _, err := tx.Exec(ctx, `DEALLOCATE claim_`+mode); err != nil {
+				t.Fatal(err)
+			}
+			heads := 0
+			for _, line := range plan {
+				if !strings.Contains(line, "webhook_jobs_pending_seq") {
+					continue
+				}
+				if !strings.Contains(line, " on webhook_jobs h") {
+					t.Errorf("an unordered webhook's jobs read from the heads' index: %s; plan:\n%s", strings.TrimSpace(line), strings.Join(plan, "\n"))
+				}
+				heads++
+			}
+			if heads == 0 {
+				t.Errorf("the ordered heads are not read from webhook_jobs_pending_seq; plan:\n%s", strings.Join(plan, "\n"))
+			}
+		})
+	}
+}
+
 // TestRecordPlanReadsJobsByKey: a record of attempts updates its jobs
 // through the primary key in the generic plan PostgreSQL keeps of its
 // statement, even one made while the queue was new and small (as in
