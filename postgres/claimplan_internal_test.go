@@ -76,7 +76,6 @@ func TestClaimPlanUsesWebhookDueIndex(t *testing.T) {
 // planner's defaults it picks the bitmap scan, as it did in the drains of
 // bench/multi (docs/benchmarks.md); with statistics, an index scan.
 func TestClaimCountsInFlightByIndexScan(t *testing.T) {
-	ctx := context.Background()
 	db, exec := claimQueue(t)
 	exec(`INSERT INTO events (id, user_id, type, data, created_at)
 		SELECT 'e' || i, 'u1', 'message.created', '{}', i FROM generate_series(1, 20000) i`)
@@ -96,25 +95,7 @@ func TestClaimCountsInFlightByIndexScan(t *testing.T) {
 	// and expects a third of the index.
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		t.Run(mode, func(t *testing.T) {
-			tx, err := db.pool.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback(ctx)
-			if _, err := tx.Exec(ctx, claimLock, db.schema); err != nil {
-				t.Fatal(err)
-			}
-			// A prepared statement outlives the transaction: one name per
-			// plan, dropped after.
-			for _, sql := range []string{`SET LOCAL plan_cache_mode = ` + mode, `PREPARE claim_` + mode + ` AS ` + claimQuery} {
-				if _, err := tx.Exec(ctx, sql); err != nil {
-					t.Fatalf("%s: %v", sql, err)
-				}
-			}
-			plan := explain(t, tx, `EXPLAIN (COSTS OFF) EXECUTE claim_`+mode+`(200000, 215000, 8, 32, 64, 256, 4096)`)
-			if _, err := tx.Exec(ctx, `DEALLOCATE claim_`+mode); err != nil {
-				t.Fatal(err)
-			}
+			plan := claimPlan(t, db, mode)
 			var count string
 			for _, line := range plan {
 				if strings.Contains(line, "webhook_jobs_leased") {
@@ -129,6 +110,42 @@ func TestClaimCountsInFlightByIndexScan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// claimPlan returns the claim's plan at now = 200,000 (leases until
+// 215,000; 8 a webhook, 32 an account, 64 in all) in a transaction begun
+// as a claim's (claimLock) after the statements before, which it rolls
+// back, with plan_cache_mode mode: force_custom_plan, the plan of the
+// statement's first runs, or force_generic_plan, the one PostgreSQL may
+// switch to after five runs of pgx's prepared statement.
+func claimPlan(t *testing.T, db *DB, mode string, before ...string) []string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := db.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	for _, sql := range before {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, claimLock, db.schema); err != nil {
+		t.Fatal(err)
+	}
+	// A prepared statement outlives the transaction: one name per plan,
+	// dropped after.
+	for _, sql := range []string{`SET LOCAL plan_cache_mode = ` + mode, `PREPARE claim_` + mode + ` AS ` + claimQuery} {
+		if _, err := tx.Exec(ctx, sql); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+	}
+	plan := explain(t, tx, `EXPLAIN (COSTS OFF) EXECUTE claim_`+mode+`(200000, 215000, 8, 32, 64, 256, 4096)`)
+	if _, err := tx.Exec(ctx, `DEALLOCATE claim_`+mode); err != nil {
+		t.Fatal(err)
+	}
+	return plan
 }
 
 // claimQueue opens a handle on a new schema with an account (u1) and four
@@ -195,7 +212,6 @@ func explain(t *testing.T, q interface {
 // every job, finished ones too: never fewer entries than
 // webhook_jobs_webhook_due.)
 func TestUnorderedJobsNeverReadByHeadIndex(t *testing.T) {
-	ctx := context.Background()
 	db, exec := claimQueue(t)
 	exec(`INSERT INTO events (id, user_id, type, data, created_at)
 		SELECT 'e' || i, 'u1', 'message.created', '{}', i FROM generate_series(1, 2000) i`)
@@ -203,23 +219,7 @@ func TestUnorderedJobsNeverReadByHeadIndex(t *testing.T) {
 		SELECT 'u1', 'w' || (1 + i % 4), 'e' || i, 'pending', 100000 + i, i, i FROM generate_series(1, 2000) i`)
 	for _, mode := range []string{"force_custom_plan", "force_generic_plan"} {
 		t.Run(mode, func(t *testing.T) {
-			tx, err := db.pool.Begin(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer tx.Rollback(ctx)
-			for _, sql := range []string{`DROP INDEX webhook_jobs_webhook_due`, `SET LOCAL plan_cache_mode = ` + mode, `PREPARE claim_` + mode + ` AS ` + claimQuery} {
-				if _, err := tx.Exec(ctx, sql); err != nil {
-					t.Fatalf("%s: %v", sql, err)
-				}
-			}
-			if _, err := tx.Exec(ctx, claimLock, db.schema); err != nil {
-				t.Fatal(err)
-			}
-			plan := explain(t, tx, `EXPLAIN (COSTS OFF) EXECUTE claim_`+mode+`(200000, 215000, 8, 32, 64, 256, 4096)`)
-			if _, err := tx.Exec(ctx, `DEALLOCATE claim_`+mode); err != nil {
-				t.Fatal(err)
-			}
+			plan := claimPlan(t, db, mode, `DROP INDEX webhook_jobs_webhook_due`)
 			heads := 0
 			for _, line := range plan {
 				if !strings.Contains(line, "webhook_jobs_pending_seq") {
