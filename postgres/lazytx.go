@@ -7,6 +7,7 @@ import (
 
 	"github.com/amsdev/ams/sqlstore"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // lazyTx is a transaction whose BEGIN travels with its first statement,
@@ -52,12 +53,22 @@ func beginFor(ctx context.Context) []string {
 // first sends begin and query in one batch and returns the batch, whose
 // begin results have been read, positioned at query's result.
 func (t *lazyTx) first(ctx context.Context, query string, args ...any) (pgx.BatchResults, error) {
-	start := beginFor(ctx)
+	return t.send(ctx, func(b *pgx.Batch) { b.Queue(query, args...) })
+}
+
+// send sends the statements queue queues in one batch, after begin if the
+// transaction has not begun, and returns the batch, whose begin results
+// have been read, positioned at the first of queue's.
+func (t *lazyTx) send(ctx context.Context, queue func(*pgx.Batch)) (pgx.BatchResults, error) {
+	var start []string
+	if !t.begun {
+		start = beginFor(ctx)
+	}
 	b := &pgx.Batch{}
 	for _, s := range start {
 		b.Queue(s)
 	}
-	b.Queue(query, args...)
+	queue(b)
 	br := t.c.SendBatch(ctx, b)
 	t.begun = true
 	for range start {
@@ -153,24 +164,14 @@ func (t *lazyTx) BatchCommit(ctx context.Context, stmts []sqlstore.Stmt) ([]int6
 // before it reads the COMMIT's answer. A query that fails aborts the
 // transaction and PostgreSQL skips the COMMIT, as after BatchCommit.
 func (t *lazyTx) QueryCommit(ctx context.Context, query string, args []any, scan func(sqlstore.Rows) error) error {
-	b := &pgx.Batch{}
-	var start []string
-	if !t.begun {
-		start = beginFor(ctx)
-		for _, s := range start {
-			b.Queue(s)
-		}
-		t.begun = true
+	br, err := t.send(ctx, func(b *pgx.Batch) {
+		b.Queue(query, args...)
+		b.Queue("COMMIT")
+	})
+	if err != nil {
+		return err
 	}
-	b.Queue(query, args...)
-	b.Queue("COMMIT")
-	br := t.c.SendBatch(ctx, b)
 	defer br.Close()
-	for range start {
-		if _, err := br.Exec(); err != nil {
-			return err
-		}
-	}
 	rows, err := br.Query()
 	if err != nil {
 		return err
@@ -181,14 +182,24 @@ func (t *lazyTx) QueryCommit(ctx context.Context, query string, args []any, scan
 		return err
 	}
 	tag, err := br.Exec()
+	if err := committed(tag, err); err != nil {
+		return err
+	}
+	t.committed = true
+	return scanErr
+}
+
+// committed is the answer to a COMMIT: its error, or
+// pgx.ErrTxCommitRollback where PostgreSQL answered ROLLBACK (the
+// transaction had failed).
+func committed(tag pgconn.CommandTag, err error) error {
 	if err != nil {
 		return err
 	}
 	if tag.String() == "ROLLBACK" {
 		return pgx.ErrTxCommitRollback
 	}
-	t.committed = true
-	return scanErr
+	return nil
 }
 
 // commit ends the transaction: COMMIT if it began. PostgreSQL answers
@@ -197,14 +208,7 @@ func (t *lazyTx) commit(ctx context.Context) error {
 	if !t.begun || t.committed {
 		return nil
 	}
-	tag, err := t.c.Exec(ctx, "COMMIT")
-	if err != nil {
-		return err
-	}
-	if tag.String() == "ROLLBACK" {
-		return pgx.ErrTxCommitRollback
-	}
-	return nil
+	return committed(t.c.Exec(ctx, "COMMIT"))
 }
 
 // rollback ends a transaction that began and did not commit.

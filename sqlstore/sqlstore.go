@@ -513,8 +513,8 @@ func (q *Queries) batch(ctx context.Context, stmts []Stmt) ([]int64, error) {
 // engine can, they travel with the COMMIT, one round trip fewer. The
 // caller must run nothing in the transaction after it.
 func (q *Queries) lastBatch(ctx context.Context, stmts []Stmt, began bool) ([]int64, error) {
-	t, ok := q.w.(*tracked)
-	if !began || len(stmts) == 0 || q.tx == nil || !q.tx.commitAhead || !ok {
+	t := q.commitAhead(began)
+	if t == nil || len(stmts) == 0 {
 		return q.batch(ctx, stmts)
 	}
 	bc, ok := t.Conn.(BatchCommitter)
@@ -533,12 +533,22 @@ func (q *Queries) lastBatch(ctx context.Context, stmts []Stmt, began bool) ([]in
 	return n, nil
 }
 
+// commitAhead returns the transaction's connection when its COMMIT may
+// travel with its last statements (lastBatch, lastQuery): fn of inTx
+// began it (began) and nothing is left to run after fn; else nil.
+func (q *Queries) commitAhead(began bool) *tracked {
+	if t, ok := q.w.(*tracked); ok && began && q.tx != nil && q.tx.commitAhead {
+		return t
+	}
+	return nil
+}
+
 // lastQuery runs query on the writer and hands its rows to scan; where
 // the engine can, and the transaction is one fn of inTx began (began),
 // the query travels with the COMMIT, one round trip fewer (as
 // lastBatch). The caller must run nothing in the transaction after it.
 func (q *Queries) lastQuery(ctx context.Context, op, query string, args []any, scan func(Rows) error, began bool) error {
-	if t, ok := q.w.(*tracked); ok && began && q.tx != nil && q.tx.commitAhead {
+	if t := q.commitAhead(began); t != nil {
 		if qc, ok := t.Conn.(QueryCommitter); ok {
 			t.wrote = true
 			if err := qc.QueryCommit(ctx, query, args, scan); err != nil {

@@ -728,9 +728,7 @@ func (q *Queries) recordAttemptChunk(ctx context.Context, rs []*ams.AttemptResul
 	}
 	var b strings.Builder
 	args := []any{MS(now)}
-	b.WriteString(`UPDATE webhook_jobs SET state = CASE WHEN webhook_jobs.state = 'pending' OR v.column3 = 'succeeded' THEN v.column3 ELSE webhook_jobs.state END,
-		attempts = webhook_jobs.attempts + 1, next_at = CASE WHEN v.column4 > 0 THEN v.column4 ELSE webhook_jobs.next_at END, lease_until = 0, updated_at = $1
-		FROM (VALUES `)
+	b.WriteString(updateJobsSQL + `(VALUES `)
 	for i, r := range rs {
 		state, next := jobAfter(r)
 		if i > 0 {
@@ -740,8 +738,7 @@ func (q *Queries) recordAttemptChunk(ctx context.Context, rs []*ams.AttemptResul
 		fmt.Fprintf(&b, "(CAST($%d AS BIGINT), CAST($%d AS BIGINT), CAST($%d AS TEXT), CAST($%d AS BIGINT))", n+1, n+2, n+3, n+4)
 		args = append(args, r.Job.Seq, MS(r.Job.LeaseUntil), state, next)
 	}
-	b.WriteString(`) AS v WHERE webhook_jobs.seq = v.column1 AND webhook_jobs.lease_until = v.column2 AND webhook_jobs.lease_until > $1
-		RETURNING webhook_jobs.seq`)
+	b.WriteString(`) AS v WHERE ` + jobsFenceSQL + ` RETURNING webhook_jobs.seq`)
 	rows, err := q.w.Query(ctx, b.String(), args...)
 	if err != nil {
 		return q.fail("update jobs", err)
@@ -775,6 +772,19 @@ func (q *Queries) recordAttemptChunk(ctx context.Context, rs []*ams.AttemptResul
 	return err
 }
 
+// updateJobsSQL begins the update of attempts' jobs, on both engines:
+// the VALUES that follow it, as v, hold per attempt its job's seq and
+// lease, and the job's new state and next time (jobAfter), whose names
+// (column1 to column4) SQLite and PostgreSQL both give them; $1 is now.
+const updateJobsSQL = `UPDATE webhook_jobs SET state = CASE WHEN webhook_jobs.state = 'pending' OR v.column3 = 'succeeded' THEN v.column3 ELSE webhook_jobs.state END,
+		attempts = webhook_jobs.attempts + 1, next_at = CASE WHEN v.column4 > 0 THEN v.column4 ELSE webhook_jobs.next_at END, lease_until = 0, updated_at = $1
+		FROM `
+
+// jobsFenceSQL matches an attempt's job (updateJobsSQL's v) only under
+// the claim's lease the attempt was made under, and only while that
+// lease runs.
+const jobsFenceSQL = `webhook_jobs.seq = v.column1 AND webhook_jobs.lease_until = v.column2 AND webhook_jobs.lease_until > $1`
+
 // jobAfter is the state an attempt leaves its job in, and the job's next
 // attempt's time (0: unchanged).
 func jobAfter(r *ams.AttemptResult) (state string, next int64) {
@@ -802,9 +812,7 @@ func (q *Queries) recordAttemptsWith(ctx context.Context, rs []*ams.AttemptResul
 		args = append(args, r.Job.Seq, MS(r.Job.LeaseUntil), state, next,
 			d.ID, d.UserID, d.WebhookID, d.EventID, d.EventType, d.Attempt, d.URL, d.Success, d.StatusCode,
 			d.DurationMS, d.Error, d.ResponseBody, MS(d.CreatedAt))
-	}
-	for _, r := range rs {
-		matched[r.Job.Seq] = true
+		matched[r.Job.Seq] = true // until the statement says otherwise
 	}
 	return q.lastQuery(ctx, "record attempts", RecordAttemptsSQL(len(rs)), args, func(rows Rows) error {
 		for rows.Next() {
@@ -837,7 +845,8 @@ var recordWithCache sync.Map
 // RecordAttemptsSQL is recordAttemptsWith's statement for n attempts (at
 // most attemptsPerStatement; exported for the engine's plan tests): $1 is
 // now, then recordWithWidth parameters per attempt. Each attempt's
-// parameters appear in three VALUES: its job's fence (the UPDATE's FROM),
+// parameters appear in three VALUES: its job's fence (the UPDATE's FROM,
+// updateJobsSQL and jobsFenceSQL, as on SQLite),
 // its log row (inserted when its job was matched), and its job and
 // webhook (looked up when it was not). The UPDATE also lists the jobs'
 // seqs (IN), so that the planner reads them by the primary key in every
@@ -868,20 +877,16 @@ func RecordAttemptsSQL(n int) string {
 		}
 		b.WriteByte(')')
 	}
-	b.WriteString(`WITH u AS (UPDATE webhook_jobs SET state = CASE WHEN webhook_jobs.state = 'pending' OR v.state = 'succeeded' THEN v.state ELSE webhook_jobs.state END,
-		attempts = webhook_jobs.attempts + 1, next_at = CASE WHEN v.next_at > 0 THEN v.next_at ELSE webhook_jobs.next_at END, lease_until = 0, updated_at = $1
-		FROM `)
+	b.WriteString(`WITH u AS (` + updateJobsSQL)
 	values(0, 1, 2, 3)
-	b.WriteString(` AS v (job_seq, lease_until, state, next_at)
-		WHERE webhook_jobs.seq IN (`)
+	b.WriteString(` AS v WHERE webhook_jobs.seq IN (`)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		fmt.Fprintf(&b, "CAST($%d AS BIGINT)", 2+i*recordWithWidth)
 	}
-	b.WriteString(`) AND webhook_jobs.seq = v.job_seq AND webhook_jobs.lease_until = v.lease_until AND webhook_jobs.lease_until > $1
-		RETURNING webhook_jobs.seq),
+	b.WriteString(`) AND ` + jobsFenceSQL + ` RETURNING webhook_jobs.seq),
 	logged AS (INSERT INTO webhook_deliveries (` + deliveryCols + `) SELECT ` + deliveryCols + ` FROM `)
 	values(0, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)
 	b.WriteString(` AS d (job_seq, ` + deliveryCols + `) WHERE d.job_seq IN (SELECT seq FROM u))
