@@ -186,7 +186,18 @@ func AssistantEvent(typ string, a *Assistant, at time.Time) *Event {
 
 // ConversationEvent returns a conversation.* event of type typ carrying c.
 func ConversationEvent(typ string, c *Conversation, at time.Time) *Event {
-	return recordEvent(typ, c.UserID, "conversation", c, at)
+	// The record's fields, as Conversation.MarshalJSON writes them, without
+	// the JSON round trip of recordEvent: a POST /v1/messages that starts a
+	// conversation emits one.
+	meta := c.Metadata
+	if meta == nil {
+		meta = Metadata{}
+	}
+	return &Event{ID: NewID(PrefixEvent), Object: "event", UserID: c.UserID, Type: typ, CreatedAt: at, Data: map[string]any{
+		"id": c.ID, "object": c.Object, "assistant_id": c.AssistantID, "title": c.Title, "message_count": c.MessageCount,
+		"last_message_at": FormatTime(c.LastMessageAt), "metadata": meta,
+		"created_at": FormatTime(c.CreatedAt), "updated_at": FormatTime(c.UpdatedAt),
+	}}
 }
 
 // APIKeyEvent returns api_key.created or api_key.revoked for k (its

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -367,19 +368,84 @@ func (a Account) MarshalJSON() ([]byte, error) {
 
 // MarshalJSON implements json.Marshaler (timestamps as TimeFormat).
 // action_ids is always an array, and a turn stored before strategies
-// existed has multitask_strategy "enqueue".
+// existed has multitask_strategy "enqueue". Every turn writes its record
+// into its stream and its turn.* event, so, like Message's, it is written
+// out by hand; the bytes are those of the reflective encoding of the
+// other records, which TestTurnJSONAsReflection checks.
 func (t Turn) MarshalJSON() ([]byte, error) {
-	type plain Turn
-	if t.ActionIDs == nil {
-		t.ActionIDs = []string{}
+	b := make([]byte, 0, 512+len(t.StopReason)+16*len(t.ActionIDs))
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, t.ID)
+	b = append(b, `,"object":`...)
+	b = appendJSONString(b, t.Object)
+	b = append(b, `,"assistant_id":`...)
+	b = appendJSONString(b, t.AssistantID)
+	b = append(b, `,"conversation_id":`...)
+	b = appendJSONString(b, t.ConversationID)
+	b = append(b, `,"status":`...)
+	b = appendJSONString(b, t.Status)
+	b = append(b, `,"inbound_message_id":`...)
+	b = appendJSONString(b, t.InboundMessageID)
+	b = append(b, `,"reply_message_id":`...)
+	b = appendJSONString(b, t.ReplyMessageID)
+	b = append(b, `,"error":`...)
+	var err error
+	if b, err = appendMarshaled(b, t.Error, t.Error == nil); err != nil {
+		return nil, err
 	}
+	b = append(b, `,"cancel_requested":`...)
+	b = strconv.AppendBool(b, t.CancelRequested)
+	b = append(b, `,"background":`...)
+	b = strconv.AppendBool(b, t.Background)
+	b = append(b, `,"multitask_strategy":`...)
 	if t.MultitaskStrategy == "" {
-		t.MultitaskStrategy = MultitaskEnqueue
+		b = appendJSONString(b, MultitaskEnqueue)
+	} else {
+		b = appendJSONString(b, t.MultitaskStrategy)
 	}
-	return json.Marshal(struct {
-		plain
-		CreatedAt   JSONTime  `json:"created_at"`
-		UpdatedAt   JSONTime  `json:"updated_at"`
-		CompletedAt *JSONTime `json:"completed_at"`
-	}{plain(t), JSONTime(t.CreatedAt), JSONTime(t.UpdatedAt), jsonTimePtr(t.CompletedAt)})
+	b = append(b, `,"required_action":`...)
+	if b, err = appendMarshaled(b, t.RequiredAction, t.RequiredAction == nil); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"usage":{"input_tokens":`...)
+	b = strconv.AppendInt(b, t.Usage.InputTokens, 10)
+	b = append(b, `,"output_tokens":`...)
+	b = strconv.AppendInt(b, t.Usage.OutputTokens, 10)
+	b = append(b, `,"total_tokens":`...)
+	b = strconv.AppendInt(b, t.Usage.TotalTokens, 10)
+	b = append(b, `},"stop_reason":`...)
+	b = appendJSONString(b, t.StopReason)
+	b = append(b, `,"action_ids":[`...)
+	for i, id := range t.ActionIDs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, id)
+	}
+	b = append(b, `],"created_at":"`...)
+	b = appendTime(b, t.CreatedAt)
+	b = append(b, `","updated_at":"`...)
+	b = appendTime(b, t.UpdatedAt)
+	b = append(b, `","completed_at":`...)
+	if t.CompletedAt == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '"')
+		b = appendTime(b, *t.CompletedAt)
+		b = append(b, '"')
+	}
+	return append(b, '}'), nil
+}
+
+// appendMarshaled appends json.Marshal(v), or null when isNil (v being a
+// nil pointer, which json.Marshal writes as null too).
+func appendMarshaled(b []byte, v any, isNil bool) ([]byte, error) {
+	if isNil {
+		return append(b, "null"...), nil
+	}
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, j...), nil
 }

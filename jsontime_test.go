@@ -226,3 +226,75 @@ func TestAppendTime(t *testing.T) {
 		}
 	}
 }
+
+// reflectTurnJSON is the reflective encoding Turn.MarshalJSON writes by
+// hand.
+func reflectTurnJSON(t Turn) ([]byte, error) {
+	type plain Turn
+	if t.ActionIDs == nil {
+		t.ActionIDs = []string{}
+	}
+	if t.MultitaskStrategy == "" {
+		t.MultitaskStrategy = MultitaskEnqueue
+	}
+	return json.Marshal(struct {
+		plain
+		CreatedAt   JSONTime  `json:"created_at"`
+		UpdatedAt   JSONTime  `json:"updated_at"`
+		CompletedAt *JSONTime `json:"completed_at"`
+	}{plain(t), JSONTime(t.CreatedAt), JSONTime(t.UpdatedAt), jsonTimePtr(t.CompletedAt)})
+}
+
+// TestTurnJSONAsReflection checks that Turn's hand-written encoder writes
+// what the reflective encoding writes, byte for byte, with and without
+// each optional part.
+func TestTurnJSONAsReflection(t *testing.T) {
+	at := time.Date(2026, 11, 28, 21, 30, 0, 5e6, time.FixedZone("CET", 3600))
+	done := at.Add(time.Minute)
+	texts := messageJSONTexts()
+	for i, s := range texts {
+		u := Usage{InputTokens: int64(i), OutputTokens: int64(i) * 1_000_000_007, TotalTokens: -int64(i)}
+		for _, tu := range []Turn{
+			{ID: "trn_" + s, Object: "turn", UserID: "usr_1", AssistantID: s, ConversationID: "conv_1", Status: TurnCompleted,
+				InboundMessageID: "msg_1", ReplyMessageID: s, StopReason: s, Usage: u, CreatedAt: at, UpdatedAt: done, CompletedAt: &done,
+				ActionIDs: []string{s, "act_2"}, Background: i%2 == 0, CancelRequested: i%3 == 0, MultitaskStrategy: texts[(i+1)%len(texts)],
+				IdempotencyKey: "k", Request: &EventRequest{ID: "req"}, Stream: true},
+			{ID: "trn_1", Status: TurnFailed, Error: &ActionError{Type: "api_error", Code: s, Message: s, Param: s}, ActionIDs: []string{}},
+			{ID: "trn_1", Status: TurnRequiresAction, RequiredAction: &RequiredAction{Type: s}},
+		} {
+			checkTurnJSON(t, tu)
+		}
+	}
+	checkTurnJSON(t, Turn{})
+}
+
+func checkTurnJSON(t *testing.T, tu Turn) {
+	t.Helper()
+	want, err := reflectTurnJSON(tu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []func() ([]byte, error){func() ([]byte, error) { return json.Marshal(tu) }, tu.MarshalJSON} {
+		got, err := f()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("Turn %q encodes as\n%s\nwant\n%s", tu.StopReason, got, want)
+		}
+	}
+}
+
+// FuzzTurnJSON compares Turn's hand-written encoder with the reflective
+// one on any text.
+func FuzzTurnJSON(f *testing.F) {
+	for i, s := range messageJSONTexts() {
+		f.Add(s, int64(i)*1_790_000_000_123_456_789/7, int64(i))
+	}
+	f.Fuzz(func(t *testing.T, s string, ns, n int64) {
+		at := time.Unix(0, ns)
+		checkTurnJSON(t, Turn{ID: s, Object: "turn", Status: s, StopReason: s, ActionIDs: []string{s}, MultitaskStrategy: s,
+			Usage: Usage{InputTokens: n, OutputTokens: -n, TotalTokens: n * 3}, CreatedAt: at, UpdatedAt: at, CompletedAt: &at,
+			Error: &ActionError{Message: s}})
+	})
+}

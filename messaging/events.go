@@ -119,9 +119,30 @@ func (l *eventLog) addDelta(d string) {
 	l.emit(EventMessageDelta, DeltaData{Delta: d})
 }
 
+// streamData returns v's JSON as json.Marshal writes it. Every turn
+// encodes its deltas, its reply and its record; those are written
+// directly (json.Marshal would call the records' MarshalJSON and then
+// check and copy what it wrote). TestStreamDataAsJSON compares the two.
+func streamData(v any) ([]byte, error) {
+	switch d := v.(type) {
+	case DeltaData:
+		b := append(make([]byte, 0, len(d.Delta)+16), `{"delta":`...)
+		return append(ams.AppendJSONString(b, d.Delta), '}'), nil
+	case *ams.Message:
+		if d != nil {
+			return d.MarshalJSON()
+		}
+	case *ams.Turn:
+		if d != nil {
+			return d.MarshalJSON()
+		}
+	}
+	return json.Marshal(v)
+}
+
 // emit adds an event (after any buffered delta) and wakes subscribers.
 func (l *eventLog) emit(typ string, v any) {
-	b, err := json.Marshal(v)
+	b, err := streamData(v)
 	if err != nil {
 		b = []byte(`{}`)
 	}
@@ -172,7 +193,7 @@ func (l *eventLog) prepare(typ string, v any) *ams.TurnEvent {
 // prepareAfter is prepare for the event after prev (one prepared too),
 // or the next one when prev is nil.
 func (l *eventLog) prepareAfter(prev *ams.TurnEvent, typ string, v any) *ams.TurnEvent {
-	b, err := json.Marshal(v)
+	b, err := streamData(v)
 	if err != nil {
 		b = []byte(`{}`)
 	}

@@ -33,6 +33,8 @@ TARGETS=(
   "./engine/builtin FuzzReply"         # the built-in engine's replies
   "./engine/builtin FuzzWorld"         # the built-in engine's world intents
   "./. FuzzMessageJSON"                # the hand-written JSON of a message, against the reflective one
+  "./. FuzzMarshalData"                # the direct JSON of event data, against json.Marshal
+  "./. FuzzTurnJSON"                   # the hand-written JSON of a turn, against the reflective one
 )
 
 par=()

@@ -42,7 +42,7 @@ const (
 
 // encodeEventData returns the data column of e.
 func encodeEventData(e *ams.Event) ([]byte, error) {
-	data, err := json.Marshal(e.Data)
+	data, err := ams.MarshalData(e.Data)
 	if err != nil {
 		return nil, fmt.Errorf("encode event data: %w", err)
 	}
@@ -70,7 +70,7 @@ func encodeEventData(e *ams.Event) ([]byte, error) {
 		if head != nil {
 			head = append(head, ',')
 		}
-		p, err := json.Marshal(e.PreviousAttributes)
+		p, err := ams.MarshalData(e.PreviousAttributes)
 		if err != nil {
 			return nil, fmt.Errorf("encode event previous_attributes: %w", err)
 		}

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -324,23 +323,54 @@ func (w *Worker) start(ctx context.Context, claimStart time.Time, jobs []*ams.Jo
 	}
 }
 
-// envelope is the body of every delivery.
-type envelope struct {
-	ID        string            `json:"id"`
-	Object    string            `json:"object"`
-	Type      string            `json:"type"`
-	CreatedAt ams.JSONTime      `json:"created_at"`
-	Request   *ams.EventRequest `json:"request"`
-	TurnID    *string           `json:"turn_id"`
-	Previous  map[string]any    `json:"previous_attributes,omitempty"`
-	Test      bool              `json:"test,omitempty"`
-	Data      map[string]any    `json:"data"`
-}
-
-// Body returns the exact bytes delivered for e; the same on every attempt.
+// Body returns the exact bytes delivered for e; the same on every attempt:
+// the event as the API shows it (id, object, type, created_at, request,
+// turn_id, previous_attributes when set, test when true, data), written
+// directly rather than through reflection, since every attempt encodes
+// one (TestBodyAsReflection compares it with json.Marshal's encoding).
 func Body(e *ams.Event) ([]byte, error) {
-	return json.Marshal(envelope{ID: e.ID, Object: "event", Type: e.Type, CreatedAt: ams.JSONTime(e.CreatedAt),
-		Request: e.Request, TurnID: e.TurnID, Previous: e.PreviousAttributes, Test: e.Test, Data: e.Data})
+	b := make([]byte, 0, 192+128*len(e.Data))
+	b = append(b, `{"id":`...)
+	b = ams.AppendJSONString(b, e.ID)
+	b = append(b, `,"object":"event","type":`...)
+	b = ams.AppendJSONString(b, e.Type)
+	b = append(b, `,"created_at":`...)
+	b = ams.AppendJSONTime(b, e.CreatedAt)
+	b = append(b, `,"request":`...)
+	if r := e.Request; r == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, `{"id":`...)
+		b = ams.AppendJSONString(b, r.ID)
+		b = append(b, `,"idempotency_key":`...)
+		if r.IdempotencyKey == nil {
+			b = append(b, "null"...)
+		} else {
+			b = ams.AppendJSONString(b, *r.IdempotencyKey)
+		}
+		b = append(b, '}')
+	}
+	b = append(b, `,"turn_id":`...)
+	if e.TurnID == nil {
+		b = append(b, "null"...)
+	} else {
+		b = ams.AppendJSONString(b, *e.TurnID)
+	}
+	var err error
+	if len(e.PreviousAttributes) > 0 {
+		b = append(b, `,"previous_attributes":`...)
+		if b, err = ams.AppendData(b, e.PreviousAttributes); err != nil {
+			return nil, err
+		}
+	}
+	if e.Test {
+		b = append(b, `,"test":true`...)
+	}
+	b = append(b, `,"data":`...)
+	if b, err = ams.AppendData(b, e.Data); err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
 }
 
 // deliver makes one attempt of job j and records it. It reports whether
