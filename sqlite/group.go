@@ -105,27 +105,31 @@ func (c *committer) commit(group []txReq) []txDone {
 		}
 	}()
 	ran := 0 // functions whose writes are part of the transaction
+	// The savepoints run as the statements do, prepared once on the write
+	// connection (a string run through tx would be prepared, run and
+	// finalized each time: two of them per caller).
+	txc := conn{db: tx, stmts: c.stmts, tx: tx}
 	for i, r := range group {
 		if err := r.ctx.Err(); err != nil {
 			results[i].err = err
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT grp"); err != nil {
+		if _, err := txc.Exec(ctx, "SAVEPOINT grp"); err != nil {
 			fail(fmt.Errorf("savepoint: %w", err))
 			return results
 		}
-		results[i] = call(r.fn, groupConn{conn{db: tx, stmts: c.stmts, tx: tx}})
+		results[i] = call(r.fn, groupConn{txc})
 		if results[i].err != nil || results[i].panic != nil {
 			// Undo this caller's writes only. If SQLite cannot (the error
 			// ended the whole transaction), the group fails.
-			if _, err := tx.ExecContext(ctx, "ROLLBACK TO grp"); err != nil {
+			if _, err := txc.Exec(ctx, "ROLLBACK TO grp"); err != nil {
 				fail(fmt.Errorf("roll back a failed transaction of a group: %w", err))
 				return results
 			}
 		} else {
 			ran++
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE grp"); err != nil {
+		if _, err := txc.Exec(ctx, "RELEASE grp"); err != nil {
 			fail(fmt.Errorf("release savepoint: %w", err))
 			return results
 		}
