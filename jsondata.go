@@ -18,7 +18,30 @@ import (
 // and hands anything else to json.Marshal. TestMarshalDataAsJSON compares
 // the two.
 func MarshalData(m map[string]any) ([]byte, error) {
-	return AppendData(make([]byte, 0, 64+64*len(m)), m)
+	return AppendData(make([]byte, 0, DataSize(m)), m)
+}
+
+// DataSize estimates the length of MarshalData(m), to size its buffer:
+// the keys and strings as they are, 24 bytes for any other value (a
+// string that needs escapes, or a long number, may make it grow once).
+func DataSize(m map[string]any) int {
+	n := 2
+	for k, v := range m {
+		n += len(k) + 4
+		switch v := v.(type) {
+		case string:
+			n += len(v) + 2
+		case map[string]any:
+			n += DataSize(v)
+		case Metadata:
+			for mk, mv := range v {
+				n += len(mk) + len(mv) + 6
+			}
+		default:
+			n += 24
+		}
+	}
+	return n
 }
 
 // AppendData appends MarshalData(m) to b.

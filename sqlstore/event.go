@@ -40,65 +40,65 @@ const (
 	keyTest     = "$test" // true on a test event (POST /v1/events/trigger)
 )
 
-// encodeEventData returns the data column of e.
+// encodeEventData returns the data column of e: its envelope's keys
+// (keyRequest and the others, those set), then the data's, in one buffer.
 func encodeEventData(e *ams.Event) ([]byte, error) {
-	data, err := ams.MarshalData(e.Data)
+	b := make([]byte, 0, 160+ams.DataSize(e.Data))
+	b = append(b, '{')
+	if e.Request != nil {
+		b = append(append(append(b, '"'), keyRequest...), `":{"id":`...)
+		b = ams.AppendJSONString(b, e.Request.ID)
+		b = append(b, `,"idempotency_key":`...)
+		if k := e.Request.IdempotencyKey; k == nil {
+			b = append(b, "null"...)
+		} else {
+			b = ams.AppendJSONString(b, *k)
+		}
+		b = append(b, "},"...)
+	}
+	if e.TurnID != nil {
+		b = append(append(append(b, '"'), keyTurnID...), `":`...)
+		b = append(ams.AppendJSONString(b, *e.TurnID), ',')
+	}
+	if e.PreviousAttributes != nil {
+		b = append(append(append(b, '"'), keyPrevious...), `":`...)
+		var err error
+		if b, err = ams.AppendData(b, e.PreviousAttributes); err != nil {
+			return nil, fmt.Errorf("encode event previous_attributes: %w", err)
+		}
+		b = append(b, ',')
+	}
+	if e.Trace != "" {
+		b = append(append(append(b, '"'), keyTrace...), `":`...)
+		b = append(ams.AppendJSONString(b, e.Trace), ',')
+	}
+	if e.Test {
+		b = append(append(append(b, '"'), keyTest...), `":true,`...)
+	}
+	if len(b) == 1 {
+		// No envelope key: the column is the data as it is (null for
+		// none, as before).
+		data, err := ams.AppendData(b[:0], e.Data)
+		if err != nil {
+			return nil, fmt.Errorf("encode event data: %w", err)
+		}
+		return data, nil
+	}
+	if e.Data == nil {
+		return nil, fmt.Errorf("encode event data: not an object")
+	}
+	// The data's object, written after the envelope's keys, less its
+	// opening brace (and the comma before an empty one).
+	mark := len(b)
+	b, err := ams.AppendData(b, e.Data)
 	if err != nil {
 		return nil, fmt.Errorf("encode event data: %w", err)
 	}
-	if e.Request == nil && e.TurnID == nil && e.PreviousAttributes == nil && e.Trace == "" && !e.Test {
-		return data, nil
+	if len(b)-mark == 2 { // {}
+		return append(b[:mark-1], '}'), nil
 	}
-	var head []byte
-	if e.Request != nil {
-		r, err := json.Marshal(e.Request)
-		if err != nil {
-			return nil, fmt.Errorf("encode event request: %w", err)
-		}
-		head = append(append(append(head, '"'), keyRequest...), `":`...)
-		head = append(head, r...)
-	}
-	if e.TurnID != nil {
-		if head != nil {
-			head = append(head, ',')
-		}
-		id, _ := json.Marshal(*e.TurnID)
-		head = append(append(append(head, '"'), keyTurnID...), `":`...)
-		head = append(head, id...)
-	}
-	if e.PreviousAttributes != nil {
-		if head != nil {
-			head = append(head, ',')
-		}
-		p, err := ams.MarshalData(e.PreviousAttributes)
-		if err != nil {
-			return nil, fmt.Errorf("encode event previous_attributes: %w", err)
-		}
-		head = append(append(append(head, '"'), keyPrevious...), `":`...)
-		head = append(head, p...)
-	}
-	if e.Trace != "" {
-		if head != nil {
-			head = append(head, ',')
-		}
-		tp, _ := json.Marshal(e.Trace)
-		head = append(append(append(head, '"'), keyTrace...), `":`...)
-		head = append(head, tp...)
-	}
-	if e.Test {
-		if head != nil {
-			head = append(head, ',')
-		}
-		head = append(append(append(head, '"'), keyTest...), `":true`...)
-	}
-	if len(data) < 2 || data[0] != '{' {
-		return nil, fmt.Errorf("encode event data: not an object")
-	}
-	out := append([]byte{'{'}, head...)
-	if len(data) > 2 {
-		out = append(out, ',')
-	}
-	return append(out, data[1:]...), nil
+	copy(b[mark:], b[mark+1:])
+	return b[:len(b)-1], nil
 }
 
 // decodeEventData decodes e's data column into e.Data, e.Request,

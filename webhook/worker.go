@@ -329,7 +329,7 @@ func (w *Worker) start(ctx context.Context, claimStart time.Time, jobs []*ams.Jo
 // directly rather than through reflection, since every attempt encodes
 // one (TestBodyAsReflection compares it with json.Marshal's encoding).
 func Body(e *ams.Event) ([]byte, error) {
-	b := make([]byte, 0, 192+128*len(e.Data))
+	b := make([]byte, 0, 192+ams.DataSize(e.Data)+ams.DataSize(e.PreviousAttributes))
 	b = append(b, `{"id":`...)
 	b = ams.AppendJSONString(b, e.ID)
 	b = append(b, `,"object":"event","type":`...)
