@@ -186,3 +186,20 @@ func AppendJSONTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
 	return append(appendTime(b, t), '"')
 }
+
+// AppendEventRequest appends r as json.Marshal writes an *EventRequest:
+// null, or its id and idempotency_key (null without one).
+func AppendEventRequest(b []byte, r *EventRequest) []byte {
+	if r == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, r.ID)
+	b = append(b, `,"idempotency_key":`...)
+	if r.IdempotencyKey == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, *r.IdempotencyKey)
+	}
+	return append(b, '}')
+}

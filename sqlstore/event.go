@@ -46,15 +46,8 @@ func encodeEventData(e *ams.Event) ([]byte, error) {
 	b := make([]byte, 0, 160+ams.DataSize(e.Data))
 	b = append(b, '{')
 	if e.Request != nil {
-		b = append(append(append(b, '"'), keyRequest...), `":{"id":`...)
-		b = ams.AppendJSONString(b, e.Request.ID)
-		b = append(b, `,"idempotency_key":`...)
-		if k := e.Request.IdempotencyKey; k == nil {
-			b = append(b, "null"...)
-		} else {
-			b = ams.AppendJSONString(b, *k)
-		}
-		b = append(b, "},"...)
+		b = append(append(append(b, '"'), keyRequest...), `":`...)
+		b = append(ams.AppendEventRequest(b, e.Request), ',')
 	}
 	if e.TurnID != nil {
 		b = append(append(append(b, '"'), keyTurnID...), `":`...)

@@ -337,19 +337,7 @@ func Body(e *ams.Event) ([]byte, error) {
 	b = append(b, `,"created_at":`...)
 	b = ams.AppendJSONTime(b, e.CreatedAt)
 	b = append(b, `,"request":`...)
-	if r := e.Request; r == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, `{"id":`...)
-		b = ams.AppendJSONString(b, r.ID)
-		b = append(b, `,"idempotency_key":`...)
-		if r.IdempotencyKey == nil {
-			b = append(b, "null"...)
-		} else {
-			b = ams.AppendJSONString(b, *r.IdempotencyKey)
-		}
-		b = append(b, '}')
-	}
+	b = ams.AppendEventRequest(b, e.Request)
 	b = append(b, `,"turn_id":`...)
 	if e.TurnID == nil {
 		b = append(b, "null"...)
