@@ -77,16 +77,7 @@ func appendDataValue(b []byte, v any) ([]byte, error) {
 		if v == nil {
 			return append(b, "null"...), nil
 		}
-		b = append(b, '{')
-		for i, k := range sortedKeys(v) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, k)
-			b = append(b, ':')
-			b = appendJSONString(b, v[k])
-		}
-		return append(b, '}'), nil
+		return appendMetadata(b, Metadata(v)), nil
 	case map[string]any:
 		if v == nil {
 			return append(b, "null"...), nil

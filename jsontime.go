@@ -2,8 +2,6 @@ package ams
 
 import (
 	"encoding/json"
-	"maps"
-	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -25,10 +23,7 @@ type JSONTime time.Time
 
 // MarshalJSON implements json.Marshaler.
 func (t JSONTime) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, len(TimeFormat)+2)
-	b = append(b, '"')
-	b = time.Time(t).UTC().AppendFormat(b, TimeFormat)
-	return append(b, '"'), nil
+	return AppendJSONTime(make([]byte, 0, len(TimeFormat)+2), time.Time(t)), nil
 }
 
 // jsonTimePtr returns p as a *JSONTime (nil stays nil and encodes as null).
@@ -121,7 +116,7 @@ func appendMetadata(b []byte, m Metadata) []byte {
 		return append(b, '{', '}')
 	}
 	b = append(b, '{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
+	for i, k := range sortedKeys(m) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -422,17 +417,15 @@ func (t Turn) MarshalJSON() ([]byte, error) {
 		}
 		b = appendJSONString(b, id)
 	}
-	b = append(b, `],"created_at":"`...)
-	b = appendTime(b, t.CreatedAt)
-	b = append(b, `","updated_at":"`...)
-	b = appendTime(b, t.UpdatedAt)
-	b = append(b, `","completed_at":`...)
+	b = append(b, `],"created_at":`...)
+	b = AppendJSONTime(b, t.CreatedAt)
+	b = append(b, `,"updated_at":`...)
+	b = AppendJSONTime(b, t.UpdatedAt)
+	b = append(b, `,"completed_at":`...)
 	if t.CompletedAt == nil {
 		b = append(b, "null"...)
 	} else {
-		b = append(b, '"')
-		b = appendTime(b, *t.CompletedAt)
-		b = append(b, '"')
+		b = AppendJSONTime(b, *t.CompletedAt)
 	}
 	return append(b, '}'), nil
 }
